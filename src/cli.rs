@@ -1,0 +1,295 @@
+//! The command line: global arguments and one `Args` struct per command. Values are
+//! checked here, as they are parsed, so that a malformed one is a usage error (exit 2)
+//! before anything touches the ledger.
+
+use std::ffi::OsString;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+use crate::model::{self, QuestionOption, Status};
+
+const ABOUT: &str =
+    "A ledger of the questions AI agents need a person to answer, with stage gates.";
+
+const LONG_ABOUT: &str = "\
+A ledger of the questions AI agents need a person to answer, with stage gates.
+
+Orchestrators log the questions their subagents raise, record the answers a person gives,
+and gate each stage on its required questions: `questions check --stage NAME` exits 0 when
+the gate passes, 1 while required questions are pending, 2 on a usage error.
+Every command prints one JSON document on stdout.";
+
+const AFTER_HELP: &str = "\
+The ledger is --db, else $QUESTIONS_DB, else the nearest .questions/ledger.db upwards from
+the current directory, else ./.questions/ledger.db (created by the first write).
+
+Example:
+  questions log --stage intake --group Goal --question 'What is the goal?' --proposed 'A blog'
+  questions answer --id 1 --answer 'A monitoring dashboard'
+  questions check --stage intake && echo 'gate passes'";
+
+#[derive(Debug, Parser)]
+#[command(name = "questions", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// The ledger: a SQLite file path (default: the nearest .questions/ledger.db)
+    #[arg(long, global = true, env = "QUESTIONS_DB", value_name = "LOCATION")]
+    pub db: Option<OsString>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Log a question for a stage (an identical one already logged is returned instead)
+    #[command(
+        after_help = "Example:\n  questions log --stage intake --group Goal \\\n    --question 'What is the primary goal of this project?' \\\n    --proposed 'Build a blog platform' --required true\n  questions log --stage design --question 'Which database?' \\\n    --option 'PostgreSQL (Recommended)' --option SQLite --no-freeform"
+    )]
+    Log(LogArgs),
+    /// Record the answer to a question
+    #[command(
+        after_help = "Example:\n  questions answer --id 7 --answer 'Create a monitoring dashboard'\n  questions answer --id 9 --select PostgreSQL\n  questions answer --id 7 --answer=-x --force   # a value starting with '-' needs '='"
+    )]
+    Answer(AnswerArgs),
+    /// Mark a question skipped: it no longer holds its stage's gate
+    #[command(
+        after_help = "Example:\n  questions skip --id 8 --reason 'not needed for the prototype'"
+    )]
+    Skip(SkipArgs),
+    /// List questions, oldest first
+    #[command(after_help = "Example:\n  questions list --stage intake --status pending")]
+    List(ListArgs),
+    /// Gate a stage: exit 0 when no required question is pending, else 1
+    #[command(
+        after_help = "Example:\n  questions check --stage intake\n  questions check --stage intake --ids 7,8,9\n  questions check --stage release --wait --timeout 3600"
+    )]
+    Check(CheckArgs),
+    /// Remove a stage's questions from the live ledger (they stay in the history)
+    #[command(after_help = "Example:\n  questions clear --stage intake")]
+    Clear(ClearArgs),
+    /// Delete the ledger file (with its -wal and -shm companions)
+    #[command(after_help = "Example:\n  questions reset --yes")]
+    Reset(ResetArgs),
+    /// Show the history of a question or a stage: every change, with the row before and after
+    #[command(
+        after_help = "Example:\n  questions history --id 7\n  questions history --stage intake"
+    )]
+    History(HistoryArgs),
+}
+
+impl Command {
+    pub const NAMES: &'static [&'static str] = &[
+        "log", "answer", "skip", "list", "check", "clear", "reset", "history",
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Log(_) => "log",
+            Command::Answer(_) => "answer",
+            Command::Skip(_) => "skip",
+            Command::List(_) => "list",
+            Command::Check(_) => "check",
+            Command::Clear(_) => "clear",
+            Command::Reset(_) => "reset",
+            Command::History(_) => "history",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The stage the question belongs to (its gate waits for it)
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    /// The question text
+    #[arg(long, value_parser = non_blank)]
+    pub question: String,
+    /// The question's group, e.g. the artifact section it fills
+    #[arg(long)]
+    pub group: Option<String>,
+    /// The subagent's best guess, offered to the person as the default
+    #[arg(long)]
+    pub proposed: Option<String>,
+    /// Whether the stage's gate waits for it: true|false|yes|no|1|0 [default: true]
+    #[arg(long, value_name = "BOOL", value_parser = required_flag)]
+    pub required: Option<bool>,
+    /// A short label for the question (ask tools show at most 12 characters)
+    #[arg(long)]
+    pub header: Option<String>,
+    /// Background the person needs to answer
+    #[arg(long)]
+    pub context: Option<String>,
+    /// An option the person can choose; repeat for more. "LABEL (Recommended)" marks it
+    #[arg(long = "option", value_name = "LABEL")]
+    pub options: Vec<String>,
+    /// Options as JSON: [{"label": "…", "description": "…", "recommended": true}]
+    #[arg(long, value_name = "JSON", value_parser = options_json)]
+    pub options_json: Option<Vec<QuestionOption>>,
+    /// The person may choose several options
+    #[arg(long)]
+    pub multi_select: bool,
+    /// Only the options are valid answers, no free text
+    #[arg(long)]
+    pub no_freeform: bool,
+    /// Log a new row even if the same question is already in the ledger
+    #[arg(long)]
+    pub allow_duplicate: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("given").args(["answer", "select"]).required(true).multiple(true)))]
+pub struct AnswerArgs {
+    /// The question's id
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// The answer text (write --answer=-x for text that starts with '-')
+    #[arg(long, value_name = "TEXT")]
+    pub answer: Option<String>,
+    /// An option label to choose; repeat on a multi-select question
+    #[arg(long, value_name = "LABEL")]
+    pub select: Vec<String>,
+    /// Replace an answer already on record (the earlier one stays in the history)
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SkipArgs {
+    /// The question's id
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// Why it is skipped
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Skip even an answered question (the answer stays in the history)
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StatusArg {
+    Pending,
+    Answered,
+    Skipped,
+}
+
+impl From<StatusArg> for Status {
+    fn from(s: StatusArg) -> Status {
+        match s {
+            StatusArg::Pending => Status::Pending,
+            StatusArg::Answered => Status::Answered,
+            StatusArg::Skipped => Status::Skipped,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// One JSON document (the default)
+    #[default]
+    Json,
+    /// Aligned columns for people
+    Table,
+    /// A Markdown table for artifacts
+    Markdown,
+    /// One question object a line, for jq pipelines
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: Option<String>,
+    #[arg(long, value_enum)]
+    pub status: Option<StatusArg>,
+    #[arg(long)]
+    pub group: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("scope").args(["stage", "ids"]).required(true).multiple(true)))]
+pub struct CheckArgs {
+    /// The stage to gate
+    #[arg(long, value_parser = non_blank)]
+    pub stage: Option<String>,
+    /// Only these question ids (comma-separated); an unknown id fails with not_found
+    #[arg(long, value_name = "N,N,…", value_parser = id_list)]
+    pub ids: Option<Vec<i64>>,
+    /// Re-check until the gate passes
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this many seconds (exit 1, "timed_out": true)
+    #[arg(long, value_name = "SECONDS", requires = "wait", value_parser = seconds)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ClearArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ResetArgs {
+    /// Confirm: the ledger and everything in it is deleted
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("subject").args(["id", "stage"]).required(true)))]
+pub struct HistoryArgs {
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: Option<i64>,
+    #[arg(long, value_parser = non_blank)]
+    pub stage: Option<String>,
+}
+
+fn non_blank(text: &str) -> Result<String, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        Err("the value is empty".to_string())
+    } else {
+        Ok(trimmed.to_string())
+    }
+}
+
+fn required_flag(text: &str) -> Result<bool, String> {
+    model::parse_bool(text).ok_or_else(|| "expected true, false, yes, no, 1 or 0".to_string())
+}
+
+fn id_list(text: &str) -> Result<Vec<i64>, String> {
+    model::parse_ids(text)
+}
+
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if (0.0..1e9).contains(&s) => Ok(s),
+        _ => Err("expected a number of seconds, 0 or more".to_string()),
+    }
+}
+
+fn options_json(text: &str) -> Result<Vec<QuestionOption>, String> {
+    #[derive(serde::Deserialize)]
+    struct Raw {
+        label: String,
+        #[serde(default)]
+        description: Option<String>,
+        #[serde(default)]
+        recommended: bool,
+    }
+    let raw: Vec<Raw> = serde_json::from_str(text).map_err(|e| {
+        format!("expected a JSON array of {{\"label\", \"description\"?, \"recommended\"?}} objects ({e})")
+    })?;
+    Ok(raw
+        .into_iter()
+        .map(|r| QuestionOption {
+            label: r.label,
+            description: r.description,
+            recommended: r.recommended,
+        })
+        .collect())
+}

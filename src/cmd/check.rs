@@ -1,0 +1,113 @@
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{Outcome, Rendered, Session};
+use crate::cli::CheckArgs;
+use crate::error::{Error, Result};
+use crate::model::{Question, Status};
+use crate::store::{Access, Filter, Tx};
+
+/// How often `--wait` looks again: a person answering sees the gate open within this.
+const POLL: Duration = Duration::from_millis(200);
+
+pub fn run(session: &mut Session, args: CheckArgs) -> Result<Outcome> {
+    let deadline = args
+        .timeout
+        .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    let store = session.store(Access::Read)?;
+    loop {
+        let considered =
+            store.read(|tx| gate_questions(tx, args.stage.as_deref(), args.ids.as_deref()))?;
+        let passes = !considered.iter().any(Question::blocks_gate);
+        if passes || !args.wait {
+            return Ok(outcome(args.stage.as_deref(), &considered, false));
+        }
+        let now = Instant::now();
+        let pause = match deadline {
+            Some(end) if now >= end => {
+                return Ok(outcome(args.stage.as_deref(), &considered, true))
+            }
+            Some(end) => POLL.min(end - now),
+            None => POLL,
+        };
+        std::thread::sleep(pause);
+    }
+}
+
+/// The questions the gate considers: the stage's, narrowed to `ids`. Every id must exist
+/// (and be in the stage, when one is given): an unknown id never passes a gate.
+fn gate_questions(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Question>> {
+    let found = tx.questions(&Filter {
+        stage: if ids.is_some() {
+            None
+        } else {
+            stage.map(str::to_string)
+        },
+        ids: ids.map(<[i64]>::to_vec),
+        ..Filter::default()
+    })?;
+    let Some(ids) = ids else { return Ok(found) };
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !found.iter().any(|q| q.id == **id))
+        .map(i64::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::not_found(format!(
+            "no question with id {} in the ledger; an unknown id never passes a gate",
+            missing.join(", ")
+        )));
+    }
+    if let Some(stage) = stage {
+        let outside: Vec<String> = found
+            .iter()
+            .filter(|q| q.stage != stage)
+            .map(|q| format!("{} (stage '{}')", q.id, q.stage))
+            .collect();
+        if !outside.is_empty() {
+            return Err(Error::not_found(format!(
+                "question {} not in stage '{stage}'; check the ids stored for this stage",
+                outside.join(", ")
+            )));
+        }
+    }
+    Ok(found)
+}
+
+fn outcome(stage: Option<&str>, considered: &[Question], timed_out: bool) -> Outcome {
+    let pending: Vec<&Question> = considered.iter().filter(|q| q.blocks_gate()).collect();
+    let optional_pending = considered
+        .iter()
+        .filter(|q| !q.required && q.status == Status::Pending)
+        .count();
+    let passes = pending.is_empty();
+    let mut body = json!({
+        "ok": passes,
+        "procedure": "check",
+        "gate": if passes { "pass" } else { "fail" },
+        "stage": stage,
+        "total": considered.len(),
+        "pending_count": pending.len(),
+        "pending": pending,
+        "optional_pending": optional_pending,
+    });
+    if timed_out {
+        body["timed_out"] = Value::Bool(true);
+    }
+    let note = (!passes).then(|| {
+        let scope = stage.map_or("the given ids".to_string(), |s| format!("stage '{s}'"));
+        let ids: Vec<String> = pending.iter().map(|q| q.id.to_string()).collect();
+        format!(
+            "gate fails{}: {} required question(s) pending in {scope} (ids {})",
+            if timed_out { " (timed out)" } else { "" },
+            pending.len(),
+            ids.join(", ")
+        )
+    });
+    Outcome {
+        body: Rendered::Json(body),
+        exit: if passes { 0 } else { 1 },
+        note,
+    }
+}

@@ -1,0 +1,46 @@
+use std::io::ErrorKind;
+
+use serde_json::json;
+
+use super::{Outcome, Session};
+use crate::cli::ResetArgs;
+use crate::error::{Error, Result};
+use crate::store::Location;
+
+/// Deletes the ledger without opening it, so a damaged ledger can be reset too.
+pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
+    let Location::File { path, .. } = session.location();
+    if !args.yes {
+        return Err(Error::usage(format!(
+            "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",
+            path.display()
+        )));
+    }
+    if path.is_dir() {
+        return Err(Error::io(format!(
+            "the ledger path {} is a directory; reset deletes only ledger files",
+            path.display()
+        )));
+    }
+    let mut existed = false;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        match std::fs::remove_file(&file) {
+            Ok(()) => existed |= suffix.is_empty(),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::io(format!(
+                    "cannot delete {}: {e}",
+                    std::path::Path::new(&file).display()
+                )))
+            }
+        }
+    }
+    Ok(Outcome::ok(json!({
+        "ok": true,
+        "procedure": "reset",
+        "deleted": path.display().to_string(),
+        "existed": existed,
+    })))
+}

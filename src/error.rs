@@ -1,0 +1,113 @@
+//! The one error type. Every failure a user can see is an `Error` with a code from the
+//! contract; `lib::run` turns it into the failure JSON and an exit code.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    Usage,
+    NotFound,
+    Conflict,
+    InvalidAnswer,
+    ParseError,
+    Cancelled,
+    Timeout,
+    DbError,
+    SchemaTooNew,
+    IoError,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Usage => "usage",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::InvalidAnswer => "invalid_answer",
+            ErrorCode::ParseError => "parse_error",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::DbError => "db_error",
+            ErrorCode::SchemaTooNew => "schema_too_new",
+            ErrorCode::IoError => "io_error",
+        }
+    }
+
+    /// 2 for a call whose words are wrong, 1 for everything that went wrong while doing it.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorCode::Usage => 2,
+            _ => 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn usage(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::Usage, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::NotFound, message)
+    }
+    pub fn conflict(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::Conflict, message)
+    }
+    pub fn invalid_answer(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::InvalidAnswer, message)
+    }
+    pub fn db(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::DbError, message)
+    }
+    pub fn io(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::IoError, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Error {
+        use rusqlite::ErrorCode as Sql;
+        let message = match err.sqlite_error_code() {
+            Some(Sql::NotADatabase) => {
+                "the ledger file is not a SQLite database; it was left untouched. \
+                 Point --db at a questions ledger, or move the file away"
+                    .to_string()
+            }
+            Some(Sql::DatabaseBusy | Sql::DatabaseLocked) => {
+                "the ledger stayed locked by another process for too long; try again".to_string()
+            }
+            Some(Sql::ReadOnly) => "the ledger is read-only here: check the permissions of \
+                 the file and of its folder (SQLite writes -wal and -shm files beside it)"
+                .to_string(),
+            Some(Sql::CannotOpen) => "cannot open the ledger file: check that it and its \
+                 folder exist and are readable and writable"
+                .to_string(),
+            Some(Sql::DatabaseCorrupt) => {
+                "the ledger file is damaged (SQLite reports corruption)".to_string()
+            }
+            _ => format!("database error: {err}"),
+        };
+        Error::db(message)
+    }
+}

@@ -1,0 +1,102 @@
+//! `questions`: a ledger of the questions AI agents need a person to answer.
+//!
+//! `run` is the one place where an outcome or an error becomes output and an exit code.
+
+pub mod cli;
+pub mod clock;
+pub mod cmd;
+pub mod error;
+pub mod model;
+pub mod output;
+pub mod store;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use crate::cli::Cli;
+use crate::error::Error;
+
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(err) => return usage_failure(err, &args),
+    };
+    let procedure = cli.command.name();
+    let result = std::panic::catch_unwind(|| cmd::dispatch(cli)).unwrap_or_else(|_| {
+        Err(Error::db(
+            "internal error: questions stopped before finishing; the ledger was not changed \
+             by this call. Please report this with the command that caused it",
+        ))
+    });
+    match result {
+        Ok(outcome) => {
+            outcome.print();
+            ExitCode::from(outcome.exit)
+        }
+        Err(err) => {
+            output::failure(Some(procedure), &err);
+            ExitCode::from(err.code.exit_code())
+        }
+    }
+}
+
+/// clap's errors become the contract's usage failure; `--help` and `--version` print as usual.
+fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let procedure = named_command(args);
+    let rendered = err.render().to_string();
+    let mut lines = rendered.lines().map(str::trim).filter(|l| {
+        !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+    });
+    let first = lines
+        .next()
+        .unwrap_or("the command line could not be read")
+        .trim_start_matches("error: ");
+    let tips: Vec<&str> = lines.filter(|l| l.starts_with("tip:")).collect();
+    let help = match procedure {
+        Some(p) => format!("see 'questions {p} --help'"),
+        None => "see 'questions --help'".to_string(),
+    };
+    let mut message = first.to_string();
+    for tip in tips {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    message.push_str("; ");
+    message.push_str(&help);
+    let error = Error::usage(message);
+    output::json(&output::failure_body(procedure, &error));
+    let _ = err.print();
+    ExitCode::from(2)
+}
+
+/// The command a failed command line was for, when one can be read from it.
+fn named_command(args: &[OsString]) -> Option<&'static str> {
+    let mut words = args.iter().skip(1);
+    while let Some(word) = words.next() {
+        let word = word.to_str()?;
+        if word == "--db" {
+            words.next();
+            continue;
+        }
+        if word.starts_with('-') {
+            continue;
+        }
+        return cli::Command::NAMES.iter().copied().find(|n| *n == word);
+    }
+    None
+}

@@ -1,0 +1,492 @@
+//! The ledger's vocabulary: questions, options, events, and the pure rules that apply to
+//! them (how a `--required` value reads, how an answer matches a question's options).
+//! No database, no printing.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Answered,
+    Skipped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Answered => "answered",
+            Status::Skipped => "skipped",
+        }
+    }
+
+    /// Reads a stored status. Anything unknown counts as pending: a gate must never pass
+    /// on a row it does not understand.
+    pub fn from_stored(text: &str) -> Status {
+        match text {
+            "answered" => Status::Answered,
+            "skipped" => Status::Skipped,
+            _ => Status::Pending,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    pub label: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub recommended: bool,
+}
+
+/// A question as the contract prints it: every key, always.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub id: i64,
+    pub stage: String,
+    pub group_name: Option<String>,
+    pub question: String,
+    pub proposed: Option<String>,
+    pub required: bool,
+    pub status: Status,
+    pub answer: Option<String>,
+    pub created_at: String,
+    pub answered_at: Option<String>,
+    pub updated_at: String,
+    pub header: Option<String>,
+    pub context: Option<String>,
+    pub options: Vec<QuestionOption>,
+    pub multi_select: bool,
+    pub allow_freeform: bool,
+    pub selected: Vec<String>,
+    pub was_custom: Option<bool>,
+    pub skip_reason: Option<String>,
+    pub source: String,
+}
+
+impl Question {
+    /// Required and still pending: what holds a gate shut.
+    pub fn blocks_gate(&self) -> bool {
+        self.required && self.status == Status::Pending
+    }
+}
+
+/// What `log` (and later `ingest`) hands the store to insert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewQuestion {
+    pub stage: String,
+    pub group_name: Option<String>,
+    pub question: String,
+    pub proposed: Option<String>,
+    pub required: bool,
+    pub header: Option<String>,
+    pub context: Option<String>,
+    pub options: Vec<QuestionOption>,
+    pub multi_select: bool,
+    pub allow_freeform: bool,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Logged,
+    Answered,
+    Reanswered,
+    Skipped,
+    Cleared,
+    Imported,
+    Defaulted,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Logged => "logged",
+            EventKind::Answered => "answered",
+            EventKind::Reanswered => "reanswered",
+            EventKind::Skipped => "skipped",
+            EventKind::Cleared => "cleared",
+            EventKind::Imported => "imported",
+            EventKind::Defaulted => "defaulted",
+        }
+    }
+}
+
+/// One line of the append-only history: the whole question before and after a change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub at: String,
+    pub event: String,
+    pub question_id: i64,
+    pub stage: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+impl Event {
+    /// A change that leaves the question in the ledger (`after`), from `before` if it existed.
+    pub fn change(kind: EventKind, at: &str, before: Option<&Question>, after: &Question) -> Event {
+        Event {
+            at: at.to_string(),
+            event: kind.as_str().to_string(),
+            question_id: after.id,
+            stage: after.stage.clone(),
+            before: before.map(to_value),
+            after: Some(to_value(after)),
+        }
+    }
+
+    /// A question taken out of the live ledger: its whole row stays here.
+    pub fn cleared(at: &str, before: &Question) -> Event {
+        Event {
+            at: at.to_string(),
+            event: EventKind::Cleared.as_str().to_string(),
+            question_id: before.id,
+            stage: before.stage.clone(),
+            before: Some(to_value(before)),
+            after: None,
+        }
+    }
+}
+
+fn to_value(q: &Question) -> serde_json::Value {
+    serde_json::to_value(q).unwrap_or(serde_json::Value::Null)
+}
+
+/// `--required` and `Required:` values: true|false|yes|no|1|0 in any case.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => Some(true),
+        "false" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+const RECOMMENDED_SUFFIX: &str = " (recommended)";
+
+/// Splits a trailing " (Recommended)" (any case) off a label.
+pub fn split_recommended(label: &str) -> (&str, bool) {
+    let trimmed = label.trim();
+    let lower = trimmed.to_lowercase();
+    if lower.ends_with(RECOMMENDED_SUFFIX) && lower.len() == trimmed.len() {
+        let cut = trimmed.len() - RECOMMENDED_SUFFIX.len();
+        (trimmed[..cut].trim_end(), true)
+    } else {
+        (trimmed, false)
+    }
+}
+
+/// The form two labels are compared in: trimmed, case-folded, no " (Recommended)".
+fn label_key(label: &str) -> String {
+    split_recommended(label).0.to_lowercase()
+}
+
+/// The comma list of `check --ids`: positive integers, spaces allowed, duplicates folded.
+pub fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
+    let mut ids = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        match part.parse::<i64>() {
+            Ok(id) if id > 0 => {
+                if !ids.contains(&id) {
+                    ids.push(id)
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a comma-separated list of positive question ids (like 7,8,9)"
+                ))
+            }
+        }
+    }
+    Ok(ids)
+}
+
+/// What the person chose, before it is checked against the question.
+#[derive(Debug, Clone, Default)]
+pub struct AnswerInput {
+    pub text: Option<String>,
+    pub select: Vec<String>,
+}
+
+/// An answer checked against the question's options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    pub answer: String,
+    pub selected: Vec<String>,
+    pub was_custom: Option<bool>,
+}
+
+/// Applies the contract's option rules. The error is the message for `invalid_answer`.
+pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved, String> {
+    let text = input.text.as_deref().map(str::trim).unwrap_or("");
+    if input.select.is_empty() && text.is_empty() {
+        return Err(format!(
+            "the answer to question {} is empty: give the answer text, or use 'questions skip --id {}' to skip it",
+            q.id, q.id
+        ));
+    }
+    if q.options.is_empty() {
+        if !input.select.is_empty() {
+            return Err(format!(
+                "question {} has no options to select: answer it with --answer TEXT",
+                q.id
+            ));
+        }
+        return Ok(Resolved {
+            answer: text.to_string(),
+            selected: Vec::new(),
+            was_custom: None,
+        });
+    }
+
+    let find = |label: &str| {
+        let key = label_key(label);
+        q.options.iter().find(|o| label_key(&o.label) == key)
+    };
+    let mut selected: Vec<String> = Vec::new();
+    for label in &input.select {
+        match find(label) {
+            Some(opt) => {
+                if !selected.contains(&opt.label) {
+                    selected.push(opt.label.clone());
+                }
+            }
+            None => {
+                return Err(format!(
+                    "question {} has no option '{}'; its options are: {}",
+                    q.id,
+                    label.trim(),
+                    option_list(q)
+                ))
+            }
+        }
+    }
+
+    let mut custom: Option<&str> = None;
+    if !text.is_empty() {
+        if let Some(opt) = find(text) {
+            if !selected.contains(&opt.label) {
+                selected.push(opt.label.clone());
+            }
+        } else if let Some(labels) = q.multi_select.then(|| split_labels(q, text)).flatten() {
+            for label in labels {
+                if !selected.contains(&label) {
+                    selected.push(label);
+                }
+            }
+        } else {
+            custom = Some(text);
+        }
+    }
+
+    if custom.is_some() && !q.allow_freeform {
+        return Err(format!(
+            "question {} takes only its options, not free text; choose one of: {}",
+            q.id,
+            option_list(q)
+        ));
+    }
+    if !q.multi_select && selected.len() + usize::from(custom.is_some()) > 1 {
+        return Err(format!(
+            "question {} takes a single choice, but {} were given",
+            q.id,
+            selected.len() + usize::from(custom.is_some())
+        ));
+    }
+
+    let mut parts = selected.clone();
+    parts.extend(custom.map(str::to_string));
+    Ok(Resolved {
+        answer: parts.join(", "),
+        selected,
+        was_custom: Some(custom.is_some()),
+    })
+}
+
+/// "A, B" on a multi-select question, when every part names an option.
+fn split_labels(q: &Question, text: &str) -> Option<Vec<String>> {
+    let mut labels = Vec::new();
+    for part in text.split(',') {
+        let key = label_key(part);
+        let opt = q.options.iter().find(|o| label_key(&o.label) == key)?;
+        labels.push(opt.label.clone());
+    }
+    Some(labels)
+}
+
+fn option_list(q: &Question) -> String {
+    q.options
+        .iter()
+        .map(|o| format!("'{}'", o.label))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Timestamps as the contract prints them: RFC 3339, UTC, milliseconds, `Z`. Rows written
+/// by other tools may carry other forms; those that can be read are rewritten, the rest
+/// are shown as stored.
+pub fn normalize_timestamp(text: &str) -> String {
+    use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return t
+            .with_timezone(&Utc)
+            .to_rfc3339_opts(SecondsFormat::Millis, true);
+    }
+    for layout in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, layout) {
+            return t.and_utc().to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+    }
+    text.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(options: &[&str], multi: bool, freeform: bool) -> Question {
+        Question {
+            id: 3,
+            stage: "s".into(),
+            group_name: None,
+            question: "q?".into(),
+            proposed: None,
+            required: true,
+            status: Status::Pending,
+            answer: None,
+            created_at: String::new(),
+            answered_at: None,
+            updated_at: String::new(),
+            header: None,
+            context: None,
+            options: options
+                .iter()
+                .map(|l| QuestionOption {
+                    label: l.to_string(),
+                    description: None,
+                    recommended: false,
+                })
+                .collect(),
+            multi_select: multi,
+            allow_freeform: freeform,
+            selected: vec![],
+            was_custom: None,
+            skip_reason: None,
+            source: "cli".into(),
+        }
+    }
+
+    fn text(t: &str) -> AnswerInput {
+        AnswerInput {
+            text: Some(t.into()),
+            select: vec![],
+        }
+    }
+
+    #[test]
+    fn bools_read_every_spelling_and_nothing_else() {
+        for t in ["true", "TRUE", "Yes", "1", " true "] {
+            assert_eq!(parse_bool(t), Some(true), "{t}");
+        }
+        for t in ["false", "False", "NO", "0"] {
+            assert_eq!(parse_bool(t), Some(false), "{t}");
+        }
+        for t in ["", "maybe", "2", "t"] {
+            assert_eq!(parse_bool(t), None, "{t}");
+        }
+    }
+
+    #[test]
+    fn ids_are_positive_and_deduplicated() {
+        assert_eq!(parse_ids("7, 8,9,7"), Ok(vec![7, 8, 9]));
+        for bad in ["", "1,,2", "0", "-1", "a", "1.5"] {
+            assert!(parse_ids(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn recommended_suffix_is_split_in_any_case() {
+        assert_eq!(split_recommended("Token (Recommended)"), ("Token", true));
+        assert_eq!(split_recommended(" token (recommended) "), ("token", true));
+        assert_eq!(split_recommended("Plain"), ("Plain", false));
+    }
+
+    #[test]
+    fn a_label_in_any_case_selects_its_option() {
+        let q = question(&["Postgres", "SQLite"], false, true);
+        let r = resolve_answer(&q, &text(" sqlite (Recommended) ")).unwrap();
+        assert_eq!(r.answer, "SQLite");
+        assert_eq!(r.selected, vec!["SQLite"]);
+        assert_eq!(r.was_custom, Some(false));
+    }
+
+    #[test]
+    fn other_text_is_custom_unless_freeform_is_off() {
+        let q = question(&["A", "B"], false, true);
+        let r = resolve_answer(&q, &text("C")).unwrap();
+        assert_eq!((r.answer.as_str(), r.was_custom), ("C", Some(true)));
+        let strict = question(&["A", "B"], false, false);
+        assert!(resolve_answer(&strict, &text("C")).is_err());
+    }
+
+    #[test]
+    fn single_select_refuses_two_labels() {
+        let q = question(&["A", "B"], false, true);
+        let input = AnswerInput {
+            text: None,
+            select: vec!["A".into(), "B".into()],
+        };
+        assert!(resolve_answer(&q, &input).is_err());
+        let multi = question(&["A", "B"], true, true);
+        let r = resolve_answer(&multi, &input).unwrap();
+        assert_eq!(r.answer, "A, B");
+    }
+
+    #[test]
+    fn multi_select_joins_labels_then_custom_text() {
+        let q = question(&["A", "B", "C"], true, true);
+        let input = AnswerInput {
+            text: Some("also D".into()),
+            select: vec!["c".into(), "A".into()],
+        };
+        let r = resolve_answer(&q, &input).unwrap();
+        assert_eq!(r.answer, "C, A, also D");
+        assert_eq!(r.selected, vec!["C", "A"]);
+        assert_eq!(r.was_custom, Some(true));
+        let listed = resolve_answer(&q, &text("a, b")).unwrap();
+        assert_eq!(listed.selected, vec!["A", "B"]);
+    }
+
+    #[test]
+    fn unknown_select_label_and_blank_answers_are_refused() {
+        let q = question(&["A"], false, true);
+        let input = AnswerInput {
+            text: None,
+            select: vec!["Z".into()],
+        };
+        assert!(resolve_answer(&q, &input).is_err());
+        assert!(resolve_answer(&q, &text("   ")).is_err());
+        let plain = question(&[], false, true);
+        assert!(resolve_answer(&plain, &input).is_err());
+    }
+
+    #[test]
+    fn timestamps_are_normalized_when_readable() {
+        assert_eq!(
+            normalize_timestamp("2026-11-21T23:47:04.692Z"),
+            "2026-11-21T23:47:04.692Z"
+        );
+        assert_eq!(
+            normalize_timestamp("2026-11-21 23:47:04"),
+            "2026-11-21T23:47:04.000Z"
+        );
+        assert_eq!(
+            normalize_timestamp("2026-11-22T01:47:04+02:00"),
+            "2026-11-21T23:47:04.000Z"
+        );
+        assert_eq!(normalize_timestamp("yesterday"), "yesterday");
+    }
+}

@@ -1,0 +1,155 @@
+//! The printer: everything that reaches stdout or stderr goes through here.
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::model::Question;
+
+/// One pretty-printed JSON document (two-space indent) and a newline. A closed stdout
+/// (`questions list | head -1`) is not an error worth a panic.
+pub fn json(value: &Value) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string());
+    text_out(&text);
+}
+
+pub fn text_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.is_empty() && !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+pub fn note(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "questions: {message}");
+}
+
+/// The contract's failure document.
+pub fn failure_body(procedure: Option<&str>, err: &Error) -> Value {
+    let mut body = serde_json::Map::new();
+    body.insert("ok".into(), json!(false));
+    if let Some(p) = procedure {
+        body.insert("procedure".into(), json!(p));
+    }
+    body.insert("error".into(), json!(err.message));
+    body.insert("error_code".into(), json!(err.code.as_str()));
+    Value::Object(body)
+}
+
+/// The failure document on stdout, and the message on stderr.
+pub fn failure(procedure: Option<&str>, err: &Error) {
+    json(&failure_body(procedure, err));
+    note(&format!("error: {}", err.message));
+}
+
+/// One question object a line.
+pub fn jsonl(questions: &[Question]) -> String {
+    let mut out = String::new();
+    for q in questions {
+        out.push_str(&serde_json::to_string(q).unwrap_or_default());
+        out.push('\n');
+    }
+    out
+}
+
+fn answer_cell(q: &Question) -> String {
+    q.answer.clone().unwrap_or_else(|| match &q.skip_reason {
+        Some(r) if q.status == crate::model::Status::Skipped => format!("(skipped: {r})"),
+        _ => String::new(),
+    })
+}
+
+/// Control characters (and with them terminal escape sequences) never reach a terminal
+/// or a table cell: question text is written by agents.
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// A Markdown table for an artifact's "Open questions" section.
+pub fn markdown(questions: &[Question]) -> String {
+    let cell = |s: &str| clean(s).replace('|', "\\|");
+    let mut out = String::from("| id | stage | status | required | group | question | answer |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    for q in questions {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            q.id,
+            cell(&q.stage),
+            q.status.as_str(),
+            if q.required { "yes" } else { "no" },
+            cell(q.group_name.as_deref().unwrap_or("")),
+            cell(&q.question),
+            cell(&answer_cell(q)),
+        ));
+    }
+    out
+}
+
+/// Aligned columns for people; the question and answer are shortened to fit `width`.
+pub fn table(questions: &[Question], width: usize) -> String {
+    let head = [
+        "ID", "STAGE", "STATUS", "REQ", "GROUP", "QUESTION", "ANSWER",
+    ];
+    let rows: Vec<[String; 7]> = questions
+        .iter()
+        .map(|q| {
+            [
+                q.id.to_string(),
+                clean(&q.stage),
+                q.status.as_str().to_string(),
+                if q.required { "yes" } else { "no" }.to_string(),
+                clean(q.group_name.as_deref().unwrap_or("")),
+                clean(&q.question),
+                clean(&answer_cell(q)),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // The fixed columns keep their width; question and answer share what is left.
+    let fixed: usize = widths[..5].iter().sum::<usize>() + 2 * 6;
+    let room = width.saturating_sub(fixed).max(20);
+    let answer_room = widths[6].min(room / 3).max(6);
+    widths[5] = widths[5].min(room.saturating_sub(answer_room)).max(8);
+    widths[6] = answer_room;
+
+    let mut out = String::new();
+    let mut line = |cells: Vec<String>| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let cell = shorten(cell, widths[i]);
+            if i + 1 == cells.len() {
+                text.push_str(&cell);
+            } else {
+                let pad = widths[i] - cell.chars().count();
+                text.push_str(&cell);
+                text.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(head.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        line(row.to_vec());
+    }
+    out
+}
+
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}

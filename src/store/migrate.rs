@@ -1,0 +1,170 @@
+//! Schema migrations: refinery's embedded `migrations/V*.sql`, applied inside one
+//! `BEGIN IMMEDIATE` transaction so that processes starting together on a new ledger
+//! apply them exactly once, and a ledger from a newer `questions` is refused untouched.
+
+use refinery::{Migrate, Migration};
+use refinery_core::traits::sync::{Query, Transaction};
+use rusqlite::Connection;
+
+use crate::error::{Error, ErrorCode, Result};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+const HISTORY_TABLE: &str = "refinery_schema_history";
+
+/// The newest migration this binary carries.
+pub fn latest_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// The newest migration the ledger has applied; 0 for a new file or a questions.mjs ledger.
+/// Reads only, so an up-to-date ledger costs two small queries and no write lock.
+pub fn applied_version(conn: &Connection) -> Result<i64> {
+    let has_history: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        [HISTORY_TABLE],
+        |row| row.get(0),
+    )?;
+    if !has_history {
+        return Ok(0);
+    }
+    let version: Option<i64> = conn.query_row(
+        &format!("SELECT MAX(version) FROM {HISTORY_TABLE}"),
+        [],
+        |row| row.get(0),
+    )?;
+    Ok(version.unwrap_or(0))
+}
+
+fn too_new(found: i64, latest: i64) -> Error {
+    Error::new(
+        ErrorCode::SchemaTooNew,
+        format!(
+            "this ledger was written by a newer questions (schema version {found}; this binary knows up to {latest}); \
+             upgrade questions to use it. The ledger was not changed."
+        ),
+    )
+}
+
+/// Brings the ledger up to date, or refuses one that is newer than this binary.
+pub fn ensure_current(conn: &mut Connection) -> Result<()> {
+    let latest = latest_version();
+    let found = applied_version(conn)?;
+    if found > latest {
+        return Err(too_new(found, latest));
+    }
+    if found == latest {
+        return Ok(());
+    }
+
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let outcome = migrate_locked(conn, latest);
+    match outcome {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(Error::from),
+        Err(err) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(err)
+        }
+    }
+}
+
+fn migrate_locked(conn: &Connection, latest: i64) -> Result<()> {
+    // Another process may have migrated while this one waited for the lock.
+    let found = applied_version(conn)?;
+    if found > latest {
+        return Err(too_new(found, latest));
+    }
+    if found == latest {
+        return Ok(());
+    }
+    embedded::migrations::runner()
+        .set_abort_divergent(true)
+        .set_abort_missing(true)
+        .run(&mut Locked(conn))
+        .map_err(|e| Error::db(format!("could not upgrade the ledger's schema: {e}")))?;
+    Ok(())
+}
+
+/// The connection with a transaction already open: refinery's statements run inside it
+/// instead of opening their own.
+struct Locked<'a>(&'a Connection);
+
+impl Transaction for Locked<'_> {
+    type Error = rusqlite::Error;
+
+    fn execute<'b, T: Iterator<Item = &'b str>>(
+        &mut self,
+        queries: T,
+    ) -> Result<usize, Self::Error> {
+        let mut count = 0;
+        for query in queries {
+            self.0.execute_batch(query)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Query<Vec<Migration>> for Locked<'_> {
+    fn query(&mut self, query: &str) -> Result<Vec<Migration>, Self::Error> {
+        let mut stmt = self.0.prepare(query)?;
+        let mut rows = stmt.query([])?;
+        let mut applied = Vec::new();
+        while let Some(row) = rows.next()? {
+            let version: i32 = row.get(0)?;
+            let name: String = row.get(1)?;
+            let checksum: String = row.get(3)?;
+            // The applied time is only reported, never compared; a checksum that does not
+            // read as a number can only diverge, which refinery then reports.
+            applied.push(Migration::applied(
+                version,
+                name,
+                time::OffsetDateTime::UNIX_EPOCH,
+                checksum.parse().unwrap_or(0),
+            ));
+        }
+        Ok(applied)
+    }
+}
+
+impl Migrate for Locked<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_database_is_migrated_once() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        assert_eq!(applied_version(&conn).unwrap(), 0);
+        ensure_current(&mut conn).unwrap();
+        assert_eq!(applied_version(&conn).unwrap(), latest_version());
+        ensure_current(&mut conn).unwrap();
+        let rows: i64 = conn
+            .query_row("SELECT COUNT(*) FROM refinery_schema_history", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(rows, latest_version());
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        ensure_current(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (?1, 'future', '2030-01-01T00:00:00Z', '1')",
+            [latest_version() + 1],
+        )
+        .unwrap();
+        let err = ensure_current(&mut conn).unwrap_err();
+        assert_eq!(err.code, ErrorCode::SchemaTooNew);
+    }
+}

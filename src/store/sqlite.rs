@@ -1,0 +1,391 @@
+//! The embedded engine: one SQLite file in WAL mode.
+//!
+//! Durability and concurrency come from how the file is opened: `synchronous=FULL` (a
+//! write acknowledged with exit 0 is on disk), a busy handler that waits out other writers
+//! instead of failing, `BEGIN IMMEDIATE` for every read-then-write, and plain deferred
+//! transactions for reads, which in WAL mode never wait for a writer.
+
+use std::fs::{self, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{params, params_from_iter, Connection, OpenFlags, Row, TransactionBehavior};
+
+use super::{migrate, Access, EventFilter, Filter, Location, Tx};
+use crate::error::{Error, Result};
+use crate::model::{normalize_timestamp, Event, NewQuestion, Question, Status};
+
+pub struct Sqlite {
+    conn: Connection,
+}
+
+impl Sqlite {
+    pub fn open(location: &Location, access: Access) -> Result<Sqlite> {
+        let Location::File { path, make_folder } = location;
+        let conn = match fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(Error::io(format!(
+                    "the ledger path {} is a directory; give the path of a ledger file",
+                    path.display()
+                )))
+            }
+            Ok(_) => open_file(path)?,
+            Err(e) if e.kind() == ErrorKind::NotFound => match access {
+                // Nothing to read: an empty ledger in memory answers exactly as a new file would.
+                Access::Read => Connection::open_in_memory()?,
+                Access::Write => {
+                    create_file(path, *make_folder)?;
+                    open_file(path)?
+                }
+            },
+            Err(e) => {
+                return Err(Error::io(format!(
+                    "cannot read the ledger path {}: {e}",
+                    path.display()
+                )))
+            }
+        };
+        let mut engine = Sqlite { conn };
+        migrate::ensure_current(&mut engine.conn).map_err(|e| in_context(e, path))?;
+        Ok(engine)
+    }
+
+    pub fn read<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
+        let tx = self.conn.transaction()?;
+        let value = f(&*tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    pub fn write<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let value = f(&*tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+}
+
+/// Creates the ledger file 0600 (and the default `.questions/` folder). Losing a race to
+/// another process creating it at the same moment is fine.
+fn create_file(path: &Path, make_folder: bool) -> Result<()> {
+    if make_folder {
+        if let Some(folder) = path.parent() {
+            fs::create_dir_all(folder).map_err(|e| {
+                Error::io(format!(
+                    "cannot create the ledger folder {}: {e}",
+                    folder.display()
+                ))
+            })?;
+        }
+    }
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::io(format!(
+            "cannot create the ledger {}: its folder does not exist; create it first or choose another --db",
+            path.display()
+        ))),
+        Err(e) => Err(Error::io(format!(
+            "cannot create the ledger {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+fn open_file(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn =
+        Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
+    configure(&mut conn).map_err(|e| in_context(e, path))?;
+    Ok(conn)
+}
+
+fn configure(conn: &mut Connection) -> Result<()> {
+    conn.busy_handler(Some(wait_for_lock))?;
+    // Reads page 1 first: a file that is not a database fails here, before anything writes.
+    conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |_| Ok(()))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        set_wal(conn)?;
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    Ok(())
+}
+
+/// Switching to WAL needs a moment alone with the file; a new ledger opened by many
+/// processes at once may have to wait for it.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(e) if is_busy(&e) && tries < 500 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// SQLite's own back-off sleeps up to 100 ms a try, leaving the lock idle while writers
+/// that hold it for a millisecond queue up. Short, varied sleeps keep it busy; about
+/// 40 s of waiting in all before a caller is told the ledger is locked.
+fn wait_for_lock(attempt: i32) -> bool {
+    const ATTEMPTS: i32 = 32_000;
+    if attempt >= ATTEMPTS {
+        return false;
+    }
+    let spread = (u64::from(std::process::id()).wrapping_mul(2_654_435_761)
+        ^ (attempt as u64).wrapping_mul(40_503))
+        % 1_500;
+    std::thread::sleep(Duration::from_micros(500 + spread));
+    true
+}
+
+fn in_context(err: Error, path: &Path) -> Error {
+    Error::new(err.code, format!("{} ({})", err.message, path.display()))
+}
+
+const COLUMNS: &str = "id, stage, group_name, question, proposed, required, status, answer, \
+     created_at, answered_at, COALESCE(updated_at, answered_at, created_at), header, context, \
+     options, multi_select, allow_freeform, selected, was_custom, skip_reason, source";
+
+/// Any stored value as text: rows written by other tools may hold numbers where we keep text.
+fn text(row: &Row, i: usize) -> rusqlite::Result<Option<String>> {
+    Ok(match row.get_ref(i)? {
+        ValueRef::Null => None,
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+    })
+}
+
+fn flag(row: &Row, i: usize, default: bool) -> rusqlite::Result<bool> {
+    Ok(match row.get_ref(i)? {
+        ValueRef::Null => default,
+        ValueRef::Integer(n) => n != 0,
+        ValueRef::Real(f) => f != 0.0,
+        ValueRef::Text(t) | ValueRef::Blob(t) => {
+            crate::model::parse_bool(&String::from_utf8_lossy(t)).unwrap_or(default)
+        }
+    })
+}
+
+fn json_list<T: serde::de::DeserializeOwned>(row: &Row, i: usize) -> rusqlite::Result<Vec<T>> {
+    Ok(text(row, i)?
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default())
+}
+
+fn question_from_row(row: &Row) -> rusqlite::Result<Question> {
+    let was_custom = match row.get_ref(17)? {
+        ValueRef::Null => None,
+        _ => Some(flag(row, 17, false)?),
+    };
+    Ok(Question {
+        id: row.get(0)?,
+        stage: text(row, 1)?.unwrap_or_default(),
+        group_name: text(row, 2)?,
+        question: text(row, 3)?.unwrap_or_default(),
+        proposed: text(row, 4)?,
+        required: flag(row, 5, true)?,
+        status: Status::from_stored(text(row, 6)?.as_deref().unwrap_or("pending")),
+        answer: text(row, 7)?,
+        created_at: normalize_timestamp(&text(row, 8)?.unwrap_or_default()),
+        answered_at: text(row, 9)?.map(|t| normalize_timestamp(&t)),
+        updated_at: normalize_timestamp(&text(row, 10)?.unwrap_or_default()),
+        header: text(row, 11)?,
+        context: text(row, 12)?,
+        options: json_list(row, 13)?,
+        multi_select: flag(row, 14, false)?,
+        allow_freeform: flag(row, 15, true)?,
+        selected: json_list(row, 16)?,
+        was_custom,
+        skip_reason: text(row, 18)?,
+        source: text(row, 19)?.unwrap_or_else(|| "cli".to_string()),
+    })
+}
+
+fn json_value(text: Option<String>) -> Option<serde_json::Value> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
+}
+
+impl Tx for Connection {
+    fn question(&self, id: i64) -> Result<Option<Question>> {
+        let mut stmt =
+            self.prepare_cached(&format!("SELECT {COLUMNS} FROM questions WHERE id = ?1"))?;
+        let mut rows = stmt.query_map([id], question_from_row)?;
+        Ok(rows.next().transpose()?)
+    }
+
+    fn questions(&self, filter: &Filter) -> Result<Vec<Question>> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<Value> = Vec::new();
+        if let Some(stage) = &filter.stage {
+            values.push(Value::Text(stage.clone()));
+            clauses.push(format!("stage = ?{}", values.len()));
+        }
+        if let Some(status) = filter.status {
+            values.push(Value::Text(status.as_str().to_string()));
+            clauses.push(format!("status = ?{}", values.len()));
+        }
+        if let Some(group) = &filter.group {
+            values.push(Value::Text(group.clone()));
+            clauses.push(format!("group_name = ?{}", values.len()));
+        }
+        if let Some(ids) = &filter.ids {
+            let mut marks = Vec::with_capacity(ids.len());
+            for id in ids {
+                values.push(Value::Integer(*id));
+                marks.push(format!("?{}", values.len()));
+            }
+            clauses.push(format!("id IN ({})", marks.join(", ")));
+        }
+        let mut sql = format!("SELECT {COLUMNS} FROM questions");
+        if !clauses.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&clauses.join(" AND "));
+        }
+        sql.push_str(" ORDER BY id");
+        let mut stmt = self.prepare(&sql)?;
+        let rows = stmt.query_map(params_from_iter(values), question_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    fn find_same(&self, stage: &str, group: Option<&str>, text: &str) -> Result<Option<Question>> {
+        let mut stmt = self.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM questions \
+             WHERE stage = ?1 AND question = ?2 AND group_name IS ?3 ORDER BY id LIMIT 1"
+        ))?;
+        let mut rows = stmt.query_map(params![stage, text, group], question_from_row)?;
+        Ok(rows.next().transpose()?)
+    }
+
+    fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question> {
+        let mut stmt = self.prepare_cached(
+            "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
+             created_at, updated_at, header, context, options, multi_select, allow_freeform, \
+             selected, source) \
+             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7, ?8, ?9, ?10, ?11, '[]', ?12)",
+        )?;
+        stmt.execute(params![
+            new.stage,
+            new.group_name,
+            new.question,
+            new.proposed,
+            new.required,
+            now,
+            new.header,
+            new.context,
+            to_json(&new.options)?,
+            new.multi_select,
+            new.allow_freeform,
+            new.source,
+        ])?;
+        let id = self.last_insert_rowid();
+        self.question(id)?
+            .ok_or_else(|| Error::db(format!("question {id} vanished right after it was written")))
+    }
+
+    fn update(&self, q: &Question) -> Result<()> {
+        let mut stmt = self.prepare_cached(
+            "UPDATE questions SET group_name = ?2, question = ?3, proposed = ?4, required = ?5, \
+             status = ?6, answer = ?7, answered_at = ?8, updated_at = ?9, header = ?10, \
+             context = ?11, options = ?12, multi_select = ?13, allow_freeform = ?14, \
+             selected = ?15, was_custom = ?16, skip_reason = ?17, source = ?18 WHERE id = ?1",
+        )?;
+        stmt.execute(params![
+            q.id,
+            q.group_name,
+            q.question,
+            q.proposed,
+            q.required,
+            q.status.as_str(),
+            q.answer,
+            q.answered_at,
+            q.updated_at,
+            q.header,
+            q.context,
+            to_json(&q.options)?,
+            q.multi_select,
+            q.allow_freeform,
+            to_json(&q.selected)?,
+            q.was_custom,
+            q.skip_reason,
+            q.source,
+        ])?;
+        Ok(())
+    }
+
+    fn delete_stage(&self, stage: &str) -> Result<Vec<Question>> {
+        let gone = self.questions(&Filter {
+            stage: Some(stage.to_string()),
+            ..Filter::default()
+        })?;
+        self.prepare_cached("DELETE FROM questions WHERE stage = ?1")?
+            .execute([stage])?;
+        Ok(gone)
+    }
+
+    fn record(&self, event: &Event) -> Result<()> {
+        let mut stmt = self.prepare_cached(
+            "INSERT INTO question_events (at, event, question_id, stage, before, after) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        let before = event.before.as_ref().map(to_json).transpose()?;
+        let after = event.after.as_ref().map(to_json).transpose()?;
+        stmt.execute(params![
+            event.at,
+            event.event,
+            event.question_id,
+            event.stage,
+            before,
+            after
+        ])?;
+        Ok(())
+    }
+
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        let (clause, value) = match filter {
+            EventFilter::Question(id) => ("question_id = ?1", Value::Integer(*id)),
+            EventFilter::Stage(stage) => ("stage = ?1", Value::Text(stage.clone())),
+        };
+        let mut stmt = self.prepare(&format!(
+            "SELECT at, event, question_id, stage, before, after FROM question_events \
+             WHERE {clause} ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([value], |row| {
+            Ok(Event {
+                at: text(row, 0)?.unwrap_or_default(),
+                event: text(row, 1)?.unwrap_or_default(),
+                question_id: row.get(2)?,
+                stage: text(row, 3)?.unwrap_or_default(),
+                before: json_value(text(row, 4)?),
+                after: json_value(text(row, 5)?),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
