@@ -125,7 +125,7 @@ pub struct LogArgs {
     pub options: Vec<String>,
     /// Options as JSON: [{"label": "…", "description": "…", "recommended": true}]
     #[arg(long, value_name = "JSON", value_parser = options_json)]
-    pub options_json: Option<Vec<QuestionOption>>,
+    pub options_json: Option<OptionList>,
     /// The person may choose several options
     #[arg(long)]
     pub multi_select: bool,
@@ -217,7 +217,7 @@ pub struct CheckArgs {
     pub stage: Option<String>,
     /// Only these question ids (comma-separated); an unknown id fails with not_found
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
-    pub ids: Option<Vec<i64>>,
+    pub ids: Option<IdList>,
     /// Re-check until the gate passes
     #[arg(long)]
     pub wait: bool,
@@ -248,6 +248,14 @@ pub struct HistoryArgs {
     pub stage: Option<String>,
 }
 
+/// `--ids 7,8,9`, parsed as one value.
+#[derive(Debug, Clone)]
+pub struct IdList(pub Vec<i64>);
+
+/// `--options-json`, parsed as one value.
+#[derive(Debug, Clone)]
+pub struct OptionList(pub Vec<QuestionOption>);
+
 fn non_blank(text: &str) -> Result<String, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -261,8 +269,8 @@ fn required_flag(text: &str) -> Result<bool, String> {
     model::parse_bool(text).ok_or_else(|| "expected true, false, yes, no, 1 or 0".to_string())
 }
 
-fn id_list(text: &str) -> Result<Vec<i64>, String> {
-    model::parse_ids(text)
+fn id_list(text: &str) -> Result<IdList, String> {
+    model::parse_ids(text).map(IdList)
 }
 
 fn seconds(text: &str) -> Result<f64, String> {
@@ -272,7 +280,7 @@ fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-fn options_json(text: &str) -> Result<Vec<QuestionOption>, String> {
+fn options_json(text: &str) -> Result<OptionList, String> {
     #[derive(serde::Deserialize)]
     struct Raw {
         label: String,
@@ -284,12 +292,13 @@ fn options_json(text: &str) -> Result<Vec<QuestionOption>, String> {
     let raw: Vec<Raw> = serde_json::from_str(text).map_err(|e| {
         format!("expected a JSON array of {{\"label\", \"description\"?, \"recommended\"?}} objects ({e})")
     })?;
-    Ok(raw
-        .into_iter()
-        .map(|r| QuestionOption {
-            label: r.label,
-            description: r.description,
-            recommended: r.recommended,
-        })
-        .collect())
+    Ok(OptionList(
+        raw.into_iter()
+            .map(|r| QuestionOption {
+                label: r.label,
+                description: r.description,
+                recommended: r.recommended,
+            })
+            .collect(),
+    ))
 }

@@ -25,18 +25,25 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // A panic is a bug; the user still gets the contract's JSON, not a backtrace.
+    std::panic::set_hook(Box::new(|_| {}));
+    std::panic::catch_unwind(|| run_args(&args)).unwrap_or_else(|_| {
+        let err = Error::db(
+            "internal error: questions stopped before finishing, and nothing this call \
+             started was recorded. Please report it with the command that caused it",
+        );
+        output::failure(None, &err);
+        ExitCode::from(err.code.exit_code())
+    })
+}
+
+fn run_args(args: &[OsString]) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(err) => return usage_failure(err, &args),
+        Err(err) => return usage_failure(err, args),
     };
     let procedure = cli.command.name();
-    let result = std::panic::catch_unwind(|| cmd::dispatch(cli)).unwrap_or_else(|_| {
-        Err(Error::db(
-            "internal error: questions stopped before finishing; the ledger was not changed \
-             by this call. Please report this with the command that caused it",
-        ))
-    });
-    match result {
+    match cmd::dispatch(cli) {
         Ok(outcome) => {
             outcome.print();
             ExitCode::from(outcome.exit)

@@ -17,8 +17,13 @@ pub fn run(session: &mut Session, args: CheckArgs) -> Result<Outcome> {
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
     let store = session.store(Access::Read)?;
     loop {
-        let considered =
-            store.read(|tx| gate_questions(tx, args.stage.as_deref(), args.ids.as_deref()))?;
+        let considered = store.read(|tx| {
+            gate_questions(
+                tx,
+                args.stage.as_deref(),
+                args.ids.as_ref().map(|i| i.0.as_slice()),
+            )
+        })?;
         let passes = !considered.iter().any(Question::blocks_gate);
         if passes || !args.wait {
             return Ok(outcome(args.stage.as_deref(), &considered, false));

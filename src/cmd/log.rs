@@ -37,7 +37,7 @@ fn blank_to_none(text: Option<String>) -> Option<String> {
 }
 
 fn new_question(args: LogArgs) -> Result<NewQuestion> {
-    let mut options = args.options_json.unwrap_or_default();
+    let mut options = args.options_json.map(|o| o.0).unwrap_or_default();
     options.extend(args.options.into_iter().map(|label| QuestionOption {
         label,
         description: None,

@@ -53,6 +53,15 @@ fn too_new(found: i64, latest: i64) -> Error {
     )
 }
 
+/// Fails with `schema_too_new` for a ledger this binary must not touch.
+pub fn refuse_too_new(conn: &Connection) -> Result<()> {
+    let (found, latest) = (applied_version(conn)?, latest_version());
+    if found > latest {
+        return Err(too_new(found, latest));
+    }
+    Ok(())
+}
+
 /// Brings the ledger up to date, or refuses one that is newer than this binary.
 pub fn ensure_current(conn: &mut Connection) -> Result<()> {
     let latest = latest_version();

@@ -114,6 +114,8 @@ fn configure(conn: &mut Connection) -> Result<()> {
     conn.busy_handler(Some(wait_for_lock))?;
     // Reads page 1 first: a file that is not a database fails here, before anything writes.
     conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |_| Ok(()))?;
+    // A ledger from a newer questions is refused before anything, even the journal mode, changes.
+    migrate::refuse_too_new(conn)?;
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         set_wal(conn)?;

@@ -1,1 +1,18 @@
+//! The one integration-test binary: every test drives the real `questions` binary
+//! against a real ledger file and asserts on its JSON and exit code.
 
+mod common;
+
+mod answer;
+mod check;
+mod clear;
+mod concurrency;
+mod errors;
+mod history;
+mod list;
+mod location;
+mod log;
+mod migration;
+mod reset;
+mod skip;
+mod uwf_skill;

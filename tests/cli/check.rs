@@ -1,0 +1,144 @@
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+#[test]
+fn the_gate_fails_on_pending_required_questions_and_passes_once_answered() {
+    let l = Ledger::new();
+    let goal = l.log("intake", "Goal?");
+    let opt = l.log_with("intake", "Nice to have?", &["--required", "false"]);
+    l.log("design", "Elsewhere?");
+
+    let run = l.run(["check", "--stage", "intake"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let out = &run.json;
+    assert_eq!(out["ok"], false);
+    assert_eq!(out["procedure"], "check");
+    assert_eq!(out["gate"], "fail");
+    assert_eq!(out["stage"], "intake");
+    assert_eq!(out["total"], 2);
+    assert_eq!(out["pending_count"], 1);
+    assert_eq!(out["pending"][0]["id"], goal);
+    assert_eq!(out["optional_pending"], 1);
+    assert!(
+        run.stderr.contains("pending"),
+        "a person reading CI logs is told why"
+    );
+
+    l.ok(["answer", "--id", &goal.to_string(), "--answer", "A blog"]);
+    let pass = l.ok(["check", "--stage", "intake"]);
+    assert_eq!(pass["gate"], "pass");
+    assert_eq!(pass["pending_count"], 0);
+    assert_eq!(pass["pending"], serde_json::json!([]));
+    assert_eq!(pass["optional_pending"], 1);
+    let _ = opt;
+}
+
+#[test]
+fn a_stage_with_no_questions_passes() {
+    let l = Ledger::new();
+    let out = l.ok(["check", "--stage", "empty"]);
+    assert_eq!(out["gate"], "pass");
+    assert_eq!(out["total"], 0);
+    assert!(!l.path.exists(), "a check creates nothing");
+    l.log("other", "q");
+    assert_eq!(l.ok(["check", "--stage", "empty"])["gate"], "pass");
+}
+
+#[test]
+fn ids_narrow_the_gate() {
+    let l = Ledger::new();
+    let a = l.log("intake", "a");
+    let b = l.log("intake", "b");
+    l.ok(["answer", "--id", &a.to_string(), "--answer", "x"]);
+    let out = l.ok(["check", "--stage", "intake", "--ids", &a.to_string()]);
+    assert_eq!(out["total"], 1);
+    let run = l.run([
+        "check",
+        "--stage",
+        "intake",
+        "--ids",
+        &format!(" {a}, {b} "),
+    ]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.json["pending_count"], 1);
+    // --ids alone gates those questions, whatever their stage.
+    let run = l.run(["check", "--ids", &b.to_string()]);
+    assert_eq!(run.code, 1);
+    assert_eq!(run.json["pending"][0]["id"], b);
+}
+
+#[test]
+fn an_unknown_id_or_one_outside_the_stage_never_passes() {
+    let l = Ledger::new();
+    let a = l.log("intake", "a");
+    let other = l.log("design", "b");
+    l.ok(["answer", "--id", &a.to_string(), "--answer", "x"]);
+    l.ok(["answer", "--id", &other.to_string(), "--answer", "x"]);
+    for ids in [format!("{a},999"), format!("{other}")] {
+        let run = l.run(["check", "--stage", "intake", "--ids", &ids]);
+        assert_eq!(run.code, 1, "{ids}: {run:?}");
+        assert_eq!(run.error_code(), "not_found");
+    }
+    let missing = Ledger::new();
+    let run = missing.run(["check", "--ids", "1"]);
+    assert_eq!((run.code, run.error_code()), (1, "not_found"));
+}
+
+#[test]
+fn check_needs_a_stage_or_ids_and_well_formed_ids() {
+    let l = Ledger::new();
+    for args in [
+        vec!["check"],
+        vec!["check", "--ids", ""],
+        vec!["check", "--ids", "1,,2"],
+        vec!["check", "--ids", "a,b"],
+        vec!["check", "--ids", "0"],
+        vec!["check", "--ids", "-1"],
+        vec!["check", "--stage", ""],
+        vec!["check", "--stage", "s", "--timeout", "5"],
+        vec!["check", "--stage", "s", "--wait", "--timeout", "soon"],
+    ] {
+        let run = l.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.error_code(), "usage");
+        assert_eq!(run.json["procedure"], "check");
+    }
+}
+
+#[test]
+fn wait_times_out_with_timed_out() {
+    let l = Ledger::new();
+    l.log("release", "Ship?");
+    let started = Instant::now();
+    let run = l.run(["check", "--stage", "release", "--wait", "--timeout", "0.5"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.json["gate"], "fail");
+    assert_eq!(run.json["timed_out"], true);
+    assert!(started.elapsed() >= Duration::from_millis(500));
+}
+
+#[test]
+fn wait_returns_when_another_process_answers() {
+    let l = Ledger::new();
+    let id = l.log("release", "Ship?");
+    let mut waiter = std::process::Command::new(BIN)
+        .args(["--db"])
+        .arg(&l.path)
+        .args(["check", "--stage", "release", "--wait", "--timeout", "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        waiter.try_wait().unwrap().is_none(),
+        "the waiter must still be waiting"
+    );
+    l.ok(["answer", "--id", &id.to_string(), "--answer", "yes"]);
+    let started = Instant::now();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["gate"], "pass");
+}

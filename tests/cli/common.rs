@@ -1,0 +1,152 @@
+//! The fixture every test drives the real binary through: a ledger file in a temp dir.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_questions");
+pub const NOW: &str = "2026-11-21T23:47:04.692Z";
+
+/// What one call printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub json: Value,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts the contract's failure shape and returns the error code.
+    pub fn error_code(&self) -> &str {
+        assert_eq!(self.json["ok"], false, "expected a failure: {self:?}");
+        assert!(
+            self.json["error"].as_str().is_some_and(|m| !m.is_empty()),
+            "failure without a message: {self:?}"
+        );
+        assert!(!self.stderr.is_empty(), "failure without stderr: {self:?}");
+        self.json["error_code"].as_str().expect("error_code")
+    }
+}
+
+pub struct Ledger {
+    pub dir: TempDir,
+    pub path: PathBuf,
+}
+
+impl Ledger {
+    pub fn new() -> Ledger {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ledger.db");
+        Ledger { dir, path }
+    }
+
+    /// The binary, run in the temp dir against this ledger, with the clock pinned.
+    pub fn command(&self) -> assert_cmd::Command {
+        let mut cmd = bare_command(self.dir.path());
+        cmd.arg("--db").arg(&self.path);
+        cmd
+    }
+
+    pub fn run<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.command();
+        cmd.args(args);
+        finish(cmd)
+    }
+
+    /// Runs a call that must succeed and returns its JSON.
+    pub fn ok<I, S>(&self, args: I) -> Value
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let run = self.run(args);
+        assert_eq!(run.code, 0, "expected success: {run:?}");
+        assert_eq!(run.json["ok"], true, "expected ok: {run:?}");
+        run.json
+    }
+
+    /// Logs a question and returns its id.
+    pub fn log(&self, stage: &str, question: &str) -> i64 {
+        self.ok(["log", "--stage", stage, "--question", question])["question_id"]
+            .as_i64()
+            .expect("question_id")
+    }
+
+    pub fn log_with(&self, stage: &str, question: &str, more: &[&str]) -> i64 {
+        let mut args = vec!["log", "--stage", stage, "--question", question];
+        args.extend_from_slice(more);
+        self.ok(args)["question_id"].as_i64().expect("question_id")
+    }
+
+    pub fn question(&self, id: i64) -> Value {
+        let list = self.ok(["list"]);
+        list["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("question {id} not listed"))
+    }
+
+    pub fn bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.path).expect("ledger file")
+    }
+}
+
+/// The binary without --db, run in `cwd`, with no QUESTIONS_DB from outside.
+pub fn bare_command(cwd: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(BIN);
+    cmd.current_dir(cwd)
+        .env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_NOW", NOW)
+        .timeout(std::time::Duration::from_secs(120));
+    cmd
+}
+
+pub fn finish(mut cmd: assert_cmd::Command) -> Run {
+    let out = cmd.output().expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "the binary panicked: {stderr}"
+    );
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stdout,
+        stderr,
+    }
+}
+
+/// Every key of the contract's question object.
+pub const QUESTION_KEYS: &[&str] = &[
+    "id",
+    "stage",
+    "group_name",
+    "question",
+    "proposed",
+    "required",
+    "status",
+    "answer",
+    "created_at",
+    "answered_at",
+    "updated_at",
+    "header",
+    "context",
+    "options",
+    "multi_select",
+    "allow_freeform",
+    "selected",
+    "was_custom",
+    "skip_reason",
+    "source",
+];

@@ -1,0 +1,140 @@
+use std::os::unix::ffi::OsStrExt;
+
+use crate::common::*;
+
+#[test]
+fn usage_errors_print_the_failure_json_and_exit_2() {
+    let l = Ledger::new();
+    let run = l.run(["log", "--stage", "s", "--question", "q", "--bogus"]);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    assert_eq!(run.json["procedure"], "log");
+    assert!(
+        run.json["error"].as_str().unwrap().contains("--bogus"),
+        "{run:?}"
+    );
+
+    let run = l.run(["frobnicate"]);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    assert!(
+        run.json.get("procedure").is_none(),
+        "no command could be read"
+    );
+
+    let run = l.run(Vec::<&str>::new());
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn help_and_version_print_text_and_exit_0() {
+    let l = Ledger::new();
+    let help = l.run(["--help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("check"), "{}", help.stdout);
+    let help = l.run(["log", "--help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("Example"), "{}", help.stdout);
+    let version = l.run(["--version"]);
+    assert_eq!(version.code, 0);
+    assert!(version.stdout.starts_with("questions "));
+}
+
+#[test]
+fn invalid_utf8_in_an_argument_is_a_usage_error() {
+    let l = Ledger::new();
+    let bad = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let mut cmd = l.command();
+    cmd.args(["log", "--stage", "s", "--question"]).arg(bad);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_left_untouched() {
+    let l = Ledger::new();
+    let text = b"# my notes\nnot a database, but precious\n".repeat(200);
+    std::fs::write(&l.path, &text).unwrap();
+    for args in [
+        vec!["log", "--stage", "s", "--question", "q"],
+        vec!["list"],
+        vec!["check", "--stage", "s"],
+    ] {
+        let run = l.run(&args);
+        assert_eq!((run.code, run.error_code()), (1, "db_error"), "{args:?}");
+        assert!(l.bytes() == text, "{args:?} changed the file");
+    }
+}
+
+#[test]
+fn a_directory_as_ledger_is_an_io_error() {
+    let l = Ledger::new();
+    std::fs::create_dir(&l.path).unwrap();
+    for args in [vec!["log", "--stage", "s", "--question", "q"], vec!["list"]] {
+        let run = l.run(&args);
+        assert_eq!((run.code, run.error_code()), (1, "io_error"), "{args:?}");
+    }
+}
+
+#[test]
+fn a_file_in_place_of_the_folder_is_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plain"), b"x").unwrap();
+    let mut cmd = bare_command(dir.path());
+    cmd.arg("--db")
+        .arg(dir.path().join("plain/ledger.db"))
+        .args(["log", "--stage", "s", "--question", "q"]);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (1, "io_error"));
+}
+
+#[test]
+fn a_read_only_folder_is_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // Root writes through permissions, so as root the call runs as an unprivileged user.
+    let as_root = std::fs::write(locked.join("probe"), b"").is_ok();
+    let mut cmd = if as_root {
+        let mut c = assert_cmd::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+        c
+    } else {
+        assert_cmd::Command::new(BIN)
+    };
+    cmd.current_dir(dir.path())
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(locked.join("ledger.db"))
+        .args(["log", "--stage", "s", "--question", "q"]);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (1, "io_error"), "{run:?}");
+    assert!(
+        run.json["error"].as_str().unwrap().contains("ermission"),
+        "{run:?}"
+    );
+    assert!(!locked.join("ledger.db").exists());
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let l = Ledger::new();
+    for i in 0..30 {
+        l.log("s", &format!("question {i}"));
+    }
+    let mut child = std::process::Command::new(BIN)
+        .arg("--db")
+        .arg(&l.path)
+        .arg("list")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
