@@ -391,3 +391,155 @@ impl Tx for Connection {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::QuestionOption;
+
+    fn memory() -> Connection {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate::ensure_current(&mut conn).unwrap();
+        conn
+    }
+
+    fn new(stage: &str, group: Option<&str>, text: &str) -> NewQuestion {
+        NewQuestion {
+            stage: stage.into(),
+            group_name: group.map(Into::into),
+            question: text.into(),
+            proposed: Some("guess".into()),
+            required: true,
+            header: None,
+            context: None,
+            options: vec![QuestionOption {
+                label: "A".into(),
+                description: Some("first".into()),
+                recommended: true,
+            }],
+            multi_select: false,
+            allow_freeform: true,
+            source: "cli".into(),
+        }
+    }
+
+    const T: &str = "2026-11-21T23:47:04.692Z";
+
+    #[test]
+    fn insert_and_read_back_every_field() {
+        let db = memory();
+        let q = db.insert(&new("s", Some("G"), "Q?"), T).unwrap();
+        assert_eq!(q.id, 1);
+        assert_eq!(q.stage, "s");
+        assert_eq!(q.group_name.as_deref(), Some("G"));
+        assert_eq!(q.options[0].description.as_deref(), Some("first"));
+        assert!(q.options[0].recommended);
+        assert_eq!((q.created_at.as_str(), q.updated_at.as_str()), (T, T));
+        assert_eq!(db.question(1).unwrap(), Some(q));
+        assert_eq!(db.question(2).unwrap(), None);
+    }
+
+    #[test]
+    fn find_same_tells_no_group_from_a_group() {
+        let db = memory();
+        db.insert(&new("s", None, "Q?"), T).unwrap();
+        db.insert(&new("s", Some("G"), "Q?"), T).unwrap();
+        assert_eq!(db.find_same("s", None, "Q?").unwrap().unwrap().id, 1);
+        assert_eq!(db.find_same("s", Some("G"), "Q?").unwrap().unwrap().id, 2);
+        assert!(db.find_same("s", Some("H"), "Q?").unwrap().is_none());
+        assert!(db.find_same("t", None, "Q?").unwrap().is_none());
+    }
+
+    #[test]
+    fn update_writes_every_mutable_field() {
+        let db = memory();
+        let mut q = db.insert(&new("s", None, "Q?"), T).unwrap();
+        q.status = Status::Answered;
+        q.answer = Some("A".into());
+        q.selected = vec!["A".into()];
+        q.was_custom = Some(false);
+        q.answered_at = Some("2026-11-22T00:00:00.000Z".into());
+        q.updated_at = "2026-11-22T00:00:00.000Z".into();
+        db.update(&q).unwrap();
+        assert_eq!(db.question(q.id).unwrap(), Some(q));
+    }
+
+    #[test]
+    fn filters_narrow_together() {
+        let db = memory();
+        for (stage, group) in [("a", Some("x")), ("a", None), ("b", Some("x"))] {
+            db.insert(&new(stage, group, "Q?"), T).unwrap();
+        }
+        let ids = |f: Filter| -> Vec<i64> {
+            db.questions(&f)
+                .unwrap()
+                .into_iter()
+                .map(|q| q.id)
+                .collect()
+        };
+        assert_eq!(ids(Filter::default()), vec![1, 2, 3]);
+        assert_eq!(
+            ids(Filter {
+                stage: Some("a".into()),
+                ..Filter::default()
+            }),
+            vec![1, 2]
+        );
+        assert_eq!(
+            ids(Filter {
+                group: Some("x".into()),
+                ..Filter::default()
+            }),
+            vec![1, 3]
+        );
+        assert_eq!(
+            ids(Filter {
+                ids: Some(vec![3, 1, 9]),
+                stage: Some("b".into()),
+                ..Filter::default()
+            }),
+            vec![3]
+        );
+        assert_eq!(
+            ids(Filter {
+                status: Some(Status::Answered),
+                ..Filter::default()
+            }),
+            Vec::<i64>::new()
+        );
+    }
+
+    #[test]
+    fn delete_stage_returns_the_rows_and_events_keep_them() {
+        let db = memory();
+        let q = db.insert(&new("s", None, "Q?"), T).unwrap();
+        db.insert(&new("t", None, "Q?"), T).unwrap();
+        let gone = db.delete_stage("s").unwrap();
+        assert_eq!(gone, vec![q.clone()]);
+        db.record(&Event::cleared(T, &q)).unwrap();
+        let events = db.events(&EventFilter::Stage("s".into())).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].event, "cleared");
+        assert_eq!(events[0].before.as_ref().unwrap()["question"], "Q?");
+        assert_eq!(db.questions(&Filter::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn odd_values_written_by_other_tools_still_read() {
+        let db = memory();
+        db.execute_batch(
+            "INSERT INTO questions (stage, question, required, status, answer, created_at, options)
+             VALUES ('s', 'Q?', 'false', 'answered', 42, '2026-01-02 03:04:05', 'not json');
+             INSERT INTO questions (stage, question, required, status, created_at)
+             VALUES ('s', 'R?', 1, 'weird', '2026-01-02T03:04:05Z');",
+        )
+        .unwrap();
+        let q = db.question(1).unwrap().unwrap();
+        assert!(!q.required);
+        assert_eq!(q.answer.as_deref(), Some("42"));
+        assert_eq!(q.created_at, "2026-01-02T03:04:05.000Z");
+        assert!(q.options.is_empty());
+        // A status nobody knows holds the gate rather than opening it.
+        assert!(db.question(2).unwrap().unwrap().blocks_gate());
+    }
+}
