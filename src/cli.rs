@@ -3,6 +3,7 @@
 //! before anything touches the ledger.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
@@ -76,11 +77,46 @@ pub enum Command {
         after_help = "Example:\n  questions history --id 7\n  questions history --stage intake"
     )]
     History(HistoryArgs),
+    /// Log every question in a subagent's output (QUESTIONS_NEEDED, openQuestions, ask_user)
+    #[command(
+        after_help = "Example:\n  questions ingest --stage intake --file subagent-output.txt\n  some-agent | questions ingest --stage design --format open-questions"
+    )]
+    Ingest(IngestArgs),
+    /// Print a stage's pending questions in the shape an asking tool accepts
+    #[command(
+        after_help = "Example:\n  questions render --stage intake        # AskUserQuestion batches\n  questions render --stage intake --format vscode\n  questions render --stage intake --format pi-pending --out .pi/pending-questions.json\n  questions render --stage intake --format markdown >> docs/plan.md"
+    )]
+    Render(RenderArgs),
+    /// Record the answers an asking tool returned, all or nothing
+    #[command(
+        after_help = "Example:\n  echo '{\"answers\": {\"Which database?\": \"SQLite\"}}' | questions import --stage design\n  questions import --stage intake --format map --file answers.json"
+    )]
+    Import(ImportArgs),
+    /// Print what a re-invoked subagent needs: its answers keyed by group, header or question
+    #[command(after_help = "Example:\n  questions answers --stage intake")]
+    Answers(AnswersArgs),
+    /// Answer pending optional questions with their proposed values
+    #[command(
+        after_help = "Example:\n  questions accept-defaults --stage intake\n  questions accept-defaults --stage intake --include-required"
+    )]
+    AcceptDefaults(AcceptDefaultsArgs),
 }
 
 impl Command {
     pub const NAMES: &'static [&'static str] = &[
-        "log", "answer", "skip", "list", "check", "clear", "reset", "history",
+        "log",
+        "answer",
+        "skip",
+        "list",
+        "check",
+        "clear",
+        "reset",
+        "history",
+        "ingest",
+        "render",
+        "import",
+        "answers",
+        "accept-defaults",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -93,6 +129,11 @@ impl Command {
             Command::Clear(_) => "clear",
             Command::Reset(_) => "reset",
             Command::History(_) => "history",
+            Command::Ingest(_) => "ingest",
+            Command::Render(_) => "render",
+            Command::Import(_) => "import",
+            Command::Answers(_) => "answers",
+            Command::AcceptDefaults(_) => "accept-defaults",
         }
     }
 }
@@ -246,6 +287,103 @@ pub struct HistoryArgs {
     pub id: Option<i64>,
     #[arg(long, value_parser = non_blank)]
     pub stage: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngestFormat {
+    /// Whichever envelope comes first in the input
+    Auto,
+    /// The uwf QUESTIONS_NEEDED block
+    Uwf,
+    /// A fenced JSON block with an openQuestions array
+    OpenQuestions,
+    /// ask_user / AskUserQuestion / askQuestions input: {"questions": [...]}
+    AskUser,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    /// The subagent's output; - or nothing for standard input
+    #[arg(long, value_name = "PATH|-")]
+    pub file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: IngestFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// AskUserQuestion: batches of at most 4, headers of at most 12 characters
+    AskUser,
+    /// VS Code askQuestions: one call with every question
+    Vscode,
+    /// pi's pending-questions file (with --out: written 0600)
+    PiPending,
+    /// A fenced openQuestions JSON block
+    OpenQuestions,
+    /// A QUESTIONS_NEEDED block
+    Uwf,
+    /// An "Open questions" Markdown section
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    #[arg(long, value_enum, default_value = "ask-user")]
+    pub format: RenderFormat,
+    /// Only these question ids (comma-separated)
+    #[arg(long, value_name = "N,N,…", value_parser = id_list)]
+    pub ids: Option<IdList>,
+    /// Write the rendering to this file (mode 0600) instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormatArg {
+    Auto,
+    /// {"answers": {"<question text>": "<answer>"}}
+    AskUser,
+    /// {"answers": {"<header>": {"selected": [...], "freeText": ..., "skipped": bool}}}
+    Vscode,
+    /// {"answered": true, "answers": [{"question", "answer", ...}]}
+    PiResult,
+    /// The pending-questions file with answers filled in
+    PiPending,
+    /// {"<id>": "<answer>" | ["label", ...] | {"skip": true, "reason": "..."}}
+    Map,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    /// The tool's answers; - or nothing for standard input
+    #[arg(long, value_name = "PATH|-")]
+    pub file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: ImportFormatArg,
+    /// Replace answers already on record (the earlier ones stay in the history)
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswersArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+}
+
+#[derive(Debug, Args)]
+pub struct AcceptDefaultsArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    /// Answer required questions with their proposed values too
+    #[arg(long)]
+    pub include_required: bool,
 }
 
 /// `--ids 7,8,9`, parsed as one value.

@@ -69,6 +69,12 @@ impl Error {
     pub fn invalid_answer(message: impl Into<String>) -> Error {
         Error::new(ErrorCode::InvalidAnswer, message)
     }
+    pub fn parse(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::ParseError, message)
+    }
+    pub fn cancelled(message: impl Into<String>) -> Error {
+        Error::new(ErrorCode::Cancelled, message)
+    }
     pub fn db(message: impl Into<String>) -> Error {
         Error::new(ErrorCode::DbError, message)
     }

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod error;
+pub mod formats;
 pub mod model;
 pub mod output;
 pub mod store;

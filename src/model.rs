@@ -71,6 +71,43 @@ impl Question {
     pub fn blocks_gate(&self) -> bool {
         self.required && self.status == Status::Pending
     }
+
+    /// This question answered with `resolved` at `now`.
+    pub fn answered(&self, resolved: Resolved, now: &str) -> Question {
+        Question {
+            status: Status::Answered,
+            answer: Some(resolved.answer),
+            selected: resolved.selected,
+            was_custom: resolved.was_custom,
+            skip_reason: None,
+            answered_at: Some(now.to_string()),
+            updated_at: now.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// This question skipped at `now`; an earlier answer is left to the history.
+    pub fn skipped(&self, reason: Option<String>, now: &str) -> Question {
+        Question {
+            status: Status::Skipped,
+            answer: None,
+            selected: Vec::new(),
+            was_custom: None,
+            answered_at: None,
+            skip_reason: reason,
+            updated_at: now.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// The conflict message for replacing the answer on record.
+    pub fn conflict_message(&self, action: &str) -> String {
+        format!(
+            "question {} is already answered: \"{}\"; pass --force to {action} (the earlier answer stays in the history)",
+            self.id,
+            self.answer.as_deref().unwrap_or("")
+        )
+    }
 }
 
 /// What `log` (and later `ingest`) hands the store to insert.
@@ -235,8 +272,14 @@ pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved, Str
                 q.id
             ));
         }
+        // Asking tools offer the proposed value as "<proposed> (Recommended)".
+        let (bare, marked) = split_recommended(text);
+        let answer = match &q.proposed {
+            Some(p) if marked && label_key(p) == bare.to_lowercase() => p.trim(),
+            _ => text,
+        };
         return Ok(Resolved {
-            answer: text.to_string(),
+            answer: answer.to_string(),
             selected: Vec::new(),
             was_custom: None,
         });
@@ -458,6 +501,24 @@ mod tests {
         assert_eq!(r.was_custom, Some(true));
         let listed = resolve_answer(&q, &text("a, b")).unwrap();
         assert_eq!(listed.selected, vec!["A", "B"]);
+    }
+
+    #[test]
+    fn the_proposed_value_offered_as_recommended_reads_back_plain() {
+        let mut q = question(&[], false, true);
+        q.proposed = Some("Build a blog".into());
+        assert_eq!(
+            resolve_answer(&q, &text("Build a blog (Recommended)"))
+                .unwrap()
+                .answer,
+            "Build a blog"
+        );
+        assert_eq!(
+            resolve_answer(&q, &text("Other (Recommended)"))
+                .unwrap()
+                .answer,
+            "Other (Recommended)"
+        );
     }
 
     #[test]

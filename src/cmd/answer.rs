@@ -16,22 +16,12 @@ pub fn run(session: &mut Session, args: AnswerArgs) -> Result<Outcome> {
     let question = session.store(Access::Write)?.write(|tx| {
         let before = existing(tx, args.id)?;
         if before.status == Status::Answered && !args.force {
-            return Err(Error::conflict(format!(
-                "question {} is already answered: \"{}\"; pass --force to replace that answer \
-                 (the earlier one stays in the history)",
-                before.id,
-                before.answer.as_deref().unwrap_or("")
-            )));
+            return Err(Error::conflict(
+                before.conflict_message("replace that answer"),
+            ));
         }
         let resolved = resolve_answer(&before, &input).map_err(Error::invalid_answer)?;
-        let mut q = before.clone();
-        q.status = Status::Answered;
-        q.answer = Some(resolved.answer);
-        q.selected = resolved.selected;
-        q.was_custom = resolved.was_custom;
-        q.skip_reason = None;
-        q.answered_at = Some(now.clone());
-        q.updated_at = now.clone();
+        let q = before.answered(resolved, &now);
         tx.update(&q)?;
         let kind = if before.status == Status::Answered {
             EventKind::Reanswered

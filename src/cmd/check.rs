@@ -2,11 +2,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{Outcome, Rendered, Session};
+use super::{select, Outcome, Rendered, Session};
 use crate::cli::CheckArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{Question, Status};
-use crate::store::{Access, Filter, Tx};
+use crate::store::Access;
 
 /// How often `--wait` looks again: a person answering sees the gate open within this.
 const POLL: Duration = Duration::from_millis(200);
@@ -18,7 +18,7 @@ pub fn run(session: &mut Session, args: CheckArgs) -> Result<Outcome> {
     let store = session.store(Access::Read)?;
     loop {
         let considered = store.read(|tx| {
-            gate_questions(
+            select(
                 tx,
                 args.stage.as_deref(),
                 args.ids.as_ref().map(|i| i.0.as_slice()),
@@ -38,46 +38,6 @@ pub fn run(session: &mut Session, args: CheckArgs) -> Result<Outcome> {
         };
         std::thread::sleep(pause);
     }
-}
-
-/// The questions the gate considers: the stage's, narrowed to `ids`. Every id must exist
-/// (and be in the stage, when one is given): an unknown id never passes a gate.
-fn gate_questions(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Question>> {
-    let found = tx.questions(&Filter {
-        stage: if ids.is_some() {
-            None
-        } else {
-            stage.map(str::to_string)
-        },
-        ids: ids.map(<[i64]>::to_vec),
-        ..Filter::default()
-    })?;
-    let Some(ids) = ids else { return Ok(found) };
-    let missing: Vec<String> = ids
-        .iter()
-        .filter(|id| !found.iter().any(|q| q.id == **id))
-        .map(i64::to_string)
-        .collect();
-    if !missing.is_empty() {
-        return Err(Error::not_found(format!(
-            "no question with id {} in the ledger; an unknown id never passes a gate",
-            missing.join(", ")
-        )));
-    }
-    if let Some(stage) = stage {
-        let outside: Vec<String> = found
-            .iter()
-            .filter(|q| q.stage != stage)
-            .map(|q| format!("{} (stage '{}')", q.id, q.stage))
-            .collect();
-        if !outside.is_empty() {
-            return Err(Error::not_found(format!(
-                "question {} not in stage '{stage}'; check the ids stored for this stage",
-                outside.join(", ")
-            )));
-        }
-    }
-    Ok(found)
 }
 
 fn outcome(stage: Option<&str>, considered: &[Question], timed_out: bool) -> Outcome {

@@ -1,20 +1,30 @@
 //! One file per verb: where the command line meets the store.
 
+mod accept_defaults;
 mod answer;
+mod answers;
 mod check;
 mod clear;
 mod history;
+mod import;
+mod ingest;
 mod list;
 mod log;
+mod render;
 mod reset;
 mod skip;
 
 use serde_json::Value;
 
 use crate::cli::{Cli, Command};
-use crate::error::Result;
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::Question;
 use crate::output;
 use crate::store::{Access, Location, Store};
+use crate::store::{Filter, Tx};
 
 /// What a command produced: the document to print and the exit code. A failed gate is
 /// an outcome (exit 1), not an error.
@@ -86,6 +96,11 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Clear(args) => clear::run(s, args),
         Command::Reset(args) => reset::run(s, args),
         Command::History(args) => history::run(s, args),
+        Command::Ingest(args) => ingest::run(s, args),
+        Command::Render(args) => render::run(s, args),
+        Command::Import(args) => import::run(s, args),
+        Command::Answers(args) => answers::run(s, args),
+        Command::AcceptDefaults(args) => accept_defaults::run(s, args),
     }
 }
 
@@ -96,4 +111,120 @@ fn existing(tx: &dyn crate::store::Tx, id: i64) -> Result<crate::model::Question
             "there is no question {id} in the ledger; 'questions list' shows the ids"
         ))
     })
+}
+
+/// The questions a command works on: the stage's, narrowed to `ids`. Every id must exist
+/// (and be in the stage, when one is given): an unknown id never passes a gate.
+fn select(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Question>> {
+    let found = tx.questions(&Filter {
+        stage: if ids.is_some() {
+            None
+        } else {
+            stage.map(str::to_string)
+        },
+        ids: ids.map(<[i64]>::to_vec),
+        ..Filter::default()
+    })?;
+    let Some(ids) = ids else { return Ok(found) };
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !found.iter().any(|q| q.id == **id))
+        .map(i64::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::not_found(format!(
+            "no question with id {} in the ledger; an unknown id never passes a gate",
+            missing.join(", ")
+        )));
+    }
+    if let Some(stage) = stage {
+        let outside: Vec<String> = found
+            .iter()
+            .filter(|q| q.stage != stage)
+            .map(|q| format!("{} (stage '{}')", q.id, q.stage))
+            .collect();
+        if !outside.is_empty() {
+            return Err(Error::not_found(format!(
+                "question {} not in stage '{stage}'; check the ids stored for this stage",
+                outside.join(", ")
+            )));
+        }
+    }
+    Ok(found)
+}
+
+/// The most input `ingest` and `import` read: far beyond any real subagent output.
+const INPUT_LIMIT: u64 = 32 * 1024 * 1024;
+
+/// Reads `--file PATH`, or standard input for `-` or no file, as UTF-8 text.
+fn read_input(file: Option<&Path>) -> Result<String> {
+    let mut bytes = Vec::new();
+    match file.filter(|p| p.as_os_str() != "-") {
+        Some(path) => {
+            let handle = std::fs::File::open(path)
+                .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+            handle
+                .take(INPUT_LIMIT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+        }
+        None => {
+            let stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                return Err(Error::usage(
+                    "nothing to read: pipe the input in, or give --file PATH",
+                ));
+            }
+            stdin
+                .lock()
+                .take(INPUT_LIMIT + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(format!("cannot read standard input: {e}")))?;
+        }
+    }
+    if bytes.len() as u64 > INPUT_LIMIT {
+        return Err(Error::parse(format!(
+            "the input is larger than {} MiB; nothing was read into the ledger",
+            INPUT_LIMIT / 1024 / 1024
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::parse(format!(
+            "the input is not UTF-8 text (an invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Writes a file only its owner can read, whole or not at all: a temp file beside it,
+/// then a rename (which replaces a symlink at `path` rather than writing through it).
+fn write_private(path: &Path, content: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: std::io::Error| Error::io(format!("cannot write {}: {e}", path.display()));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::usage(format!("{} is not a file name", path.display())))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".{}.tmp", std::process::id()));
+    let temp = dir.join(temp_name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(fail)?;
+    let written = file
+        .write_all(content.as_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&temp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(fail(e));
+    }
+    Ok(())
 }

@@ -18,23 +18,11 @@ pub fn run(session: &mut Session, args: SkipArgs) -> Result<Outcome> {
         match before.status {
             Status::Skipped => return Ok(before),
             Status::Answered if !args.force => {
-                return Err(Error::conflict(format!(
-                    "question {} is already answered: \"{}\"; pass --force to skip it anyway \
-                     (the answer stays in the history)",
-                    before.id,
-                    before.answer.as_deref().unwrap_or("")
-                )))
+                return Err(Error::conflict(before.conflict_message("skip it anyway")))
             }
             _ => {}
         }
-        let mut q = before.clone();
-        q.status = Status::Skipped;
-        q.answer = None;
-        q.selected = Vec::new();
-        q.was_custom = None;
-        q.answered_at = None;
-        q.skip_reason = reason;
-        q.updated_at = now.clone();
+        let q = before.skipped(reason.clone(), &now);
         tx.update(&q)?;
         tx.record(&Event::change(EventKind::Skipped, &now, Some(&before), &q))?;
         Ok(q)

@@ -1,0 +1,330 @@
+//! What asking tools give back: answers keyed by question text, header, or id.
+
+use serde_json::Value;
+
+use super::{fail, kind, Obj, ParseError, Parsed};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportFormat {
+    /// AskUserQuestion: `{"answers": {"<question text>": "<answer>"}}`
+    AskUser,
+    /// askQuestions: `{"answers": {"<header>": {"selected", "freeText", "skipped"}}}`
+    Vscode,
+    /// pi's result: `{"answered", "answers": [{question, answer, selectedOption?, wasCustom}]}`
+    PiResult,
+    /// pi's pending file with `answer` filled in
+    PiPending,
+    /// `{"<id>": "<answer>" | ["label", …] | {"skip": true, "reason": "…"}}`
+    Map,
+}
+
+impl ImportFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImportFormat::AskUser => "ask-user",
+            ImportFormat::Vscode => "vscode",
+            ImportFormat::PiResult => "pi-result",
+            ImportFormat::PiPending => "pi-pending",
+            ImportFormat::Map => "map",
+        }
+    }
+}
+
+/// Which question an answer is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    Id(i64),
+    Text(String),
+    Header(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Answer {
+        text: Option<String>,
+        select: Vec<String>,
+    },
+    Skip {
+        reason: Option<String>,
+    },
+    /// Left unanswered: nothing to record.
+    Pending,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub key: Key,
+    pub reply: Reply,
+    /// Where in the input it was, for messages.
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answers {
+    Replies(ImportFormat, Vec<Imported>),
+    /// The person cancelled: nothing is to be recorded.
+    Cancelled,
+}
+
+pub fn parse(text: &str, format: Option<ImportFormat>) -> Parsed<Answers> {
+    let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
+        ParseError(format!(
+            "the answers are not valid JSON (line {}, column {}): {}",
+            e.line(),
+            e.column(),
+            e.to_string().split(" at line ").next().unwrap_or_default()
+        ))
+    })?;
+    let top = Obj::new(&value, "")?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(&top)?,
+    };
+    let replies = match format {
+        ImportFormat::AskUser => keyed(&top, Key::Text, ask_user_reply)?,
+        ImportFormat::Vscode => keyed(&top, Key::Header, vscode_reply)?,
+        ImportFormat::PiResult => {
+            let answered = top.opt_bool("answered")?;
+            if answered == Some(false) || top.opt_bool("cancelled")? == Some(true) {
+                return Ok(Answers::Cancelled);
+            }
+            listed(&top, "answers")?
+        }
+        ImportFormat::PiPending => listed(&top, "questions")?,
+        ImportFormat::Map => map(&top)?,
+    };
+    Ok(Answers::Replies(format, replies))
+}
+
+fn detect(top: &Obj) -> Parsed<ImportFormat> {
+    if top.map.contains_key("answered") || top.map.contains_key("cancelled") {
+        return Ok(ImportFormat::PiResult);
+    }
+    match top.map.get("answers") {
+        Some(Value::Object(answers)) => {
+            return Ok(if answers.values().any(Value::is_object) {
+                ImportFormat::Vscode
+            } else {
+                ImportFormat::AskUser
+            })
+        }
+        Some(Value::Array(_)) => return Ok(ImportFormat::PiResult),
+        _ => {}
+    }
+    if matches!(top.map.get("questions"), Some(Value::Array(_))) {
+        return Ok(ImportFormat::PiPending);
+    }
+    if !top.map.is_empty() && top.map.keys().all(|k| k.trim().parse::<i64>().is_ok()) {
+        return Ok(ImportFormat::Map);
+    }
+    fail("cannot tell which tool these answers come from: expected {\"answers\": …}, pi's result or pending file, or an {\"<id>\": answer} map; name it with --format")
+}
+
+fn text_or_labels(value: &Value, path: &str) -> Parsed<Reply> {
+    match value {
+        Value::String(s) => Ok(Reply::Answer {
+            text: Some(s.clone()),
+            select: Vec::new(),
+        }),
+        Value::Array(items) => {
+            let mut select = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => select.push(s.clone()),
+                    other => {
+                        return fail(format!(
+                            "{path}[{i}] must be a string label, not {}",
+                            kind(other)
+                        ))
+                    }
+                }
+            }
+            Ok(Reply::Answer { text: None, select })
+        }
+        Value::Null => Ok(Reply::Pending),
+        other => fail(format!(
+            "{path} must be a string or a list of labels, not {}",
+            kind(other)
+        )),
+    }
+}
+
+fn keyed(
+    top: &Obj,
+    key: fn(String) -> Key,
+    reply: fn(&Value, &str) -> Parsed<Reply>,
+) -> Parsed<Vec<Imported>> {
+    let Some(Value::Object(answers)) = top.map.get("answers") else {
+        return fail("answers must be an object keyed by question");
+    };
+    answers
+        .iter()
+        .map(|(k, v)| {
+            let path = format!("answers[{}]", serde_json::to_string(k).unwrap_or_default());
+            Ok(Imported {
+                key: key(k.clone()),
+                reply: reply(v, &path)?,
+                path,
+            })
+        })
+        .collect()
+}
+
+fn ask_user_reply(value: &Value, path: &str) -> Parsed<Reply> {
+    text_or_labels(value, path)
+}
+
+fn vscode_reply(value: &Value, path: &str) -> Parsed<Reply> {
+    if !value.is_object() {
+        return text_or_labels(value, path);
+    }
+    let o = Obj::new(value, path)?;
+    if o.opt_bool("skipped")? == Some(true) {
+        return Ok(Reply::Skip { reason: None });
+    }
+    let select = match o.opt_array("selected")? {
+        Some(items) => match text_or_labels(&Value::Array(items.clone()), &o.at("selected"))? {
+            Reply::Answer { select, .. } => select,
+            _ => Vec::new(),
+        },
+        None => Vec::new(),
+    };
+    let text = o.opt_str("freeText")?.filter(|t| !t.trim().is_empty());
+    if select.is_empty() && text.is_none() {
+        return Ok(Reply::Pending);
+    }
+    Ok(Reply::Answer { text, select })
+}
+
+/// pi's lists: `[{question, answer, id?}]` under `answers` or `questions`.
+fn listed(top: &Obj, list: &str) -> Parsed<Vec<Imported>> {
+    let Some(items) = top.opt_array(list)? else {
+        return fail(format!("{list} is missing"));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let here = format!("{list}[{i}]");
+        let o = Obj::new(item, &here)?;
+        let key = match o.map.get("id") {
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(id) if id > 0 => Key::Id(id),
+                _ => return fail(format!("{} must be a positive question id", o.at("id"))),
+            },
+            _ => Key::Text(o.req_str("question")?),
+        };
+        let reply = match o.map.get("answer") {
+            None => Reply::Pending,
+            Some(v) => text_or_labels(v, &o.at("answer"))?,
+        };
+        out.push(Imported {
+            key,
+            reply,
+            path: here,
+        });
+    }
+    Ok(out)
+}
+
+fn map(top: &Obj) -> Parsed<Vec<Imported>> {
+    let mut out = Vec::with_capacity(top.map.len());
+    for (k, v) in top.map {
+        let path = format!("[{}]", serde_json::to_string(k).unwrap_or_default());
+        let id = match k.trim().parse::<i64>() {
+            Ok(id) if id > 0 => id,
+            _ => return fail(format!("{path}: a key must be a positive question id")),
+        };
+        let reply = match v {
+            Value::Object(_) => {
+                let o = Obj::new(v, &path)?;
+                if o.opt_bool("skip")? == Some(true) {
+                    Reply::Skip {
+                        reason: o.opt_str("reason")?,
+                    }
+                } else if let Some(answer) = o.map.get("answer") {
+                    text_or_labels(answer, &o.at("answer"))?
+                } else if let Some(select) = o.map.get("select") {
+                    text_or_labels(select, &o.at("select"))?
+                } else {
+                    return fail(format!(
+                        "{path} must be an answer, a list of labels, or {{\"skip\": true, \"reason\": \"…\"}}"
+                    ));
+                }
+            }
+            other => text_or_labels(other, &path)?,
+        };
+        out.push(Imported {
+            key: Key::Id(id),
+            reply,
+            path,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn replies(text: &str) -> (ImportFormat, Vec<Imported>) {
+        match parse(text, None).unwrap() {
+            Answers::Replies(f, r) => (f, r),
+            Answers::Cancelled => panic!("cancelled"),
+        }
+    }
+
+    #[test]
+    fn each_tool_is_recognised() {
+        assert_eq!(
+            replies(r#"{"answers": {"Which DB?": "SQLite"}}"#).0,
+            ImportFormat::AskUser
+        );
+        assert_eq!(
+            replies(r#"{"answers": {"DB": {"selected": ["SQLite"], "freeText": null, "skipped": false}}}"#).0,
+            ImportFormat::Vscode
+        );
+        assert_eq!(
+            replies(r#"{"answered": true, "answers": [{"question": "Q?", "answer": "A", "wasCustom": true}]}"#).0,
+            ImportFormat::PiResult
+        );
+        assert_eq!(
+            replies(r#"{"questions": [{"id": 3, "question": "Q?", "answer": null}]}"#).0,
+            ImportFormat::PiPending
+        );
+        let (f, r) =
+            replies(r#"{"7": "yes", "8": ["A", "B"], "9": {"skip": true, "reason": "later"}}"#);
+        assert_eq!(f, ImportFormat::Map);
+        assert_eq!(
+            r[2].reply,
+            Reply::Skip {
+                reason: Some("later".into())
+            }
+        );
+    }
+
+    #[test]
+    fn a_cancelled_result_records_nothing() {
+        assert_eq!(
+            parse(
+                r#"{"answered": false, "answers": [], "cancelled": true}"#,
+                None
+            ),
+            Ok(Answers::Cancelled)
+        );
+    }
+
+    #[test]
+    fn bad_answers_name_their_place() {
+        for (text, expected) in [
+            ("{", "not valid JSON"),
+            (r#"{"7": 5}"#, "[\"7\"] must be a string"),
+            (r#"{"x": "y"}"#, "cannot tell"),
+            (
+                r#"{"questions": [{"answer": "x"}]}"#,
+                "questions[0].question is missing",
+            ),
+        ] {
+            let err = parse(text, None).unwrap_err();
+            assert!(err.0.contains(expected), "{text}: {}", err.0);
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The formats agents and asking tools speak: parsers from text to questions or answers,
+//! and renderers from questions to text. Pure: no database, no printing.
+//!
+//! Every parse error is one sentence fit to hand back to the subagent that wrote the input:
+//! what is wrong and where (a line number, or a JSON path such as
+//! `openQuestions[1].options[0].label`).
+
+pub mod answers;
+pub mod ask_user;
+pub mod markdown;
+pub mod open_questions;
+pub mod pi;
+pub mod uwf;
+
+use serde_json::{Map, Value};
+
+use crate::model::{split_recommended, NewQuestion, QuestionOption};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+pub type Parsed<T> = Result<T, ParseError>;
+
+fn fail<T>(message: impl Into<String>) -> Parsed<T> {
+    Err(ParseError(message.into()))
+}
+
+/// The formats `ingest` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Uwf,
+    OpenQuestions,
+    AskUser,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Uwf => "uwf",
+            Source::OpenQuestions => "open-questions",
+            Source::AskUser => "ask-user",
+        }
+    }
+}
+
+/// Questions read from a subagent's output, before they have a stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    pub source: Source,
+    pub questions: Vec<NewQuestion>,
+}
+
+/// Finds and parses the envelope in `text`. `Ok(None)`: there is none (nothing to ask).
+/// With `only`, just that format is looked for.
+pub fn parse_envelope(text: &str, only: Option<Source>) -> Parsed<Option<Envelope>> {
+    let text = &normalize_newlines(text);
+    let found = match only {
+        Some(source) => locate(text, source).map(|at| (at, source)),
+        None => [Source::Uwf, Source::OpenQuestions, Source::AskUser]
+            .into_iter()
+            .filter_map(|s| locate(text, s).map(|at| (at, s)))
+            // The envelope that comes first in the output is the one meant.
+            .min_by_key(|(at, _)| *at),
+    };
+    let Some((_, source)) = found else {
+        return Ok(None);
+    };
+    let questions = match source {
+        Source::Uwf => uwf::parse(text)?,
+        Source::OpenQuestions => open_questions::parse(text)?,
+        Source::AskUser => ask_user::parse(text)?,
+    };
+    Ok(Some(Envelope { source, questions }))
+}
+
+/// Where in `text` an envelope of this format starts, if there is one.
+fn locate(text: &str, source: Source) -> Option<usize> {
+    match source {
+        Source::Uwf => uwf::marker_line(text).map(|line| line_offset(text, line)),
+        Source::OpenQuestions => json_candidate(text, "openQuestions").map(|b| b.offset),
+        Source::AskUser => json_candidate(text, "questions").map(|b| b.offset),
+    }
+}
+
+pub(crate) fn normalize_newlines(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+fn line_offset(text: &str, line: usize) -> usize {
+    text.split('\n').take(line).map(|l| l.len() + 1).sum()
+}
+
+/// A JSON text found in the input: a fenced block or the whole input.
+#[derive(Debug, Clone)]
+pub(crate) struct JsonBlock<'a> {
+    pub text: &'a str,
+    /// 1-based line of the block's first JSON line in the whole input.
+    pub first_line: usize,
+    pub offset: usize,
+}
+
+/// Fenced blocks (```json, or ``` with no language) in order, as (text, first line).
+pub(crate) fn fenced_blocks(text: &str) -> Vec<JsonBlock<'_>> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(usize, usize)> = None; // (byte offset of content, line number)
+    let mut offset = 0;
+    for (i, line) in text.split('\n').enumerate() {
+        let trimmed = line.trim();
+        let next = offset + line.len() + 1;
+        if let Some(rest) = trimmed.strip_prefix("```") {
+            match open {
+                None => {
+                    let lang = rest.trim().to_ascii_lowercase();
+                    if lang.is_empty() || lang == "json" || lang == "jsonc" || lang == "json5" {
+                        open = Some((next.min(text.len()), i + 2));
+                    } else {
+                        // A fence of another language: skip to its end.
+                        open = Some((usize::MAX, 0));
+                    }
+                }
+                Some((start, first_line)) => {
+                    if start != usize::MAX {
+                        let end = offset.max(start);
+                        blocks.push(JsonBlock {
+                            text: &text[start..end],
+                            first_line,
+                            offset: start,
+                        });
+                    }
+                    open = None;
+                }
+            }
+        }
+        offset = next;
+    }
+    blocks
+}
+
+/// The first JSON text in the input whose top-level object has `key`: a fenced block, or
+/// the whole input when it is JSON itself. A block that mentions the key but is not valid
+/// JSON counts too, so that its syntax error can be reported.
+pub(crate) fn json_candidate<'a>(text: &'a str, key: &str) -> Option<JsonBlock<'a>> {
+    let quoted = format!("\"{key}\"");
+    let whole = JsonBlock {
+        text,
+        first_line: 1,
+        offset: 0,
+    };
+    let trimmed = text.trim_start();
+    let mut candidates = Vec::new();
+    if trimmed.starts_with('{') {
+        candidates.push(whole);
+    }
+    candidates.extend(fenced_blocks(text));
+    candidates
+        .into_iter()
+        .find(|block| match serde_json::from_str::<Value>(block.text) {
+            Ok(Value::Object(map)) => map.contains_key(key),
+            Ok(_) => false,
+            Err(_) => block.text.contains(&quoted),
+        })
+}
+
+/// Parses a block's JSON, reporting a syntax error at its line in the whole input.
+pub(crate) fn parse_json(block: &JsonBlock) -> Parsed<Value> {
+    serde_json::from_str(block.text).or_else(|e| {
+        fail(format!(
+            "the JSON is not valid at line {}, column {}: {}",
+            block.first_line + e.line().saturating_sub(1),
+            e.column(),
+            describe_json_error(&e)
+        ))
+    })
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    // serde_json appends " at line L column C"; the place is already said.
+    match text.find(" at line ") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+/// Reading a JSON object's fields with their path, for precise messages.
+pub(crate) struct Obj<'a> {
+    pub map: &'a Map<String, Value>,
+    pub path: String,
+}
+
+impl<'a> Obj<'a> {
+    pub fn new(value: &'a Value, path: &str) -> Parsed<Obj<'a>> {
+        match value {
+            Value::Object(map) => Ok(Obj {
+                map,
+                path: path.to_string(),
+            }),
+            other => fail(format!(
+                "{} must be a JSON object, not {}",
+                path_name(path),
+                kind(other)
+            )),
+        }
+    }
+
+    pub fn at(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// A string field that may be missing or null.
+    pub fn opt_str(&self, key: &str) -> Parsed<Option<String>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => fail(format!(
+                "{} must be a string, not {}",
+                self.at(key),
+                kind(other)
+            )),
+        }
+    }
+
+    /// A string field that must be there and not blank.
+    pub fn req_str(&self, key: &str) -> Parsed<String> {
+        match self.opt_str(key)? {
+            Some(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Some(_) => fail(format!("{} is empty", self.at(key))),
+            None => fail(format!("{} is missing", self.at(key))),
+        }
+    }
+
+    pub fn opt_bool(&self, key: &str) -> Parsed<Option<bool>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) => match crate::model::parse_bool(s) {
+                Some(b) => Ok(Some(b)),
+                None => fail(format!(
+                    "{} must be true or false, not \"{s}\"",
+                    self.at(key)
+                )),
+            },
+            Some(other) => fail(format!(
+                "{} must be true or false, not {}",
+                self.at(key),
+                kind(other)
+            )),
+        }
+    }
+
+    pub fn opt_array(&self, key: &str) -> Parsed<Option<&'a Vec<Value>>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => Ok(Some(items)),
+            Some(other) => fail(format!(
+                "{} must be an array, not {}",
+                self.at(key),
+                kind(other)
+            )),
+        }
+    }
+}
+
+fn path_name(path: &str) -> String {
+    if path.is_empty() {
+        "the top level".to_string()
+    } else {
+        path.to_string()
+    }
+}
+
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Options as agents write them: `{"label"|"title", "description"?, "recommended"?}` or a
+/// bare string. A label ending in " (Recommended)" marks it.
+pub(crate) fn parse_options(items: &[Value], path: &str) -> Parsed<Vec<QuestionOption>> {
+    let mut options: Vec<QuestionOption> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let here = format!("{path}[{i}]");
+        let (label, description, recommended) = match item {
+            Value::String(s) => (s.clone(), None, false),
+            other => {
+                let o = Obj::new(other, &here)?;
+                let label = match (o.opt_str("label")?, o.opt_str("title")?) {
+                    (Some(l), _) | (None, Some(l)) => l,
+                    (None, None) => return fail(format!("{here}.label is missing")),
+                };
+                (
+                    label,
+                    Some(o.opt_str("description")?.unwrap_or_default()),
+                    o.opt_bool("recommended")?.unwrap_or(false),
+                )
+            }
+        };
+        let (clean, marked) = split_recommended(&label);
+        if clean.is_empty() {
+            return fail(format!("{here}.label is empty"));
+        }
+        if options
+            .iter()
+            .any(|o| o.label.to_lowercase() == clean.to_lowercase())
+        {
+            return fail(format!(
+                "{here}.label \"{clean}\" repeats an earlier option"
+            ));
+        }
+        options.push(QuestionOption {
+            label: clean.to_string(),
+            description,
+            recommended: recommended || marked,
+        });
+    }
+    Ok(options)
+}
+
+/// The proposed value a question carries: its own, else its recommended option's label.
+pub(crate) fn proposed_or_recommended(
+    proposed: Option<String>,
+    options: &[QuestionOption],
+) -> Option<String> {
+    proposed.filter(|p| !p.trim().is_empty()).or_else(|| {
+        options
+            .iter()
+            .find(|o| o.recommended)
+            .map(|o| o.label.clone())
+    })
+}
+
+/// A question as parsed, before `ingest` gives it a stage.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn draft(
+    source: Source,
+    group: Option<String>,
+    question: String,
+    proposed: Option<String>,
+    required: bool,
+    header: Option<String>,
+    context: Option<String>,
+    options: Vec<QuestionOption>,
+    multi_select: bool,
+    allow_freeform: bool,
+) -> NewQuestion {
+    let blank = |s: Option<String>| s.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    let proposed = proposed_or_recommended(blank(proposed), &options);
+    NewQuestion {
+        stage: String::new(),
+        group_name: blank(group),
+        question,
+        proposed,
+        required,
+        header: blank(header),
+        context: blank(context),
+        multi_select: multi_select && !options.is_empty(),
+        allow_freeform: allow_freeform || options.is_empty(),
+        options,
+        source: source.as_str().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_blocks_are_found_with_their_lines() {
+        let text =
+            "intro\n```json\n{\"a\": 1}\n```\ntext\n```python\nprint()\n```\n```\n[1]\n```\n";
+        let blocks = fenced_blocks(text);
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[0].text, "{\"a\": 1}\n");
+        assert_eq!(blocks[0].first_line, 3);
+        assert_eq!(blocks[1].text, "[1]\n");
+    }
+
+    #[test]
+    fn the_envelope_that_comes_first_wins() {
+        let text = "QUESTIONS_NEEDED\n[Goal]\nQ: Why?\n\n```json\n{\"openQuestions\": [{\"question\": \"How?\"}]}\n```\n";
+        let env = parse_envelope(text, None).unwrap().unwrap();
+        assert_eq!(env.source, Source::Uwf);
+        let only = parse_envelope(text, Some(Source::OpenQuestions))
+            .unwrap()
+            .unwrap();
+        assert_eq!(only.questions[0].question, "How?");
+    }
+
+    #[test]
+    fn no_envelope_is_none() {
+        assert_eq!(parse_envelope("All done, nothing to ask.", None), Ok(None));
+        assert_eq!(
+            parse_envelope("```json\n{\"summary\": 1}\n```", None),
+            Ok(None)
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! The `openQuestions` envelope: a fenced ```json block whose top-level object holds an
+//! `openQuestions` array of AskUserQuestion-shaped items. The first such block wins; other
+//! JSON blocks (a summary, say) are ignored.
+//!
+//! We write and read a few keys beyond the protocol's (`group`, `proposed`, `required`,
+//! `context`, `allowFreeformInput`) so that what `render` prints ingests back to the same
+//! questions; readers that do not know them ignore them.
+
+use serde_json::{json, Value};
+
+use super::{draft, fail, json_candidate, parse_json, parse_options, Obj, Parsed, Source};
+use crate::model::{NewQuestion, Question};
+
+const KEY: &str = "openQuestions";
+
+pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
+    let Some(block) = json_candidate(text, KEY) else {
+        return fail(format!("there is no JSON block with an \"{KEY}\" array"));
+    };
+    let value = parse_json(&block)?;
+    let top = Obj::new(&value, "")?;
+    let Some(items) = top.opt_array(KEY)? else {
+        return fail(format!("{KEY} must be an array"));
+    };
+    if items.is_empty() {
+        return fail(format!(
+            "{KEY} is an empty array; when there is nothing to ask, leave the envelope out"
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| question(item, &format!("{KEY}[{i}]")))
+        .collect()
+}
+
+fn question(item: &Value, path: &str) -> Parsed<NewQuestion> {
+    let o = Obj::new(item, path)?;
+    let options = match o.opt_array("options")? {
+        Some(items) => parse_options(items, &o.at("options"))?,
+        None => Vec::new(),
+    };
+    Ok(draft(
+        Source::OpenQuestions,
+        o.opt_str("group")?,
+        o.req_str("question")?,
+        o.opt_str("proposed")?,
+        o.opt_bool("required")?.unwrap_or(true),
+        o.opt_str("header")?,
+        o.opt_str("context")?,
+        options,
+        o.opt_bool("multiSelect")?.unwrap_or(false),
+        o.opt_bool("allowFreeformInput")?.unwrap_or(true),
+    ))
+}
+
+/// The envelope as a subagent would emit it, in a fenced block.
+pub fn render(questions: &[Question]) -> String {
+    if questions.is_empty() {
+        return String::new();
+    }
+    let items: Vec<Value> = questions
+        .iter()
+        .map(|q| {
+            let mut item = json!({
+                "question": q.question,
+                "header": q.header.as_deref().or(q.group_name.as_deref()),
+                "options": q.options.iter().map(|o| json!({
+                    "label": o.label,
+                    "description": o.description.as_deref().unwrap_or(""),
+                    "recommended": o.recommended,
+                })).collect::<Vec<_>>(),
+                "multiSelect": q.multi_select,
+                "allowFreeformInput": q.allow_freeform,
+                "required": q.required,
+            });
+            for (key, value) in [
+                ("group", &q.group_name),
+                ("proposed", &q.proposed),
+                ("context", &q.context),
+            ] {
+                if let Some(v) = value {
+                    item[key] = json!(v);
+                }
+            }
+            item
+        })
+        .collect();
+    let body = serde_json::to_string_pretty(&json!({ KEY: items })).unwrap_or_default();
+    format!("```json\n{body}\n```\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protocol_example_parses_with_the_recommended_option() {
+        let text = r#"I need a decision first.
+
+```json
+{
+  "openQuestions": [
+    {
+      "question": "How should rate limiting be enforced for unauthenticated requests?",
+      "header": "Rate limit",
+      "options": [
+        { "label": "Token bucket per IP (Recommended)", "description": "Simple." },
+        { "label": "Sliding window per IP" }
+      ],
+      "extra": "ignored"
+    }
+  ]
+}
+```
+"#;
+        let qs = parse(text).unwrap();
+        assert_eq!(qs.len(), 1);
+        let q = &qs[0];
+        assert_eq!(q.header.as_deref(), Some("Rate limit"));
+        assert_eq!(q.options[0].label, "Token bucket per IP");
+        assert!(q.options[0].recommended);
+        assert_eq!(q.options[1].description.as_deref(), Some(""));
+        assert_eq!(q.proposed.as_deref(), Some("Token bucket per IP"));
+        assert!(q.required);
+    }
+
+    #[test]
+    fn the_first_block_with_the_key_wins() {
+        let text = "```json\n{\"summary\": \"x\"}\n```\n```json\n{\"openQuestions\": [{\"question\": \"A?\"}]}\n```\n```json\n{\"openQuestions\": [{\"question\": \"B?\"}]}\n```";
+        assert_eq!(parse(text).unwrap()[0].question, "A?");
+    }
+
+    #[test]
+    fn errors_name_the_json_path_or_line() {
+        let cases = [
+            (
+                r#"{"openQuestions": [{"question": "A?", "options": [{"label": "x"}]}, {"question": "B?", "options": [{"description": "no label"}]}]}"#,
+                "openQuestions[1].options[0].label is missing",
+            ),
+            (r#"{"openQuestions": []}"#, "empty array"),
+            (
+                r#"{"openQuestions": {"question": "A?"}}"#,
+                "must be an array",
+            ),
+            (
+                r#"{"openQuestions": [{"header": "x"}]}"#,
+                "openQuestions[0].question is missing",
+            ),
+            (
+                r#"{"openQuestions": [{"question": 5}]}"#,
+                "openQuestions[0].question must be a string",
+            ),
+            (
+                "text\n```json\n{\"openQuestions\": [\n  {\"question\": \"A?\",}\n]}\n```",
+                "line 4",
+            ),
+        ];
+        for (text, expected) in cases {
+            let err = parse(text).unwrap_err();
+            assert!(err.0.contains(expected), "{text}: {}", err.0);
+        }
+    }
+}
