@@ -177,10 +177,12 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
                         p.push('\n');
                         p.push_str(line);
                     }
-                    _ if nothing_yet => return fail(format!(
+                    _ if nothing_yet => {
+                        return fail(format!(
                         "line {number}: expected '[Group]' or 'Q:' after {MARKER}, found \"{}\"",
                         shorten(line)
-                    )),
+                    ))
+                    }
                     _ => break,
                 }
             }

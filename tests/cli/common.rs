@@ -60,6 +60,33 @@ impl Ledger {
         finish(cmd)
     }
 
+    pub fn run_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.command();
+        cmd.args(args).write_stdin(stdin.into());
+        finish(cmd)
+    }
+
+    /// Like `ok`, with `stdin` piped in.
+    pub fn ok_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Value
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let run = self.run_stdin(args, stdin);
+        assert_eq!(run.code, 0, "expected success: {run:?}");
+        assert_eq!(run.json["ok"], true, "expected ok: {run:?}");
+        run.json
+    }
+
+    /// All questions, as `list` prints them.
+    pub fn all(&self) -> Vec<Value> {
+        self.ok(["list"])["questions"].as_array().unwrap().clone()
+    }
+
     /// Runs a call that must succeed and returns its JSON.
     pub fn ok<I, S>(&self, args: I) -> Value
     where
@@ -150,3 +177,19 @@ pub const QUESTION_KEYS: &[&str] = &[
     "skip_reason",
     "source",
 ];
+
+/// A file under tests/fixtures.
+pub fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn ids(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect()
+}

@@ -4,15 +4,19 @@
 mod common;
 
 mod answer;
+mod answers;
 mod check;
 mod clear;
 mod concurrency;
 mod errors;
 mod history;
+mod import;
+mod ingest;
 mod list;
 mod location;
 mod log;
 mod migration;
+mod render;
 mod reset;
 mod skip;
 mod uwf_skill;

@@ -1,0 +1,133 @@
+use crate::common::*;
+
+#[test]
+fn a_messy_uwf_block_is_logged_and_a_rerun_logs_nothing_new() {
+    let l = Ledger::new();
+    let text = fixture("uwf_messy.txt");
+    let out = l.ok_stdin(["ingest", "--stage", "intake"], text.clone());
+    assert_eq!(out["procedure"], "ingest");
+    assert_eq!(out["format"], "uwf");
+    assert_eq!(out["found"], true);
+    assert_eq!(ids(&out["question_ids"]), vec![1, 2, 3, 4]);
+    assert_eq!(ids(&out["created_ids"]), vec![1, 2, 3, 4]);
+    let qs = out["questions"].as_array().unwrap();
+    assert_eq!(qs[0]["group_name"], "Goal");
+    assert_eq!(qs[0]["proposed"], "Build a blog platform");
+    assert_eq!(
+        qs[1]["question"],
+        "Are there any technical constraints\n(language, framework, budget, timeline)?"
+    );
+    assert_eq!(qs[1]["required"], false);
+    assert_eq!(qs[2]["group_name"], "Constraints");
+    assert_eq!(qs[2]["required"], true, "a missing Required: means true");
+    assert_eq!(qs[3]["group_name"], "Success metrics");
+    assert!(qs
+        .iter()
+        .all(|q| q["source"] == "uwf" && q["stage"] == "intake"));
+
+    // A re-run subagent re-emits its questions: one row each, still.
+    let again = l.ok_stdin(["ingest", "--stage", "intake"], text.replace('\n', "\r\n"));
+    assert_eq!(ids(&again["question_ids"]), vec![1, 2, 3, 4]);
+    assert_eq!(ids(&again["created_ids"]), Vec::<i64>::new());
+    assert_eq!(l.all().len(), 4);
+}
+
+#[test]
+fn the_first_open_questions_envelope_is_read_with_its_options() {
+    let l = Ledger::new();
+    let path = l.dir.path().join("out.md");
+    std::fs::write(&path, fixture("open_questions.md")).unwrap();
+    let out = l.ok([
+        "ingest",
+        "--stage",
+        "design",
+        "--file",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out["format"], "open-questions");
+    let qs = out["questions"].as_array().unwrap();
+    assert_eq!(qs.len(), 2);
+    assert_eq!(qs[0]["header"], "Rate limit");
+    assert_eq!(qs[0]["options"][0]["label"], "Token bucket per IP");
+    assert_eq!(qs[0]["options"][0]["recommended"], true);
+    assert_eq!(qs[0]["options"][2]["description"], "");
+    assert_eq!(qs[0]["proposed"], "Token bucket per IP");
+    assert_eq!(qs[1]["multi_select"], true);
+    assert_eq!(qs[1]["source"], "open-questions");
+}
+
+#[test]
+fn an_ask_user_call_is_read() {
+    let l = Ledger::new();
+    let out = l.ok_stdin(
+        ["ingest", "--stage", "setup", "--format", "ask-user"],
+        fixture("ask_user_call.json"),
+    );
+    assert_eq!(out["format"], "ask-user");
+    let qs = out["questions"].as_array().unwrap();
+    assert_eq!(qs[0]["header"], "Database Selection");
+    assert_eq!(qs[0]["options"][0]["label"], "PostgreSQL");
+    assert_eq!(qs[1]["options"], serde_json::json!([]));
+    assert_eq!(qs[1]["source"], "ask-user");
+}
+
+#[test]
+fn output_without_an_envelope_is_found_false_and_creates_nothing() {
+    let l = Ledger::new();
+    let out = l.ok_stdin(
+        ["ingest", "--stage", "s"],
+        "All done. ```json\n{\"summary\": \"ok\"}\n```\n",
+    );
+    assert_eq!(out["found"], false);
+    assert_eq!(out["question_ids"], serde_json::json!([]));
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn a_malformed_envelope_writes_nothing_and_says_where() {
+    let l = Ledger::new();
+    l.log("design", "Already here?");
+    let before = l.all();
+    let cases = [
+        (
+            fixture("open_questions_bad_label.md"),
+            "openQuestions[1].options[1].label",
+        ),
+        (
+            "QUESTIONS_NEEDED\n[Goal]\nQ: Why?\nRequired: perhaps\n".to_string(),
+            "line 4",
+        ),
+        (
+            "Here:\n```json\n{\"openQuestions\": [\n  {\"question\": \"A?\",}\n]}\n```\n"
+                .to_string(),
+            "line 4",
+        ),
+        ("```json\n{\"openQuestions\": []}\n```".to_string(), "empty"),
+        (
+            "{\"questions\": [{\"header\": \"no question\"}]}".to_string(),
+            "questions[0].question",
+        ),
+    ];
+    for (text, place) in cases {
+        let run = l.run_stdin(["ingest", "--stage", "design"], text.clone());
+        assert_eq!((run.code, run.error_code()), (1, "parse_error"), "{text}");
+        let message = run.json["error"].as_str().unwrap();
+        assert!(message.contains(place), "{place} not in: {message}");
+    }
+    assert_eq!(l.all(), before, "nothing was written");
+}
+
+#[test]
+fn bad_input_bytes_and_missing_files_are_clear_errors() {
+    let l = Ledger::new();
+    let run = l.run_stdin(
+        ["ingest", "--stage", "s"],
+        b"QUESTIONS_NEEDED\nQ: caf\xe9?\n".to_vec(),
+    );
+    assert_eq!((run.code, run.error_code()), (1, "parse_error"));
+    let run = l.run(["ingest", "--stage", "s", "--file", "/no/such/file.txt"]);
+    assert_eq!((run.code, run.error_code()), (1, "io_error"));
+    let run = l.run(["ingest", "--stage", "s", "--format", "yaml"]);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    assert!(!l.path.exists());
+}

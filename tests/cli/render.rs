@@ -1,0 +1,203 @@
+use serde_json::Value;
+
+use crate::common::*;
+
+fn six_questions(l: &Ledger) {
+    l.log_with(
+        "intake",
+        "What is the goal?",
+        &["--group", "Goal", "--proposed", "A blog"],
+    );
+    l.log_with(
+        "intake",
+        "How is success measured?",
+        &["--group", "Success metrics"],
+    );
+    l.log_with(
+        "intake",
+        "Which database?",
+        &[
+            "--option",
+            "SQLite",
+            "--option",
+            "PostgreSQL (Recommended)",
+            "--header",
+            "Database",
+        ],
+    );
+    l.log("intake", "Deadline?");
+    l.log("intake", "Budget?");
+    l.log("intake", "Team size?");
+}
+
+#[test]
+fn ask_user_batches_four_with_short_headers_and_the_recommended_option_first() {
+    let l = Ledger::new();
+    six_questions(&l);
+    l.ok(["answer", "--id", "5", "--answer", "small"]);
+    l.log("other", "Not this stage?");
+    let out = l.ok(["render", "--stage", "intake"]);
+    assert_eq!(out["format"], "ask-user");
+    let batches = out["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 2);
+    assert_eq!(ids(&batches[0]["question_ids"]), vec![1, 2, 3, 4]);
+    assert_eq!(
+        ids(&batches[1]["question_ids"]),
+        vec![6],
+        "answered and other stages left out"
+    );
+    let qs = batches[0]["payload"]["questions"].as_array().unwrap();
+    for q in qs {
+        assert!(q["header"].as_str().unwrap().chars().count() <= 12, "{q}");
+        for key in ["question", "header", "options", "multiSelect"] {
+            assert!(q.get(key).is_some(), "{key} missing in {q}");
+        }
+    }
+    assert_eq!(qs[1]["header"], "Success met…");
+    assert!(out["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("Success metrics")));
+    assert_eq!(qs[2]["options"][0]["label"], "PostgreSQL (Recommended)");
+    assert_eq!(qs[2]["options"][1]["label"], "SQLite");
+    assert_eq!(qs[0]["options"][0]["label"], "A blog (Recommended)");
+}
+
+#[test]
+fn vscode_gets_one_call_with_unique_headers() {
+    let l = Ledger::new();
+    l.log_with("s", "First?", &["--header", "Scope"]);
+    l.log_with("s", "Second?", &["--header", "Scope"]);
+    l.log_with(
+        "s",
+        "Strict?",
+        &["--option", "A", "--option", "B", "--no-freeform"],
+    );
+    let out = l.ok(["render", "--stage", "s", "--format", "vscode"]);
+    let batches = out["batches"].as_array().unwrap();
+    assert_eq!(batches.len(), 1);
+    let qs = batches[0]["payload"]["questions"].as_array().unwrap();
+    assert_eq!(qs[0]["header"], "Scope #1");
+    assert_eq!(qs[1]["header"], "Scope #2");
+    assert_eq!(qs[2]["allowFreeformInput"], false);
+}
+
+#[test]
+fn pi_pending_is_written_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let l = Ledger::new();
+    six_questions(&l);
+    let out_path = l.dir.path().join("pending-questions.json");
+    let out = l.ok([
+        "render",
+        "--stage",
+        "intake",
+        "--format",
+        "pi-pending",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out["out"], out_path.display().to_string());
+    let mode = std::fs::metadata(&out_path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    let qs = file["questions"].as_array().unwrap();
+    assert_eq!(qs.len(), 6);
+    assert_eq!(qs[0]["id"], 1);
+    assert_eq!(qs[0]["answer"], Value::Null);
+    assert_eq!(qs[2]["options"][0], "PostgreSQL (Recommended)");
+}
+
+#[test]
+fn uwf_and_open_questions_text_ingests_back_to_the_same_questions() {
+    for format in ["uwf", "open-questions"] {
+        let l = Ledger::new();
+        six_questions(&l);
+        l.log_with(
+            "intake",
+            "Optional?",
+            &["--required", "false", "--group", "Goal"],
+        );
+        let text = l
+            .run(["render", "--stage", "intake", "--format", format])
+            .stdout;
+        let back = l.ok_stdin(
+            ["ingest", "--stage", "intake", "--format", format],
+            text.clone(),
+        );
+        let mut got = ids(&back["question_ids"]);
+        got.sort();
+        assert_eq!(got, vec![1, 2, 3, 4, 5, 6, 7], "{format}:\n{text}");
+        assert_eq!(
+            ids(&back["created_ids"]),
+            Vec::<i64>::new(),
+            "{format}:\n{text}"
+        );
+        // Into a fresh ledger, the same questions come out.
+        let fresh = Ledger::new();
+        let copy = fresh.ok_stdin(["ingest", "--stage", "intake"], text.clone());
+        let originals = l.all();
+        for q in copy["questions"].as_array().unwrap() {
+            let original = originals
+                .iter()
+                .find(|x| x["question"] == q["question"])
+                .unwrap();
+            for key in ["question", "group_name", "required"] {
+                assert_eq!(q[key], original[key], "{format} {key}");
+            }
+            if format == "open-questions" {
+                let labels = |v: &serde_json::Value| -> Vec<(String, bool)> {
+                    v["options"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|o| {
+                            (
+                                o["label"].as_str().unwrap().to_string(),
+                                o["recommended"].as_bool().unwrap(),
+                            )
+                        })
+                        .collect()
+                };
+                let mut got = labels(q);
+                let mut want = labels(original);
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "options");
+                assert_eq!(q["multi_select"], original["multi_select"]);
+            }
+            // A recommended option stands for the proposed value where none was given.
+            if original["proposed"] != serde_json::Value::Null {
+                assert_eq!(q["proposed"], original["proposed"], "{format} proposed");
+            }
+        }
+        assert_eq!(copy["questions"].as_array().unwrap().len(), 7);
+    }
+}
+
+#[test]
+fn markdown_is_an_open_questions_section() {
+    let l = Ledger::new();
+    six_questions(&l);
+    let md = l
+        .run(["render", "--stage", "intake", "--format", "markdown"])
+        .stdout;
+    assert!(md.starts_with("## Open questions\n"), "{md}");
+    assert!(
+        md.contains("**#3 Database** Which database? _(required)_"),
+        "{md}"
+    );
+    assert!(md.contains("  - [ ] PostgreSQL (Recommended)"), "{md}");
+}
+
+#[test]
+fn render_ids_must_be_in_the_stage() {
+    let l = Ledger::new();
+    l.log("a", "q");
+    l.log("b", "q");
+    let run = l.run(["render", "--stage", "a", "--ids", "2"]);
+    assert_eq!((run.code, run.error_code()), (1, "not_found"));
+    let out = l.ok(["render", "--stage", "a", "--ids", "1"]);
+    assert_eq!(ids(&out["batches"][0]["question_ids"]), vec![1]);
+}
