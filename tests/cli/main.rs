@@ -18,5 +18,6 @@ mod log;
 mod migration;
 mod render;
 mod reset;
+mod schema;
 mod skip;
 mod uwf_skill;
