@@ -100,6 +100,21 @@ pub enum Command {
         after_help = "Example:\n  questions accept-defaults --stage intake\n  questions accept-defaults --stage intake --include-required"
     )]
     AcceptDefaults(AcceptDefaultsArgs),
+    /// Answer a stage's pending questions in the terminal
+    #[command(
+        after_help = "Keys: ↑↓ to move, a number to filter, Space to choose (multi-select), Enter to\nconfirm, Esc to cancel. Nothing is recorded until you confirm at the end.\n\nExample:\n  questions ask --stage intake"
+    )]
+    Ask(AskArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Example:\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  questions completions zsh > \"${fpath[1]}/_questions\"\n  questions completions fish > ~/.config/fish/completions/questions.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff)
+    #[command(
+        after_help = "Example:\n  questions man > /usr/local/share/man/man1/questions.1 && man questions"
+    )]
+    Man,
 }
 
 impl Command {
@@ -117,6 +132,9 @@ impl Command {
         "import",
         "answers",
         "accept-defaults",
+        "ask",
+        "completions",
+        "man",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -134,6 +152,9 @@ impl Command {
             Command::Import(_) => "import",
             Command::Answers(_) => "answers",
             Command::AcceptDefaults(_) => "accept-defaults",
+            Command::Ask(_) => "ask",
+            Command::Completions(_) => "completions",
+            Command::Man => "man",
         }
     }
 }
@@ -384,6 +405,22 @@ pub struct AcceptDefaultsArgs {
     /// Answer required questions with their proposed values too
     #[arg(long)]
     pub include_required: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[arg(long, value_parser = non_blank)]
+    pub stage: String,
+    /// Only these question ids (comma-separated)
+    #[arg(long, value_name = "N,N,…", value_parser = id_list)]
+    pub ids: Option<IdList>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `--ids 7,8,9`, parsed as one value.

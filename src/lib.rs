@@ -10,6 +10,7 @@ pub mod formats;
 pub mod model;
 pub mod output;
 pub mod store;
+pub mod terminal;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -62,12 +62,56 @@ fn answer_cell(q: &Question) -> String {
     })
 }
 
-/// Control characters (and with them terminal escape sequences) never reach a terminal
-/// or a table cell: question text is written by agents.
+/// Text from the ledger as it may be shown to a person: terminal escape sequences (CSI,
+/// OSC and the rest) removed whole and other control characters made spaces, so that a
+/// question written by an agent cannot drive the person's terminal. Newlines are kept
+/// when `keep_newlines`.
+pub fn sanitize(text: &str, keep_newlines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' | '\u{9b}' | '\u{9d}' => {
+                // ESC [ … final, ESC ] … BEL/ST, ESC P/X/^/_ … ST, or ESC and one char.
+                let kind = if c == '\u{9b}' {
+                    '['
+                } else if c == '\u{9d}' {
+                    ']'
+                } else {
+                    chars.next().unwrap_or(' ')
+                };
+                match kind {
+                    '[' => {
+                        for n in chars.by_ref() {
+                            if ('@'..='~').contains(&n) {
+                                break;
+                            }
+                        }
+                    }
+                    ']' | 'P' | 'X' | '^' | '_' => {
+                        while let Some(n) = chars.next() {
+                            if n == '\u{7}' || n == '\u{9c}' {
+                                break;
+                            }
+                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
+                                chars.next();
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            '\n' if keep_newlines => out.push('\n'),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn clean(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    sanitize(text, false)
 }
 
 /// A Markdown table for an artifact's "Open questions" section.
@@ -90,8 +134,9 @@ pub fn markdown(questions: &[Question]) -> String {
     out
 }
 
-/// Aligned columns for people; the question and answer are shortened to fit `width`.
-pub fn table(questions: &[Question], width: usize) -> String {
+/// Aligned columns for people; the question and answer are shortened to fit `width`, and
+/// with `colour` the status stands out (pending yellow, answered green, skipped dim).
+pub fn table(questions: &[Question], width: usize, colour: bool) -> String {
     let head = [
         "ID", "STAGE", "STATUS", "REQ", "GROUP", "QUESTION", "ANSWER",
     ];
@@ -123,24 +168,29 @@ pub fn table(questions: &[Question], width: usize) -> String {
     widths[6] = answer_room;
 
     let mut out = String::new();
-    let mut line = |cells: Vec<String>| {
+    let mut line = |cells: Vec<String>, header: bool| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
             let cell = shorten(cell, widths[i]);
-            if i + 1 == cells.len() {
-                text.push_str(&cell);
-            } else {
-                let pad = widths[i] - cell.chars().count();
-                text.push_str(&cell);
+            let pad = widths[i] - cell.chars().count();
+            let painted = match (colour, header, i, cell.as_str()) {
+                (true, true, _, _) => format!("\u{1b}[1m{cell}\u{1b}[0m"),
+                (true, false, 2, "pending") => format!("\u{1b}[33m{cell}\u{1b}[0m"),
+                (true, false, 2, "answered") => format!("\u{1b}[32m{cell}\u{1b}[0m"),
+                (true, false, 2, "skipped") => format!("\u{1b}[2m{cell}\u{1b}[0m"),
+                _ => cell,
+            };
+            text.push_str(&painted);
+            if i + 1 < cells.len() {
                 text.push_str(&" ".repeat(pad + 2));
             }
         }
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(head.iter().map(|h| h.to_string()).collect());
+    line(head.iter().map(|h| h.to_string()).collect(), true);
     for row in rows {
-        line(row.to_vec());
+        line(row.to_vec(), false);
     }
     out
 }
@@ -152,4 +202,26 @@ fn shorten(text: &str, width: usize) -> String {
     let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
     cut.push('…');
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sanitize;
+
+    #[test]
+    fn escape_sequences_are_removed_whole() {
+        assert_eq!(sanitize("red \u{1b}[31mtext\u{1b}[0m!", false), "red text!");
+        assert_eq!(
+            sanitize("title\u{1b}]0;pwned\u{7} here", false),
+            "title here"
+        );
+        assert_eq!(sanitize("clear\u{1b}[2J\u{1b}c now", false), "clear now");
+        assert_eq!(
+            sanitize("osc\u{1b}]8;;http://x\u{1b}\\link", false),
+            "osclink"
+        );
+        assert_eq!(sanitize("tab\there\r\nline", false), "tab here  line");
+        assert_eq!(sanitize("a\nb\u{7}", true), "a\nb ");
+        assert_eq!(sanitize("c1 \u{9b}31m csi", false), "c1  csi");
+    }
 }

@@ -1,3 +1,5 @@
+use std::io::IsTerminal;
+
 use serde_json::json;
 
 use super::{Outcome, Rendered, Session};
@@ -27,7 +29,10 @@ pub fn run(session: &mut Session, args: ListArgs) -> Result<Outcome> {
         }
         ListFormat::Jsonl => output::jsonl(&questions),
         ListFormat::Markdown => output::markdown(&questions),
-        ListFormat::Table => output::table(&questions, terminal_width()),
+        ListFormat::Table => {
+            let terminal = std::io::stdout().is_terminal();
+            output::table(&questions, width(terminal), terminal && colour_allowed())
+        }
     };
     Ok(Outcome {
         body: Rendered::Text(body),
@@ -36,10 +41,22 @@ pub fn run(session: &mut Session, args: ListArgs) -> Result<Outcome> {
     })
 }
 
-fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
+/// The terminal's width; else $COLUMNS; else 100.
+fn width(terminal: bool) -> usize {
+    let size = terminal
+        .then(crossterm::terminal::size)
+        .and_then(Result::ok);
+    size.map(|(cols, _)| usize::from(cols))
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse().ok())
+        })
         .filter(|w: &usize| *w >= 40)
         .unwrap_or(100)
+}
+
+/// NO_COLOR set to anything but the empty string turns colour off.
+fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

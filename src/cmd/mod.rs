@@ -3,8 +3,10 @@
 mod accept_defaults;
 mod answer;
 mod answers;
+mod ask;
 mod check;
 mod clear;
+mod completions;
 mod history;
 mod import;
 mod ingest;
@@ -101,6 +103,9 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Import(args) => import::run(s, args),
         Command::Answers(args) => answers::run(s, args),
         Command::AcceptDefaults(args) => accept_defaults::run(s, args),
+        Command::Ask(args) => ask::run(s, args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man => completions::man(),
     }
 }
 

@@ -138,3 +138,62 @@ fn a_closed_stdout_is_not_a_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_definition() {
+    let l = Ledger::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let run = l.run(["completions", shell]);
+        assert_eq!(run.code, 0, "{shell}");
+        let stage_flag = if shell == "fish" {
+            "-l stage"
+        } else {
+            "--stage"
+        };
+        for word in ["ingest", "accept-defaults", stage_flag] {
+            assert!(run.stdout.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let run = l.run(["completions", "tcsh"]);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
+    let man = l.run(["man"]);
+    assert_eq!(man.code, 0);
+    assert!(
+        man.stdout.starts_with(".ie") || man.stdout.contains(".TH questions"),
+        "{}",
+        &man.stdout[..200.min(man.stdout.len())]
+    );
+    assert!(man.stdout.contains("check"));
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn every_command_help_has_a_real_example() {
+    let l = Ledger::new();
+    for command in [
+        "log",
+        "answer",
+        "skip",
+        "list",
+        "check",
+        "clear",
+        "reset",
+        "history",
+        "ingest",
+        "render",
+        "import",
+        "answers",
+        "accept-defaults",
+        "ask",
+        "completions",
+        "man",
+    ] {
+        let help = l.run([command, "--help"]);
+        assert_eq!(help.code, 0, "{command}");
+        assert!(
+            help.stdout.contains(&format!("questions {command}")),
+            "{command} --help has no example:\n{}",
+            help.stdout
+        );
+    }
+}

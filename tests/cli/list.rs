@@ -81,3 +81,49 @@ fn jsonl_markdown_and_table_render_the_same_questions() {
     let empty = Ledger::new();
     assert_eq!(empty.run(["list", "--format", "jsonl"]).stdout, "");
 }
+
+fn table_on_a_terminal(l: &Ledger, no_color: Option<&str>) -> String {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg("--db")
+        .arg(&l.path)
+        .args(["list", "--format", "table"])
+        .env("TERM", "xterm");
+    match no_color {
+        Some(v) => cmd.env("NO_COLOR", v),
+        None => cmd.env_remove("NO_COLOR"),
+    };
+    let mut p = rexpect::session::spawn_command(cmd, Some(10_000)).unwrap();
+    p.exp_eof().unwrap()
+}
+
+#[test]
+fn the_table_is_coloured_on_a_terminal_unless_no_color() {
+    let l = Ledger::new();
+    l.log("s", "Pending one?");
+    l.log("s", "Answered one?");
+    l.ok(["answer", "--id", "2", "--answer", "yes"]);
+    let coloured = table_on_a_terminal(&l, None);
+    assert!(coloured.contains("\u{1b}[33mpending"), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[32manswered"), "{coloured:?}");
+    let plain = table_on_a_terminal(&l, Some("1"));
+    assert!(!plain.contains('\u{1b}'), "{plain:?}");
+    assert!(plain.contains("pending"));
+    // Piped, never coloured.
+    assert!(!l
+        .run(["list", "--format", "table"])
+        .stdout
+        .contains('\u{1b}'));
+}
+
+#[test]
+fn long_questions_are_shortened_to_the_width() {
+    let l = Ledger::new();
+    l.log("s", &"Why ".repeat(60));
+    let mut cmd = l.command();
+    cmd.args(["list", "--format", "table"]).env("COLUMNS", "80");
+    let table = finish(cmd).stdout;
+    for line in table.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    assert!(table.contains('…'));
+}

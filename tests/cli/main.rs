@@ -5,6 +5,7 @@ mod common;
 
 mod answer;
 mod answers;
+mod ask;
 mod check;
 mod clear;
 mod concurrency;
