@@ -192,6 +192,16 @@ fn to_value(q: &Question) -> serde_json::Value {
     serde_json::to_value(q).unwrap_or(serde_json::Value::Null)
 }
 
+/// The proposed value a question carries: its own, else its recommended option's label.
+pub fn proposed_or_recommended(
+    proposed: Option<String>,
+    options: &[QuestionOption],
+) -> Option<String> {
+    proposed
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| options.iter().find(|o| o.recommended).map(|o| o.label.clone()))
+}
+
 /// `--required` and `Required:` values: true|false|yes|no|1|0 in any case.
 pub fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {

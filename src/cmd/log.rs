@@ -4,7 +4,9 @@ use super::{Outcome, Session};
 use crate::cli::LogArgs;
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::model::{split_recommended, Event, EventKind, NewQuestion, QuestionOption};
+use crate::model::{
+    proposed_or_recommended, split_recommended, Event, EventKind, NewQuestion, QuestionOption,
+};
 use crate::store::Access;
 
 pub fn run(session: &mut Session, args: LogArgs) -> Result<Outcome> {
@@ -58,7 +60,7 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         stage: args.stage,
         group_name: blank_to_none(args.group),
         question: args.question,
-        proposed: args.proposed,
+        proposed: proposed_or_recommended(args.proposed, &options),
         required: args.required.unwrap_or(true),
         header: blank_to_none(args.header),
         context: blank_to_none(args.context),

@@ -14,7 +14,7 @@ pub mod uwf;
 
 use serde_json::{Map, Value};
 
-use crate::model::{split_recommended, NewQuestion, QuestionOption};
+use crate::model::{proposed_or_recommended, split_recommended, NewQuestion, QuestionOption};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError(pub String);
@@ -324,19 +324,6 @@ pub(crate) fn parse_options(items: &[Value], path: &str) -> Parsed<Vec<QuestionO
         });
     }
     Ok(options)
-}
-
-/// The proposed value a question carries: its own, else its recommended option's label.
-pub(crate) fn proposed_or_recommended(
-    proposed: Option<String>,
-    options: &[QuestionOption],
-) -> Option<String> {
-    proposed.filter(|p| !p.trim().is_empty()).or_else(|| {
-        options
-            .iter()
-            .find(|o| o.recommended)
-            .map(|o| o.label.clone())
-    })
 }
 
 /// A question as parsed, before `ingest` gives it a stage.
