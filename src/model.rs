@@ -197,9 +197,12 @@ pub fn proposed_or_recommended(
     proposed: Option<String>,
     options: &[QuestionOption],
 ) -> Option<String> {
-    proposed
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| options.iter().find(|o| o.recommended).map(|o| o.label.clone()))
+    proposed.filter(|p| !p.trim().is_empty()).or_else(|| {
+        options
+            .iter()
+            .find(|o| o.recommended)
+            .map(|o| o.label.clone())
+    })
 }
 
 /// `--required` and `Required:` values: true|false|yes|no|1|0 in any case.

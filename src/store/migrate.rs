@@ -14,14 +14,10 @@ mod embedded {
 
 const HISTORY_TABLE: &str = "refinery_schema_history";
 
-/// The newest migration this binary carries.
+/// The newest migration this binary carries (worked out from `migrations/` at build time).
 pub fn latest_version() -> i64 {
-    embedded::migrations::runner()
-        .get_migrations()
-        .iter()
-        .map(|m| i64::from(m.version()))
-        .max()
-        .unwrap_or(0)
+    const LATEST: &str = env!("QUESTIONS_SCHEMA_VERSION");
+    LATEST.parse().unwrap_or(0)
 }
 
 /// The newest migration the ledger has applied; 0 for a new file or a questions.mjs ledger.
@@ -162,6 +158,16 @@ mod tests {
             })
             .unwrap();
         assert_eq!(rows, latest_version());
+    }
+
+    #[test]
+    fn the_build_time_version_is_the_newest_embedded_migration() {
+        let newest = embedded::migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| i64::from(m.version()))
+            .max();
+        assert_eq!(Some(latest_version()), newest);
     }
 
     #[test]
