@@ -386,6 +386,9 @@ fn option_list(q: &Question) -> String {
 /// are shown as stored.
 pub fn normalize_timestamp(text: &str) -> String {
     use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+    if is_canonical(text) {
+        return text.to_string();
+    }
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return t
             .with_timezone(&Utc)
@@ -397,6 +400,20 @@ pub fn normalize_timestamp(text: &str) -> String {
         }
     }
     text.to_string()
+}
+
+/// `2026-11-21T23:47:04.692Z`: what we write, so what almost every row holds.
+fn is_canonical(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 24
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            19 => *c == b'.',
+            23 => *c == b'Z',
+            _ => c.is_ascii_digit(),
+        })
 }
 
 #[cfg(test)]

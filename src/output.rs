@@ -9,9 +9,13 @@ use crate::model::Question;
 
 /// One pretty-printed JSON document (two-space indent) and a newline. A closed stdout
 /// (`questions list | head -1`) is not an error worth a panic.
-pub fn json(value: &Value) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string());
-    text_out(&text);
+pub fn json(value: &impl serde::Serialize) {
+    text_out(&pretty(value));
+}
+
+/// The JSON text of a document, pretty-printed, serialized straight from its types.
+pub fn pretty(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string())
 }
 
 pub fn text_out(text: &str) {

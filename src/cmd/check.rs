@@ -1,11 +1,12 @@
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::{select, Outcome, Rendered, Session};
 use crate::cli::CheckArgs;
 use crate::error::Result;
 use crate::model::{Question, Status};
+use crate::output;
 use crate::store::Access;
 
 /// How often `--wait` looks again: a person answering sees the gate open within this.
@@ -40,6 +41,22 @@ pub fn run(session: &mut Session, args: CheckArgs) -> Result<Outcome> {
     }
 }
 
+/// The gate's document; `pending` holds the questions themselves, serialized straight
+/// from the rows (a large stage can hold hundreds).
+#[derive(Serialize)]
+struct Gate<'a> {
+    ok: bool,
+    procedure: &'static str,
+    gate: &'static str,
+    stage: Option<&'a str>,
+    total: usize,
+    pending_count: usize,
+    pending: Vec<&'a Question>,
+    optional_pending: usize,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    timed_out: bool,
+}
+
 fn outcome(stage: Option<&str>, considered: &[Question], timed_out: bool) -> Outcome {
     let pending: Vec<&Question> = considered.iter().filter(|q| q.blocks_gate()).collect();
     let optional_pending = considered
@@ -47,22 +64,12 @@ fn outcome(stage: Option<&str>, considered: &[Question], timed_out: bool) -> Out
         .filter(|q| !q.required && q.status == Status::Pending)
         .count();
     let passes = pending.is_empty();
-    let mut body = json!({
-        "ok": passes,
-        "procedure": "check",
-        "gate": if passes { "pass" } else { "fail" },
-        "stage": stage,
-        "total": considered.len(),
-        "pending_count": pending.len(),
-        "pending": pending,
-        "optional_pending": optional_pending,
-    });
-    if timed_out {
-        body["timed_out"] = Value::Bool(true);
-    }
     let note = (!passes).then(|| {
         let scope = stage.map_or("the given ids".to_string(), |s| format!("stage '{s}'"));
-        let ids: Vec<String> = pending.iter().map(|q| q.id.to_string()).collect();
+        let mut ids: Vec<String> = pending.iter().take(10).map(|q| q.id.to_string()).collect();
+        if pending.len() > 10 {
+            ids.push("…".to_string());
+        }
         format!(
             "gate fails{}: {} required question(s) pending in {scope} (ids {})",
             if timed_out { " (timed out)" } else { "" },
@@ -70,8 +77,19 @@ fn outcome(stage: Option<&str>, considered: &[Question], timed_out: bool) -> Out
             ids.join(", ")
         )
     });
+    let body = Gate {
+        ok: passes,
+        procedure: "check",
+        gate: if passes { "pass" } else { "fail" },
+        stage,
+        total: considered.len(),
+        pending_count: pending.len(),
+        pending,
+        optional_pending,
+        timed_out,
+    };
     Outcome {
-        body: Rendered::Json(body),
+        body: Rendered::Json(output::pretty(&body)),
         exit: if passes { 0 } else { 1 },
         note,
     }

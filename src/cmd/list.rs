@@ -1,7 +1,5 @@
 use std::io::IsTerminal;
 
-use serde_json::json;
-
 use super::{Outcome, Rendered, Session};
 use crate::cli::{ListArgs, ListFormat};
 use crate::error::Result;
@@ -20,12 +18,19 @@ pub fn run(session: &mut Session, args: ListArgs) -> Result<Outcome> {
         .read(|tx| tx.questions(&filter))?;
     let body = match args.format {
         ListFormat::Json => {
-            return Ok(Outcome::ok(json!({
-                "ok": true,
-                "procedure": "list",
-                "count": questions.len(),
-                "questions": questions,
-            })))
+            #[derive(serde::Serialize)]
+            struct Listed<'a> {
+                ok: bool,
+                procedure: &'static str,
+                count: usize,
+                questions: &'a [crate::model::Question],
+            }
+            return Ok(Outcome::ok(Listed {
+                ok: true,
+                procedure: "list",
+                count: questions.len(),
+                questions: &questions,
+            }));
         }
         ListFormat::Jsonl => output::jsonl(&questions),
         ListFormat::Markdown => output::markdown(&questions),

@@ -16,8 +16,6 @@ mod render;
 mod reset;
 mod skip;
 
-use serde_json::Value;
-
 use crate::cli::{Cli, Command};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
@@ -37,15 +35,17 @@ pub struct Outcome {
     pub note: Option<String>,
 }
 
+/// What goes to stdout: a JSON document (already serialized, straight from its types)
+/// or text.
 pub enum Rendered {
-    Json(Value),
+    Json(String),
     Text(String),
 }
 
 impl Outcome {
-    pub fn ok(body: Value) -> Outcome {
+    pub fn ok(body: impl serde::Serialize) -> Outcome {
         Outcome {
-            body: Rendered::Json(body),
+            body: Rendered::Json(output::pretty(&body)),
             exit: 0,
             note: None,
         }
@@ -53,8 +53,7 @@ impl Outcome {
 
     pub fn print(&self) {
         match &self.body {
-            Rendered::Json(v) => output::json(v),
-            Rendered::Text(t) => output::text_out(t),
+            Rendered::Json(text) | Rendered::Text(text) => output::text_out(text),
         }
         if let Some(note) = &self.note {
             output::note(note);

@@ -176,7 +176,10 @@ fn text(row: &Row, i: usize) -> rusqlite::Result<Option<String>> {
         ValueRef::Null => None,
         ValueRef::Integer(n) => Some(n.to_string()),
         ValueRef::Real(f) => Some(f.to_string()),
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(match std::str::from_utf8(t) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(t).into_owned(),
+        }),
     })
 }
 
