@@ -16,7 +16,8 @@ pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
             path.display()
         )));
     }
-    if path.is_dir() {
+    // A symbolic link is removed itself (remove_file never follows it), never its target.
+    if !path.is_symlink() && path.is_dir() {
         return Err(Error::io(format!(
             "the ledger path {} is a directory; reset deletes only ledger files",
             path.display()

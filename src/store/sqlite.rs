@@ -25,6 +25,14 @@ pub struct Sqlite {
 impl Sqlite {
     pub fn open(location: &Location, access: Access) -> Result<Sqlite> {
         let Location::File { path, make_folder } = location;
+        // The ledger is opened for writing: never through a symbolic link, which could
+        // point it at a file that is not ours to write.
+        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::io(format!(
+                "the ledger path {} is a symbolic link; give the path of the file itself",
+                path.display()
+            )));
+        }
         let conn = match fs::metadata(path) {
             Ok(meta) if meta.is_dir() => {
                 return Err(Error::io(format!(
@@ -103,7 +111,9 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
 }
 
 fn open_file(path: &Path) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     configure(&mut conn).map_err(|e| in_context(e, path))?;
