@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{draft, fail, json_candidate, parse_json, parse_options, Obj, Parsed, Source};
+use super::{fail, json_candidate, parse_json, question_list, Parsed, Source};
 use crate::model::{NewQuestion, Question, QuestionOption};
 
 /// AskUserQuestion's limits: questions a call, characters a header.
@@ -20,42 +20,12 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
             _ => return fail("there is no JSON object with a \"questions\" array"),
         },
     };
-    let top = Obj::new(&value, "")?;
-    let Some(items) = top.opt_array("questions")? else {
-        return fail("questions must be an array");
-    };
-    if items.is_empty() {
-        return fail("questions is an empty array: there must be at least one question");
-    }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| question(item, &format!("questions[{i}]")))
-        .collect()
-}
-
-fn question(item: &Value, path: &str) -> Parsed<NewQuestion> {
-    let o = Obj::new(item, path)?;
-    let options = match o.opt_array("options")? {
-        Some(items) => parse_options(items, &o.at("options"))?,
-        None => Vec::new(),
-    };
-    let multi = o.opt_bool("multiSelect")?.or(o.opt_bool("allowMultiple")?);
-    let freeform = o
-        .opt_bool("allowFreeformInput")?
-        .or(o.opt_bool("allowFreeform")?);
-    Ok(draft(
+    question_list(
+        &value,
+        "questions",
         Source::AskUser,
-        o.opt_str("group")?,
-        o.req_str("question")?,
-        o.opt_str("proposed")?,
-        o.opt_bool("required")?.unwrap_or(true),
-        o.opt_str("header")?,
-        o.opt_str("context")?,
-        options,
-        multi.unwrap_or(false),
-        freeform.unwrap_or(true),
-    ))
+        "there must be at least one question",
+    )
 }
 
 /// One call's worth of questions for the asking tool, with the ledger ids they stand for.

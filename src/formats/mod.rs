@@ -326,6 +326,53 @@ pub(crate) fn parse_options(items: &[Value], path: &str) -> Parsed<Vec<QuestionO
     Ok(options)
 }
 
+/// The question list under `key` of an envelope: an array of at least one question.
+pub(crate) fn question_list(
+    value: &Value,
+    key: &str,
+    source: Source,
+    when_empty: &str,
+) -> Parsed<Vec<NewQuestion>> {
+    let top = Obj::new(value, "")?;
+    let Some(items) = top.opt_array(key)? else {
+        return fail(format!("{key} must be an array"));
+    };
+    if items.is_empty() {
+        return fail(format!("{key} is an empty array; {when_empty}"));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| question_item(item, &format!("{key}[{i}]"), source))
+        .collect()
+}
+
+/// One question object as the ask-user family writes it, with the aliases its members use
+/// (`multiSelect`/`allowMultiple`, `allowFreeformInput`/`allowFreeform`) and our own keys.
+fn question_item(item: &Value, path: &str, source: Source) -> Parsed<NewQuestion> {
+    let o = Obj::new(item, path)?;
+    let options = match o.opt_array("options")? {
+        Some(items) => parse_options(items, &o.at("options"))?,
+        None => Vec::new(),
+    };
+    let multi = o.opt_bool("multiSelect")?.or(o.opt_bool("allowMultiple")?);
+    let freeform = o
+        .opt_bool("allowFreeformInput")?
+        .or(o.opt_bool("allowFreeform")?);
+    Ok(draft(
+        source,
+        o.opt_str("group")?,
+        o.req_str("question")?,
+        o.opt_str("proposed")?,
+        o.opt_bool("required")?.unwrap_or(true),
+        o.opt_str("header")?,
+        o.opt_str("context")?,
+        options,
+        multi.unwrap_or(false),
+        freeform.unwrap_or(true),
+    ))
+}
+
 /// A question as parsed, before `ingest` gives it a stage.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn draft(

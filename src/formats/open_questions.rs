@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::{draft, fail, json_candidate, parse_json, parse_options, Obj, Parsed, Source};
+use super::{fail, json_candidate, parse_json, question_list, Parsed, Source};
 use crate::model::{NewQuestion, Question};
 
 const KEY: &str = "openQuestions";
@@ -18,40 +18,12 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
         return fail(format!("there is no JSON block with an \"{KEY}\" array"));
     };
     let value = parse_json(&block)?;
-    let top = Obj::new(&value, "")?;
-    let Some(items) = top.opt_array(KEY)? else {
-        return fail(format!("{KEY} must be an array"));
-    };
-    if items.is_empty() {
-        return fail(format!(
-            "{KEY} is an empty array; when there is nothing to ask, leave the envelope out"
-        ));
-    }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| question(item, &format!("{KEY}[{i}]")))
-        .collect()
-}
-
-fn question(item: &Value, path: &str) -> Parsed<NewQuestion> {
-    let o = Obj::new(item, path)?;
-    let options = match o.opt_array("options")? {
-        Some(items) => parse_options(items, &o.at("options"))?,
-        None => Vec::new(),
-    };
-    Ok(draft(
+    question_list(
+        &value,
+        KEY,
         Source::OpenQuestions,
-        o.opt_str("group")?,
-        o.req_str("question")?,
-        o.opt_str("proposed")?,
-        o.opt_bool("required")?.unwrap_or(true),
-        o.opt_str("header")?,
-        o.opt_str("context")?,
-        options,
-        o.opt_bool("multiSelect")?.unwrap_or(false),
-        o.opt_bool("allowFreeformInput")?.unwrap_or(true),
-    ))
+        "when there is nothing to ask, leave the envelope out",
+    )
 }
 
 /// The envelope as a subagent would emit it, in a fenced block.
