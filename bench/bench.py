@@ -3,7 +3,8 @@
 starting the process (`questions --version`), on ledgers of 10 000 and 1 000 000
 questions, plus ingest, render and concurrent throughput.
 
-Run from the repository root:  python3 bench/bench.py
+Run from the repository root:  scripts/with-postgres python3 bench/bench.py
+(or python3 bench/bench.py for SQLite alone)
 It builds the release binary, needs hyperfine (installed with apt-get when missing and
 run as root), prints a table and writes it to bench/RESULTS.md. Ratios are measured
 within one run: the machine is noisy, the floor moves with it.
@@ -163,6 +164,36 @@ def concurrent(work, writers=8, each=150):
     return writers * each * 2 / elapsed, len(errors)
 
 
+def postgres_calls(work):
+    """The same calls against a PostgreSQL ledger of 10 000 questions over loopback, when
+    QUESTIONS_TEST_PG names a server (scripts/with-postgres starts one)."""
+    url = os.environ.get("QUESTIONS_TEST_PG")
+    if not url:
+        return None
+    db = url.rsplit("/", 1)[0] + "/questions_bench"
+    subprocess.run(["psql", url, "-qc", "DROP DATABASE IF EXISTS questions_bench WITH (FORCE)"], check=True, capture_output=True)
+    subprocess.run(["psql", url, "-qc", "CREATE DATABASE questions_bench"], check=True, capture_output=True)
+    envelope = os.path.join(work, "pg-envelope.txt")
+    for stage in range(10):
+        with open(envelope, "w") as f:
+            f.write("QUESTIONS_NEEDED\n")
+            for i in range(1000):
+                f.write(f"[G{i % 7}]\nQ: Question {stage}-{i}?\nProposed: p\nRequired: {str(i % 4 > 0).lower()}\n")
+        sh(BIN, "--db", db, "ingest", "--stage", f"stage-{stage}", "--file", envelope, stdout=subprocess.DEVNULL)
+    for i in range(10):
+        sh(BIN, "--db", db, "log", "--stage", "small", "--question", f"Small {i}?", stdout=subprocess.DEVNULL)
+    q = lambda *a: [BIN, "--db", db, *a]
+    calls = {
+        "--version (floor)": [BIN, "--version"],
+        "log": q("log", "--stage", "small", "--question", "bench?", "--allow-duplicate"),
+        "answer": q("answer", "--id", "7", "--answer", "bench", "--force"),
+        "check --stage (10 questions)": q("check", "--stage", "small"),
+        "list --stage (10 questions)": q("list", "--stage", "small"),
+    }
+    medians = hyperfine([" ".join(shell_quote(a) for a in args) for args in calls.values()])
+    return list(zip(calls.keys(), medians))
+
+
 def main():
     ensure_tools()
     work = tempfile.mkdtemp(prefix="questions-bench-")
@@ -174,6 +205,7 @@ def main():
             os.unlink(os.path.join(work, f"ledger-{size}.db"))
         worst_floor, worst_check = scattered_check(work, sizes[-1])
         ingest_s, render_s = ingest_and_render(work)
+        pg = postgres_calls(work)
         ops, errors = concurrent(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -214,6 +246,16 @@ def main():
         ("concurrent throughput above 400 operations/s", ops > 400),
         ("no errors under concurrency", errors == 0),
     ]
+    if pg:
+        floor = pg[0][1]
+        lines += ["", "PostgreSQL over loopback (a ledger of 10 000 questions; each call connects and logs in):", "",
+                  "| call | median | × floor |", "|---|---:|---:|"]
+        for name, median in pg:
+            lines.append(f"| {name} | {median * 1000:.2f} ms | {median / floor:.2f} |")
+        check = dict(pg)["check --stage (10 questions)"]
+        verdicts.append(("PostgreSQL check under 10 ms", check < 0.010))
+    else:
+        lines += ["", "(PostgreSQL not measured: run under scripts/with-postgres for that column.)"]
     lines += ["", "Targets:", ""]
     lines += [f"- {'met' if ok else 'MISSED'}: {what}" for what, ok in verdicts]
     table = "\n".join(lines)

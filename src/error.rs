@@ -46,6 +46,9 @@ impl ErrorCode {
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
+    /// The transaction lost a race with another (a serialization failure or deadlock):
+    /// running it again from the start can succeed. Never shown to the user.
+    pub(crate) transient: bool,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -55,6 +58,7 @@ impl Error {
         Error {
             code,
             message: message.into(),
+            transient: false,
         }
     }
     pub fn usage(message: impl Into<String>) -> Error {

@@ -33,7 +33,8 @@ pub fn run(session: &mut Session, args: IngestArgs) -> Result<Outcome> {
     let stage = args.stage;
     let logged = session.store(Access::Write)?.write(|tx| {
         let mut logged = Vec::with_capacity(envelope.questions.len());
-        for mut new in envelope.questions {
+        for parsed in &envelope.questions {
+            let mut new = parsed.clone();
             new.stage = stage.clone();
             match tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
                 Some(same) => logged.push((same, false)),

@@ -9,7 +9,24 @@ use crate::store::Location;
 
 /// Deletes the ledger without opening it, so a damaged ledger can be reset too.
 pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
-    let Location::File { path, .. } = session.location();
+    let path = match session.location() {
+        Location::File { path, .. } => path,
+        Location::Postgres { url } => {
+            if !args.yes {
+                return Err(Error::usage(format!(
+                    "reset drops the ledger's tables in {} and every question and answer in them; pass --yes to confirm",
+                    session.location().display()
+                )));
+            }
+            crate::store::drop_postgres(url)?;
+            return Ok(Outcome::ok(json!({
+                "ok": true,
+                "procedure": "reset",
+                "deleted": session.location().display(),
+                "existed": true,
+            })));
+        }
+    };
     if !args.yes {
         return Err(Error::usage(format!(
             "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",

@@ -14,6 +14,8 @@ pub enum Location {
     /// A SQLite file. `make_folder` is set for the default location, whose folder the first
     /// write creates; a path the user named must sit in a folder that exists.
     File { path: PathBuf, make_folder: bool },
+    /// A PostgreSQL database, named by a `postgres://` or `postgresql://` URL.
+    Postgres { url: String },
 }
 
 impl Location {
@@ -23,6 +25,14 @@ impl Location {
                 return Err(Error::usage(
                     "the ledger location (--db or QUESTIONS_DB) is empty: give a file path",
                 ));
+            }
+            if let Some(url) = db
+                .to_str()
+                .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+            {
+                return Ok(Location::Postgres {
+                    url: url.to_string(),
+                });
             }
             return Ok(Location::File {
                 path: PathBuf::from(db),
@@ -54,6 +64,7 @@ impl Location {
     pub fn display(&self) -> String {
         match self {
             Location::File { path, .. } => path.display().to_string(),
+            Location::Postgres { url } => super::postgres::redacted(url),
         }
     }
 }

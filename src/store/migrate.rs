@@ -9,7 +9,11 @@ use rusqlite::Connection;
 use crate::error::{Error, ErrorCode, Result};
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
+}
+
+mod embedded_postgres {
+    refinery::embed_migrations!("migrations/postgres");
 }
 
 const HISTORY_TABLE: &str = "refinery_schema_history";
@@ -97,6 +101,59 @@ fn migrate_locked(conn: &Connection, latest: i64) -> Result<()> {
     Ok(())
 }
 
+/// Applies the PostgreSQL migrations inside `tx`, which holds the migration lock.
+pub fn run_postgres(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+    embedded_postgres::migrations::runner()
+        .set_abort_divergent(true)
+        .set_abort_missing(true)
+        .run(&mut PgLocked(tx))
+        .map_err(|e| Error::db(format!("could not upgrade the ledger's schema: {e}")))?;
+    Ok(())
+}
+
+pub fn too_new_error(found: i64) -> Error {
+    too_new(found, latest_version())
+}
+
+/// A PostgreSQL transaction already open: refinery's statements run inside it.
+struct PgLocked<'a, 'b>(&'a mut postgres::Transaction<'b>);
+
+impl Transaction for PgLocked<'_, '_> {
+    type Error = postgres::Error;
+
+    fn execute<'q, T: Iterator<Item = &'q str>>(
+        &mut self,
+        queries: T,
+    ) -> Result<usize, Self::Error> {
+        let mut count = 0;
+        for query in queries {
+            self.0.batch_execute(query)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Query<Vec<Migration>> for PgLocked<'_, '_> {
+    fn query(&mut self, query: &str) -> Result<Vec<Migration>, Self::Error> {
+        let rows = self.0.query(query, &[])?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let checksum: String = row.get(3);
+                Migration::applied(
+                    row.get(0),
+                    row.get(1),
+                    time::OffsetDateTime::UNIX_EPOCH,
+                    checksum.parse().unwrap_or(0),
+                )
+            })
+            .collect())
+    }
+}
+
+impl Migrate for PgLocked<'_, '_> {}
+
 /// The connection with a transaction already open: refinery's statements run inside it
 /// instead of opening their own.
 struct Locked<'a>(&'a Connection);
@@ -162,12 +219,17 @@ mod tests {
 
     #[test]
     fn the_build_time_version_is_the_newest_embedded_migration() {
-        let newest = embedded::migrations::runner()
-            .get_migrations()
-            .iter()
-            .map(|m| i64::from(m.version()))
-            .max();
-        assert_eq!(Some(latest_version()), newest);
+        for runner in [
+            embedded::migrations::runner(),
+            embedded_postgres::migrations::runner(),
+        ] {
+            let newest = runner
+                .get_migrations()
+                .iter()
+                .map(|m| i64::from(m.version()))
+                .max();
+            assert_eq!(Some(latest_version()), newest);
+        }
     }
 
     #[test]

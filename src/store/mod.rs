@@ -3,6 +3,7 @@
 
 mod location;
 mod migrate;
+mod postgres;
 mod sqlite;
 
 pub use location::Location;
@@ -52,23 +53,48 @@ pub trait Tx {
 }
 
 pub struct Store {
-    engine: sqlite::Sqlite,
+    engine: Engine,
+}
+
+enum Engine {
+    Sqlite(sqlite::Sqlite),
+    Postgres(postgres::Pg),
 }
 
 impl Store {
     pub fn open(location: &Location, access: Access) -> Result<Store> {
-        Ok(Store {
-            engine: sqlite::Sqlite::open(location, access)?,
-        })
+        let engine = match location {
+            Location::File { .. } => Engine::Sqlite(sqlite::Sqlite::open(location, access)?),
+            Location::Postgres { url } => match postgres::Pg::open(url, access)? {
+                Some(pg) => Engine::Postgres(pg),
+                None => Engine::Sqlite(sqlite::Sqlite::empty()?),
+            },
+        };
+        Ok(Store { engine })
     }
 
     /// Runs `f` on a consistent snapshot, taking no write lock.
-    pub fn read<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
-        self.engine.read(f)
+    pub fn read<T>(&mut self, f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
+        match &mut self.engine {
+            Engine::Sqlite(e) => e.read(f),
+            Engine::Postgres(e) => e.read(f),
+        }
     }
 
-    /// Runs `f` holding the write lock from its first read; commits only if it succeeds.
-    pub fn write<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
-        self.engine.write(f)
+    /// Runs `f` so that what it read cannot change before it commits, and commits only if
+    /// it succeeds. `f` may run more than once when it loses a race with another writer
+    /// (PostgreSQL), so it must not act outside the transaction.
+    pub fn write<T>(&mut self, f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
+        match &mut self.engine {
+            Engine::Sqlite(e) => e.write(f),
+            Engine::Postgres(e) => e.write(f),
+        }
     }
 }
+
+/// Drops a PostgreSQL ledger's tables (`reset`); a file ledger is deleted by `reset` itself.
+pub fn drop_postgres(url: &str) -> Result<()> {
+    postgres::Pg::drop_all(url)
+}
+
+pub use postgres::redacted;

@@ -24,7 +24,9 @@ pub struct Sqlite {
 
 impl Sqlite {
     pub fn open(location: &Location, access: Access) -> Result<Sqlite> {
-        let Location::File { path, make_folder } = location;
+        let Location::File { path, make_folder } = location else {
+            return Err(Error::usage("not a file location"));
+        };
         // The ledger is opened for writing: never through a symbolic link, which could
         // point it at a file that is not ours to write.
         if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -43,7 +45,7 @@ impl Sqlite {
             Ok(_) => open_file(path)?,
             Err(e) if e.kind() == ErrorKind::NotFound => match access {
                 // Nothing to read: an empty ledger in memory answers exactly as a new file would.
-                Access::Read => Connection::open_in_memory()?,
+                Access::Read => return Sqlite::empty(),
                 Access::Write => {
                     create_file(path, *make_folder)?;
                     open_file(path)?
@@ -61,14 +63,21 @@ impl Sqlite {
         Ok(engine)
     }
 
-    pub fn read<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
+    /// An empty ledger in memory: what reading a ledger that does not exist yet sees.
+    pub fn empty() -> Result<Sqlite> {
+        let mut conn = Connection::open_in_memory()?;
+        migrate::ensure_current(&mut conn)?;
+        Ok(Sqlite { conn })
+    }
+
+    pub fn read<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
         let value = f(&*tx)?;
         tx.commit()?;
         Ok(value)
     }
 
-    pub fn write<T>(&mut self, f: impl FnOnce(&dyn Tx) -> Result<T>) -> Result<T> {
+    pub fn write<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

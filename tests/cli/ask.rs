@@ -16,7 +16,7 @@ const ESC: &str = "\u{1b}";
 fn spawn(l: &Ledger, stage: &str) -> PtySession {
     let mut cmd = Command::new(BIN);
     cmd.arg("--db")
-        .arg(&l.path)
+        .arg(l.db())
         .args(["ask", "--stage", stage])
         .env("TERM", "xterm")
         .env_remove("QUESTIONS_DB");

@@ -40,7 +40,7 @@ fn a_stage_with_no_questions_passes() {
     let out = l.ok(["check", "--stage", "empty"]);
     assert_eq!(out["gate"], "pass");
     assert_eq!(out["total"], 0);
-    assert!(!l.path.exists(), "a check creates nothing");
+    l.assert_not_created();
     l.log("other", "q");
     assert_eq!(l.ok(["check", "--stage", "empty"])["gate"], "pass");
 }
@@ -124,7 +124,7 @@ fn wait_returns_when_another_process_answers() {
     let id = l.log("release", "Ship?");
     let mut waiter = std::process::Command::new(BIN)
         .args(["--db"])
-        .arg(&l.path)
+        .arg(l.db())
         .args(["check", "--stage", "release", "--wait", "--timeout", "60"])
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -31,23 +31,99 @@ impl Run {
     }
 }
 
+/// The engine the contract tests run against: a SQLite file in a temp dir, or, when
+/// QUESTIONS_TEST_PG names a PostgreSQL server (scripts/with-postgres sets it), a fresh
+/// database on it for each ledger.
 pub struct Ledger {
     pub dir: TempDir,
     pub path: PathBuf,
+    pub url: Option<String>,
+}
+
+/// The admin URL of the PostgreSQL server under test, if the suite runs against one.
+pub fn postgres_server() -> Option<String> {
+    std::env::var("QUESTIONS_TEST_PG")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+/// Tests of what only a file ledger has (its bytes, its mode, its path) return early
+/// on the PostgreSQL pass; they ran on the SQLite pass.
+#[macro_export]
+macro_rules! sqlite_only {
+    () => {
+        if $crate::common::postgres_server().is_some() {
+            eprintln!("a SQLite file test: run in the SQLite pass");
+            return;
+        }
+    };
+}
+
+fn new_database(admin: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let name = format!(
+        "q_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    let mut client = postgres::Client::connect(admin, postgres::NoTls).expect("the test server");
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("a test database");
+    let base = admin.rsplit_once('/').expect("a database in the URL").0;
+    format!("{base}/{name}")
 }
 
 impl Ledger {
     pub fn new() -> Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ledger.db");
-        Ledger { dir, path }
+        let url = postgres_server().map(|admin| new_database(&admin));
+        Ledger { dir, path, url }
+    }
+
+    /// What --db names: the file, or the database.
+    pub fn db(&self) -> std::ffi::OsString {
+        match &self.url {
+            Some(url) => url.into(),
+            None => self.path.clone().into_os_string(),
+        }
     }
 
     /// The binary, run in the temp dir against this ledger, with the clock pinned.
     pub fn command(&self) -> assert_cmd::Command {
         let mut cmd = bare_command(self.dir.path());
-        cmd.arg("--db").arg(&self.path);
+        cmd.arg("--db").arg(self.db());
         cmd
+    }
+
+    /// No ledger was created: no file, or no tables in the database.
+    pub fn assert_not_created(&self) {
+        match &self.url {
+            None => assert!(!self.path.exists(), "the ledger file was created"),
+            Some(url) => {
+                let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                let row = client
+                    .query_one("SELECT to_regclass('questions') IS NULL", &[])
+                    .unwrap();
+                assert!(row.get::<_, bool>(0), "the ledger's tables were created");
+            }
+        }
+    }
+
+    /// Runs raw SQL on the ledger, outside `questions`; true when the engine refuses it.
+    pub fn sql_is_refused(&self, sql: &str) -> bool {
+        match &self.url {
+            None => rusqlite::Connection::open(&self.path)
+                .unwrap()
+                .execute_batch(sql)
+                .is_err(),
+            Some(url) => postgres::Client::connect(url, postgres::NoTls)
+                .unwrap()
+                .batch_execute(sql)
+                .is_err(),
+        }
     }
 
     pub fn run<I, S>(&self, args: I) -> Run

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-fn spawn_run(db: &std::path::Path, args: &[&str]) -> Output {
+fn spawn_run(db: &std::ffi::OsStr, args: &[&str]) -> Output {
     Command::new(BIN)
         .arg("--db")
         .arg(db)
@@ -20,7 +20,7 @@ fn sixteen_processes_on_a_new_ledger_all_succeed_and_migrate_once() {
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(16));
     let handles: Vec<_> = (0..16)
         .map(|i| {
-            let path = l.path.clone();
+            let path = l.db();
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 barrier.wait();
@@ -41,7 +41,25 @@ fn sixteen_processes_on_a_new_ledger_all_succeed_and_migrate_once() {
         );
     }
     assert_eq!(l.ok(["list"])["count"], 16);
-    let conn = rusqlite::Connection::open(&l.path).unwrap();
+    let Some(url) = &l.url else {
+        return sqlite_migrated_once(&l.path);
+    };
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let row = client
+        .query_one(
+            "SELECT COUNT(*), COUNT(DISTINCT version) FROM refinery_schema_history",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        row.get::<_, i64>(0),
+        row.get::<_, i64>(1),
+        "each migration applied once"
+    );
+}
+
+fn sqlite_migrated_once(path: &std::path::Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
     let (rows, distinct): (i64, i64) = conn
         .query_row(
             "SELECT COUNT(*), COUNT(DISTINCT version) FROM refinery_schema_history",
@@ -64,7 +82,7 @@ fn eight_writers_logging_and_answering_lose_nothing() {
     l.log("warmup", "created first");
     let handles: Vec<_> = (0..WRITERS)
         .map(|w| {
-            let path = l.path.clone();
+            let path = l.db();
             std::thread::spawn(move || {
                 for i in 0..EACH {
                     let out = spawn_run(
@@ -114,6 +132,7 @@ fn eight_writers_logging_and_answering_lose_nothing() {
 
 #[test]
 fn reads_take_no_write_lock() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let id = l.log("s", "q");
     let conn = rusqlite::Connection::open(&l.path).unwrap();
@@ -132,4 +151,30 @@ fn reads_take_no_write_lock() {
         started.elapsed()
     );
     conn.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
+fn reads_do_not_wait_for_a_writer_on_postgres() {
+    let l = Ledger::new();
+    let Some(url) = l.url.clone() else {
+        return; // the SQLite case is the test above
+    };
+    let id = l.log("s", "q");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = client.transaction().unwrap();
+    tx.execute(
+        "UPDATE questions SET status = 'answered', answer = 'uncommitted'",
+        &[],
+    )
+    .unwrap();
+    let started = Instant::now();
+    let run = l.run(["check", "--stage", "s"]);
+    assert_eq!(run.code, 1, "the uncommitted answer is not seen: {run:?}");
+    assert_eq!(run.json["pending"][0]["id"], id);
+    assert_eq!(l.ok(["list"])["count"], 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "reads waited for the writer"
+    );
+    tx.rollback().unwrap();
 }

@@ -72,6 +72,7 @@ fn duration_of(db: &std::path::Path, args: &[&str], input: &std::path::Path) -> 
 
 #[test]
 fn a_killed_ingest_leaves_all_or_nothing() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let envelope = l.dir.path().join("envelope.txt");
     let mut text = String::from("QUESTIONS_NEEDED\n");
@@ -122,6 +123,7 @@ fn a_killed_ingest_leaves_all_or_nothing() {
 
 #[test]
 fn a_killed_import_leaves_all_or_nothing() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let envelope = l.dir.path().join("envelope.txt");
     let mut text = String::from("QUESTIONS_NEEDED\n");

@@ -22,7 +22,7 @@ fn usage_errors_print_the_failure_json_and_exit_2() {
 
     let run = l.run(Vec::<&str>::new());
     assert_eq!((run.code, run.error_code()), (2, "usage"));
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]
@@ -47,11 +47,12 @@ fn invalid_utf8_in_an_argument_is_a_usage_error() {
     cmd.args(["log", "--stage", "s", "--question"]).arg(bad);
     let run = finish(cmd);
     assert_eq!((run.code, run.error_code()), (2, "usage"));
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]
 fn a_file_that_is_not_a_database_is_left_untouched() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let text = b"# my notes\nnot a database, but precious\n".repeat(200);
     std::fs::write(&l.path, &text).unwrap();
@@ -68,6 +69,7 @@ fn a_file_that_is_not_a_database_is_left_untouched() {
 
 #[test]
 fn a_directory_as_ledger_is_an_io_error() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     std::fs::create_dir(&l.path).unwrap();
     for args in [vec!["log", "--stage", "s", "--question", "q"], vec!["list"]] {
@@ -78,6 +80,7 @@ fn a_directory_as_ledger_is_an_io_error() {
 
 #[test]
 fn a_file_in_place_of_the_folder_is_an_io_error() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("plain"), b"x").unwrap();
     let mut cmd = bare_command(dir.path());
@@ -90,6 +93,7 @@ fn a_file_in_place_of_the_folder_is_an_io_error() {
 
 #[test]
 fn a_read_only_folder_is_a_clear_error() {
+    crate::sqlite_only!();
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -127,7 +131,7 @@ fn a_closed_stdout_is_not_a_panic() {
     }
     let mut child = std::process::Command::new(BIN)
         .arg("--db")
-        .arg(&l.path)
+        .arg(l.db())
         .arg("list")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -164,7 +168,7 @@ fn completions_and_the_man_page_come_from_the_command_definition() {
         &man.stdout[..200.min(man.stdout.len())]
     );
     assert!(man.stdout.contains("check"));
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]

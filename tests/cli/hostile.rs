@@ -291,6 +291,7 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let id = l.log_with("s", "Answered?", &["--option", "Yes", "--option", "No"]);
     l.ok(["answer", "--id", &id.to_string(), "--answer", "Yes"]);
@@ -354,6 +355,7 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
 
 #[test]
 fn a_symlinked_ledger_is_refused_and_its_target_untouched() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     let target = l.dir.path().join("not-a-ledger.txt");
     std::fs::write(&target, b"").unwrap();

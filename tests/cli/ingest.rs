@@ -80,7 +80,7 @@ fn output_without_an_envelope_is_found_false_and_creates_nothing() {
     );
     assert_eq!(out["found"], false);
     assert_eq!(out["question_ids"], serde_json::json!([]));
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]
@@ -129,5 +129,5 @@ fn bad_input_bytes_and_missing_files_are_clear_errors() {
     assert_eq!((run.code, run.error_code()), (1, "io_error"));
     let run = l.run(["ingest", "--stage", "s", "--format", "yaml"]);
     assert_eq!((run.code, run.error_code()), (2, "usage"));
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }

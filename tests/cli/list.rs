@@ -44,7 +44,7 @@ fn listing_a_missing_ledger_is_empty_and_creates_nothing() {
     let l = Ledger::new();
     let out = l.ok(["list"]);
     assert_eq!(out["count"], 0);
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn jsonl_markdown_and_table_render_the_same_questions() {
 fn table_on_a_terminal(l: &Ledger, no_color: Option<&str>) -> String {
     let mut cmd = std::process::Command::new(BIN);
     cmd.arg("--db")
-        .arg(&l.path)
+        .arg(l.db())
         .args(["list", "--format", "table"])
         .env("TERM", "xterm");
     match no_color {

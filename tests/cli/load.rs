@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::common::*;
 
-fn call(db: &std::path::Path, args: &[&str]) -> (i32, Value) {
+fn call(db: &std::ffi::OsStr, args: &[&str]) -> (i32, Value) {
     let out = Command::new(BIN)
         .arg("--db")
         .arg(db)
@@ -26,7 +26,7 @@ fn sixteen_mixed_processes_lose_nothing() {
     l.log("warmup", "created first");
     let handles: Vec<_> = (0..WORKERS)
         .map(|w| {
-            let db = l.path.clone();
+            let db = l.db();
             std::thread::spawn(move || {
                 let stage = format!("w{w}");
                 let mut written = Vec::new();

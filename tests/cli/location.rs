@@ -10,6 +10,7 @@ fn json_of(cmd: assert_cmd::Command) -> serde_json::Value {
 
 #[test]
 fn without_db_the_first_write_creates_dot_questions_here() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut list = bare_command(dir.path());
     list.arg("list");
@@ -30,6 +31,7 @@ fn without_db_the_first_write_creates_dot_questions_here() {
 
 #[test]
 fn the_nearest_dot_questions_upwards_is_used() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".questions")).unwrap();
     let deep = dir.path().join("a/b/c");
@@ -43,6 +45,7 @@ fn the_nearest_dot_questions_upwards_is_used() {
 
 #[test]
 fn questions_db_is_used_and_db_overrides_it_before_or_after_the_command() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let from_env = dir.path().join("env.db");
     let from_flag = dir.path().join("flag.db");
@@ -71,6 +74,7 @@ fn questions_db_is_used_and_db_overrides_it_before_or_after_the_command() {
 
 #[test]
 fn a_missing_folder_for_an_explicit_path_is_an_io_error() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut log = bare_command(dir.path());
     log.arg("--db")
@@ -83,6 +87,7 @@ fn a_missing_folder_for_an_explicit_path_is_an_io_error() {
 
 #[test]
 fn an_empty_db_is_a_usage_error() {
+    crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut list = bare_command(dir.path());
     list.args(["--db", "", "list"]);

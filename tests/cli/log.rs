@@ -137,7 +137,7 @@ fn blank_stage_or_question_is_a_usage_error_and_writes_nothing() {
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
         assert_eq!(run.error_code(), "usage");
     }
-    assert!(!l.path.exists(), "a usage error must not create the ledger");
+    l.assert_not_created();
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn malformed_options_are_usage_errors() {
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
         assert_eq!(run.error_code(), "usage");
     }
-    assert!(!l.path.exists());
+    l.assert_not_created();
 }
 
 #[test]

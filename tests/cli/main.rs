@@ -21,6 +21,7 @@ mod location;
 mod log;
 mod migration;
 mod parsers;
+mod postgres;
 mod render;
 mod reset;
 mod schema;

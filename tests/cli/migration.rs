@@ -29,6 +29,7 @@ fn old_ledger(l: &Ledger) {
 
 #[test]
 fn an_old_ledger_upgrades_with_nothing_lost_and_ids_continuing() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     old_ledger(&l);
 
@@ -89,6 +90,7 @@ fn an_old_ledger_upgrades_with_nothing_lost_and_ids_continuing() {
 
 #[test]
 fn a_ledger_from_a_newer_questions_is_refused_untouched() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
     {
@@ -119,6 +121,7 @@ fn a_ledger_from_a_newer_questions_is_refused_untouched() {
 
 #[test]
 fn an_old_ledger_in_rollback_mode_refused_as_newer_keeps_its_header() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     old_ledger(&l);
     {

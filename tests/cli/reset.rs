@@ -6,11 +6,12 @@ fn reset_needs_yes() {
     l.log("s", "q");
     let run = l.run(["reset"]);
     assert_eq!((run.code, run.error_code()), (2, "usage"));
-    assert!(l.path.exists());
+    assert_eq!(l.all().len(), 1, "nothing was deleted");
 }
 
 #[test]
 fn reset_deletes_the_ledger_and_its_companions_only() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
     let wal = l.dir.path().join("ledger.db-wal");
@@ -31,6 +32,7 @@ fn reset_deletes_the_ledger_and_its_companions_only() {
 
 #[test]
 fn reset_works_on_a_damaged_ledger() {
+    crate::sqlite_only!();
     let l = Ledger::new();
     std::fs::write(
         &l.path,
@@ -39,4 +41,19 @@ fn reset_works_on_a_damaged_ledger() {
     .unwrap();
     l.ok(["reset", "--yes"]);
     assert!(!l.path.exists());
+}
+
+#[test]
+fn reset_drops_a_database_ledger() {
+    let l = Ledger::new();
+    if l.url.is_none() {
+        return; // the file case is the test above
+    }
+    l.log("s", "q");
+    let out = l.ok(["reset", "--yes"]);
+    assert_eq!(out["procedure"], "reset");
+    assert!(!out["deleted"].as_str().unwrap().contains("secret"));
+    l.assert_not_created();
+    assert_eq!(l.ok(["list"])["count"], 0);
+    assert_eq!(l.log("s", "again?"), 1);
 }
