@@ -97,4 +97,3 @@ pub fn drop_postgres(url: &str) -> Result<()> {
     postgres::Pg::drop_all(url)
 }
 
-pub use postgres::redacted;
