@@ -96,4 +96,3 @@ impl Store {
 pub fn drop_postgres(url: &str) -> Result<()> {
     postgres::Pg::drop_all(url)
 }
-
