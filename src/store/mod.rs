@@ -64,7 +64,9 @@ enum Engine {
 impl Store {
     pub fn open(location: &Location, access: Access) -> Result<Store> {
         let engine = match location {
-            Location::File { .. } => Engine::Sqlite(sqlite::Sqlite::open(location, access)?),
+            Location::File { path, make_folder } => {
+                Engine::Sqlite(sqlite::Sqlite::open(path, *make_folder, access)?)
+            }
             Location::Postgres { url } => match postgres::Pg::open(url, access)? {
                 Some(pg) => Engine::Postgres(pg),
                 None => Engine::Sqlite(sqlite::Sqlite::empty()?),

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, Row, TransactionBehavior};
 
-use super::{migrate, Access, EventFilter, Filter, Location, Tx};
+use super::{migrate, Access, EventFilter, Filter, Tx};
 use crate::error::{Error, Result};
 use crate::model::{normalize_timestamp, Event, NewQuestion, Question, Status};
 
@@ -23,10 +23,8 @@ pub struct Sqlite {
 }
 
 impl Sqlite {
-    pub fn open(location: &Location, access: Access) -> Result<Sqlite> {
-        let Location::File { path, make_folder } = location else {
-            return Err(Error::usage("not a file location"));
-        };
+    /// The ledger file at `path`; `make_folder` creates its folder on the first write.
+    pub fn open(path: &Path, make_folder: bool, access: Access) -> Result<Sqlite> {
         // The ledger is opened for writing: never through a symbolic link, which could
         // point it at a file that is not ours to write.
         if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -47,7 +45,7 @@ impl Sqlite {
                 // Nothing to read: an empty ledger in memory answers exactly as a new file would.
                 Access::Read => return Sqlite::empty(),
                 Access::Write => {
-                    create_file(path, *make_folder)?;
+                    create_file(path, make_folder)?;
                     open_file(path)?
                 }
             },
