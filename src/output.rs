@@ -66,53 +66,7 @@ fn answer_cell(q: &Question) -> String {
     })
 }
 
-/// Text from the ledger as it may be shown to a person: terminal escape sequences (CSI,
-/// OSC and the rest) removed whole and other control characters made spaces, so that a
-/// question written by an agent cannot drive the person's terminal. Newlines are kept
-/// when `keep_newlines`.
-pub fn sanitize(text: &str, keep_newlines: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' | '\u{9b}' | '\u{9d}' => {
-                // ESC [ … final, ESC ] … BEL/ST, ESC P/X/^/_ … ST, or ESC and one char.
-                let kind = if c == '\u{9b}' {
-                    '['
-                } else if c == '\u{9d}' {
-                    ']'
-                } else {
-                    chars.next().unwrap_or(' ')
-                };
-                match kind {
-                    '[' => {
-                        for n in chars.by_ref() {
-                            if ('@'..='~').contains(&n) {
-                                break;
-                            }
-                        }
-                    }
-                    ']' | 'P' | 'X' | '^' | '_' => {
-                        while let Some(n) = chars.next() {
-                            if n == '\u{7}' || n == '\u{9c}' {
-                                break;
-                            }
-                            if n == '\u{1b}' && chars.peek() == Some(&'\\') {
-                                chars.next();
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            '\n' if keep_newlines => out.push('\n'),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::formats::sanitize;
 
 fn clean(text: &str) -> String {
     sanitize(text, false)
@@ -206,26 +160,4 @@ fn shorten(text: &str, width: usize) -> String {
     let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
     cut.push('…');
     cut
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sanitize;
-
-    #[test]
-    fn escape_sequences_are_removed_whole() {
-        assert_eq!(sanitize("red \u{1b}[31mtext\u{1b}[0m!", false), "red text!");
-        assert_eq!(
-            sanitize("title\u{1b}]0;pwned\u{7} here", false),
-            "title here"
-        );
-        assert_eq!(sanitize("clear\u{1b}[2J\u{1b}c now", false), "clear now");
-        assert_eq!(
-            sanitize("osc\u{1b}]8;;http://x\u{1b}\\link", false),
-            "osclink"
-        );
-        assert_eq!(sanitize("tab\there\r\nline", false), "tab here  line");
-        assert_eq!(sanitize("a\nb\u{7}", true), "a\nb ");
-        assert_eq!(sanitize("c1 \u{9b}31m csi", false), "c1  csi");
-    }
 }

@@ -2,7 +2,7 @@ use std::io::IsTerminal;
 
 use serde_json::json;
 
-use super::{select, Outcome, Session};
+use super::{pending, Outcome, Session};
 use crate::cli::AskArgs;
 use crate::clock;
 use crate::error::{Error, Result};
@@ -14,14 +14,8 @@ pub fn run(session: &mut Session, args: AskArgs) -> Result<Outcome> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(terminal::not_a_terminal());
     }
-    let ids = args.ids.as_ref().map(|i| i.0.as_slice());
-    let pending: Vec<_> = session
-        .store(Access::Read)?
-        .read(|tx| select(tx, Some(&args.stage), ids))?
-        .into_iter()
-        .filter(|q| q.status == Status::Pending)
-        .collect();
-    let Some(chosen) = terminal::ask_all(&pending)? else {
+    let questions = pending(session, &args.stage, args.ids.as_ref())?;
+    let Some(chosen) = terminal::ask_all(&questions)? else {
         return Err(Error::cancelled("cancelled; no answer was recorded"));
     };
     let now = clock::now();

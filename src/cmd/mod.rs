@@ -157,6 +157,23 @@ fn select(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Q
     Ok(found)
 }
 
+/// The stage's pending questions, narrowed to `ids` (each of which must be in the stage):
+/// what `render` and `ask` put before a person.
+fn pending(
+    session: &mut Session,
+    stage: &str,
+    ids: Option<&crate::cli::IdList>,
+) -> Result<Vec<Question>> {
+    let ids = ids.map(|i| i.0.as_slice());
+    let all = session
+        .store(crate::store::Access::Read)?
+        .read(|tx| select(tx, Some(stage), ids))?;
+    Ok(all
+        .into_iter()
+        .filter(|q| q.status == crate::model::Status::Pending)
+        .collect())
+}
+
 /// The most input `ingest` and `import` read: far beyond any real subagent output.
 const INPUT_LIMIT: u64 = 32 * 1024 * 1024;
 

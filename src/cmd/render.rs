@@ -1,21 +1,13 @@
 use serde_json::{json, Value};
 
-use super::{select, write_private, Outcome, Rendered, Session};
+use super::{pending, write_private, Outcome, Rendered, Session};
 use crate::cli::{RenderArgs, RenderFormat};
 use crate::clock;
 use crate::error::Result;
 use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
-use crate::model::Status;
-use crate::store::Access;
 
 pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
-    let ids = args.ids.as_ref().map(|i| i.0.as_slice());
-    let questions: Vec<_> = session
-        .store(Access::Read)?
-        .read(|tx| select(tx, Some(&args.stage), ids))?
-        .into_iter()
-        .filter(|q| q.status == Status::Pending)
-        .collect();
+    let questions = pending(session, &args.stage, args.ids.as_ref())?;
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     let name = format_name(args.format);
     let mut warnings = Vec::new();

@@ -9,30 +9,25 @@ use crate::store::Location;
 
 /// Deletes the ledger without opening it, so a damaged ledger can be reset too.
 pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
-    let path = match session.location() {
+    let location = session.location();
+    if !args.yes {
+        return Err(Error::usage(format!(
+            "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",
+            location.display()
+        )));
+    }
+    let path = match location {
         Location::File { path, .. } => path,
         Location::Postgres { url } => {
-            if !args.yes {
-                return Err(Error::usage(format!(
-                    "reset drops the ledger's tables in {} and every question and answer in them; pass --yes to confirm",
-                    session.location().display()
-                )));
-            }
             crate::store::drop_postgres(url)?;
             return Ok(Outcome::ok(json!({
                 "ok": true,
                 "procedure": "reset",
-                "deleted": session.location().display(),
+                "deleted": location.display(),
                 "existed": true,
             })));
         }
     };
-    if !args.yes {
-        return Err(Error::usage(format!(
-            "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",
-            path.display()
-        )));
-    }
     // A symbolic link is removed itself (remove_file never follows it), never its target.
     if !path.is_symlink() && path.is_dir() {
         return Err(Error::io(format!(

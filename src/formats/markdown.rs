@@ -46,11 +46,10 @@ pub fn render(questions: &[Question]) -> String {
     out
 }
 
-/// One line, no control characters: agent text must not break the list or a terminal.
+/// One line, with no escape sequence or control character: agent text must not break
+/// the list or a terminal it is shown in.
 fn inline(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
+    super::sanitize(text, false)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")

@@ -94,6 +94,17 @@ impl Store {
     }
 }
 
+/// A value as both engines store JSON columns: text.
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| crate::error::Error::db(format!("cannot encode a value: {e}")))
+}
+
+/// A stored JSON column read back; text that is not JSON is kept as a string.
+fn json_value(text: Option<String>) -> Option<serde_json::Value> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
+}
+
 /// Drops a PostgreSQL ledger's tables (`reset`); a file ledger is deleted by `reset` itself.
 pub fn drop_postgres(url: &str) -> Result<()> {
     postgres::Pg::drop_all(url)

@@ -12,7 +12,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, IsolationLevel, NoTls, Row};
 
-use super::{migrate, Access, EventFilter, Filter, Tx};
+use super::{json_value, migrate, to_json, Access, EventFilter, Filter, Tx};
 use crate::error::{Error, Result};
 use crate::model::{normalize_timestamp, Event, NewQuestion, Question, Status};
 
@@ -246,14 +246,6 @@ fn question_from_row(row: &Row) -> Result<Question> {
         skip_reason: text(18)?,
         source: text(19)?.unwrap_or_else(|| "cli".to_string()),
     })
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
-}
-
-fn json_value(text: Option<String>) -> Option<serde_json::Value> {
-    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
 }
 
 impl Tx for PgTx<'_> {

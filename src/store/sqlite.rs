@@ -14,7 +14,7 @@ use std::time::Duration;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OpenFlags, Row, TransactionBehavior};
 
-use super::{migrate, Access, EventFilter, Filter, Tx};
+use super::{json_value, migrate, to_json, Access, EventFilter, Filter, Tx};
 use crate::error::{Error, Result};
 use crate::model::{normalize_timestamp, Event, NewQuestion, Question, Status};
 
@@ -244,14 +244,6 @@ fn question_from_row(row: &Row) -> rusqlite::Result<Question> {
         skip_reason: text(row, 18)?,
         source: text(row, 19)?.unwrap_or_else(|| "cli".to_string()),
     })
-}
-
-fn json_value(text: Option<String>) -> Option<serde_json::Value> {
-    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
 }
 
 impl Tx for Connection {

@@ -189,6 +189,15 @@ fn markdown_is_an_open_questions_section() {
         "{md}"
     );
     assert!(md.contains("  - [ ] PostgreSQL (Recommended)"), "{md}");
+    l.log("intake", "Colour\u{1b}[31m in text\u{1b}[0m?");
+    let md = l
+        .run(["render", "--stage", "intake", "--format", "markdown"])
+        .stdout;
+    assert!(md.contains("Colour in text?"), "{md}");
+    assert!(
+        !md.contains('\u{1b}') && !md.contains("[31m"),
+        "an escape sequence got through: {md}"
+    );
 }
 
 #[test]
