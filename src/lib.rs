@@ -8,12 +8,14 @@ pub mod cmd;
 pub mod error;
 pub mod formats;
 pub mod model;
+pub mod ops;
 pub mod output;
 pub mod store;
 pub mod terminal;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -27,16 +29,44 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    // A panic is a bug; the user still gets the contract's JSON, not a backtrace.
-    std::panic::set_hook(Box::new(|_| {}));
+    // A panic is a bug: its message goes to stderr for the report, and the user still
+    // gets the contract's JSON, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        output::note(&format!("internal error: {info}"));
+    }));
     std::panic::catch_unwind(|| run_args(&args)).unwrap_or_else(|_| {
-        let err = Error::db(
+        let message = if COMMITTED.load(Ordering::SeqCst) {
+            "internal error: questions stopped after its change was recorded, before it \
+             could report it; 'questions list' or 'questions history' shows what the ledger \
+             holds. Please report it with the command that caused it"
+        } else {
             "internal error: questions stopped before finishing, and nothing this call \
-             started was recorded. Please report it with the command that caused it",
-        );
+             started was recorded. Please report it with the command that caused it"
+        };
+        let err = Error::db(message);
         output::failure(None, &err);
         ExitCode::from(err.code.exit_code())
     })
+}
+
+/// Set once a write of this call has committed: from then on, a failure must not claim
+/// that nothing was recorded.
+static COMMITTED: AtomicBool = AtomicBool::new(false);
+
+/// Called by the store after each commit.
+pub(crate) fn committed() {
+    COMMITTED.store(true, Ordering::SeqCst);
+    fault("after-commit");
+}
+
+/// The faults the suite injects to check what a panic reports: `QUESTIONS_TEST_PANIC`
+/// names the point. Compiled into debug builds only.
+pub(crate) fn fault(point: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("QUESTIONS_TEST_PANIC").is_some_and(|p| p == point) {
+        panic!("injected at {point} (QUESTIONS_TEST_PANIC)");
+    }
+    let _ = point;
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
@@ -47,7 +77,7 @@ fn run_args(args: &[OsString]) -> ExitCode {
     let procedure = cli.command.name();
     match cmd::dispatch(cli) {
         Ok(outcome) => {
-            outcome.print();
+            outcome.print(procedure);
             ExitCode::from(outcome.exit)
         }
         Err(err) => {

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -29,6 +31,70 @@ impl Status {
             "skipped" => Status::Skipped,
             _ => Status::Pending,
         }
+    }
+}
+
+/// How a question arrived in the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    Cli,
+    Uwf,
+    OpenQuestions,
+    AskUser,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Cli => "cli",
+            Source::Uwf => "uwf",
+            Source::OpenQuestions => "open-questions",
+            Source::AskUser => "ask-user",
+        }
+    }
+
+    /// Reads a stored source; rows written by other tools without one came from a command line.
+    pub fn from_stored(text: &str) -> Source {
+        match text {
+            "uwf" => Source::Uwf,
+            "open-questions" => Source::OpenQuestions,
+            "ask-user" => Source::AskUser,
+            _ => Source::Cli,
+        }
+    }
+}
+
+impl From<crate::formats::Source> for Source {
+    fn from(format: crate::formats::Source) -> Source {
+        match format {
+            crate::formats::Source::Uwf => Source::Uwf,
+            crate::formats::Source::OpenQuestions => Source::OpenQuestions,
+            crate::formats::Source::AskUser => Source::AskUser,
+        }
+    }
+}
+
+/// A stage gate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gate {
+    Pass,
+    Fail,
+}
+
+impl Gate {
+    /// The gate over these questions: it fails while a required one is pending.
+    pub fn over<'a>(questions: impl IntoIterator<Item = &'a Question>) -> Gate {
+        if questions.into_iter().any(Question::blocks_gate) {
+            Gate::Fail
+        } else {
+            Gate::Pass
+        }
+    }
+
+    pub fn passes(self) -> bool {
+        self == Gate::Pass
     }
 }
 
@@ -63,7 +129,7 @@ pub struct Question {
     pub selected: Vec<String>,
     pub was_custom: Option<bool>,
     pub skip_reason: Option<String>,
-    pub source: String,
+    pub source: Source,
 }
 
 impl Question {
@@ -73,7 +139,7 @@ impl Question {
     }
 
     /// This question answered with `resolved` at `now`.
-    pub fn answered(&self, resolved: Resolved, now: &str) -> Question {
+    fn answered(&self, resolved: Resolved, now: &str) -> Question {
         Question {
             status: Status::Answered,
             answer: Some(resolved.answer),
@@ -87,7 +153,7 @@ impl Question {
     }
 
     /// This question skipped at `now`; an earlier answer is left to the history.
-    pub fn skipped(&self, reason: Option<String>, now: &str) -> Question {
+    fn skipped(&self, reason: Option<String>, now: &str) -> Question {
         Question {
             status: Status::Skipped,
             answer: None,
@@ -101,12 +167,136 @@ impl Question {
     }
 
     /// The conflict message for replacing the answer on record.
-    pub fn conflict_message(&self, action: &str) -> String {
-        format!(
+    fn conflict(&self, action: &str) -> Error {
+        Error::conflict(format!(
             "question {} is already answered: \"{}\"; pass --force to {action} (the earlier answer stays in the history)",
             self.id,
             self.answer.as_deref().unwrap_or("")
-        )
+        ))
+    }
+
+    /// Answers this question as `mode` allows. `Ok(None)`: nothing to change (the same
+    /// answer again where that is harmless); an error is a `conflict` or `invalid_answer`.
+    pub fn answer(&self, input: &AnswerInput, mode: Mode, now: &str) -> Result<Option<Transition>> {
+        if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.status) {
+            // Refused before the answer is even read: the answer on record stands.
+            return Err(self.conflict("replace that answer"));
+        }
+        let resolved = resolve_answer(self, input).map_err(Error::invalid_answer)?;
+        let same = self.answer.as_deref() == Some(resolved.answer.as_str());
+        let kind = match mode {
+            Mode::Direct { .. } => match self.status {
+                Status::Answered => EventKind::Reanswered,
+                _ => EventKind::Answered,
+            },
+            Mode::Import { force } => match self.status {
+                Status::Answered if same => return Ok(None),
+                Status::Answered if !force => return Err(self.conflict("replace it")),
+                _ => EventKind::Imported,
+            },
+            Mode::Ask => match self.status {
+                Status::Pending => EventKind::Answered,
+                _ if same => return Ok(None),
+                other => {
+                    return Err(Error::conflict(format!(
+                        "question {} was {} by someone else meanwhile; nothing was recorded, run ask again",
+                        self.id,
+                        other.as_str()
+                    )))
+                }
+            },
+            Mode::Default => match self.status {
+                Status::Pending => EventKind::Defaulted,
+                _ => return Ok(None),
+            },
+        };
+        let mut resolved = resolved;
+        if mode == Mode::Default {
+            // The person's proposed value, taken as offered: never custom text.
+            resolved.was_custom = Some(false);
+        }
+        Ok(Some(Transition::Changed {
+            kind,
+            before: Box::new(self.clone()),
+            after: Box::new(self.answered(resolved, now)),
+        }))
+    }
+
+    /// Skips this question as `mode` allows; skipping a skipped question changes nothing.
+    pub fn skip(
+        &self,
+        reason: Option<String>,
+        mode: Mode,
+        now: &str,
+    ) -> Result<Option<Transition>> {
+        let force = match mode {
+            Mode::Direct { force } | Mode::Import { force } => force,
+            Mode::Ask | Mode::Default => false,
+        };
+        match self.status {
+            Status::Skipped => return Ok(None),
+            Status::Answered if !force => {
+                let action = match mode {
+                    Mode::Direct { .. } => "skip it anyway",
+                    _ => "skip it",
+                };
+                return Err(self.conflict(action));
+            }
+            _ => {}
+        }
+        Ok(Some(Transition::Changed {
+            kind: EventKind::Skipped,
+            before: Box::new(self.clone()),
+            after: Box::new(self.skipped(reason, now)),
+        }))
+    }
+
+    /// Takes this question out of the live ledger; its whole row stays in the history.
+    pub fn clear(&self, now: &str) -> Transition {
+        Transition::Cleared {
+            before: self.clone(),
+            at: now.to_string(),
+        }
+    }
+}
+
+/// The rule an answer or a skip is made under; each front end picks the one it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `answer` and `skip`: replacing an answer on record needs force.
+    Direct { force: bool },
+    /// An asking tool's reply: the same answer again changes nothing, another needs force.
+    Import { force: bool },
+    /// A person's answers gathered before anything is written: a question someone else
+    /// changed meanwhile is a conflict, unless they gave the same answer.
+    Ask,
+    /// A pending question's proposed value; a question no longer pending is left alone.
+    Default,
+}
+
+/// One change of the ledger, as the store writes it: the row and its history event
+/// together.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transition {
+    /// A new question.
+    Logged { new: NewQuestion, at: String },
+    /// A question's status or answer changed; `after.updated_at` is when.
+    Changed {
+        kind: EventKind,
+        before: Box<Question>,
+        after: Box<Question>,
+    },
+    /// A question taken out of the live ledger.
+    Cleared { before: Question, at: String },
+}
+
+impl NewQuestion {
+    /// Logging this question at `now`.
+    pub fn log(self, now: &str) -> Transition {
+        Transition::Logged {
+            new: self,
+            at: now.to_string(),
+        }
     }
 }
 
@@ -123,10 +313,11 @@ pub struct NewQuestion {
     pub options: Vec<QuestionOption>,
     pub multi_select: bool,
     pub allow_freeform: bool,
-    pub source: String,
+    pub source: Source,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EventKind {
     Logged,
     Answered,
@@ -151,45 +342,32 @@ impl EventKind {
     }
 }
 
+impl EventKind {
+    /// Reads a stored kind; `None` for one this binary does not know.
+    pub fn from_stored(text: &str) -> Option<EventKind> {
+        [
+            EventKind::Logged,
+            EventKind::Answered,
+            EventKind::Reanswered,
+            EventKind::Skipped,
+            EventKind::Cleared,
+            EventKind::Imported,
+            EventKind::Defaulted,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+    }
+}
+
 /// One line of the append-only history: the whole question before and after a change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     pub at: String,
-    pub event: String,
+    pub event: EventKind,
     pub question_id: i64,
     pub stage: String,
-    pub before: Option<serde_json::Value>,
-    pub after: Option<serde_json::Value>,
-}
-
-impl Event {
-    /// A change that leaves the question in the ledger (`after`), from `before` if it existed.
-    pub fn change(kind: EventKind, at: &str, before: Option<&Question>, after: &Question) -> Event {
-        Event {
-            at: at.to_string(),
-            event: kind.as_str().to_string(),
-            question_id: after.id,
-            stage: after.stage.clone(),
-            before: before.map(to_value),
-            after: Some(to_value(after)),
-        }
-    }
-
-    /// A question taken out of the live ledger: its whole row stays here.
-    pub fn cleared(at: &str, before: &Question) -> Event {
-        Event {
-            at: at.to_string(),
-            event: EventKind::Cleared.as_str().to_string(),
-            question_id: before.id,
-            stage: before.stage.clone(),
-            before: Some(to_value(before)),
-            after: None,
-        }
-    }
-}
-
-fn to_value(q: &Question) -> serde_json::Value {
-    serde_json::to_value(q).unwrap_or(serde_json::Value::Null)
+    pub before: Option<Question>,
+    pub after: Option<Question>,
 }
 
 /// The proposed value a question carries: its own, else its recommended option's label.
@@ -448,7 +626,7 @@ mod tests {
             selected: vec![],
             was_custom: None,
             skip_reason: None,
-            source: "cli".into(),
+            source: Source::Cli,
         }
     }
 

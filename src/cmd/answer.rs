@@ -1,40 +1,16 @@
-use serde_json::json;
-
-use super::{existing, Outcome, Session};
+use super::Outcome;
 use crate::cli::AnswerArgs;
-use crate::clock;
-use crate::error::{Error, Result};
-use crate::model::{resolve_answer, AnswerInput, Event, EventKind, Status};
-use crate::store::Access;
+use crate::error::Result;
+use crate::model::AnswerInput;
+use crate::ops;
+use crate::store::Ledger;
 
-pub fn run(session: &mut Session, args: AnswerArgs) -> Result<Outcome> {
+pub fn run(ledger: &mut Ledger, args: AnswerArgs) -> Result<Outcome> {
     let input = AnswerInput {
         text: args.answer,
         select: args.select,
     };
-    let now = clock::now();
-    let question = session.store(Access::Write)?.write(|tx| {
-        let before = existing(tx, args.id)?;
-        if before.status == Status::Answered && !args.force {
-            return Err(Error::conflict(
-                before.conflict_message("replace that answer"),
-            ));
-        }
-        let resolved = resolve_answer(&before, &input).map_err(Error::invalid_answer)?;
-        let q = before.answered(resolved, &now);
-        tx.update(&q)?;
-        let kind = if before.status == Status::Answered {
-            EventKind::Reanswered
-        } else {
-            EventKind::Answered
-        };
-        tx.record(&Event::change(kind, &now, Some(&before), &q))?;
-        Ok(q)
-    })?;
-    Ok(Outcome::ok(json!({
-        "ok": true,
-        "procedure": "answer",
-        "question_id": question.id,
-        "question": question,
-    })))
+    Ok(Outcome::ok(ops::answer(
+        ledger, args.id, &input, args.force,
+    )?))
 }

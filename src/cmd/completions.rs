@@ -1,6 +1,6 @@
 use clap::CommandFactory;
 
-use super::{Outcome, Rendered};
+use super::Outcome;
 use crate::cli::{Cli, CompletionsArgs};
 use crate::error::Result;
 
@@ -9,7 +9,7 @@ pub fn completions(args: CompletionsArgs) -> Result<Outcome> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "questions", &mut script);
-    Ok(text(String::from_utf8_lossy(&script).into_owned()))
+    Ok(Outcome::text(String::from_utf8_lossy(&script).into_owned()))
 }
 
 /// The man page, in roff.
@@ -18,13 +18,5 @@ pub fn man() -> Result<Outcome> {
     clap_mangen::Man::new(Cli::command())
         .render(&mut page)
         .map_err(|e| crate::error::Error::io(format!("cannot render the man page: {e}")))?;
-    Ok(text(String::from_utf8_lossy(&page).into_owned()))
-}
-
-fn text(body: String) -> Outcome {
-    Outcome {
-        body: Rendered::Text(body),
-        exit: 0,
-        note: None,
-    }
+    Ok(Outcome::text(String::from_utf8_lossy(&page).into_owned()))
 }

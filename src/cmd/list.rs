@@ -1,36 +1,35 @@
 use std::io::IsTerminal;
 
-use super::{Outcome, Rendered, Session};
+use serde::Serialize;
+
+use super::Outcome;
 use crate::cli::{ListArgs, ListFormat};
 use crate::error::Result;
+use crate::model::Question;
+use crate::ops;
 use crate::output;
-use crate::store::{Access, Filter};
+use crate::store::{Filter, Ledger};
 
-pub fn run(session: &mut Session, args: ListArgs) -> Result<Outcome> {
+#[derive(Serialize)]
+struct Listed {
+    count: usize,
+    questions: Vec<Question>,
+}
+
+pub fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     let filter = Filter {
         stage: args.stage,
         status: args.status.map(Into::into),
         group: args.group,
         ids: None,
     };
-    let questions = session
-        .store(Access::Read)?
-        .read(|tx| tx.questions(&filter))?;
+    let questions = ops::list(ledger, &filter)?;
     let body = match args.format {
         ListFormat::Json => {
-            #[derive(serde::Serialize)]
-            struct Listed<'a> {
-                ok: bool,
-                procedure: &'static str,
-                count: usize,
-                questions: &'a [crate::model::Question],
-            }
             return Ok(Outcome::ok(Listed {
-                ok: true,
-                procedure: "list",
                 count: questions.len(),
-                questions: &questions,
-            }));
+                questions,
+            }))
         }
         ListFormat::Jsonl => output::jsonl(&questions),
         ListFormat::Markdown => output::markdown(&questions),
@@ -39,11 +38,7 @@ pub fn run(session: &mut Session, args: ListArgs) -> Result<Outcome> {
             output::table(&questions, width(terminal), terminal && colour_allowed())
         }
     };
-    Ok(Outcome {
-        body: Rendered::Text(body),
-        exit: 0,
-        note: None,
-    })
+    Ok(Outcome::text(body))
 }
 
 /// The terminal's width; else $COLUMNS; else 100.

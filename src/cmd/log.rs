@@ -1,37 +1,16 @@
-use serde_json::json;
-
-use super::{Outcome, Session};
+use super::Outcome;
 use crate::cli::LogArgs;
-use crate::clock;
 use crate::error::{Error, Result};
 use crate::model::{
-    proposed_or_recommended, split_recommended, Event, EventKind, NewQuestion, QuestionOption,
+    proposed_or_recommended, split_recommended, NewQuestion, QuestionOption, Source,
 };
-use crate::store::Access;
+use crate::ops;
+use crate::store::Ledger;
 
-pub fn run(session: &mut Session, args: LogArgs) -> Result<Outcome> {
+pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
     let new = new_question(args)?;
-    let now = clock::now();
-    let (question, created) = session.store(Access::Write)?.write(|tx| {
-        if !allow_duplicate {
-            if let Some(same) =
-                tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)?
-            {
-                return Ok((same, false));
-            }
-        }
-        let q = tx.insert(&new, &now)?;
-        tx.record(&Event::change(EventKind::Logged, &now, None, &q))?;
-        Ok((q, true))
-    })?;
-    Ok(Outcome::ok(json!({
-        "ok": true,
-        "procedure": "log",
-        "question_id": question.id,
-        "created": created,
-        "question": question,
-    })))
+    Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
 }
 
 fn blank_to_none(text: Option<String>) -> Option<String> {
@@ -67,7 +46,7 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         options,
         multi_select: args.multi_select,
         allow_freeform: !args.no_freeform,
-        source: "cli".to_string(),
+        source: Source::Cli,
     })
 }
 

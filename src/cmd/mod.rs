@@ -21,39 +21,83 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::model::Question;
 use crate::output;
-use crate::store::{Access, Location, Store};
-use crate::store::{Filter, Tx};
+use crate::store::{Ledger, Location};
 
 /// What a command produced: the document to print and the exit code. A failed gate is
 /// an outcome (exit 1), not an error.
 pub struct Outcome {
-    pub body: Rendered,
+    body: Body,
     pub exit: u8,
     /// A line for stderr, for people reading a CI log.
     pub note: Option<String>,
 }
 
-/// What goes to stdout: a JSON document (already serialized, straight from its types)
+/// What goes to stdout: a result that `print` puts in the `{"ok", "procedure"}` envelope,
 /// or text.
-pub enum Rendered {
-    Json(String),
+enum Body {
+    Json { ok: bool, result: Box<dyn Document> },
     Text(String),
 }
 
+/// A typed result, printed inside the envelope straight from its types.
+trait Document {
+    fn render(&self, ok: bool, procedure: &str) -> String;
+}
+
+impl<T: serde::Serialize> Document for T {
+    fn render(&self, ok: bool, procedure: &str) -> String {
+        document(ok, procedure, self)
+    }
+}
+
+/// The one place a result is put in the contract's envelope: `ok`, `procedure`, then the
+/// result's own keys.
+pub fn document(ok: bool, procedure: &str, result: &impl serde::Serialize) -> String {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a, T> {
+        ok: bool,
+        procedure: &'a str,
+        #[serde(flatten)]
+        result: &'a T,
+    }
+    output::pretty(&Envelope {
+        ok,
+        procedure,
+        result,
+    })
+}
+
 impl Outcome {
-    pub fn ok(body: impl serde::Serialize) -> Outcome {
+    /// Success: `result`'s keys follow `"ok": true` and the procedure's name.
+    pub fn ok(result: impl serde::Serialize + 'static) -> Outcome {
+        Outcome::json(true, result, 0)
+    }
+
+    /// A result with its own verdict: `ok` and the exit code say whether it passed.
+    pub fn json(ok: bool, result: impl serde::Serialize + 'static, exit: u8) -> Outcome {
         Outcome {
-            body: Rendered::Json(output::pretty(&body)),
+            body: Body::Json {
+                ok,
+                result: Box::new(result),
+            },
+            exit,
+            note: None,
+        }
+    }
+
+    pub fn text(text: String) -> Outcome {
+        Outcome {
+            body: Body::Text(text),
             exit: 0,
             note: None,
         }
     }
 
-    pub fn print(&self) {
+    pub fn print(&self, procedure: &str) {
         match &self.body {
-            Rendered::Json(text) | Rendered::Text(text) => output::text_out(text),
+            Body::Json { ok, result } => output::text_out(&result.render(*ok, procedure)),
+            Body::Text(text) => output::text_out(text),
         }
         if let Some(note) = &self.note {
             output::note(note);
@@ -61,117 +105,28 @@ impl Outcome {
     }
 }
 
-/// The ledger for this call: found once, opened at most once, and only when a command
-/// has checked its arguments and needs it.
-pub struct Session {
-    location: Location,
-    store: Option<Store>,
-}
-
-impl Session {
-    pub fn store(&mut self, access: Access) -> Result<&mut Store> {
-        if self.store.is_none() {
-            self.store = Some(Store::open(&self.location, access)?);
-        }
-        Ok(self.store.as_mut().expect("opened just above"))
-    }
-
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
-}
-
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
     let location = Location::resolve(cli.db.as_deref())?;
-    let mut session = Session {
-        location,
-        store: None,
-    };
-    let s = &mut session;
+    let mut ledger = Ledger::new(location);
+    let l = &mut ledger;
     match cli.command {
-        Command::Log(args) => log::run(s, args),
-        Command::Answer(args) => answer::run(s, args),
-        Command::Skip(args) => skip::run(s, args),
-        Command::List(args) => list::run(s, args),
-        Command::Check(args) => check::run(s, args),
-        Command::Clear(args) => clear::run(s, args),
-        Command::Reset(args) => reset::run(s, args),
-        Command::History(args) => history::run(s, args),
-        Command::Ingest(args) => ingest::run(s, args),
-        Command::Render(args) => render::run(s, args),
-        Command::Import(args) => import::run(s, args),
-        Command::Answers(args) => answers::run(s, args),
-        Command::AcceptDefaults(args) => accept_defaults::run(s, args),
-        Command::Ask(args) => ask::run(s, args),
+        Command::Log(args) => log::run(l, args),
+        Command::Answer(args) => answer::run(l, args),
+        Command::Skip(args) => skip::run(l, args),
+        Command::List(args) => list::run(l, args),
+        Command::Check(args) => check::run(l, args),
+        Command::Clear(args) => clear::run(l, args),
+        Command::Reset(args) => reset::run(l, args),
+        Command::History(args) => history::run(l, args),
+        Command::Ingest(args) => ingest::run(l, args),
+        Command::Render(args) => render::run(l, args),
+        Command::Import(args) => import::run(l, args),
+        Command::Answers(args) => answers::run(l, args),
+        Command::AcceptDefaults(args) => accept_defaults::run(l, args),
+        Command::Ask(args) => ask::run(l, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
     }
-}
-
-/// The question with this id, or `not_found`.
-fn existing(tx: &dyn crate::store::Tx, id: i64) -> Result<crate::model::Question> {
-    tx.question(id)?.ok_or_else(|| {
-        crate::error::Error::not_found(format!(
-            "there is no question {id} in the ledger; 'questions list' shows the ids"
-        ))
-    })
-}
-
-/// The questions a command works on: the stage's, narrowed to `ids`. Every id must exist
-/// (and be in the stage, when one is given): an unknown id never passes a gate.
-fn select(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Question>> {
-    let found = tx.questions(&Filter {
-        stage: if ids.is_some() {
-            None
-        } else {
-            stage.map(str::to_string)
-        },
-        ids: ids.map(<[i64]>::to_vec),
-        ..Filter::default()
-    })?;
-    let Some(ids) = ids else { return Ok(found) };
-    let missing: Vec<String> = ids
-        .iter()
-        .filter(|id| !found.iter().any(|q| q.id == **id))
-        .map(i64::to_string)
-        .collect();
-    if !missing.is_empty() {
-        return Err(Error::not_found(format!(
-            "no question with id {} in the ledger; an unknown id never passes a gate",
-            missing.join(", ")
-        )));
-    }
-    if let Some(stage) = stage {
-        let outside: Vec<String> = found
-            .iter()
-            .filter(|q| q.stage != stage)
-            .map(|q| format!("{} (stage '{}')", q.id, q.stage))
-            .collect();
-        if !outside.is_empty() {
-            return Err(Error::not_found(format!(
-                "question {} not in stage '{stage}'; check the ids stored for this stage",
-                outside.join(", ")
-            )));
-        }
-    }
-    Ok(found)
-}
-
-/// The stage's pending questions, narrowed to `ids` (each of which must be in the stage):
-/// what `render` and `ask` put before a person.
-fn pending(
-    session: &mut Session,
-    stage: &str,
-    ids: Option<&crate::cli::IdList>,
-) -> Result<Vec<Question>> {
-    let ids = ids.map(|i| i.0.as_slice());
-    let all = session
-        .store(crate::store::Access::Read)?
-        .read(|tx| select(tx, Some(stage), ids))?;
-    Ok(all
-        .into_iter()
-        .filter(|q| q.status == crate::model::Status::Pending)
-        .collect())
 }
 
 /// The most input `ingest` and `import` read: far beyond any real subagent output.

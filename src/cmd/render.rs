@@ -1,117 +1,114 @@
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{pending, write_private, Outcome, Rendered, Session};
+use super::{document, write_private, Outcome};
 use crate::cli::{RenderArgs, RenderFormat};
 use crate::clock;
 use crate::error::Result;
 use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
+use crate::ops;
+use crate::store::Ledger;
 
-pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
-    let questions = pending(session, &args.stage, args.ids.as_ref())?;
+#[derive(Serialize)]
+struct Batch {
+    question_ids: Vec<i64>,
+    payload: Value,
+}
+
+/// The ask-user and vscode document: the payloads to pass to the tool, in batches.
+#[derive(Serialize)]
+struct Batches {
+    format: &'static str,
+    stage: String,
+    batches: Vec<Batch>,
+    warnings: Vec<String>,
+}
+
+/// The pi-pending document: the file's content as `payload`.
+#[derive(Serialize)]
+struct Pending {
+    format: &'static str,
+    stage: String,
+    question_ids: Vec<i64>,
+    payload: Value,
+    warnings: Vec<String>,
+}
+
+/// What stdout says when --out took the rendering.
+#[derive(Serialize)]
+struct Written {
+    format: &'static str,
+    stage: String,
+    question_ids: Vec<i64>,
+    out: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<Vec<String>>,
+}
+
+pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
+    let ids = args.ids.as_ref().map(|i| i.0.as_slice());
+    let questions = ops::pending(ledger, &args.stage, ids)?;
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
-    let name = format_name(args.format);
+    let format = format_name(args.format);
+    let stage = args.stage;
     let mut warnings = Vec::new();
 
-    let text = match args.format {
+    // The text for --out (or stdout), and the warnings the summary carries.
+    let (text, warnings) = match args.format {
         RenderFormat::AskUser | RenderFormat::Vscode => {
             let batches = if args.format == RenderFormat::AskUser {
                 ask_user::render_ask_user(&questions, &mut warnings)
             } else {
                 ask_user::render_vscode(&questions, &mut warnings)
             };
-            let batches: Vec<Value> = batches
-                .into_iter()
-                .map(|b| json!({ "question_ids": b.question_ids, "payload": b.payload }))
-                .collect();
-            let body = json!({
-                "ok": true,
-                "procedure": "render",
-                "format": name,
-                "stage": args.stage,
-                "batches": batches,
-                "warnings": warnings,
-            });
-            return written_or_printed(
-                body,
-                args.out.as_deref(),
-                name,
-                &args.stage,
-                question_ids,
-                None,
-            );
+            let doc = Batches {
+                format,
+                stage: stage.clone(),
+                batches: batches
+                    .into_iter()
+                    .map(|b| Batch {
+                        question_ids: b.question_ids,
+                        payload: b.payload,
+                    })
+                    .collect(),
+                warnings,
+            };
+            if args.out.is_none() {
+                return Ok(Outcome::ok(doc));
+            }
+            (document(true, "render", &doc), Some(doc.warnings))
         }
         RenderFormat::PiPending => {
-            let file = pi::render_pending(&args.stage, &clock::now(), &questions);
-            let body = json!({
-                "ok": true,
-                "procedure": "render",
-                "format": name,
-                "stage": args.stage,
-                "question_ids": question_ids,
-                "payload": file,
-                "warnings": warnings,
-            });
-            let content = serde_json::to_string_pretty(&file).unwrap_or_default() + "\n";
-            return written_or_printed(
-                body,
-                args.out.as_deref(),
-                name,
-                &args.stage,
-                question_ids,
-                Some(content),
-            );
+            let payload = pi::render_pending(&stage, &clock::now(), &questions);
+            if args.out.is_none() {
+                return Ok(Outcome::ok(Pending {
+                    format,
+                    stage,
+                    question_ids,
+                    payload,
+                    warnings,
+                }));
+            }
+            let file = serde_json::to_string_pretty(&payload).unwrap_or_default() + "\n";
+            (file, Some(warnings))
         }
-        RenderFormat::OpenQuestions => open_questions::render(&questions),
-        RenderFormat::Uwf => uwf::render(&questions),
-        RenderFormat::Markdown => markdown::render(&questions),
+        RenderFormat::OpenQuestions => (open_questions::render(&questions), None),
+        RenderFormat::Uwf => (uwf::render(&questions), None),
+        RenderFormat::Markdown => (markdown::render(&questions), None),
     };
     match args.out {
         Some(path) => {
             write_private(&path, &text)?;
-            Ok(Outcome::ok(written(name, &args.stage, question_ids, &path)))
+            Ok(Outcome::ok(Written {
+                format,
+                stage,
+                question_ids,
+                out: path.display().to_string(),
+                warnings,
+            }))
         }
-        None => Ok(Outcome {
-            body: Rendered::Text(text),
-            exit: 0,
-            note: None,
-        }),
+        None => Ok(Outcome::text(text)),
     }
-}
-
-/// JSON renderings print their document; with --out the file gets `content` (or the
-/// document) and stdout says where it went.
-fn written_or_printed(
-    body: Value,
-    out: Option<&std::path::Path>,
-    name: &str,
-    stage: &str,
-    ids: Vec<i64>,
-    content: Option<String>,
-) -> Result<Outcome> {
-    match out {
-        None => Ok(Outcome::ok(body)),
-        Some(path) => {
-            let content = content
-                .unwrap_or_else(|| serde_json::to_string_pretty(&body).unwrap_or_default() + "\n");
-            write_private(path, &content)?;
-            let mut summary = written(name, stage, ids, path);
-            if let Some(w) = body.get("warnings") {
-                summary["warnings"] = w.clone();
-            }
-            Ok(Outcome::ok(summary))
-        }
-    }
-}
-
-fn written(name: &str, stage: &str, ids: Vec<i64>, path: &std::path::Path) -> Value {
-    json!({
-        "ok": true,
-        "procedure": "render",
-        "format": name,
-        "stage": stage,
-        "question_ids": ids,
-        "out": path.display().to_string(),
-    })
 }
 
 fn format_name(format: RenderFormat) -> &'static str {

@@ -1,15 +1,21 @@
 use std::io::ErrorKind;
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{Outcome, Session};
+use super::Outcome;
 use crate::cli::ResetArgs;
 use crate::error::{Error, Result};
-use crate::store::Location;
+use crate::store::{Ledger, Location};
+
+#[derive(Serialize)]
+struct Reset {
+    deleted: String,
+    existed: bool,
+}
 
 /// Deletes the ledger without opening it, so a damaged ledger can be reset too.
-pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
-    let location = session.location();
+pub fn run(ledger: &mut Ledger, args: ResetArgs) -> Result<Outcome> {
+    let location = ledger.location();
     if !args.yes {
         return Err(Error::usage(format!(
             "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",
@@ -19,13 +25,11 @@ pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
     let path = match location {
         Location::File { path, .. } => path,
         Location::Postgres { url } => {
-            crate::store::drop_postgres(url)?;
-            return Ok(Outcome::ok(json!({
-                "ok": true,
-                "procedure": "reset",
-                "deleted": location.display(),
-                "existed": true,
-            })));
+            let existed = crate::store::drop_postgres(url)?;
+            return Ok(Outcome::ok(Reset {
+                deleted: location.display(),
+                existed,
+            }));
         }
     };
     // A symbolic link is removed itself (remove_file never follows it), never its target.
@@ -50,10 +54,8 @@ pub fn run(session: &mut Session, args: ResetArgs) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::ok(json!({
-        "ok": true,
-        "procedure": "reset",
-        "deleted": path.display().to_string(),
-        "existed": existed,
-    })))
+    Ok(Outcome::ok(Reset {
+        deleted: path.display().to_string(),
+        existed,
+    }))
 }

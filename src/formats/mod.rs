@@ -448,7 +448,7 @@ pub(crate) fn draft(
         multi_select: multi_select && !options.is_empty(),
         allow_freeform: allow_freeform || options.is_empty(),
         options,
-        source: source.as_str().to_string(),
+        source: source.into(),
     }
 }
 

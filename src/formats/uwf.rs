@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(qs[0].proposed.as_deref(), Some("Build a blog platform"));
         assert!(qs[0].required);
         assert!(!qs[1].required);
-        assert_eq!(qs[1].source, "uwf");
+        assert_eq!(qs[1].source, crate::model::Source::Uwf);
     }
 
     #[test]

@@ -1,24 +1,18 @@
-//! Where the ledger lives and everything that touches it. Commands see only `Store` and
-//! the `Tx` trait; the SQL and connection handling of each engine stay in this folder.
+//! Where the ledger lives and everything that touches it. The operations see only `Ledger`
+//! and `Tx`; the SQL is written once (`sql`), and each engine's connection handling stays
+//! in its own file.
 
 mod location;
 mod migrate;
 mod postgres;
+mod sql;
 mod sqlite;
 
 pub use location::Location;
+pub use sql::Tx;
 
 use crate::error::Result;
-use crate::model::{Event, NewQuestion, Question, Status};
-
-/// What a command needs of the ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Reads only: a ledger that does not exist reads as empty and is not created.
-    Read,
-    /// Writes: the ledger (and its default folder) is created when missing.
-    Write,
-}
+use crate::model::Status;
 
 /// Which questions a query returns; every field narrows.
 #[derive(Debug, Clone, Default)]
@@ -36,76 +30,155 @@ pub enum EventFilter {
     Stage(String),
 }
 
-/// The operations a command composes inside one transaction.
-pub trait Tx {
-    fn question(&self, id: i64) -> Result<Option<Question>>;
-    /// Matching questions by id ascending.
-    fn questions(&self, filter: &Filter) -> Result<Vec<Question>>;
-    /// The question with this stage, group (or none) and text, whatever its status.
-    fn find_same(&self, stage: &str, group: Option<&str>, text: &str) -> Result<Option<Question>>;
-    fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question>;
-    /// Writes every mutable field of `q` back.
-    fn update(&self, q: &Question) -> Result<()>;
-    /// Removes a stage's questions and returns them as they were.
-    fn delete_stage(&self, stage: &str) -> Result<Vec<Question>>;
-    fn record(&self, event: &Event) -> Result<()>;
-    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
-}
-
-pub struct Store {
-    engine: Engine,
-}
-
+/// One open connection, of either engine.
 enum Engine {
     Sqlite(sqlite::Sqlite),
     Postgres(postgres::Pg),
 }
 
-impl Store {
-    pub fn open(location: &Location, access: Access) -> Result<Store> {
-        let engine = match location {
-            Location::File { path, make_folder } => {
-                Engine::Sqlite(sqlite::Sqlite::open(path, *make_folder, access)?)
-            }
-            Location::Postgres { url } => match postgres::Pg::open(url, access)? {
-                Some(pg) => Engine::Postgres(pg),
-                None => Engine::Sqlite(sqlite::Sqlite::empty()?),
-            },
-        };
-        Ok(Store { engine })
-    }
-
-    /// Runs `f` on a consistent snapshot, taking no write lock.
-    pub fn read<T>(&mut self, f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
-        match &mut self.engine {
+impl Engine {
+    fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        match self {
             Engine::Sqlite(e) => e.read(f),
             Engine::Postgres(e) => e.read(f),
         }
     }
+}
+
+/// The ledger as one call sees it: found once, opened when first needed. A read on a
+/// ledger that does not exist sees an empty one and creates nothing; a write always goes
+/// to the real ledger, opened (and created) for writing: the empty stand-in a read may
+/// have used can only be read, so no write can land in it.
+pub struct Ledger {
+    location: Location,
+    open: Option<Open>,
+}
+
+enum Open {
+    /// Opened for reading; possibly an empty stand-in for a ledger that does not exist.
+    Reading(Engine),
+    /// The real ledger, created if it was missing.
+    Writing(Engine),
+}
+
+impl Ledger {
+    pub fn new(location: Location) -> Ledger {
+        Ledger {
+            location,
+            open: None,
+        }
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Runs `f` on a consistent snapshot, taking no write lock.
+    pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        if self.open.is_none() {
+            self.open = Some(Open::Reading(open_for_reading(&self.location)?));
+        }
+        match self.open.as_mut().expect("opened just above") {
+            Open::Reading(engine) | Open::Writing(engine) => engine.read(f),
+        }
+    }
 
     /// Runs `f` so that what it read cannot change before it commits, and commits only if
-    /// it succeeds. `f` may run more than once when it loses a race with another writer
-    /// (PostgreSQL), so it must not act outside the transaction.
-    pub fn write<T>(&mut self, f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
-        match &mut self.engine {
+    /// it succeeds. `f` is `Fn`: on PostgreSQL it runs again from the start when it loses a
+    /// race with another writer, so it must act only through the transaction.
+    pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        if !matches!(self.open, Some(Open::Writing(_))) {
+            self.open = None;
+            self.open = Some(Open::Writing(open_for_writing(&self.location)?));
+        }
+        crate::fault("before-write");
+        let Some(Open::Writing(engine)) = self.open.as_mut() else {
+            unreachable!("opened for writing just above")
+        };
+        let value = match engine {
             Engine::Sqlite(e) => e.write(f),
             Engine::Postgres(e) => e.write(f),
-        }
+        }?;
+        crate::committed();
+        Ok(value)
+    }
+
+    /// True when a write has opened the ledger itself (not a stand-in).
+    pub fn is_open_for_writing(&self) -> bool {
+        matches!(self.open, Some(Open::Writing(_)))
     }
 }
 
-/// A value as both engines store JSON columns: text.
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| crate::error::Error::db(format!("cannot encode a value: {e}")))
+fn open_for_reading(location: &Location) -> Result<Engine> {
+    Ok(match location {
+        Location::File { path, .. } => Engine::Sqlite(sqlite::Sqlite::open_for_reading(path)?),
+        Location::Postgres { url } => match postgres::Pg::open_for_reading(url)? {
+            Some(pg) => Engine::Postgres(pg),
+            None => Engine::Sqlite(sqlite::Sqlite::empty()?),
+        },
+    })
 }
 
-/// A stored JSON column read back; text that is not JSON is kept as a string.
-fn json_value(text: Option<String>) -> Option<serde_json::Value> {
-    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
+fn open_for_writing(location: &Location) -> Result<Engine> {
+    Ok(match location {
+        Location::File { path, make_folder } => {
+            Engine::Sqlite(sqlite::Sqlite::open_for_writing(path, *make_folder)?)
+        }
+        Location::Postgres { url } => Engine::Postgres(postgres::Pg::open_for_writing(url)?),
+    })
 }
 
-/// Drops a PostgreSQL ledger's tables (`reset`); a file ledger is deleted by `reset` itself.
-pub fn drop_postgres(url: &str) -> Result<()> {
+/// Drops a PostgreSQL ledger's tables (`reset`); false when there was no ledger there.
+/// A file ledger is deleted by `reset` itself.
+pub fn drop_postgres(url: &str) -> Result<bool> {
     postgres::Pg::drop_all(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{NewQuestion, Source};
+
+    fn question() -> NewQuestion {
+        NewQuestion {
+            stage: "s".into(),
+            group_name: None,
+            question: "Q?".into(),
+            proposed: None,
+            required: true,
+            header: None,
+            context: None,
+            options: vec![],
+            multi_select: false,
+            allow_freeform: true,
+            source: Source::Cli,
+        }
+    }
+
+    #[test]
+    fn a_write_after_a_read_of_a_missing_ledger_lands_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let mut ledger = Ledger::new(Location::File {
+            path: path.clone(),
+            make_folder: false,
+        });
+        // The read sees an empty stand-in and creates nothing…
+        let before = ledger.read(|tx| tx.questions(&Filter::default())).unwrap();
+        assert!(before.is_empty());
+        assert!(!path.exists());
+        assert!(!ledger.is_open_for_writing());
+        // …and the write that follows goes to the real file, not to the stand-in.
+        let written = ledger
+            .write(|tx| tx.apply(&question().log("2026-11-21T23:47:04.692Z")))
+            .unwrap()
+            .unwrap();
+        assert!(ledger.is_open_for_writing());
+        let mut reopened = Ledger::new(Location::File {
+            path: path.clone(),
+            make_folder: false,
+        });
+        let stored = reopened.read(|tx| tx.question(written.id)).unwrap();
+        assert_eq!(stored, Some(written));
+    }
 }

@@ -11,77 +11,87 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::types::{Value, ValueRef};
-use rusqlite::{params, params_from_iter, Connection, OpenFlags, Row, TransactionBehavior};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::{json_value, migrate, to_json, Access, EventFilter, Filter, Tx};
+use super::migrate;
+use super::sql::{Cell, Conn, Dialect, Param, Rows, Tx};
 use crate::error::{Error, Result};
-use crate::model::{normalize_timestamp, Event, NewQuestion, Question, Status};
 
 pub struct Sqlite {
     conn: Connection,
 }
 
 impl Sqlite {
-    /// The ledger file at `path`; `make_folder` creates its folder on the first write.
-    pub fn open(path: &Path, make_folder: bool, access: Access) -> Result<Sqlite> {
-        // The ledger is opened for writing: never through a symbolic link, which could
-        // point it at a file that is not ours to write.
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::io(format!(
-                "the ledger path {} is a symbolic link; give the path of the file itself",
-                path.display()
-            )));
+    /// The ledger file at `path` for reading; a ledger that does not exist reads as an
+    /// empty one, and nothing is created.
+    pub fn open_for_reading(path: &Path) -> Result<Sqlite> {
+        match check_path(path)? {
+            true => Sqlite::open_existing(path),
+            false => Sqlite::empty(),
         }
-        let conn = match fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                return Err(Error::io(format!(
-                    "the ledger path {} is a directory; give the path of a ledger file",
-                    path.display()
-                )))
-            }
-            Ok(_) => open_file(path)?,
-            Err(e) if e.kind() == ErrorKind::NotFound => match access {
-                // Nothing to read: an empty ledger in memory answers exactly as a new file would.
-                Access::Read => return Sqlite::empty(),
-                Access::Write => {
-                    create_file(path, make_folder)?;
-                    open_file(path)?
-                }
-            },
-            Err(e) => {
-                return Err(Error::io(format!(
-                    "cannot read the ledger path {}: {e}",
-                    path.display()
-                )))
-            }
-        };
-        let mut engine = Sqlite { conn };
-        migrate::ensure_current(&mut engine.conn).map_err(|e| in_context(e, path))?;
-        Ok(engine)
     }
 
-    /// An empty ledger in memory: what reading a ledger that does not exist yet sees.
+    /// The ledger file at `path` for writing, created when missing; `make_folder` creates
+    /// its folder too.
+    pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
+        if !check_path(path)? {
+            create_file(path, make_folder)?;
+        }
+        Sqlite::open_existing(path)
+    }
+
+    fn open_existing(path: &Path) -> Result<Sqlite> {
+        let mut conn = open_file(path)?;
+        migrate::ensure_current(&mut conn).map_err(|e| in_context(e, path))?;
+        Ok(Sqlite { conn })
+    }
+
+    /// An empty ledger in memory: what reading a ledger that does not exist yet sees. It
+    /// is only ever opened for reading (see `Ledger`).
     pub fn empty() -> Result<Sqlite> {
         let mut conn = Connection::open_in_memory()?;
         migrate::ensure_current(&mut conn)?;
         Ok(Sqlite { conn })
     }
 
-    pub fn read<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
+    pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
-        let value = f(&*tx)?;
+        let value = f(&Tx::new(&*tx))?;
         tx.commit()?;
         Ok(value)
     }
 
-    pub fn write<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
+    pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = f(&*tx)?;
+        let value = f(&Tx::new(&*tx))?;
         tx.commit()?;
         Ok(value)
+    }
+}
+
+/// Whether a ledger file is at `path`: refuses a symbolic link (it could point the ledger
+/// at a file that is not ours to write) and a directory.
+fn check_path(path: &Path) -> Result<bool> {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::io(format!(
+            "the ledger path {} is a symbolic link; give the path of the file itself",
+            path.display()
+        )));
+    }
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(Error::io(format!(
+            "the ledger path {} is a directory; give the path of a ledger file",
+            path.display()
+        ))),
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(format!(
+            "cannot read the ledger path {}: {e}",
+            path.display()
+        ))),
     }
 }
 
@@ -183,231 +193,68 @@ fn in_context(err: Error, path: &Path) -> Error {
     Error::new(err.code, format!("{} ({})", err.message, path.display()))
 }
 
-const COLUMNS: &str = "id, stage, group_name, question, proposed, required, status, answer, \
-     created_at, answered_at, COALESCE(updated_at, answered_at, created_at), header, context, \
-     options, multi_select, allow_freeform, selected, was_custom, skip_reason, source";
-
-/// Any stored value as text: rows written by other tools may hold numbers where we keep text.
-fn text(row: &Row, i: usize) -> rusqlite::Result<Option<String>> {
-    Ok(match row.get_ref(i)? {
-        ValueRef::Null => None,
-        ValueRef::Integer(n) => Some(n.to_string()),
-        ValueRef::Real(f) => Some(f.to_string()),
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(match std::str::from_utf8(t) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(t).into_owned(),
-        }),
-    })
-}
-
-fn flag(row: &Row, i: usize, default: bool) -> rusqlite::Result<bool> {
-    Ok(match row.get_ref(i)? {
-        ValueRef::Null => default,
-        ValueRef::Integer(n) => n != 0,
-        ValueRef::Real(f) => f != 0.0,
-        ValueRef::Text(t) | ValueRef::Blob(t) => {
-            crate::model::parse_bool(&String::from_utf8_lossy(t)).unwrap_or(default)
-        }
-    })
-}
-
-fn json_list<T: serde::de::DeserializeOwned>(row: &Row, i: usize) -> rusqlite::Result<Vec<T>> {
-    Ok(text(row, i)?
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default())
-}
-
-fn question_from_row(row: &Row) -> rusqlite::Result<Question> {
-    let was_custom = match row.get_ref(17)? {
-        ValueRef::Null => None,
-        _ => Some(flag(row, 17, false)?),
-    };
-    Ok(Question {
-        id: row.get(0)?,
-        stage: text(row, 1)?.unwrap_or_default(),
-        group_name: text(row, 2)?,
-        question: text(row, 3)?.unwrap_or_default(),
-        proposed: text(row, 4)?,
-        required: flag(row, 5, true)?,
-        status: Status::from_stored(text(row, 6)?.as_deref().unwrap_or("pending")),
-        answer: text(row, 7)?,
-        created_at: normalize_timestamp(&text(row, 8)?.unwrap_or_default()),
-        answered_at: text(row, 9)?.map(|t| normalize_timestamp(&t)),
-        updated_at: normalize_timestamp(&text(row, 10)?.unwrap_or_default()),
-        header: text(row, 11)?,
-        context: text(row, 12)?,
-        options: json_list(row, 13)?,
-        multi_select: flag(row, 14, false)?,
-        allow_freeform: flag(row, 15, true)?,
-        selected: json_list(row, 16)?,
-        was_custom,
-        skip_reason: text(row, 18)?,
-        source: text(row, 19)?.unwrap_or_else(|| "cli".to_string()),
-    })
-}
-
-impl Tx for Connection {
-    fn question(&self, id: i64) -> Result<Option<Question>> {
-        let mut stmt =
-            self.prepare_cached(&format!("SELECT {COLUMNS} FROM questions WHERE id = ?1"))?;
-        let mut rows = stmt.query_map([id], question_from_row)?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn questions(&self, filter: &Filter) -> Result<Vec<Question>> {
-        let mut clauses: Vec<String> = Vec::new();
-        let mut values: Vec<Value> = Vec::new();
-        if let Some(stage) = &filter.stage {
-            values.push(Value::Text(stage.clone()));
-            clauses.push(format!("stage = ?{}", values.len()));
-        }
-        if let Some(status) = filter.status {
-            values.push(Value::Text(status.as_str().to_string()));
-            clauses.push(format!("status = ?{}", values.len()));
-        }
-        if let Some(group) = &filter.group {
-            values.push(Value::Text(group.clone()));
-            clauses.push(format!("group_name = ?{}", values.len()));
-        }
-        if let Some(ids) = &filter.ids {
-            let mut marks = Vec::with_capacity(ids.len());
-            for id in ids {
-                values.push(Value::Integer(*id));
-                marks.push(format!("?{}", values.len()));
+impl Conn for Connection {
+    fn query(&self, sql: &str, params: &[Param]) -> Result<Rows> {
+        let mut stmt = self.prepare_cached(sql)?;
+        bind(&mut stmt, params)?;
+        let columns: Vec<String> = stmt.column_names().map(String::from).collect();
+        let width = columns.len();
+        let mut cells = Vec::new();
+        let mut rows = stmt.raw_query();
+        while let Some(row) = rows.next()? {
+            for i in 0..width {
+                cells.push(match row.get_ref(i)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(n) => Cell::Int(n),
+                    ValueRef::Real(f) => Cell::Real(f),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Cell::Text(match std::str::from_utf8(t) {
+                            Ok(s) => s.to_owned(),
+                            Err(_) => String::from_utf8_lossy(t).into_owned(),
+                        })
+                    }
+                });
             }
-            clauses.push(format!("id IN ({})", marks.join(", ")));
         }
-        let mut sql = format!("SELECT {COLUMNS} FROM questions");
-        if !clauses.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&clauses.join(" AND "));
-        }
-        sql.push_str(" ORDER BY id");
-        let mut stmt = self.prepare(&sql)?;
-        let rows = stmt.query_map(params_from_iter(values), question_from_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        Ok(Rows { columns, cells })
     }
 
-    fn find_same(&self, stage: &str, group: Option<&str>, text: &str) -> Result<Option<Question>> {
-        let mut stmt = self.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM questions \
-             WHERE stage = ?1 AND question = ?2 AND group_name IS ?3 ORDER BY id LIMIT 1"
-        ))?;
-        let mut rows = stmt.query_map(params![stage, text, group], question_from_row)?;
-        Ok(rows.next().transpose()?)
+    fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
+        let mut stmt = self.prepare_cached(sql)?;
+        bind(&mut stmt, params)?;
+        Ok(stmt.raw_execute()? as u64)
     }
 
-    fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question> {
-        let mut stmt = self.prepare_cached(
-            "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
-             created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-             selected, source) \
-             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?6, ?7, ?8, ?9, ?10, ?11, '[]', ?12)",
-        )?;
-        stmt.execute(params![
-            new.stage,
-            new.group_name,
-            new.question,
-            new.proposed,
-            new.required,
-            now,
-            new.header,
-            new.context,
-            to_json(&new.options)?,
-            new.multi_select,
-            new.allow_freeform,
-            new.source,
-        ])?;
-        let id = self.last_insert_rowid();
-        self.question(id)?
-            .ok_or_else(|| Error::db(format!("question {id} vanished right after it was written")))
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
     }
+}
 
-    fn update(&self, q: &Question) -> Result<()> {
-        let mut stmt = self.prepare_cached(
-            "UPDATE questions SET group_name = ?2, question = ?3, proposed = ?4, required = ?5, \
-             status = ?6, answer = ?7, answered_at = ?8, updated_at = ?9, header = ?10, \
-             context = ?11, options = ?12, multi_select = ?13, allow_freeform = ?14, \
-             selected = ?15, was_custom = ?16, skip_reason = ?17, source = ?18 WHERE id = ?1",
-        )?;
-        stmt.execute(params![
-            q.id,
-            q.group_name,
-            q.question,
-            q.proposed,
-            q.required,
-            q.status.as_str(),
-            q.answer,
-            q.answered_at,
-            q.updated_at,
-            q.header,
-            q.context,
-            to_json(&q.options)?,
-            q.multi_select,
-            q.allow_freeform,
-            to_json(&q.selected)?,
-            q.was_custom,
-            q.skip_reason,
-            q.source,
-        ])?;
-        Ok(())
-    }
-
-    fn delete_stage(&self, stage: &str) -> Result<Vec<Question>> {
-        let gone = self.questions(&Filter {
-            stage: Some(stage.to_string()),
-            ..Filter::default()
-        })?;
-        self.prepare_cached("DELETE FROM questions WHERE stage = ?1")?
-            .execute([stage])?;
-        Ok(gone)
-    }
-
-    fn record(&self, event: &Event) -> Result<()> {
-        let mut stmt = self.prepare_cached(
-            "INSERT INTO question_events (at, event, question_id, stage, before, after) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        let before = event.before.as_ref().map(to_json).transpose()?;
-        let after = event.after.as_ref().map(to_json).transpose()?;
-        stmt.execute(params![
-            event.at,
-            event.event,
-            event.question_id,
-            event.stage,
-            before,
-            after
-        ])?;
-        Ok(())
-    }
-
-    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        let (clause, value) = match filter {
-            EventFilter::Question(id) => ("question_id = ?1", Value::Integer(*id)),
-            EventFilter::Stage(stage) => ("stage = ?1", Value::Text(stage.clone())),
+/// Binds `$1`, `$2`… by name, wherever each first appears in the statement.
+fn bind(stmt: &mut rusqlite::CachedStatement, params: &[Param]) -> Result<()> {
+    for (i, param) in params.iter().enumerate() {
+        let Some(index) = stmt.parameter_index(&format!("${}", i + 1))? else {
+            continue;
         };
-        let mut stmt = self.prepare(&format!(
-            "SELECT at, event, question_id, stage, before, after FROM question_events \
-             WHERE {clause} ORDER BY id"
-        ))?;
-        let rows = stmt.query_map([value], |row| {
-            Ok(Event {
-                at: text(row, 0)?.unwrap_or_default(),
-                event: text(row, 1)?.unwrap_or_default(),
-                question_id: row.get(2)?,
-                stage: text(row, 3)?.unwrap_or_default(),
-                before: json_value(text(row, 4)?),
-                after: json_value(text(row, 5)?),
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        match *param {
+            Param::Int(v) => stmt.raw_bind_parameter(index, v)?,
+            Param::Text(v) => stmt.raw_bind_parameter(index, v)?,
+            Param::Bool(v) => stmt.raw_bind_parameter(index, v)?,
+            Param::Ids(ids) => {
+                let list = serde_json::to_string(ids)
+                    .map_err(|e| Error::db(format!("cannot encode ids: {e}")))?;
+                stmt.raw_bind_parameter(index, list)?
+            }
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::QuestionOption;
+    use crate::model::{EventKind, Mode, NewQuestion, QuestionOption, Source, Status};
+    use crate::store::{EventFilter, Filter};
 
     fn memory() -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -431,59 +278,78 @@ mod tests {
             }],
             multi_select: false,
             allow_freeform: true,
-            source: "cli".into(),
+            source: Source::Cli,
         }
     }
 
     const T: &str = "2026-11-21T23:47:04.692Z";
+    const LATER: &str = "2026-11-22T00:00:00.000Z";
+
+    fn log(tx: &Tx, stage: &str, group: Option<&str>, text: &str) -> crate::model::Question {
+        tx.apply(&new(stage, group, text).log(T)).unwrap().unwrap()
+    }
 
     #[test]
     fn insert_and_read_back_every_field() {
         let db = memory();
-        let q = db.insert(&new("s", Some("G"), "Q?"), T).unwrap();
+        let tx = Tx::new(&db);
+        let q = log(&tx, "s", Some("G"), "Q?");
         assert_eq!(q.id, 1);
         assert_eq!(q.stage, "s");
         assert_eq!(q.group_name.as_deref(), Some("G"));
         assert_eq!(q.options[0].description.as_deref(), Some("first"));
         assert!(q.options[0].recommended);
         assert_eq!((q.created_at.as_str(), q.updated_at.as_str()), (T, T));
-        assert_eq!(db.question(1).unwrap(), Some(q));
-        assert_eq!(db.question(2).unwrap(), None);
+        assert_eq!(tx.question(1).unwrap(), Some(q));
+        assert_eq!(tx.question(2).unwrap(), None);
     }
 
     #[test]
     fn find_same_tells_no_group_from_a_group() {
         let db = memory();
-        db.insert(&new("s", None, "Q?"), T).unwrap();
-        db.insert(&new("s", Some("G"), "Q?"), T).unwrap();
-        assert_eq!(db.find_same("s", None, "Q?").unwrap().unwrap().id, 1);
-        assert_eq!(db.find_same("s", Some("G"), "Q?").unwrap().unwrap().id, 2);
-        assert!(db.find_same("s", Some("H"), "Q?").unwrap().is_none());
-        assert!(db.find_same("t", None, "Q?").unwrap().is_none());
+        let tx = Tx::new(&db);
+        log(&tx, "s", None, "Q?");
+        log(&tx, "s", Some("G"), "Q?");
+        assert_eq!(tx.find_same("s", None, "Q?").unwrap().unwrap().id, 1);
+        assert_eq!(tx.find_same("s", Some("G"), "Q?").unwrap().unwrap().id, 2);
+        assert!(tx.find_same("s", Some("H"), "Q?").unwrap().is_none());
+        assert!(tx.find_same("t", None, "Q?").unwrap().is_none());
     }
 
     #[test]
-    fn update_writes_every_mutable_field() {
+    fn a_change_writes_the_row_and_its_event_together() {
         let db = memory();
-        let mut q = db.insert(&new("s", None, "Q?"), T).unwrap();
-        q.status = Status::Answered;
-        q.answer = Some("A".into());
-        q.selected = vec!["A".into()];
-        q.was_custom = Some(false);
-        q.answered_at = Some("2026-11-22T00:00:00.000Z".into());
-        q.updated_at = "2026-11-22T00:00:00.000Z".into();
-        db.update(&q).unwrap();
-        assert_eq!(db.question(q.id).unwrap(), Some(q));
+        let tx = Tx::new(&db);
+        let q = log(&tx, "s", None, "Q?");
+        let input = crate::model::AnswerInput {
+            text: Some("a".into()),
+            select: vec![],
+        };
+        let change = q
+            .answer(&input, Mode::Direct { force: false }, LATER)
+            .unwrap()
+            .unwrap();
+        let after = tx.apply(&change).unwrap().unwrap();
+        assert_eq!(after.status, Status::Answered);
+        assert_eq!(after.selected, vec!["A"]);
+        assert_eq!(tx.question(q.id).unwrap(), Some(after.clone()));
+        let events = tx.events(&EventFilter::Question(q.id)).unwrap();
+        let kinds: Vec<EventKind> = events.iter().map(|e| e.event).collect();
+        assert_eq!(kinds, vec![EventKind::Logged, EventKind::Answered]);
+        assert_eq!(events[1].before.as_ref(), Some(&q));
+        assert_eq!(events[1].after.as_ref(), Some(&after));
+        assert_eq!(events[1].at, LATER);
     }
 
     #[test]
     fn filters_narrow_together() {
         let db = memory();
+        let tx = Tx::new(&db);
         for (stage, group) in [("a", Some("x")), ("a", None), ("b", Some("x"))] {
-            db.insert(&new(stage, group, "Q?"), T).unwrap();
+            log(&tx, stage, group, "Q?");
         }
         let ids = |f: Filter| -> Vec<i64> {
-            db.questions(&f)
+            tx.questions(&f)
                 .unwrap()
                 .into_iter()
                 .map(|q| q.id)
@@ -522,18 +388,33 @@ mod tests {
     }
 
     #[test]
-    fn delete_stage_returns_the_rows_and_events_keep_them() {
+    fn more_ids_than_sqlite_takes_placeholders_still_filter() {
         let db = memory();
-        let q = db.insert(&new("s", None, "Q?"), T).unwrap();
-        db.insert(&new("t", None, "Q?"), T).unwrap();
-        let gone = db.delete_stage("s").unwrap();
-        assert_eq!(gone, vec![q.clone()]);
-        db.record(&Event::cleared(T, &q)).unwrap();
-        let events = db.events(&EventFilter::Stage("s".into())).unwrap();
-        assert_eq!(events.len(), 1);
-        assert_eq!(events[0].event, "cleared");
-        assert_eq!(events[0].before.as_ref().unwrap()["question"], "Q?");
-        assert_eq!(db.questions(&Filter::default()).unwrap().len(), 1);
+        let tx = Tx::new(&db);
+        log(&tx, "s", None, "Q?");
+        let ids: Vec<i64> = (1..=40_000).collect();
+        let found = tx
+            .questions(&Filter {
+                ids: Some(ids),
+                ..Filter::default()
+            })
+            .unwrap();
+        assert_eq!(found.len(), 1);
+    }
+
+    #[test]
+    fn clearing_removes_the_row_and_the_history_keeps_it() {
+        let db = memory();
+        let tx = Tx::new(&db);
+        let q = log(&tx, "s", None, "Q?");
+        log(&tx, "t", None, "Q?");
+        assert_eq!(tx.apply(&q.clear(LATER)).unwrap(), None);
+        let events = tx.events(&EventFilter::Stage("s".into())).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].event, EventKind::Cleared);
+        assert_eq!(events[1].before.as_ref().unwrap().question, "Q?");
+        assert_eq!(events[1].after, None);
+        assert_eq!(tx.questions(&Filter::default()).unwrap().len(), 1);
     }
 
     #[test]
@@ -546,12 +427,13 @@ mod tests {
              VALUES ('s', 'R?', 1, 'weird', '2026-01-02T03:04:05Z');",
         )
         .unwrap();
-        let q = db.question(1).unwrap().unwrap();
+        let tx = Tx::new(&db);
+        let q = tx.question(1).unwrap().unwrap();
         assert!(!q.required);
         assert_eq!(q.answer.as_deref(), Some("42"));
         assert_eq!(q.created_at, "2026-01-02T03:04:05.000Z");
         assert!(q.options.is_empty());
         // A status nobody knows holds the gate rather than opening it.
-        assert!(db.question(2).unwrap().unwrap().blocks_gate());
+        assert!(tx.question(2).unwrap().unwrap().blocks_gate());
     }
 }

@@ -201,3 +201,64 @@ fn every_command_help_has_a_real_example() {
         );
     }
 }
+
+#[test]
+fn a_panic_keeps_its_message_and_says_whether_the_change_was_recorded() {
+    let l = Ledger::new();
+    l.log("s", "already here");
+    let panicking = |point: &str, question: &str| {
+        let out = l
+            .command()
+            .env("QUESTIONS_TEST_PANIC", point)
+            .args(["log", "--stage", "s", "--question", question])
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            out.status.code(),
+            json,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    let (code, json, stderr) = panicking("before-write", "never written");
+    assert_eq!(code, Some(1));
+    assert_eq!(json["error_code"], "db_error");
+    assert!(json["error"]
+        .as_str()
+        .unwrap()
+        .contains("nothing this call started was recorded"));
+    // The panic's own words reach stderr, for the bug report.
+    assert!(
+        stderr.contains("panicked") && stderr.contains("injected at before-write"),
+        "{stderr}"
+    );
+
+    let (code, json, stderr) = panicking("after-commit", "written, then a panic");
+    assert_eq!(code, Some(1));
+    let error = json["error"].as_str().unwrap();
+    assert!(error.contains("after its change was recorded"), "{error}");
+    assert!(!error.contains("nothing"), "{error}");
+    assert!(stderr.contains("injected at after-commit"), "{stderr}");
+
+    let texts: Vec<String> = l
+        .all()
+        .iter()
+        .map(|q| q["question"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts, ["already here", "written, then a panic"]);
+}
+
+#[test]
+fn text_that_looks_like_sql_is_stored_and_read_back_as_text() {
+    let l = Ledger::new();
+    let evil = "'); DROP TABLE questions; --";
+    let id = l.log("s", evil);
+    l.log("s", "an innocent bystander");
+    let answered = l.ok(["answer", "--id", &id.to_string(), "--answer", evil]);
+    assert_eq!(answered["question"]["answer"], evil);
+    let listed = l.all();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0]["question"], evil);
+    assert_eq!(l.ok(["list", "--stage", evil])["count"], 0);
+}

@@ -20,6 +20,8 @@ struct Case {
     db: Db,
     exit: i32,
     code: Option<&'static str>,
+    /// What the document must hold, by JSON pointer, beyond its exit and error code.
+    expect: Vec<(&'static str, serde_json::Value)>,
 }
 
 fn case(args: &[&str], exit: i32, code: Option<&'static str>) -> Case {
@@ -29,7 +31,13 @@ fn case(args: &[&str], exit: i32, code: Option<&'static str>) -> Case {
         db: Db::Main,
         exit,
         code,
+        expect: Vec::new(),
     }
+}
+
+fn expecting(mut c: Case, pointer: &'static str, value: serde_json::Value) -> Case {
+    c.expect.push((pointer, value));
+    c
 }
 
 fn with_stdin(mut c: Case, stdin: impl Into<Vec<u8>>) -> Case {
@@ -139,16 +147,21 @@ fn cases() -> Vec<Case> {
             1,
             Some("invalid_answer"),
         ),
-        case(
-            &[
-                "answer",
-                "--id",
-                "1",
-                "--answer",
-                "'; DROP TABLE questions; --",
-            ],
-            1,
-            Some("conflict"),
+        // Text that would be SQL if it were spliced into a statement: it reaches the
+        // database as a value, matches nothing, and the table is still there afterwards.
+        expecting(
+            case(&["list", "--group", "'; DROP TABLE questions; --"], 0, None),
+            "/count",
+            0.into(),
+        ),
+        expecting(
+            case(
+                &["check", "--stage", "'; DROP TABLE questions; --"],
+                0,
+                None,
+            ),
+            "/total",
+            0.into(),
         ),
         case(
             &["answer", "--id", "42", "--answer", "x"],
@@ -162,7 +175,11 @@ fn cases() -> Vec<Case> {
         ),
         case(&["skip", "--id", "1"], 1, Some("conflict")),
         case(&["skip", "--id", "x"], 2, usage),
-        case(&["list", "--stage", "s' OR '1'='1"], 0, None),
+        expecting(
+            case(&["list", "--stage", "s' OR '1'='1"], 0, None),
+            "/count",
+            0.into(),
+        ),
         case(&["list", "--status", "done"], 2, usage),
         case(&["list", "--format", "xml"], 2, usage),
         case(&["check"], 2, usage),
@@ -192,7 +209,11 @@ fn cases() -> Vec<Case> {
             "```json\n{\"openQuestions\": [ {\"question\": \n```",
         ),
         with_stdin(
-            case(&["ingest", "--stage", "s"], 0, None),
+            expecting(
+                case(&["ingest", "--stage", "s"], 0, None),
+                "/found",
+                false.into(),
+            ),
             b"QUESTIONS_NEEDED\0\nProposed: x\n".to_vec(),
         ),
         with_stdin(
@@ -285,6 +306,7 @@ fn cases() -> Vec<Case> {
             db: Db::Main,
             exit: 2,
             code: usage,
+            expect: Vec::new(),
         },
     ]
 }
@@ -348,6 +370,13 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
         match c.code {
             Some(code) => assert_eq!(run.error_code(), code, "{name:?}"),
             None => assert_eq!(run.json["ok"], true, "{name:?}"),
+        }
+        for (pointer, value) in &c.expect {
+            assert_eq!(
+                run.json.pointer(pointer),
+                Some(value),
+                "{name:?}: {pointer}"
+            );
         }
         assert!(
             std::fs::read(&db).ok() == before,

@@ -1,0 +1,206 @@
+//! The operations that change questions: each reads the question, asks the model for the
+//! transition, and has the store write it (row and history together).
+
+use serde::Serialize;
+
+use super::existing;
+use crate::clock;
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status};
+use crate::store::{Filter, Ledger};
+
+#[derive(Debug, Serialize)]
+pub struct Logged {
+    pub question_id: i64,
+    /// False when the same question (stage, group, text) was already in the ledger.
+    pub created: bool,
+    pub question: Question,
+}
+
+/// Logs a question; the same stage, group and text again returns the one on record,
+/// unless `allow_duplicate`.
+pub fn log(ledger: &mut Ledger, new: &NewQuestion, allow_duplicate: bool) -> Result<Logged> {
+    let now = clock::now();
+    let (question, created) = ledger.write(|tx| {
+        if !allow_duplicate {
+            if let Some(same) =
+                tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)?
+            {
+                return Ok((same, false));
+            }
+        }
+        let q = tx.apply(&new.clone().log(&now))?;
+        Ok((
+            q.ok_or_else(|| Error::db("a logged question was not written"))?,
+            true,
+        ))
+    })?;
+    Ok(Logged {
+        question_id: question.id,
+        created,
+        question,
+    })
+}
+
+/// One question after an answer or a skip.
+#[derive(Debug, Serialize)]
+pub struct Recorded {
+    pub question_id: i64,
+    pub question: Question,
+}
+
+/// Changes one question as `change` says, writing it only when something changes.
+fn change_one(
+    ledger: &mut Ledger,
+    id: i64,
+    change: impl Fn(&Question, &str) -> Result<Option<crate::model::Transition>>,
+) -> Result<Recorded> {
+    let now = clock::now();
+    let question = ledger.write(|tx| {
+        let before = existing(tx, id)?;
+        match change(&before, &now)? {
+            Some(t) => Ok(tx.apply(&t)?.unwrap_or(before)),
+            None => Ok(before),
+        }
+    })?;
+    Ok(Recorded {
+        question_id: question.id,
+        question,
+    })
+}
+
+/// `answer`: records an answer; replacing one on record needs `force`.
+pub fn answer(ledger: &mut Ledger, id: i64, input: &AnswerInput, force: bool) -> Result<Recorded> {
+    change_one(ledger, id, |q, now| {
+        q.answer(input, Mode::Direct { force }, now)
+    })
+}
+
+/// `skip`: the question no longer holds its gate; skipping an answered one needs `force`.
+pub fn skip(ledger: &mut Ledger, id: i64, reason: Option<String>, force: bool) -> Result<Recorded> {
+    let reason = reason
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty());
+    change_one(ledger, id, |q, now| {
+        q.skip(reason.clone(), Mode::Direct { force }, now)
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cleared {
+    pub stage: String,
+    pub deleted: usize,
+}
+
+/// Takes a stage's questions out of the live ledger; their rows stay in the history.
+pub fn clear(ledger: &mut Ledger, stage: &str) -> Result<Cleared> {
+    let now = clock::now();
+    let deleted = ledger.write(|tx| {
+        let gone = tx.questions(&Filter {
+            stage: Some(stage.to_string()),
+            ..Filter::default()
+        })?;
+        for q in &gone {
+            tx.apply(&q.clear(&now))?;
+        }
+        Ok(gone.len())
+    })?;
+    Ok(Cleared {
+        stage: stage.to_string(),
+        deleted,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Defaulted {
+    pub stage: String,
+    pub answered_ids: Vec<i64>,
+    pub questions: Vec<Question>,
+    pub warnings: Vec<String>,
+}
+
+/// Answers a stage's pending questions with their proposed values, as the person would by
+/// accepting every default: optional ones, and required ones too with `include_required`.
+pub fn accept_defaults(
+    ledger: &mut Ledger,
+    stage: &str,
+    include_required: bool,
+) -> Result<Defaulted> {
+    let now = clock::now();
+    let filter = Filter {
+        stage: Some(stage.to_string()),
+        status: Some(Status::Pending),
+        ..Filter::default()
+    };
+    let (questions, warnings) = ledger.write(|tx| {
+        let mut done = Vec::new();
+        let mut warnings = Vec::new();
+        for before in tx.questions(&filter)? {
+            if before.required && !include_required {
+                continue;
+            }
+            let Some(proposed) = before.proposed.clone() else {
+                continue;
+            };
+            let input = AnswerInput {
+                text: Some(proposed),
+                select: Vec::new(),
+            };
+            match before.answer(&input, Mode::Default, &now) {
+                Ok(Some(t)) => done.extend(tx.apply(&t)?),
+                Ok(None) => {}
+                Err(why) if why.code == ErrorCode::InvalidAnswer => warnings.push(format!(
+                    "question {} left pending: {}",
+                    before.id, why.message
+                )),
+                Err(other) => return Err(other),
+            }
+        }
+        Ok((done, warnings))
+    })?;
+    Ok(Defaulted {
+        stage: stage.to_string(),
+        answered_ids: questions.iter().map(|q| q.id).collect(),
+        questions,
+        warnings,
+    })
+}
+
+#[derive(Debug, Serialize)]
+pub struct Asked {
+    pub stage: String,
+    pub answered_ids: Vec<i64>,
+    pub left_pending_ids: Vec<i64>,
+    pub questions: Vec<Question>,
+}
+
+/// Records what a person chose for each question (none: left pending), all in one
+/// transaction: a question someone else changed meanwhile refuses the whole set.
+pub fn record_choices(
+    ledger: &mut Ledger,
+    stage: &str,
+    chosen: &[(i64, Option<AnswerInput>)],
+) -> Result<Asked> {
+    let now = clock::now();
+    let (questions, left) = ledger.write(|tx| {
+        let mut answered = Vec::new();
+        let mut left = Vec::new();
+        for (id, choice) in chosen {
+            let Some(input) = choice else {
+                left.push(*id);
+                continue;
+            };
+            let before = existing(tx, *id)?;
+            if let Some(t) = before.answer(input, Mode::Ask, &now)? {
+                answered.extend(tx.apply(&t)?);
+            }
+        }
+        Ok((answered, left))
+    })?;
+    Ok(Asked {
+        stage: stage.to_string(),
+        answered_ids: questions.iter().map(|q| q.id).collect(),
+        left_pending_ids: left,
+        questions,
+    })
+}

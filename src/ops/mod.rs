@@ -1,0 +1,111 @@
+//! The operations every front end calls: typed requests in, typed results out. Each one
+//! opens its own transaction through the `Ledger` and applies the model's transitions, so
+//! a front end (the command line today; an MCP server, a web inbox, watchers next) never
+//! opens a transaction or restates a rule of its own.
+
+mod change;
+mod gate;
+mod interop;
+
+pub use change::{
+    accept_defaults, answer, clear, log, record_choices, skip, Asked, Cleared, Defaulted, Logged,
+    Recorded,
+};
+pub use gate::{answers, check, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait};
+pub use interop::{import, ingest, Imported, Ingested};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Event, Question, Status};
+use crate::store::{EventFilter, Filter, Ledger, Tx};
+
+/// The question with this id, or `not_found`.
+fn existing(tx: &Tx, id: i64) -> Result<Question> {
+    tx.question(id)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "there is no question {id} in the ledger; 'questions list' shows the ids"
+        ))
+    })
+}
+
+/// The questions an operation works on: the stage's, narrowed to `ids`. Every id must
+/// exist (and be in the stage, when one is given): an unknown id never passes a gate.
+fn select(tx: &Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Question>> {
+    let found = tx.questions(&Filter {
+        stage: if ids.is_some() {
+            None
+        } else {
+            stage.map(str::to_string)
+        },
+        ids: ids.map(<[i64]>::to_vec),
+        ..Filter::default()
+    })?;
+    let Some(ids) = ids else { return Ok(found) };
+    let known: std::collections::HashSet<i64> = found.iter().map(|q| q.id).collect();
+    let missing: Vec<String> = ids
+        .iter()
+        .filter(|id| !known.contains(id))
+        .map(i64::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::not_found(format!(
+            "no question with id {} in the ledger; an unknown id never passes a gate",
+            missing.join(", ")
+        )));
+    }
+    if let Some(stage) = stage {
+        let outside: Vec<String> = found
+            .iter()
+            .filter(|q| q.stage != stage)
+            .map(|q| format!("{} (stage '{}')", q.id, q.stage))
+            .collect();
+        if !outside.is_empty() {
+            return Err(Error::not_found(format!(
+                "question {} not in stage '{stage}'; check the ids stored for this stage",
+                outside.join(", ")
+            )));
+        }
+    }
+    Ok(found)
+}
+
+/// The questions a filter matches, by id.
+pub fn list(ledger: &mut Ledger, filter: &Filter) -> Result<Vec<Question>> {
+    ledger.read(|tx| tx.questions(filter))
+}
+
+/// The stage's pending questions, narrowed to `ids` (each of which must be in the stage):
+/// what is put before a person.
+pub fn pending(ledger: &mut Ledger, stage: &str, ids: Option<&[i64]>) -> Result<Vec<Question>> {
+    let all = ledger.read(|tx| select(tx, Some(stage), ids))?;
+    Ok(all
+        .into_iter()
+        .filter(|q| q.status == Status::Pending)
+        .collect())
+}
+
+/// The history of a question or a stage, oldest first.
+#[derive(Debug, Serialize)]
+pub struct History {
+    pub count: usize,
+    pub events: Vec<Event>,
+}
+
+pub fn history(ledger: &mut Ledger, filter: &EventFilter) -> Result<History> {
+    let events = ledger.read(|tx| {
+        let events = tx.events(filter)?;
+        if let EventFilter::Question(id) = filter {
+            if events.is_empty() && tx.question(*id)?.is_none() {
+                return Err(Error::not_found(format!(
+                    "question {id} has no history: it was never in this ledger"
+                )));
+            }
+        }
+        Ok(events)
+    })?;
+    Ok(History {
+        count: events.len(),
+        events,
+    })
+}

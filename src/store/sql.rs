@@ -1,0 +1,483 @@
+//! The ledger's SQL, written once for both engines. Statements use `$1`, `$2`… (both
+//! engines read them), rows are read by column name, and the few places where the engines
+//! differ are the `Conn` each one implements: binding, reading a cell, and `Dialect`.
+
+use serde::de::DeserializeOwned;
+
+use super::{EventFilter, Filter};
+use crate::error::{Error, Result};
+use crate::model::{
+    normalize_timestamp, parse_bool, Event, EventKind, NewQuestion, Question, Source, Status,
+    Transition,
+};
+
+/// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
+#[derive(Debug, Clone, Copy)]
+pub enum Param<'a> {
+    Int(Option<i64>),
+    Text(Option<&'a str>),
+    Bool(Option<bool>),
+    /// A list of ids for `Dialect::ids_in`.
+    Ids(&'a [i64]),
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Param<'a> {
+        Param::Text(Some(v))
+    }
+}
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(v: Option<&'a str>) -> Param<'a> {
+        Param::Text(v)
+    }
+}
+impl<'a> From<&'a Option<String>> for Param<'a> {
+    fn from(v: &'a Option<String>) -> Param<'a> {
+        Param::Text(v.as_deref())
+    }
+}
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Param<'a> {
+        Param::Text(Some(v))
+    }
+}
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(Some(v))
+    }
+}
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Bool(Some(v))
+    }
+}
+impl From<Option<bool>> for Param<'_> {
+    fn from(v: Option<bool>) -> Self {
+        Param::Bool(v)
+    }
+}
+
+/// One value read from a row, whatever the engine and whatever another tool stored there.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Bool(bool),
+}
+
+impl Cell {
+    /// Any stored value as text: rows written by other tools may hold numbers where we
+    /// keep text.
+    fn text(self) -> Option<String> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(n) => Some(n.to_string()),
+            Cell::Real(f) => Some(f.to_string()),
+            Cell::Text(t) => Some(t),
+            Cell::Bool(b) => Some(b.to_string()),
+        }
+    }
+
+    fn flag(self, default: bool) -> Option<bool> {
+        match self {
+            Cell::Null => None,
+            Cell::Int(n) => Some(n != 0),
+            Cell::Real(f) => Some(f != 0.0),
+            Cell::Text(t) => Some(parse_bool(&t).unwrap_or(default)),
+            Cell::Bool(b) => Some(b),
+        }
+    }
+
+    fn int(self) -> Result<i64> {
+        match self {
+            Cell::Int(n) => Ok(n),
+            other => Err(Error::db(format!(
+                "a ledger row holds {other:?} where an id belongs"
+            ))),
+        }
+    }
+
+    fn json<T: DeserializeOwned + Default>(self) -> T {
+        self.text()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A result set: its column names and its cells, row after row.
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub cells: Vec<Cell>,
+}
+
+impl Rows {
+    fn index(&self, name: &str) -> Result<usize> {
+        self.columns
+            .iter()
+            .position(|c| c == name)
+            .ok_or_else(|| Error::db(format!("the ledger has no column '{name}'")))
+    }
+
+    /// The rows, each as a reader that takes cells out by name; the names are looked up
+    /// once per result set.
+    fn each<T>(self, read: impl Fn(&mut Record) -> Result<T>, names: &[&str]) -> Result<Vec<T>> {
+        if self.cells.is_empty() {
+            // No rows: PostgreSQL does not even name the columns then.
+            return Ok(Vec::new());
+        }
+        let at: Vec<usize> = names.iter().map(|n| self.index(n)).collect::<Result<_>>()?;
+        let width = self.columns.len().max(1);
+        let mut out = Vec::with_capacity(self.cells.len() / width);
+        let mut cells = self.cells.into_iter();
+        loop {
+            let row: Vec<Cell> = cells.by_ref().take(width).collect();
+            if row.len() < width {
+                break;
+            }
+            let mut record = Record {
+                row,
+                at: &at,
+                names,
+                next: 0,
+            };
+            out.push(read(&mut record)?);
+        }
+        Ok(out)
+    }
+}
+
+/// One row of `Rows::each`.
+struct Record<'a> {
+    row: Vec<Cell>,
+    at: &'a [usize],
+    names: &'a [&'a str],
+    next: usize,
+}
+
+impl Record<'_> {
+    /// Takes the cell of column `name` out of the row. Readers take the columns in the
+    /// order they are named, so the next slot is almost always the one.
+    fn take(&mut self, name: &str) -> Cell {
+        let slot = if self.names.get(self.next) == Some(&name) {
+            self.next
+        } else {
+            self.names
+                .iter()
+                .position(|n| *n == name)
+                .expect("every column read is named in the query's list")
+        };
+        self.next = slot + 1;
+        std::mem::replace(&mut self.row[self.at[slot]], Cell::Null)
+    }
+    fn text(&mut self, name: &str) -> Option<String> {
+        self.take(name).text()
+    }
+}
+
+/// What one engine's connection does; everything else is shared.
+pub trait Conn {
+    fn query(&self, sql: &str, params: &[Param]) -> Result<Rows>;
+    fn execute(&self, sql: &str, params: &[Param]) -> Result<u64>;
+    fn dialect(&self) -> Dialect;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// `column` is one of the ids bound as `Param::Ids` at `$n`. SQLite reads them from a
+    /// JSON array (no limit on their number, unlike a list of placeholders).
+    fn ids_in(self, column: &str, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("{column} IN (SELECT value FROM json_each(${n}))"),
+            Dialect::Postgres => format!("{column} = ANY(${n})"),
+        }
+    }
+}
+
+/// The columns of a question, named as the model names them.
+const QUESTION: &str = "id, stage, group_name, question, proposed, required, status, answer, \
+     created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
+     header, context, options, multi_select, allow_freeform, selected, was_custom, \
+     skip_reason, source";
+
+const QUESTION_NAMES: &[&str] = &[
+    "id",
+    "stage",
+    "group_name",
+    "question",
+    "proposed",
+    "required",
+    "status",
+    "answer",
+    "created_at",
+    "answered_at",
+    "updated_at",
+    "header",
+    "context",
+    "options",
+    "multi_select",
+    "allow_freeform",
+    "selected",
+    "was_custom",
+    "skip_reason",
+    "source",
+];
+
+fn question(r: &mut Record) -> Result<Question> {
+    Ok(Question {
+        id: r.take("id").int()?,
+        stage: r.text("stage").unwrap_or_default(),
+        group_name: r.text("group_name"),
+        question: r.text("question").unwrap_or_default(),
+        proposed: r.text("proposed"),
+        required: r.take("required").flag(true).unwrap_or(true),
+        status: Status::from_stored(r.text("status").as_deref().unwrap_or("pending")),
+        answer: r.text("answer"),
+        created_at: normalize_timestamp(&r.text("created_at").unwrap_or_default()),
+        answered_at: r.text("answered_at").map(|t| normalize_timestamp(&t)),
+        updated_at: normalize_timestamp(&r.text("updated_at").unwrap_or_default()),
+        header: r.text("header"),
+        context: r.text("context"),
+        options: r.take("options").json(),
+        multi_select: r.take("multi_select").flag(false).unwrap_or(false),
+        allow_freeform: r.take("allow_freeform").flag(true).unwrap_or(true),
+        selected: r.take("selected").json(),
+        was_custom: r.take("was_custom").flag(false),
+        skip_reason: r.text("skip_reason"),
+        source: Source::from_stored(r.text("source").as_deref().unwrap_or("cli")),
+    })
+}
+
+/// A stored JSON column read back; text that is not a question reads as none.
+fn stored_question(cell: Cell) -> Option<Question> {
+    cell.text().and_then(|t| serde_json::from_str(&t).ok())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
+}
+
+/// The operations of one transaction, over either engine.
+pub struct Tx<'a> {
+    conn: &'a dyn Conn,
+}
+
+impl<'a> Tx<'a> {
+    pub fn new(conn: &'a dyn Conn) -> Tx<'a> {
+        Tx { conn }
+    }
+
+    fn questions_where(&self, clause: &str, params: &[Param]) -> Result<Vec<Question>> {
+        let rows = self.conn.query(
+            &format!("SELECT {QUESTION} FROM questions {clause}"),
+            params,
+        )?;
+        rows.each(question, QUESTION_NAMES)
+    }
+
+    pub fn question(&self, id: i64) -> Result<Option<Question>> {
+        Ok(self
+            .questions_where("WHERE id = $1", &[id.into()])?
+            .into_iter()
+            .next())
+    }
+
+    /// Matching questions by id ascending.
+    pub fn questions(&self, filter: &Filter) -> Result<Vec<Question>> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut params: Vec<Param> = Vec::new();
+        if let Some(stage) = &filter.stage {
+            params.push(stage.into());
+            clauses.push(format!("stage = ${}", params.len()));
+        }
+        if let Some(status) = filter.status {
+            params.push(status.as_str().into());
+            clauses.push(format!("status = ${}", params.len()));
+        }
+        if let Some(group) = &filter.group {
+            params.push(group.into());
+            clauses.push(format!("group_name = ${}", params.len()));
+        }
+        if let Some(ids) = &filter.ids {
+            params.push(Param::Ids(ids));
+            clauses.push(self.conn.dialect().ids_in("id", params.len()));
+        }
+        let mut clause = String::new();
+        if !clauses.is_empty() {
+            clause = format!("WHERE {}", clauses.join(" AND "));
+        }
+        clause.push_str(" ORDER BY id");
+        self.questions_where(&clause, &params)
+    }
+
+    /// The question with this stage, group (or none) and text, whatever its status.
+    pub fn find_same(
+        &self,
+        stage: &str,
+        group: Option<&str>,
+        text: &str,
+    ) -> Result<Option<Question>> {
+        Ok(self
+            .questions_where(
+                "WHERE stage = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
+                 ORDER BY id LIMIT 1",
+                &[stage.into(), text.into(), group.into()],
+            )?
+            .into_iter()
+            .next())
+    }
+
+    /// Writes a transition: the row and its history event together. Returns the question
+    /// as it now is (none once cleared).
+    pub fn apply(&self, change: &Transition) -> Result<Option<Question>> {
+        match change {
+            Transition::Logged { new, at } => {
+                let q = self.insert(new, at)?;
+                self.record(EventKind::Logged, at, q.id, &q.stage, None, Some(&q))?;
+                Ok(Some(q))
+            }
+            Transition::Changed {
+                kind,
+                before,
+                after,
+            } => {
+                self.update(after)?;
+                self.record(
+                    *kind,
+                    &after.updated_at,
+                    after.id,
+                    &after.stage,
+                    Some(before),
+                    Some(after),
+                )?;
+                Ok(Some(Question::clone(after)))
+            }
+            Transition::Cleared { before, at } => {
+                self.conn
+                    .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
+                self.record(
+                    EventKind::Cleared,
+                    at,
+                    before.id,
+                    &before.stage,
+                    Some(before),
+                    None,
+                )?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question> {
+        let options = to_json(&new.options)?;
+        let rows = self.conn.query(
+            &format!(
+                "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
+                 created_at, updated_at, header, context, options, multi_select, allow_freeform, \
+                 selected, source) \
+                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $7, $8, $9, $10, $11, '[]', $12) \
+                 RETURNING {QUESTION}"
+            ),
+            &[
+                (&new.stage).into(),
+                (&new.group_name).into(),
+                (&new.question).into(),
+                (&new.proposed).into(),
+                new.required.into(),
+                now.into(),
+                (&new.header).into(),
+                (&new.context).into(),
+                options.as_str().into(),
+                new.multi_select.into(),
+                new.allow_freeform.into(),
+                new.source.as_str().into(),
+            ],
+        )?;
+        rows.each(question, QUESTION_NAMES)?
+            .pop()
+            .ok_or_else(|| Error::db("the ledger returned no row for a question just written"))
+    }
+
+    /// Writes the fields a transition changes.
+    fn update(&self, q: &Question) -> Result<()> {
+        let selected = to_json(&q.selected)?;
+        self.conn.execute(
+            "UPDATE questions SET status = $2, answer = $3, answered_at = $4, updated_at = $5, \
+             selected = $6, was_custom = $7, skip_reason = $8 WHERE id = $1",
+            &[
+                q.id.into(),
+                q.status.as_str().into(),
+                (&q.answer).into(),
+                (&q.answered_at).into(),
+                (&q.updated_at).into(),
+                selected.as_str().into(),
+                q.was_custom.into(),
+                (&q.skip_reason).into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn record(
+        &self,
+        kind: EventKind,
+        at: &str,
+        question_id: i64,
+        stage: &str,
+        before: Option<&Question>,
+        after: Option<&Question>,
+    ) -> Result<()> {
+        let before = before.map(to_json).transpose()?;
+        let after = after.map(to_json).transpose()?;
+        self.conn.execute(
+            "INSERT INTO question_events (at, event, question_id, stage, before, after) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                at.into(),
+                kind.as_str().into(),
+                question_id.into(),
+                stage.into(),
+                before.as_deref().into(),
+                after.as_deref().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The history, oldest first.
+    pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+        let (clause, param): (&str, Param) = match filter {
+            EventFilter::Question(id) => ("question_id = $1", (*id).into()),
+            EventFilter::Stage(stage) => ("stage = $1", stage.into()),
+        };
+        let rows = self.conn.query(
+            &format!(
+                "SELECT at, event, question_id, stage, before, after FROM question_events \
+                 WHERE {clause} ORDER BY id"
+            ),
+            &[param],
+        )?;
+        let names = &["at", "event", "question_id", "stage", "before", "after"];
+        let events = rows.each(
+            |r| {
+                let kind = r.text("event").unwrap_or_default();
+                Ok(EventKind::from_stored(&kind).map(|event| Event {
+                    at: r.text("at").unwrap_or_default(),
+                    event,
+                    question_id: r.take("question_id").int().unwrap_or_default(),
+                    stage: r.text("stage").unwrap_or_default(),
+                    before: stored_question(r.take("before")),
+                    after: stored_question(r.take("after")),
+                }))
+            },
+            names,
+        )?;
+        Ok(events.into_iter().flatten().collect())
+    }
+}
