@@ -8,9 +8,10 @@
 use std::fs::{self, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
@@ -20,7 +21,15 @@ use crate::error::{Error, Result};
 
 pub struct Sqlite {
     conn: Connection,
+    /// The `-wal` file beside the ledger; none for the in-memory stand-in.
+    wal: Option<PathBuf>,
 }
+
+/// The write-ahead log is copied into the ledger (and emptied) once it holds about this
+/// many pages: each process reads the whole log when it opens the ledger, so a short log
+/// keeps every call fast, and a long interval keeps the copying (two fsyncs) rare. A
+/// `log` adds about 7 pages.
+const CHECKPOINT_PAGES: u64 = 400;
 
 impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
@@ -42,9 +51,13 @@ impl Sqlite {
     }
 
     fn open_existing(path: &Path) -> Result<Sqlite> {
-        let mut conn = open_file(path)?;
+        let wal = companion(path, "-wal");
+        let mut conn = open_file(path, &wal)?;
         migrate::ensure_current(&mut conn).map_err(|e| in_context(e, path))?;
-        Ok(Sqlite { conn })
+        Ok(Sqlite {
+            conn,
+            wal: Some(wal),
+        })
     }
 
     /// An empty ledger in memory: what reading a ledger that does not exist yet sees. It
@@ -52,7 +65,7 @@ impl Sqlite {
     pub fn empty() -> Result<Sqlite> {
         let mut conn = Connection::open_in_memory()?;
         migrate::ensure_current(&mut conn)?;
-        Ok(Sqlite { conn })
+        Ok(Sqlite { conn, wal: None })
     }
 
     pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
@@ -62,7 +75,35 @@ impl Sqlite {
         Ok(value)
     }
 
+    /// One write transaction, durable when this returns: its commit is synced to the
+    /// log (one fsync). When the log has grown long, the commit is instead made durable by
+    /// the checkpoint that follows it (which syncs the log, then the ledger): two in all.
     pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        let checkpoint = self
+            .wal
+            .as_deref()
+            .is_some_and(|wal| fs::metadata(wal).is_ok_and(|m| m.len() >= CHECKPOINT_PAGES * 4096));
+        if checkpoint {
+            self.conn.execute_batch("PRAGMA synchronous = NORMAL")?;
+        }
+        let written = self.transaction(f);
+        if checkpoint {
+            let synced = written.is_ok() && self.checkpoint();
+            if written.is_ok() && !synced {
+                // The checkpoint could not copy the log (a reader holds it): sync the
+                // commit ourselves.
+                if let Some(wal) = &self.wal {
+                    fs::File::open(wal)
+                        .and_then(|f| f.sync_data())
+                        .map_err(|e| Error::db(format!("cannot sync the ledger's log: {e}")))?;
+                }
+            }
+            self.conn.execute_batch("PRAGMA synchronous = FULL")?;
+        }
+        written
+    }
+
+    fn transaction<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -70,6 +111,33 @@ impl Sqlite {
         tx.commit()?;
         Ok(value)
     }
+
+    /// Copies the whole log into the ledger and empties it, without waiting for readers;
+    /// true when all of it was copied (and so synced).
+    fn checkpoint(&mut self) -> bool {
+        if self.conn.busy_handler(None::<fn(i32) -> bool>).is_err() {
+            return false;
+        }
+        let done = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .is_ok_and(|(busy, log, copied)| busy == 0 && copied >= log);
+        let _ = self.conn.busy_handler(Some(wait_for_lock));
+        done
+    }
+}
+
+/// `<ledger>-wal`, `<ledger>-shm`.
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// Whether a ledger file is at `path`: refuses a symbolic link (it could point the ledger
@@ -127,18 +195,48 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
     }
 }
 
-fn open_file(path: &Path) -> Result<Connection> {
+fn open_file(path: &Path, wal: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    create_log(wal).map_err(|e| in_context(e, path))?;
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     configure(&mut conn).map_err(|e| in_context(e, path))?;
     Ok(conn)
 }
 
+/// The log is created here, once, with the folder synced so that its name survives a
+/// power cut; SQLite itself is built not to sync the folder on every open (see
+/// `.cargo/config.toml`), and the log is never deleted after that.
+fn create_log(wal: &Path) -> Result<()> {
+    let created = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(wal);
+    match created {
+        Ok(_) => {
+            let folder = wal
+                .parent()
+                .filter(|f| !f.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            fs::File::open(folder)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
+        }
+        // There already (or a symbolic link, which create_new never follows: SQLite's
+        // own open then refuses it).
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot create {}: {e}", wal.display()))),
+    }
+}
+
 fn configure(conn: &mut Connection) -> Result<()> {
     conn.busy_handler(Some(wait_for_lock))?;
+    // The log is copied into the ledger by `write` when it has grown, not by every
+    // process on close (two fsyncs a call), and then emptied rather than deleted.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     // Reads page 1 first: a file that is not a database fails here, before anything writes.
     conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |_| Ok(()))?;
     // A ledger from a newer questions is refused before anything, even the journal mode, changes.
@@ -147,7 +245,9 @@ fn configure(conn: &mut Connection) -> Result<()> {
     if !mode.eq_ignore_ascii_case("wal") {
         set_wal(conn)?;
     }
-    conn.execute_batch("PRAGMA synchronous = FULL;")?;
+    conn.execute_batch(
+        "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 0;",
+    )?;
     Ok(())
 }
 

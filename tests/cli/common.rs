@@ -199,8 +199,12 @@ impl Ledger {
             .unwrap_or_else(|| panic!("question {id} not listed"))
     }
 
+    /// The ledger's whole content: the file and its write-ahead log, where recent
+    /// writes stay until a checkpoint copies them into the file.
     pub fn bytes(&self) -> Vec<u8> {
-        std::fs::read(&self.path).expect("ledger file")
+        let mut bytes = std::fs::read(&self.path).expect("ledger file");
+        bytes.extend(std::fs::read(format!("{}-wal", self.path.display())).unwrap_or_default());
+        bytes
     }
 }
 
@@ -268,4 +272,17 @@ pub fn ids(v: &Value) -> Vec<i64> {
         .iter()
         .map(|x| x.as_i64().unwrap())
         .collect()
+}
+
+/// Copies a ledger with its write-ahead log (a copy of the file alone misses the writes
+/// not yet checkpointed), replacing whatever was at `to`.
+pub fn copy_ledger(from: &std::path::Path, to: &std::path::Path) {
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", to.display()));
+    }
+    std::fs::copy(from, to).unwrap();
+    let wal = format!("{}-wal", from.display());
+    if std::path::Path::new(&wal).exists() {
+        std::fs::copy(&wal, format!("{}-wal", to.display())).unwrap();
+    }
 }

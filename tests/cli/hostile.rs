@@ -311,6 +311,17 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// A ledger file's bytes and its write-ahead log's (a missing log holds what an empty
+/// one does: nothing).
+fn content(db: &std::ffi::OsStr) -> (Option<Vec<u8>>, Vec<u8>) {
+    let mut wal = db.to_owned();
+    wal.push("-wal");
+    (
+        std::fs::read(db).ok(),
+        std::fs::read(wal).unwrap_or_default(),
+    )
+}
+
 #[test]
 fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
     let l = Ledger::new();
@@ -328,8 +339,13 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
     let newer = l.dir.path().join("newer.db");
     if l.url.is_none() {
         std::fs::create_dir(&directory).unwrap();
-        std::fs::write(&truncated, &l.bytes()[..5000]).unwrap();
-        std::fs::copy(&l.path, &newer).unwrap();
+        // The file alone, every write copied into it, then cut short.
+        rusqlite::Connection::open(&l.path)
+            .unwrap()
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+        std::fs::write(&truncated, &std::fs::read(&l.path).unwrap()[..5000]).unwrap();
+        copy_ledger(&l.path, &newer);
         rusqlite::Connection::open(&newer)
             .unwrap()
             .execute("INSERT INTO refinery_schema_history VALUES (9999, 'future', '2030-01-01T00:00:00Z', '1')", [])
@@ -347,7 +363,7 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
             (Db::Truncated, false) => truncated.clone().into(),
             (Db::Newer, false) => newer.clone().into(),
         };
-        let before = std::fs::read(&db).ok();
+        let before = content(&db);
         let listed = l.all();
         let events = history();
         let mut cmd = bare_command(l.dir.path());
@@ -379,7 +395,7 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
             );
         }
         assert!(
-            std::fs::read(&db).ok() == before,
+            content(&db) == before,
             "{name:?} changed {}",
             std::path::Path::new(&db).display()
         );
