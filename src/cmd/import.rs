@@ -4,8 +4,7 @@ use super::{read_input, Outcome, Session};
 use crate::cli::{ImportArgs, ImportFormatArg};
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::formats::answers::{self, Answers, ImportFormat, Imported, Key, Reply};
-use crate::formats::ask_user::base_header;
+use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
 use crate::model::{resolve_answer, AnswerInput, Event, EventKind, Question, Status};
 use crate::store::{Access, Filter, Tx};
 
@@ -37,8 +36,12 @@ pub fn run(session: &mut Session, args: ImportArgs) -> Result<Outcome> {
         let mut answered = Vec::new();
         let mut skipped = Vec::new();
         let mut touched: Vec<i64> = Vec::new();
-        for imported in &replies {
-            let id = find(&in_stage, &stage, imported)?;
+        let placed = answers::place(&in_stage, &stage, format, &replies).map_err(|e| match e {
+            Unplaced::NotFound(m) => Error::not_found(m),
+            Unplaced::Ambiguous(m) => Error::conflict(m),
+        })?;
+        for imported in &placed {
+            let id = imported.id;
             // Earlier replies in this same input may have changed it: read it afresh.
             let before = super::existing(tx, id)?;
             let changed = apply(tx, &before, imported, force, &now)?;
@@ -68,51 +71,11 @@ pub fn run(session: &mut Session, args: ImportArgs) -> Result<Outcome> {
     })))
 }
 
-/// The question of the stage an imported reply is for.
-fn find(in_stage: &[Question], stage: &str, imported: &Imported) -> Result<i64> {
-    let by = |pred: &dyn Fn(&Question) -> bool| -> Vec<&Question> {
-        in_stage.iter().filter(|q| pred(q)).collect()
-    };
-    let matches = match &imported.key {
-        Key::Id(id) => by(&|q| q.id == *id),
-        Key::Text(text) => by(&|q| q.question.trim() == text.trim()),
-        Key::Header(header) => {
-            let header = header.trim();
-            // askQuestions headers made unique by render end in " #<id>".
-            let tagged = header
-                .rsplit_once(" #")
-                .and_then(|(_, id)| id.parse::<i64>().ok());
-            match tagged {
-                Some(id) => by(&|q| q.id == id),
-                None => by(&|q| base_header(q) == header || q.question.trim() == header),
-            }
-        }
-    };
-    // Where a text matches several questions, the pending one is meant.
-    let pending: Vec<&&Question> = matches
-        .iter()
-        .filter(|q| q.status == Status::Pending)
-        .collect();
-    match (matches.len(), pending.len()) {
-        (1, _) => Ok(matches[0].id),
-        (0, _) => Err(Error::not_found(format!(
-            "{}: no question of stage '{stage}' matches it (was the stage cleared?); nothing was recorded",
-            imported.path
-        ))),
-        (_, 1) => Ok(pending[0].id),
-        _ => Err(Error::conflict(format!(
-            "{}: matches {} questions of stage '{stage}'; import by id with --format map; nothing was recorded",
-            imported.path,
-            matches.len()
-        ))),
-    }
-}
-
 /// Records one reply; false when there was nothing to change.
 fn apply(
     tx: &dyn Tx,
     before: &Question,
-    imported: &Imported,
+    imported: &Placed,
     force: bool,
     now: &str,
 ) -> Result<bool> {

@@ -14,11 +14,15 @@ pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
 
     let text = match args.format {
         RenderFormat::AskUser | RenderFormat::Vscode => {
-            let batches = if args.format == RenderFormat::AskUser {
+            let (batches, left_out) = if args.format == RenderFormat::AskUser {
                 ask_user::render_ask_user(&questions, &mut warnings)
             } else {
                 ask_user::render_vscode(&questions, &mut warnings)
             };
+            let left_out: Vec<Value> = left_out
+                .into_iter()
+                .map(|l| json!({ "question_id": l.question_id, "reason": l.reason }))
+                .collect();
             let batches: Vec<Value> = batches
                 .into_iter()
                 .map(|b| json!({ "question_ids": b.question_ids, "payload": b.payload }))
@@ -30,6 +34,7 @@ pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
                 "stage": args.stage,
                 "batches": batches,
                 "warnings": warnings,
+                "left_out": left_out,
             });
             return written_or_printed(
                 body,

@@ -210,3 +210,93 @@ fn render_ids_must_be_in_the_stage() {
     let out = l.ok(["render", "--stage", "a", "--ids", "1"]);
     assert_eq!(ids(&out["batches"][0]["question_ids"]), vec![1]);
 }
+
+/// The options of one question in an ask-user payload, as (label, description).
+fn labels(q: &Value) -> Vec<String> {
+    q["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["label"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn ask_user_payloads_are_ones_ask_user_question_accepts() {
+    let l = Ledger::new();
+    // Free text with and without a proposed value, one option, six options, and the
+    // same text twice (different groups) with the same header.
+    l.log_with("s", "Goal?", &["--proposed", "A blog"]);
+    l.log("s", "Deadline?");
+    l.log_with("s", "Only one?", &["--option", "Yes"]);
+    let mut six = vec!["--header", "Many"];
+    for label in ["a", "b", "c", "d", "e", "f"] {
+        six.extend(["--option", label]);
+    }
+    l.log_with("s", "Which letter?", &six);
+    l.log_with("s", "Which DB?", &["--group", "Front", "--header", "DB"]);
+    l.log_with("s", "Which DB?", &["--group", "Back", "--header", "DB"]);
+    let out = l.ok(["render", "--stage", "s"]);
+
+    let left_out = out["left_out"].as_array().unwrap();
+    assert_eq!(left_out.len(), 1, "{out:#}");
+    assert_eq!(left_out[0]["question_id"], 4);
+    assert!(left_out[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("6 options"));
+
+    let batches = out["batches"].as_array().unwrap();
+    let mut shown: Vec<i64> = Vec::new();
+    for b in batches {
+        let qs = b["payload"]["questions"].as_array().unwrap();
+        assert!((1..=4).contains(&qs.len()));
+        let texts: Vec<&Value> = qs.iter().map(|q| &q["question"]).collect();
+        let headers: Vec<&Value> = qs.iter().map(|q| &q["header"]).collect();
+        for i in 0..qs.len() {
+            assert!(!texts[..i].contains(&texts[i]), "a text twice in {b:#}");
+            assert!(
+                !headers[..i].contains(&headers[i]),
+                "a header twice in {b:#}"
+            );
+            assert!((2..=4).contains(&qs[i]["options"].as_array().unwrap().len()));
+        }
+        shown.extend(ids(&b["question_ids"]));
+    }
+    shown.sort();
+    assert_eq!(shown, vec![1, 2, 3, 5, 6]);
+    assert_ne!(
+        batches
+            .iter()
+            .position(|b| ids(&b["question_ids"]).contains(&5)),
+        batches
+            .iter()
+            .position(|b| ids(&b["question_ids"]).contains(&6)),
+        "the same text twice is split across batches"
+    );
+
+    let by_id = |id: i64| -> Value {
+        for b in batches {
+            if let Some(i) = ids(&b["question_ids"]).iter().position(|x| *x == id) {
+                return b["payload"]["questions"][i].clone();
+            }
+        }
+        panic!("question {id} not in any batch")
+    };
+    assert_eq!(
+        labels(&by_id(1)),
+        ["A blog (Recommended)", "Skip this question", "Decide later"]
+    );
+    assert_eq!(labels(&by_id(2)), ["Skip this question", "Decide later"]);
+    assert_eq!(labels(&by_id(3)), ["Yes", "Skip this question"]);
+    assert_eq!(by_id(1)["multiSelect"], false);
+}
+
+#[test]
+fn a_question_with_an_option_named_like_a_made_up_one_keeps_its_own() {
+    let l = Ledger::new();
+    l.log_with("s", "Proceed?", &["--option", "Skip this question"]);
+    let out = l.ok(["render", "--stage", "s"]);
+    let q = &out["batches"][0]["payload"]["questions"][0];
+    assert_eq!(labels(q), ["Skip this question", "Decide later"]);
+}
