@@ -319,7 +319,9 @@ pub fn place(
         .collect()
 }
 
-/// The question of the stage a reply is for.
+/// The question of the stage a reply is for. A header of the form `X #N` names question
+/// N only when that is the form `render` wrote for it (question N's header is `X`);
+/// otherwise it is a header like any other.
 fn find<'a>(
     in_stage: &'a [Question],
     stage: &str,
@@ -333,16 +335,22 @@ fn find<'a>(
             .collect(),
         Key::Header(header) => {
             let header = header.trim();
-            // askQuestions headers made unique by render end in " #<id>".
             let tagged = header
                 .rsplit_once(" #")
-                .and_then(|(_, id)| id.parse::<i64>().ok());
-            match tagged {
-                Some(id) => in_stage.iter().filter(|q| q.id == id).collect(),
-                None => in_stage
+                .and_then(|(base, id)| Some((base, id.parse::<i64>().ok()?)));
+            let literal: Vec<&Question> = in_stage
+                .iter()
+                .filter(|q| ask_user::base_header(q) == header || q.question.trim() == header)
+                .collect();
+            if literal.is_empty() {
+                in_stage
                     .iter()
-                    .filter(|q| ask_user::base_header(q) == header || q.question.trim() == header)
-                    .collect(),
+                    .filter(|q| {
+                        tagged.is_some_and(|(b, id)| q.id == id && ask_user::base_header(q) == b)
+                    })
+                    .collect()
+            } else {
+                literal
             }
         }
     };

@@ -288,7 +288,10 @@ pub fn render_vscode(
     for q in questions {
         let header = vscode_header(q, questions);
         let base = base_header(q);
-        if header.is_empty() || headers.contains(&header) {
+        // A person's header that reads like our "Header #id" form keeps it: import reads
+        // a header as itself before it reads it as that form.
+        let taken = header != base && questions.iter().any(|o| base_header(o) == header);
+        if header.is_empty() || taken || headers.contains(&header) {
             let reason = format!("its header \"{header}\" is not unique in the call");
             warnings.push(format!("question {}: left out: {reason}", q.id));
             left_out.push(LeftOut {

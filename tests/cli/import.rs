@@ -239,3 +239,37 @@ fn the_options_render_made_up_import_as_what_they_stand_for() {
     assert_eq!(l.question(3)["answer"], serde_json::Value::Null);
     assert_eq!(l.question(4)["status"], "skipped");
 }
+
+#[test]
+fn a_header_like_the_collision_form_is_a_header_not_an_id() {
+    let l = Ledger::new();
+    l.log_with("s", "Ship it?", &["--header", "Release"]);
+    l.log_with("s", "Backport to 1.x?", &["--header", "Backport #1"]);
+    let answers = json!({"answers": {
+        "Backport #1": {"selected": [], "freeText": "yes", "skipped": false},
+    }});
+    let out = l.ok_stdin(
+        ["import", "--stage", "s", "--format", "vscode"],
+        answers.to_string(),
+    );
+    assert_eq!(ids(&out["answered_ids"]), vec![2]);
+    assert_eq!(l.question(1)["status"], "pending");
+    assert_eq!(l.run(["check", "--stage", "s"]).json["gate"], "fail");
+
+    // `X #N` names question N only when N's header is X: here it is not.
+    let run = l.run_stdin(
+        ["import", "--stage", "s", "--format", "vscode"],
+        json!({"answers": {"Scope #1": {"freeText": "x"}}}).to_string(),
+    );
+    assert_eq!((run.code, run.error_code()), (1, "not_found"));
+    assert_eq!(l.question(1)["status"], "pending");
+
+    // The form render itself wrote for a shared header reads back to its question.
+    l.log_with("t", "First?", &["--header", "Scope"]);
+    l.log_with("t", "Second?", &["--header", "Scope"]);
+    let out = l.ok_stdin(
+        ["import", "--stage", "t", "--format", "vscode"],
+        json!({"answers": {"Scope #4": {"freeText": "second"}}}).to_string(),
+    );
+    assert_eq!(ids(&out["answered_ids"]), vec![4]);
+}

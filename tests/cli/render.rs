@@ -300,3 +300,19 @@ fn a_question_with_an_option_named_like_a_made_up_one_keeps_its_own() {
     let q = &out["batches"][0]["payload"]["questions"][0];
     assert_eq!(labels(q), ["Skip this question", "Decide later"]);
 }
+
+#[test]
+fn vscode_headers_stay_unique_when_a_header_reads_like_the_collision_form() {
+    let l = Ledger::new();
+    l.log_with("s", "First?", &["--header", "Scope"]);
+    l.log_with("s", "Second?", &["--header", "Scope"]);
+    l.log_with("s", "Third?", &["--header", "Scope #1"]);
+    let out = l.ok(["render", "--stage", "s", "--format", "vscode"]);
+    let qs = out["batches"][0]["payload"]["questions"]
+        .as_array()
+        .unwrap();
+    let headers: Vec<&str> = qs.iter().map(|q| q["header"].as_str().unwrap()).collect();
+    assert_eq!(headers, ["Scope #2", "Scope #1"]);
+    assert_eq!(ids(&out["batches"][0]["question_ids"]), vec![2, 3]);
+    assert_eq!(out["left_out"][0]["question_id"], 1);
+}
