@@ -66,19 +66,21 @@ pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
                 Some(content),
             );
         }
-        RenderFormat::OpenQuestions => open_questions::render(&questions),
-        RenderFormat::Uwf => uwf::render(&questions),
+        RenderFormat::OpenQuestions => open_questions::render(&questions, &mut warnings),
+        RenderFormat::Uwf => uwf::render(&questions, &mut warnings),
         RenderFormat::Markdown => markdown::render(&questions),
     };
     match args.out {
         Some(path) => {
             write_private(&path, &text)?;
-            Ok(Outcome::ok(written(name, &args.stage, question_ids, &path)))
+            let mut summary = written(name, &args.stage, question_ids, &path);
+            summary["warnings"] = json!(warnings);
+            Ok(Outcome::ok(summary))
         }
         None => Ok(Outcome {
             body: Rendered::Text(text),
             exit: 0,
-            note: None,
+            note: (!warnings.is_empty()).then(|| warnings.join("\n")),
         }),
     }
 }

@@ -290,18 +290,38 @@ fn shorten(text: &str) -> String {
     out
 }
 
-/// The block, ready to paste: ungrouped questions first, then each group in order.
-pub fn render(questions: &[Question]) -> String {
-    if questions.is_empty() {
+/// The block, ready to paste: ungrouped questions first, then each group in order. The
+/// block format has no escapes, so each question is written only when its lines read back
+/// as that same question: otherwise without its proposed value, or not at all, with a
+/// warning. Never a line that would read as another question.
+pub fn render(questions: &[Question], warnings: &mut Vec<String>) -> String {
+    let mut carried: Vec<(&Question, bool)> = Vec::new();
+    for q in questions {
+        if reads_back(q, true) {
+            carried.push((q, true));
+        } else if q.proposed.is_some() && reads_back(q, false) {
+            warnings.push(format!(
+                "question {}: its proposed value is left out: a {MARKER} block cannot carry it as written",
+                q.id
+            ));
+            carried.push((q, false));
+        } else {
+            warnings.push(format!(
+                "question {}: left out: a {MARKER} block cannot carry its text as written (blank lines, a line that reads as a key or a fence, surrounding spaces, CR); render it in another format",
+                q.id
+            ));
+        }
+    }
+    if carried.is_empty() {
         return String::new();
     }
-    let mut out = format!("{MARKER}\n");
-    let mut ordered: Vec<&Question> = questions
+    let mut ordered: Vec<(&Question, bool)> = carried
         .iter()
-        .filter(|q| q.group_name.is_none())
+        .copied()
+        .filter(|(q, _)| q.group_name.is_none())
         .collect();
     let mut groups: Vec<&str> = Vec::new();
-    for q in questions {
+    for (q, _) in &carried {
         if let Some(g) = q.group_name.as_deref() {
             if !groups.contains(&g) {
                 groups.push(g);
@@ -310,26 +330,56 @@ pub fn render(questions: &[Question]) -> String {
     }
     for g in &groups {
         ordered.extend(
-            questions
+            carried
                 .iter()
-                .filter(|q| q.group_name.as_deref() == Some(g)),
+                .copied()
+                .filter(|(q, _)| q.group_name.as_deref() == Some(g)),
         );
     }
+    let mut out = format!("{MARKER}\n");
     let mut current: Option<&str> = None;
-    for q in ordered {
+    for (q, with_proposed) in ordered {
         if q.group_name.as_deref() != current {
             current = q.group_name.as_deref();
             if let Some(g) = current {
                 out.push_str(&format!("[{}]\n", one_line(g)));
             }
         }
-        out.push_str(&format!("Q: {}\n", q.question.trim()));
-        if let Some(p) = &q.proposed {
-            out.push_str(&format!("Proposed: {}\n", p.trim()));
-        }
-        out.push_str(&format!("Required: {}\n", q.required));
+        out.push_str(&lines(q, with_proposed));
     }
     out
+}
+
+/// One question's `Q:`, `Proposed:` and `Required:` lines.
+fn lines(q: &Question, with_proposed: bool) -> String {
+    let mut out = format!("Q: {}\n", q.question.trim());
+    if let Some(p) = q.proposed.as_ref().filter(|_| with_proposed) {
+        out.push_str(&format!("Proposed: {}\n", p.trim()));
+    }
+    out.push_str(&format!("Required: {}\n", q.required));
+    out
+}
+
+/// Whether the question, written on its own, is read back by `ingest` as itself.
+fn reads_back(q: &Question, with_proposed: bool) -> bool {
+    let group = q
+        .group_name
+        .as_deref()
+        .map(|g| format!("[{}]\n", one_line(g)))
+        .unwrap_or_default();
+    let text = format!("{MARKER}\n{group}{}", lines(q, with_proposed));
+    match super::parse_envelope(&text, Some(Source::Uwf)) {
+        Ok(Some(env)) => {
+            env.questions.len() == 1 && {
+                let back = &env.questions[0];
+                back.question == q.question
+                    && back.group_name == q.group_name
+                    && back.required == q.required
+                    && (!with_proposed || back.proposed == q.proposed)
+            }
+        }
+        _ => false,
+    }
 }
 
 fn one_line(text: &str) -> String {
