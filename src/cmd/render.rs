@@ -17,11 +17,18 @@ struct Batch {
 
 /// The ask-user and vscode document: the payloads to pass to the tool, in batches.
 #[derive(Serialize)]
+struct LeftOut {
+    question_id: i64,
+    reason: String,
+}
+
+#[derive(Serialize)]
 struct Batches {
     format: &'static str,
     stage: String,
     batches: Vec<Batch>,
     warnings: Vec<String>,
+    left_out: Vec<LeftOut>,
 }
 
 /// The pi-pending document: the file's content as `payload`.
@@ -56,7 +63,7 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
     // The text for --out (or stdout), and the warnings the summary carries.
     let (text, warnings) = match args.format {
         RenderFormat::AskUser | RenderFormat::Vscode => {
-            let batches = if args.format == RenderFormat::AskUser {
+            let (batches, left_out) = if args.format == RenderFormat::AskUser {
                 ask_user::render_ask_user(&questions, &mut warnings)
             } else {
                 ask_user::render_vscode(&questions, &mut warnings)
@@ -72,6 +79,13 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
                     })
                     .collect(),
                 warnings,
+                left_out: left_out
+                    .into_iter()
+                    .map(|l| LeftOut {
+                        question_id: l.question_id,
+                        reason: l.reason,
+                    })
+                    .collect(),
             };
             if args.out.is_none() {
                 return Ok(Outcome::ok(doc));
@@ -92,8 +106,14 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
             let file = serde_json::to_string_pretty(&payload).unwrap_or_default() + "\n";
             (file, Some(warnings))
         }
-        RenderFormat::OpenQuestions => (open_questions::render(&questions), None),
-        RenderFormat::Uwf => (uwf::render(&questions), None),
+        RenderFormat::OpenQuestions => {
+            let text = open_questions::render(&questions, &mut warnings);
+            (text, Some(warnings))
+        }
+        RenderFormat::Uwf => {
+            let text = uwf::render(&questions, &mut warnings);
+            (text, Some(warnings))
+        }
         RenderFormat::Markdown => (markdown::render(&questions), None),
     };
     match args.out {
@@ -107,7 +127,11 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
                 warnings,
             }))
         }
-        None => Ok(Outcome::text(text)),
+        None => {
+            let mut outcome = Outcome::text(text);
+            outcome.note = warnings.filter(|w| !w.is_empty()).map(|w| w.join("\n"));
+            Ok(outcome)
+        }
     }
 }
 

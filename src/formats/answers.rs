@@ -2,7 +2,9 @@
 
 use serde_json::Value;
 
+use super::ask_user::{self, Meaning};
 use super::{fail, kind, Obj, ParseError, Parsed};
+use crate::model::{Question, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportFormat {
@@ -259,6 +261,118 @@ fn map(top: &Obj) -> Parsed<Vec<Imported>> {
         });
     }
     Ok(out)
+}
+
+/// A reply placed on its question, meaning what it means there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub id: i64,
+    pub reply: Reply,
+    /// Where in the input it was, for messages.
+    pub path: String,
+}
+
+/// Why a reply could not be placed: no question matches it, or several do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unplaced {
+    NotFound(String),
+    Ambiguous(String),
+}
+
+/// Places each reply on the question of `stage` it is for (`in_stage` holds the stage's
+/// questions), and reads the options `render` made up for AskUserQuestion back as what
+/// they stand for: the proposed value, a skip, or nothing yet.
+pub fn place(
+    in_stage: &[Question],
+    stage: &str,
+    format: ImportFormat,
+    replies: &[Imported],
+) -> Result<Vec<Placed>, Unplaced> {
+    replies
+        .iter()
+        .map(|imported| {
+            let q = find(in_stage, stage, imported)?;
+            let reply = match (&imported.reply, format) {
+                (
+                    Reply::Answer {
+                        text: Some(text),
+                        select,
+                    },
+                    ImportFormat::AskUser,
+                ) if select.is_empty() => match ask_user::shown_meaning(q, text) {
+                    Some(Meaning::Proposed(value)) => Reply::Answer {
+                        text: Some(value),
+                        select: Vec::new(),
+                    },
+                    Some(Meaning::Skip) => Reply::Skip { reason: None },
+                    Some(Meaning::Later) => Reply::Pending,
+                    Some(Meaning::Own(_)) | None => imported.reply.clone(),
+                },
+                _ => imported.reply.clone(),
+            };
+            Ok(Placed {
+                id: q.id,
+                reply,
+                path: imported.path.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The question of the stage a reply is for. A header of the form `X #N` names question
+/// N only when that is the form `render` wrote for it (question N's header is `X`);
+/// otherwise it is a header like any other.
+fn find<'a>(
+    in_stage: &'a [Question],
+    stage: &str,
+    imported: &Imported,
+) -> Result<&'a Question, Unplaced> {
+    let matches: Vec<&Question> = match &imported.key {
+        Key::Id(id) => in_stage.iter().filter(|q| q.id == *id).collect(),
+        Key::Text(text) => in_stage
+            .iter()
+            .filter(|q| q.question.trim() == text.trim())
+            .collect(),
+        Key::Header(header) => {
+            let header = header.trim();
+            let tagged = header
+                .rsplit_once(" #")
+                .and_then(|(base, id)| Some((base, id.parse::<i64>().ok()?)));
+            let literal: Vec<&Question> = in_stage
+                .iter()
+                .filter(|q| ask_user::base_header(q) == header || q.question.trim() == header)
+                .collect();
+            if literal.is_empty() {
+                in_stage
+                    .iter()
+                    .filter(|q| {
+                        tagged.is_some_and(|(b, id)| q.id == id && ask_user::base_header(q) == b)
+                    })
+                    .collect()
+            } else {
+                literal
+            }
+        }
+    };
+    // Where a key matches several questions, the pending one is meant.
+    let pending: Vec<&Question> = matches
+        .iter()
+        .copied()
+        .filter(|q| q.status == Status::Pending)
+        .collect();
+    match (matches.len(), pending.len()) {
+        (1, _) => Ok(matches[0]),
+        (0, _) => Err(Unplaced::NotFound(format!(
+            "{}: no question of stage '{stage}' matches it (was the stage cleared?); nothing was recorded",
+            imported.path
+        ))),
+        (_, 1) => Ok(pending[0]),
+        _ => Err(Unplaced::Ambiguous(format!(
+            "{}: matches {} questions of stage '{stage}'; import by id with --format map; nothing was recorded",
+            imported.path,
+            matches.len()
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ pub struct Envelope {
 /// Finds and parses the envelope in `text`. `Ok(None)`: there is none (nothing to ask).
 /// With `only`, just that format is looked for.
 pub fn parse_envelope(text: &str, only: Option<Source>) -> Parsed<Option<Envelope>> {
-    let text = &normalize_newlines(text);
+    let text = &normalize_newlines(text.strip_prefix('\u{feff}').unwrap_or(text));
     let found = match only {
         Some(source) => locate(text, source).map(|at| (at, source)),
         None => [Source::Uwf, Source::OpenQuestions, Source::AskUser]
@@ -111,7 +111,11 @@ pub fn parse_envelope(text: &str, only: Option<Source>) -> Parsed<Option<Envelop
             .min_by_key(|(at, _)| *at),
     };
     let Some((_, source)) = found else {
-        return Ok(None);
+        // Nothing readable: but input that visibly tries to ask is an error, never "none".
+        return match attempted(text, only) {
+            Some(message) => fail(message),
+            None => Ok(None),
+        };
     };
     let questions = match source {
         Source::Uwf => uwf::parse(text)?,
@@ -119,6 +123,29 @@ pub fn parse_envelope(text: &str, only: Option<Source>) -> Parsed<Option<Envelop
         Source::AskUser => ask_user::parse(text)?,
     };
     Ok(Some(Envelope { source, questions }))
+}
+
+/// What in `text`, where no envelope could be read, shows that one was meant: a line
+/// that mentions the marker, a `Q:` line, an `openQuestions` key outside any JSON fence.
+fn attempted(text: &str, only: Option<Source>) -> Option<String> {
+    let wants = |s: Source| only.is_none_or(|o| o == s);
+    if wants(Source::Uwf) {
+        if let Some(message) = uwf::stray(text) {
+            return Some(message);
+        }
+    }
+    if wants(Source::OpenQuestions) {
+        if let Some(line) = text
+            .split('\n')
+            .position(|l| l.contains("\"openQuestions\""))
+        {
+            return Some(format!(
+                "line {}: there is an \"openQuestions\" key, but not in a JSON object that can be read; put the envelope alone in a ```json fenced block",
+                line + 1
+            ));
+        }
+    }
+    None
 }
 
 /// Where in `text` an envelope of this format starts, if there is one.
@@ -145,41 +172,75 @@ pub(crate) struct JsonBlock<'a> {
     /// 1-based line of the block's first JSON line in the whole input.
     pub first_line: usize,
     pub offset: usize,
+    /// Fenced as JSON (or with no language), so a syntax error in it is reported.
+    pub jsonish: bool,
 }
 
-/// Fenced blocks (```json, or ``` with no language) in order, as (text, first line).
+/// A fence line: three or more backticks or tildes, then an info string (a language,
+/// perhaps attributes). Returns the fence character, its length and the info string.
+pub(crate) fn fence(line: &str) -> Option<(char, usize, &str)> {
+    let line = line.trim();
+    let ch = line.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = line.len() - line.trim_start_matches(ch).len();
+    let info = &line[len..];
+    (len >= 3 && !(ch == '`' && info.contains('`'))).then_some((ch, len, info))
+}
+
+/// Fenced blocks in order: ``` or ~~~ fences of any length, closed by a fence of the same
+/// character at least as long with nothing after it, or by the end of the input.
 pub(crate) fn fenced_blocks(text: &str) -> Vec<JsonBlock<'_>> {
+    struct Open {
+        ch: char,
+        len: usize,
+        start: usize,
+        first_line: usize,
+        jsonish: bool,
+    }
     let mut blocks = Vec::new();
-    let mut open: Option<(usize, usize)> = None; // (byte offset of content, line number)
+    let mut open: Option<Open> = None;
     let mut offset = 0;
     for (i, line) in text.split('\n').enumerate() {
-        let trimmed = line.trim();
         let next = offset + line.len() + 1;
-        if let Some(rest) = trimmed.strip_prefix("```") {
-            match open {
-                None => {
-                    let lang = rest.trim().to_ascii_lowercase();
-                    if lang.is_empty() || lang == "json" || lang == "jsonc" || lang == "json5" {
-                        open = Some((next.min(text.len()), i + 2));
-                    } else {
-                        // A fence of another language: skip to its end.
-                        open = Some((usize::MAX, 0));
-                    }
-                }
-                Some((start, first_line)) => {
-                    if start != usize::MAX {
-                        let end = offset.max(start);
-                        blocks.push(JsonBlock {
-                            text: &text[start..end],
-                            first_line,
-                            offset: start,
-                        });
-                    }
-                    open = None;
-                }
+        match (&open, fence(line)) {
+            (None, Some((ch, len, info))) => {
+                // The language is the info string's first word: `json title="x"`, `{.json}`.
+                let lang = info
+                    .trim()
+                    .trim_start_matches(['{', '.'])
+                    .split(|c: char| c.is_whitespace() || c == '}' || c == ',')
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                open = Some(Open {
+                    ch,
+                    len,
+                    start: next.min(text.len()),
+                    first_line: i + 2,
+                    jsonish: lang.is_empty() || matches!(lang.as_str(), "json" | "jsonc" | "json5"),
+                });
             }
+            (Some(o), Some((ch, len, info)))
+                if ch == o.ch && len >= o.len && info.trim().is_empty() =>
+            {
+                blocks.push(JsonBlock {
+                    text: &text[o.start..offset.max(o.start)],
+                    first_line: o.first_line,
+                    offset: o.start,
+                    jsonish: o.jsonish,
+                });
+                open = None;
+            }
+            _ => {}
         }
         offset = next;
+    }
+    if let Some(o) = open {
+        blocks.push(JsonBlock {
+            text: &text[o.start..],
+            first_line: o.first_line,
+            offset: o.start,
+            jsonish: o.jsonish,
+        });
     }
     blocks
 }
@@ -193,6 +254,7 @@ pub(crate) fn json_candidate<'a>(text: &'a str, key: &str) -> Option<JsonBlock<'
         text,
         first_line: 1,
         offset: 0,
+        jsonish: true,
     };
     let trimmed = text.trim_start();
     let mut candidates = Vec::new();
@@ -205,7 +267,7 @@ pub(crate) fn json_candidate<'a>(text: &'a str, key: &str) -> Option<JsonBlock<'
         .find(|block| match serde_json::from_str::<Value>(block.text) {
             Ok(Value::Object(map)) => map.contains_key(key),
             Ok(_) => false,
-            Err(_) => block.text.contains(&quoted),
+            Err(_) => block.jsonish && block.text.contains(&quoted),
         })
 }
 
@@ -478,10 +540,63 @@ mod tests {
         let text =
             "intro\n```json\n{\"a\": 1}\n```\ntext\n```python\nprint()\n```\n```\n[1]\n```\n";
         let blocks = fenced_blocks(text);
-        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks.len(), 3);
         assert_eq!(blocks[0].text, "{\"a\": 1}\n");
         assert_eq!(blocks[0].first_line, 3);
-        assert_eq!(blocks[1].text, "[1]\n");
+        assert!(blocks[0].jsonish && !blocks[1].jsonish && blocks[2].jsonish);
+        assert_eq!(blocks[2].text, "[1]\n");
+    }
+
+    #[test]
+    fn every_kind_of_fence_holds_an_envelope() {
+        let body = "{\"openQuestions\": [{\"question\": \"A?\"}]}";
+        for (open, close) in [
+            ("~~~json", "~~~"),
+            ("````", "````"),
+            ("````json", "`````"),
+            ("```json title=\"x\"", "```"),
+            ("```JSON", "```"),
+            ("```{.json}", "```"),
+            ("```json", ""),
+        ] {
+            let text = format!("Here:\n{open}\n{body}\n{close}\nDone.\n");
+            let text = if close.is_empty() {
+                format!("Here:\n{open}\n{body}\n")
+            } else {
+                text
+            };
+            let env = parse_envelope(&text, None)
+                .unwrap()
+                .unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(env.questions[0].question, "A?", "{text}");
+        }
+        // A four-backtick fence holds three-backtick lines.
+        let text = format!("````json\n```\n{body}\n````\n");
+        assert!(parse_envelope(&text, None).is_err());
+    }
+
+    #[test]
+    fn input_that_tries_to_ask_is_never_none() {
+        for (text, place) in [
+            ("## **QUESTIONS_NEEDED**\nQ: A?\n", None),
+            ("QUESTIONS_NEEDED.\nQ: A?\n", None),
+            ("> QUESTIONS_NEEDED\n> [Goal]\n> Q: A?\n", None),
+            ("- QUESTIONS_NEEDED:\n  Q: A?\n", None),
+            ("\u{feff}QUESTIONS_NEEDED\nQ: A?\n", None),
+            ("\u{feff}{\"questions\": [{\"question\": \"A?\"}]}", None),
+            ("Notes.\nQUESTIONS_NEEDED below: Q: A?\n", Some("line 2")),
+            ("Notes.\n\nQ: A?\n", Some("line 3")),
+            (
+                "Here {\"openQuestions\": [{\"question\": \"A?\"}]}\n",
+                Some("line 1"),
+            ),
+        ] {
+            match (parse_envelope(text, None), place) {
+                (Ok(Some(env)), None) => assert_eq!(env.questions[0].question, "A?"),
+                (Err(e), Some(place)) => assert!(e.0.contains(place), "{text:?}: {}", e.0),
+                (other, _) => panic!("{text:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

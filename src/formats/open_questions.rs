@@ -26,8 +26,37 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
     )
 }
 
-/// The envelope as a subagent would emit it, in a fenced block.
-pub fn render(questions: &[Question]) -> String {
+/// The envelope as a subagent would emit it, in a fenced block. A question whose text
+/// would not read back as itself (`ingest` trims what it reads) is left out with a warning.
+pub fn render(questions: &[Question], warnings: &mut Vec<String>) -> String {
+    let carried: Vec<&Question> = questions
+        .iter()
+        .filter(|q| {
+            let ok = reads_back(q);
+            if !ok {
+                warnings.push(format!(
+                    "question {}: left out: its text or group would not read back as written (surrounding spaces); render it in another format",
+                    q.id
+                ));
+            }
+            ok
+        })
+        .collect();
+    envelope(&carried)
+}
+
+fn reads_back(q: &Question) -> bool {
+    match super::parse_envelope(&envelope(&[q]), Some(Source::OpenQuestions)) {
+        Ok(Some(env)) => {
+            env.questions.len() == 1
+                && env.questions[0].question == q.question
+                && env.questions[0].group_name == q.group_name
+        }
+        _ => false,
+    }
+}
+
+fn envelope(questions: &[&Question]) -> String {
     if questions.is_empty() {
         return String::new();
     }

@@ -17,16 +17,60 @@ use crate::model::{parse_bool, NewQuestion, Question};
 
 const MARKER: &str = "QUESTIONS_NEEDED";
 
-/// The 0-based line holding the marker: alone on its line, perhaps dressed as a heading,
-/// in bold or with a colon.
+/// The 0-based line holding the marker: alone on its line, however dressed (a heading,
+/// bold, a quote, a list item, a colon or other trailing punctuation).
 pub fn marker_line(text: &str) -> Option<usize> {
-    text.split('\n').position(|line| {
-        let bare = line
-            .trim()
-            .trim_matches(|c: char| c == '#' || c == '*' || c == '_' || c == '`' || c == ':')
-            .trim();
-        bare == MARKER
-    })
+    text.split('\n')
+        .position(|line| undress(line).eq_ignore_ascii_case(MARKER))
+}
+
+/// A line without its Markdown dressing: quote markers, list bullets and numbers,
+/// heading hashes, emphasis, and punctuation at its end.
+fn undress(line: &str) -> &str {
+    let mut s = line.trim();
+    loop {
+        let before = s;
+        s = s.trim_start_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '>' | '#' | '*' | '_' | '`' | '-' | '+')
+        });
+        s = strip_number(s);
+        if s.len() == before.len() {
+            break;
+        }
+    }
+    s.trim_end_matches(|c: char| !c.is_alphanumeric())
+}
+
+/// `2. ` or `2) ` at the start of a list item.
+fn strip_number(line: &str) -> &str {
+    let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 {
+        return line;
+    }
+    match line[digits..].strip_prefix(['.', ')']) {
+        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => rest.trim_start(),
+        _ => line,
+    }
+}
+
+/// Where no block could be found: the first line that shows one was meant (a line that
+/// mentions the marker, or a `Q:` line), as the message to hand back.
+pub fn stray(text: &str) -> Option<String> {
+    for (i, line) in text.split('\n').enumerate() {
+        if line.contains(MARKER) {
+            return Some(format!(
+                "line {}: {MARKER} must be alone on its line, followed by '[Group]' and 'Q:' lines",
+                i + 1
+            ));
+        }
+        if matches!(field(line.trim()), Some(Field::Question(_))) {
+            return Some(format!(
+                "line {}: a 'Q:' question with no {MARKER} line before it; put {MARKER} alone on the line above the questions",
+                i + 1
+            ));
+        }
+    }
+    None
 }
 
 enum Field {
@@ -41,14 +85,24 @@ fn field(line: &str) -> Option<Field> {
     let line = line
         .strip_prefix("- ")
         .or_else(|| line.strip_prefix("* "))
+        .or_else(|| line.strip_prefix("+ "))
         .unwrap_or(line)
         .trim_start();
+    let line = strip_number(line);
     if line.starts_with('[') && line.ends_with(']') && line.len() >= 2 {
         return Some(Field::Group(line[1..line.len() - 1].trim().to_string()));
     }
     let (key, value) = line.split_once(':')?;
+    let bold = key.trim().starts_with('*');
     let key = key.trim().trim_matches('*').to_ascii_lowercase();
-    let value = value.trim().to_string();
+    let value = value.trim();
+    // `**Q:** text`: the bold's closing stars are not part of the text.
+    let value = if bold {
+        value.trim_start_matches('*').trim_start()
+    } else {
+        value
+    }
+    .to_string();
     let is_q = key == "q"
         || (key.starts_with('q') && key[1..].chars().all(|c| c.is_ascii_digit()) && key.len() > 1);
     if is_q {
@@ -109,17 +163,28 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
         Ok(())
     };
 
+    // A block in a quote (`> QUESTIONS_NEEDED`) is quoted throughout.
+    let quoted = text
+        .split('\n')
+        .nth(start)
+        .is_some_and(|l| l.trim_start().starts_with('>'));
+    let mut ended: Option<usize> = None;
     for (i, raw) in text.split('\n').enumerate().skip(start + 1) {
         let number = i + 1;
-        let line = raw.trim();
+        let line = if quoted {
+            raw.trim().trim_start_matches(['>', ' ', '\t'])
+        } else {
+            raw.trim()
+        };
         if line.is_empty() {
             after_blank = true;
             continue;
         }
-        if line.starts_with("```") {
+        if super::fence(line).is_some() {
             if done.is_empty() && open.is_none() {
                 continue; // a fence opening right after the marker
             }
+            ended = Some(i);
             break;
         }
         match field(line) {
@@ -183,13 +248,31 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
                         shorten(line)
                     ))
                     }
-                    _ => break,
+                    _ => {
+                        ended = Some(i);
+                        break;
+                    }
                 }
             }
         }
         after_blank = false;
     }
     finish(open.take(), &mut done)?;
+    // Nothing after the block is dropped silently: a question there is an error.
+    if let Some(end) = ended {
+        for (i, raw) in text.split('\n').enumerate().skip(end + 1) {
+            if matches!(
+                field(raw.trim().trim_start_matches(['>', ' ', '\t'])),
+                Some(Field::Question(_))
+            ) {
+                return fail(format!(
+                    "line {}: a 'Q:' question after the {MARKER} block ended at line {}; keep every question inside the block, with no prose or fence between them",
+                    i + 1,
+                    end + 1
+                ));
+            }
+        }
+    }
     if done.is_empty() {
         return fail(format!(
             "the {MARKER} block on line {} has no 'Q:' lines",
@@ -207,18 +290,38 @@ fn shorten(text: &str) -> String {
     out
 }
 
-/// The block, ready to paste: ungrouped questions first, then each group in order.
-pub fn render(questions: &[Question]) -> String {
-    if questions.is_empty() {
+/// The block, ready to paste: ungrouped questions first, then each group in order. The
+/// block format has no escapes, so each question is written only when its lines read back
+/// as that same question: otherwise without its proposed value, or not at all, with a
+/// warning. Never a line that would read as another question.
+pub fn render(questions: &[Question], warnings: &mut Vec<String>) -> String {
+    let mut carried: Vec<(&Question, bool)> = Vec::new();
+    for q in questions {
+        if reads_back(q, true) {
+            carried.push((q, true));
+        } else if q.proposed.is_some() && reads_back(q, false) {
+            warnings.push(format!(
+                "question {}: its proposed value is left out: a {MARKER} block cannot carry it as written",
+                q.id
+            ));
+            carried.push((q, false));
+        } else {
+            warnings.push(format!(
+                "question {}: left out: a {MARKER} block cannot carry its text as written (blank lines, a line that reads as a key or a fence, surrounding spaces, CR); render it in another format",
+                q.id
+            ));
+        }
+    }
+    if carried.is_empty() {
         return String::new();
     }
-    let mut out = format!("{MARKER}\n");
-    let mut ordered: Vec<&Question> = questions
+    let mut ordered: Vec<(&Question, bool)> = carried
         .iter()
-        .filter(|q| q.group_name.is_none())
+        .copied()
+        .filter(|(q, _)| q.group_name.is_none())
         .collect();
     let mut groups: Vec<&str> = Vec::new();
-    for q in questions {
+    for (q, _) in &carried {
         if let Some(g) = q.group_name.as_deref() {
             if !groups.contains(&g) {
                 groups.push(g);
@@ -227,26 +330,56 @@ pub fn render(questions: &[Question]) -> String {
     }
     for g in &groups {
         ordered.extend(
-            questions
+            carried
                 .iter()
-                .filter(|q| q.group_name.as_deref() == Some(g)),
+                .copied()
+                .filter(|(q, _)| q.group_name.as_deref() == Some(g)),
         );
     }
+    let mut out = format!("{MARKER}\n");
     let mut current: Option<&str> = None;
-    for q in ordered {
+    for (q, with_proposed) in ordered {
         if q.group_name.as_deref() != current {
             current = q.group_name.as_deref();
             if let Some(g) = current {
                 out.push_str(&format!("[{}]\n", one_line(g)));
             }
         }
-        out.push_str(&format!("Q: {}\n", q.question.trim()));
-        if let Some(p) = &q.proposed {
-            out.push_str(&format!("Proposed: {}\n", p.trim()));
-        }
-        out.push_str(&format!("Required: {}\n", q.required));
+        out.push_str(&lines(q, with_proposed));
     }
     out
+}
+
+/// One question's `Q:`, `Proposed:` and `Required:` lines.
+fn lines(q: &Question, with_proposed: bool) -> String {
+    let mut out = format!("Q: {}\n", q.question.trim());
+    if let Some(p) = q.proposed.as_ref().filter(|_| with_proposed) {
+        out.push_str(&format!("Proposed: {}\n", p.trim()));
+    }
+    out.push_str(&format!("Required: {}\n", q.required));
+    out
+}
+
+/// Whether the question, written on its own, is read back by `ingest` as itself.
+fn reads_back(q: &Question, with_proposed: bool) -> bool {
+    let group = q
+        .group_name
+        .as_deref()
+        .map(|g| format!("[{}]\n", one_line(g)))
+        .unwrap_or_default();
+    let text = format!("{MARKER}\n{group}{}", lines(q, with_proposed));
+    match super::parse_envelope(&text, Some(Source::Uwf)) {
+        Ok(Some(env)) => {
+            env.questions.len() == 1 && {
+                let back = &env.questions[0];
+                back.question == q.question
+                    && back.group_name == q.group_name
+                    && back.required == q.required
+                    && (!with_proposed || back.proposed == q.proposed)
+            }
+        }
+        _ => false,
+    }
 }
 
 fn one_line(text: &str) -> String {
@@ -285,10 +418,23 @@ mod tests {
 
     #[test]
     fn prose_after_a_blank_line_ends_the_block() {
-        let text = "QUESTIONS_NEEDED\n[Goal]\nQ: Why?\nProposed: Because\n\nI will continue once you answer.\nQ: not a question\n";
+        let text = "QUESTIONS_NEEDED\n[Goal]\nQ: Why?\nProposed: Because\n\nI will continue once you answer.\n";
         let qs = parse(text).unwrap();
         assert_eq!(qs.len(), 1);
         assert_eq!(qs[0].proposed.as_deref(), Some("Because"));
+        // A question after the prose is not dropped: it is an error naming its line.
+        let err = parse(&format!("{text}Q: And this?\n")).unwrap_err();
+        assert!(err.0.contains("line 7"), "{}", err.0);
+    }
+
+    #[test]
+    fn numbered_and_bold_questions_each_start_a_question() {
+        let text =
+            "QUESTIONS_NEEDED\n[Goal]\n1. Q: Why?\n2. Q: How?\n3) **Q:** When?\nRequired: no\n";
+        let qs = parse(text).unwrap();
+        let texts: Vec<&str> = qs.iter().map(|q| q.question.as_str()).collect();
+        assert_eq!(texts, ["Why?", "How?", "When?"]);
+        assert!(!qs[2].required);
     }
 
     #[test]

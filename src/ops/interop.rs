@@ -7,10 +7,9 @@ use serde::Serialize;
 use super::existing;
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::formats::answers::{self, Answers, ImportFormat, Imported as Reply, Key};
-use crate::formats::ask_user::base_header;
+use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
 use crate::formats::{self, Source};
-use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status};
+use crate::model::{AnswerInput, Mode, NewQuestion, Question};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -118,20 +117,24 @@ pub fn import(
             stage: Some(stage.to_string()),
             ..Filter::default()
         })?;
+        let placed = answers::place(&in_stage, stage, format, &replies).map_err(|e| match e {
+            Unplaced::NotFound(m) => Error::not_found(m),
+            Unplaced::Ambiguous(m) => Error::conflict(m),
+        })?;
         let mut answered = Vec::new();
         let mut skipped = Vec::new();
         let mut touched: Vec<i64> = Vec::new();
         let mut seen = HashSet::new();
-        for reply in &replies {
-            let id = find(&in_stage, stage, reply)?;
-            if apply(tx, id, reply, mode, &now)? {
+        for reply in &placed {
+            let id = reply.id;
+            if apply(tx, reply, mode, &now)? {
                 match reply.reply {
-                    answers::Reply::Answer { .. } => answered.push(id),
-                    answers::Reply::Skip { .. } => skipped.push(id),
-                    answers::Reply::Pending => {}
+                    Reply::Answer { .. } => answered.push(id),
+                    Reply::Skip { .. } => skipped.push(id),
+                    Reply::Pending => {}
                 }
             }
-            if !matches!(reply.reply, answers::Reply::Pending) && seen.insert(id) {
+            if !matches!(reply.reply, Reply::Pending) && seen.insert(id) {
                 touched.push(id);
             }
         }
@@ -152,19 +155,19 @@ pub fn import(
 
 /// Records one reply; false when there was nothing to change. Earlier replies in the same
 /// input may have changed the question, so it is read afresh.
-fn apply(tx: &Tx, id: i64, reply: &Reply, mode: Mode, now: &str) -> Result<bool> {
+fn apply(tx: &Tx, reply: &Placed, mode: Mode, now: &str) -> Result<bool> {
     let place = |e: Error| Error::new(e.code, format!("{}: {e}; nothing was recorded", reply.path));
-    let before = existing(tx, id)?;
+    let before = existing(tx, reply.id)?;
     let transition = match &reply.reply {
-        answers::Reply::Pending => None,
-        answers::Reply::Answer { text, select } => {
+        Reply::Pending => None,
+        Reply::Answer { text, select } => {
             let input = AnswerInput {
                 text: text.clone(),
                 select: select.clone(),
             };
             before.answer(&input, mode, now).map_err(place)?
         }
-        answers::Reply::Skip { reason } => before.skip(reason.clone(), mode, now).map_err(place)?,
+        Reply::Skip { reason } => before.skip(reason.clone(), mode, now).map_err(place)?,
     };
     match transition {
         Some(t) => {
@@ -172,45 +175,5 @@ fn apply(tx: &Tx, id: i64, reply: &Reply, mode: Mode, now: &str) -> Result<bool>
             Ok(true)
         }
         None => Ok(false),
-    }
-}
-
-/// The question of the stage an imported reply is for.
-fn find(in_stage: &[Question], stage: &str, imported: &Reply) -> Result<i64> {
-    let by = |pred: &dyn Fn(&Question) -> bool| -> Vec<&Question> {
-        in_stage.iter().filter(|q| pred(q)).collect()
-    };
-    let matches = match &imported.key {
-        Key::Id(id) => by(&|q| q.id == *id),
-        Key::Text(text) => by(&|q| q.question.trim() == text.trim()),
-        Key::Header(header) => {
-            let header = header.trim();
-            // askQuestions headers made unique by render end in " #<id>".
-            let tagged = header
-                .rsplit_once(" #")
-                .and_then(|(_, id)| id.parse::<i64>().ok());
-            match tagged {
-                Some(id) => by(&|q| q.id == id),
-                None => by(&|q| base_header(q) == header || q.question.trim() == header),
-            }
-        }
-    };
-    // Where a text matches several questions, the pending one is meant.
-    let pending: Vec<&&Question> = matches
-        .iter()
-        .filter(|q| q.status == Status::Pending)
-        .collect();
-    match (matches.len(), pending.len()) {
-        (1, _) => Ok(matches[0].id),
-        (0, _) => Err(Error::not_found(format!(
-            "{}: no question of stage '{stage}' matches it (was the stage cleared?); nothing was recorded",
-            imported.path
-        ))),
-        (_, 1) => Ok(pending[0].id),
-        _ => Err(Error::conflict(format!(
-            "{}: matches {} questions of stage '{stage}'; import by id with --format map; nothing was recorded",
-            imported.path,
-            matches.len()
-        ))),
     }
 }

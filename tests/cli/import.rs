@@ -212,3 +212,64 @@ fn a_different_answer_on_record_conflicts_the_same_one_is_harmless() {
     assert_eq!(last["before"]["answer"], "A blog");
     assert_eq!(last["after"]["answer"], "A shop");
 }
+
+#[test]
+fn the_options_render_made_up_import_as_what_they_stand_for() {
+    let l = Ledger::new();
+    l.log_with("s", "Goal?", &["--proposed", "A blog\nwith comments"]);
+    l.log("s", "Deadline?");
+    l.log("s", "Budget?");
+    l.log_with("s", "Only one?", &["--option", "Yes"]);
+    let rendered = l.ok(["render", "--stage", "s"]);
+    let qs = rendered["batches"][0]["payload"]["questions"].clone();
+    let label = |i: usize, j: usize| qs[i]["options"][j]["label"].as_str().unwrap().to_string();
+    assert_eq!(label(0, 0), "A blog with comments (Recommended)");
+    let answers = json!({"answers": {
+        "Goal?": label(0, 0),
+        "Deadline?": "Skip this question",
+        "Budget?": "Decide later",
+        "Only one?": label(3, 1),
+    }});
+    let out = l.ok_stdin(["import", "--stage", "s"], answers.to_string());
+    assert_eq!(ids(&out["answered_ids"]), vec![1]);
+    assert_eq!(ids(&out["skipped_ids"]), vec![2, 4]);
+    assert_eq!(l.question(1)["answer"], "A blog\nwith comments");
+    assert_eq!(l.question(2)["status"], "skipped");
+    assert_eq!(l.question(3)["status"], "pending");
+    assert_eq!(l.question(3)["answer"], serde_json::Value::Null);
+    assert_eq!(l.question(4)["status"], "skipped");
+}
+
+#[test]
+fn a_header_like_the_collision_form_is_a_header_not_an_id() {
+    let l = Ledger::new();
+    l.log_with("s", "Ship it?", &["--header", "Release"]);
+    l.log_with("s", "Backport to 1.x?", &["--header", "Backport #1"]);
+    let answers = json!({"answers": {
+        "Backport #1": {"selected": [], "freeText": "yes", "skipped": false},
+    }});
+    let out = l.ok_stdin(
+        ["import", "--stage", "s", "--format", "vscode"],
+        answers.to_string(),
+    );
+    assert_eq!(ids(&out["answered_ids"]), vec![2]);
+    assert_eq!(l.question(1)["status"], "pending");
+    assert_eq!(l.run(["check", "--stage", "s"]).json["gate"], "fail");
+
+    // `X #N` names question N only when N's header is X: here it is not.
+    let run = l.run_stdin(
+        ["import", "--stage", "s", "--format", "vscode"],
+        json!({"answers": {"Scope #1": {"freeText": "x"}}}).to_string(),
+    );
+    assert_eq!((run.code, run.error_code()), (1, "not_found"));
+    assert_eq!(l.question(1)["status"], "pending");
+
+    // The form render itself wrote for a shared header reads back to its question.
+    l.log_with("t", "First?", &["--header", "Scope"]);
+    l.log_with("t", "Second?", &["--header", "Scope"]);
+    let out = l.ok_stdin(
+        ["import", "--stage", "t", "--format", "vscode"],
+        json!({"answers": {"Scope #4": {"freeText": "second"}}}).to_string(),
+    );
+    assert_eq!(ids(&out["answered_ids"]), vec![4]);
+}

@@ -131,3 +131,66 @@ fn bad_input_bytes_and_missing_files_are_clear_errors() {
     assert_eq!((run.code, run.error_code()), (2, "usage"));
     l.assert_not_created();
 }
+
+#[test]
+fn no_question_is_dropped_silently() {
+    let body = r#"{"openQuestions": [{"question": "Which cache?"}]}"#;
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            "QUESTIONS_NEEDED\n[Goal]\nQ: Why?\n2. Q: How?\n".into(),
+            vec!["Why?", "How?"],
+        ),
+        ("## **QUESTIONS_NEEDED**\nQ: Why?\n".into(), vec!["Why?"]),
+        ("QUESTIONS_NEEDED.\nQ: Why?\n".into(), vec!["Why?"]),
+        ("> **QUESTIONS_NEEDED:**\n> Q: Why?\n".into(), vec!["Why?"]),
+        ("\u{feff}QUESTIONS_NEEDED\nQ: Why?\n".into(), vec!["Why?"]),
+        (
+            format!("Done.\n~~~json\n{body}\n~~~\n"),
+            vec!["Which cache?"],
+        ),
+        (format!("Done.\n````\n{body}\n````\n"), vec!["Which cache?"]),
+        (
+            format!("Done.\n```json title=\"x\"\n{body}\n```\n"),
+            vec!["Which cache?"],
+        ),
+    ];
+    for (text, want) in cases {
+        let l = Ledger::new();
+        let out = l.ok_stdin(["ingest", "--stage", "s"], text.clone());
+        assert_eq!(out["found"], true, "{text:?}");
+        let got: Vec<&str> = out["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["question"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, want, "{text:?}");
+    }
+}
+
+#[test]
+fn input_that_tries_to_ask_but_cannot_be_read_is_a_parse_error() {
+    let l = Ledger::new();
+    for (text, place) in [
+        ("Done.\nQUESTIONS_NEEDED: Q: Why?\n", "line 2"),
+        ("Notes.\n\nQ: Why?\n", "line 3"),
+        (
+            "QUESTIONS_NEEDED\nQ: Why?\n\nMore prose.\nQ: How?\n",
+            "line 5",
+        ),
+        (
+            "Here {\"openQuestions\": [{\"question\": \"A?\"}]}\n",
+            "line 1",
+        ),
+        (
+            "~~~json\n{\"openQuestions\": [\n{\"question\": }]}\n~~~\n",
+            "line 3",
+        ),
+    ] {
+        let run = l.run_stdin(["ingest", "--stage", "s"], text);
+        assert_eq!((run.code, run.error_code()), (1, "parse_error"), "{text:?}");
+        let message = run.json["error"].as_str().unwrap();
+        assert!(message.contains(place), "{text:?}: {message}");
+    }
+    l.assert_not_created();
+}

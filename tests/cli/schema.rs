@@ -230,4 +230,137 @@ fn the_schemas_are_not_vacuous() {
         "ask-user-question",
         &json!({"questions": [{"question": "q", "header": "much too long a header", "options": [], "multiSelect": false}]}),
     );
+    let option = json!({"label": "A", "description": ""});
+    for count in [0, 1, 5] {
+        let options = vec![option.clone(); count];
+        assert_invalid(
+            "ask-user-question",
+            &json!({"questions": [{"question": "q", "header": "h", "options": options, "multiSelect": false}]}),
+        );
+    }
+    let one =
+        json!({"question": "q", "header": "h", "options": [option, option], "multiSelect": false});
+    assert_invalid("ask-user-question", &json!({"questions": vec![one; 5]}));
+}
+
+mod generated {
+    //! Every payload rendered from many generated ledgers satisfies its tool's schema and
+    //! what the schema cannot say: texts, headers and labels unique where the tool needs.
+
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    use super::assert_valid;
+    use crate::common::*;
+
+    fn option() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![
+                Just("A"),
+                Just("B"),
+                Just("Skip this question"),
+                Just("Decide later"),
+                Just("a long label with spaces"),
+                Just("C")
+            ],
+            any::<bool>(),
+        )
+            .prop_map(|(label, recommended)| json!({"label": label, "recommended": recommended}))
+    }
+
+    fn question() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![
+                Just("Which one?".to_string()),
+                Just("Deadline?".to_string()),
+                Just("Why?".to_string()),
+                "[a-z]{1,8}( [a-z]{1,8})?\\?"
+            ],
+            proptest::option::of(prop_oneof![
+                Just("Scope"),
+                Just("Scope #1"),
+                Just("Success metrics and more"),
+                Just("Backport #2")
+            ]),
+            proptest::option::of(prop_oneof![Just("Goal"), Just("Risk")]),
+            proptest::option::of(prop_oneof![Just("A blog"), Just("Skip this question")]),
+            proptest::collection::vec(option(), 0..7),
+            any::<bool>(),
+        )
+            .prop_map(|(text, header, group, proposed, options, multi)| {
+                let mut labels: Vec<String> = Vec::new();
+                let options: Vec<Value> = options
+                    .into_iter()
+                    .filter(|o| {
+                        let l = o["label"].as_str().unwrap().to_lowercase();
+                        !labels.contains(&l) && {
+                            labels.push(l);
+                            true
+                        }
+                    })
+                    .collect();
+                json!({"question": text, "header": header, "group": group,
+                       "proposed": proposed, "options": options, "multiSelect": multi})
+            })
+    }
+
+    fn label_key(label: &str) -> String {
+        label
+            .trim()
+            .trim_end_matches(" (Recommended)")
+            .to_lowercase()
+    }
+
+    fn unique<T: PartialEq + std::fmt::Debug>(items: &[T], what: &str) {
+        for i in 0..items.len() {
+            assert!(!items[..i].contains(&items[i]), "{what} repeats: {items:?}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+        #[test]
+        fn rendered_payloads_satisfy_their_tools(qs in proptest::collection::vec(question(), 1..10)) {
+            let l = Ledger::new();
+            let ingested = l.ok_stdin(
+                ["ingest", "--stage", "s", "--format", "ask-user"],
+                json!({"questions": qs}).to_string(),
+            );
+            let mut pending = ids(&ingested["question_ids"]);
+            pending.sort();
+            pending.dedup();
+
+            for format in ["ask-user", "vscode"] {
+                let out = l.ok(["render", "--stage", "s", "--format", format]);
+                assert_valid("render", &out);
+                let payload_schema = if format == "ask-user" { "ask-user-question" } else { "vscode-ask-questions" };
+                let mut seen: Vec<i64> = Vec::new();
+                for batch in out["batches"].as_array().unwrap() {
+                    let payload = &batch["payload"];
+                    assert_valid(payload_schema, payload);
+                    let items = payload["questions"].as_array().unwrap();
+                    assert_eq!(items.len(), batch["question_ids"].as_array().unwrap().len());
+                    unique(&items.iter().map(|q| q["header"].clone()).collect::<Vec<_>>(), "a header");
+                    if format == "ask-user" {
+                        unique(&items.iter().map(|q| q["question"].as_str().unwrap().trim().to_string()).collect::<Vec<_>>(), "a question text");
+                    }
+                    for q in items {
+                        let labels: Vec<String> = q["options"].as_array().unwrap().iter()
+                            .map(|o| label_key(o["label"].as_str().unwrap())).collect();
+                        unique(&labels, "an option label");
+                    }
+                    seen.extend(ids(&batch["question_ids"]));
+                }
+                for left in out["left_out"].as_array().unwrap() {
+                    seen.push(left["question_id"].as_i64().unwrap());
+                }
+                seen.sort();
+                assert_eq!(seen, pending, "{format}: every pending question is in one batch or left out: {out:#}");
+            }
+            let pi = l.ok(["render", "--stage", "s", "--format", "pi-pending"]);
+            assert_valid("render", &pi);
+            assert_valid("pi-pending", &pi["payload"]);
+        }
+    }
 }
