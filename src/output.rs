@@ -31,6 +31,14 @@ pub fn note(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "questions: {message}");
 }
 
+/// Text for stderr as it is (clap's usage errors): a value the user gave may hold escape
+/// sequences, and they never reach the terminal.
+pub fn stderr_text(text: &str) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(sanitize(text, true).as_bytes());
+}
+
 /// The contract's failure document.
 pub fn failure_body(procedure: Option<&str>, err: &Error) -> Value {
     let mut body = serde_json::Map::new();

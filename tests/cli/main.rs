@@ -26,4 +26,5 @@ mod render;
 mod reset;
 mod schema;
 mod skip;
+mod text_flags;
 mod uwf_skill;
