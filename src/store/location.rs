@@ -14,36 +14,45 @@ pub enum Location {
     /// A SQLite file. `make_folder` is set for the default location, whose folder the first
     /// write creates; a path the user named must sit in a folder that exists.
     File { path: PathBuf, make_folder: bool },
-    /// A PostgreSQL database, named by a `postgres://` or `postgresql://` URL.
+    /// A PostgreSQL database, named by a `postgres://` or `postgresql://` URL or a libpq
+    /// key=value string.
     Postgres { url: String },
 }
 
 impl Location {
     pub fn resolve(db: Option<&OsStr>) -> Result<Location> {
         if let Some(db) = db {
-            if db.is_empty() {
-                return Err(Error::usage(
-                    "the ledger location (--db or QUESTIONS_DB) is empty: give a file path",
-                ));
-            }
-            if let Some(url) = db
-                .to_str()
-                .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
-            {
-                return Ok(Location::Postgres {
-                    url: url.to_string(),
-                });
-            }
-            return Ok(Location::File {
-                path: PathBuf::from(db),
-                make_folder: false,
-            });
+            return Location::named(db);
         }
         let cwd = std::env::current_dir()
             .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))?;
         Ok(Location::nearest(&cwd))
     }
 
+    /// The ledger `--db` or `QUESTIONS_DB` names.
+    fn named(db: &OsStr) -> Result<Location> {
+        let text = db.to_str().map(str::trim);
+        if text.is_some_and(str::is_empty) {
+            return Err(Error::usage(
+                "the ledger location (--db or QUESTIONS_DB) is empty: give a file path \
+                 or a postgres:// URL",
+            ));
+        }
+        if let Some(url) = text.and_then(postgres_location) {
+            return Ok(Location::Postgres { url });
+        }
+        if let Some(text) = text.filter(|t| is_sqlite_special(t)) {
+            return Err(Error::usage(format!(
+                "the ledger location '{text}' is one of SQLite's in-memory or URI forms, \
+                 which questions does not take: a write that exits 0 must be on disk. \
+                 Give a file path (--db ./ledger.db) or a postgres:// URL"
+            )));
+        }
+        Ok(Location::File {
+            path: PathBuf::from(db),
+            make_folder: false,
+        })
+    }
     fn nearest(cwd: &Path) -> Location {
         for dir in cwd.ancestors() {
             let folder = dir.join(FOLDER);
@@ -67,6 +76,67 @@ impl Location {
             Location::Postgres { url } => super::postgres::redacted(url),
         }
     }
+}
+
+/// The libpq connection keywords: a location that starts with `keyword=` is a key=value
+/// connection string, never a file name.
+const LIBPQ_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "sslmode",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslrootcert",
+    "sslcrl",
+    "sslnegotiation",
+    "channel_binding",
+    "requiressl",
+    "gssencmode",
+    "krbsrvname",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+];
+
+/// The PostgreSQL location `text` names, ready for the client: a URL whose scheme is
+/// `postgres://` or `postgresql://` in any case (the client wants it in lower case), or a
+/// libpq key=value string. `text` is already trimmed.
+fn postgres_location(text: &str) -> Option<String> {
+    for scheme in ["postgres://", "postgresql://"] {
+        if text
+            .get(..scheme.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+        {
+            return Some(format!("{scheme}{}", &text[scheme.len()..]));
+        }
+    }
+    let key = text.split('=').next()?;
+    (key.len() < text.len() && LIBPQ_KEYWORDS.contains(&key.trim())).then(|| text.to_string())
+}
+
+/// `:memory:` and SQLite's `file:` URIs: a ledger that would not be on disk, or not where
+/// its name says.
+fn is_sqlite_special(text: &str) -> bool {
+    text == ":memory:"
+        || text
+            .get(..5)
+            .is_some_and(|head| head.eq_ignore_ascii_case("file:"))
 }
 
 #[cfg(test)]
@@ -93,5 +163,50 @@ mod tests {
                 make_folder: false
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod naming {
+    use super::*;
+
+    fn named(text: &str) -> Result<Location> {
+        Location::named(OsStr::new(text))
+    }
+
+    #[test]
+    fn postgres_in_any_case_with_spaces_and_as_key_value() {
+        for (given, url) in [
+            ("POSTGRES://u@h/d", "postgres://u@h/d"),
+            (" PostgreSQL://u@h/d ", "postgresql://u@h/d"),
+            ("host=h dbname=d password=p", "host=h dbname=d password=p"),
+            (" dbname = d ", "dbname = d"),
+        ] {
+            assert_eq!(
+                named(given).unwrap(),
+                Location::Postgres { url: url.into() },
+                "{given}"
+            );
+        }
+    }
+
+    #[test]
+    fn memory_and_uris_are_refused_and_files_stay_files() {
+        for given in [
+            ":memory:",
+            "file::memory:",
+            "file:x.db?mode=memory",
+            "FILE:x.db",
+        ] {
+            let err = named(given).unwrap_err();
+            assert_eq!(err.code, crate::error::ErrorCode::Usage, "{given}");
+        }
+        for given in ["ledger.db", "a=b.db", "./host=x", "postgres.db"] {
+            assert!(
+                matches!(named(given).unwrap(), Location::File { .. }),
+                "{given}"
+            );
+        }
+        assert!(named("  ").is_err());
     }
 }
