@@ -21,8 +21,9 @@ the gate passes, 1 while required questions are pending, 2 on a usage error.
 Every command prints one JSON document on stdout.";
 
 const AFTER_HELP: &str = "\
-The ledger is --db, else $QUESTIONS_DB, else the nearest .questions/ledger.db upwards from
-the current directory, else ./.questions/ledger.db (created by the first write).
+The ledger is --db, else $QUESTIONS_DB, else upwards from the current directory the nearest
+.questions/ledger.db or uwf ledger (.github/skills/uwf-question-protocol/uwf-questions.db),
+else ./.questions/ledger.db (created by the first write). 'questions info' shows which.
 
 Example:
   questions log --stage intake --group Goal --question 'What is the goal?' --proposed 'A blog'
@@ -44,8 +45,21 @@ pub struct Cli {
     )]
     pub db: Option<OsString>,
 
+    /// `db` came from `QUESTIONS_DB`, not `--db` (set by `parse`).
+    #[arg(skip)]
+    pub db_from_env: bool,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Parses a command line, noting where `--db`'s value came from.
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    Ok(cli)
 }
 
 #[derive(Debug, Subcommand)]
@@ -112,6 +126,9 @@ pub enum Command {
         after_help = "Keys: ↑↓ to move, a number to filter, Space to choose (multi-select), Enter to\nconfirm, Esc to cancel. Nothing is recorded until you confirm at the end.\n\nExample:\n  questions ask --stage intake"
     )]
     Ask(AskArgs),
+    /// Show where the ledger is, how it was found, and what each stage holds
+    #[command(after_help = "Example:\n  questions info")]
+    Info,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
         after_help = "Example:\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  questions completions zsh > \"${fpath[1]}/_questions\"\n  questions completions fish > ~/.config/fish/completions/questions.fish"
@@ -140,6 +157,7 @@ impl Command {
         "answers",
         "accept-defaults",
         "ask",
+        "info",
         "completions",
         "man",
     ];
@@ -160,6 +178,7 @@ impl Command {
             Command::Answers(_) => "answers",
             Command::AcceptDefaults(_) => "accept-defaults",
             Command::Ask(_) => "ask",
+            Command::Info => "info",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }

@@ -16,9 +16,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
 
-use crate::cli::Cli;
 use crate::error::Error;
 
 pub fn run<I, T>(args: I) -> ExitCode
@@ -40,7 +38,7 @@ where
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(err) => return usage_failure(err, args),
     };

@@ -9,6 +9,7 @@ mod clear;
 mod completions;
 mod history;
 mod import;
+mod info;
 mod ingest;
 mod list;
 mod log;
@@ -82,7 +83,7 @@ impl Session {
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let location = Location::resolve(cli.db.as_deref())?;
+    let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
     let mut session = Session {
         location,
         store: None,
@@ -103,6 +104,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Answers(args) => answers::run(s, args),
         Command::AcceptDefaults(args) => accept_defaults::run(s, args),
         Command::Ask(args) => ask::run(s, args),
+        Command::Info => info::run(s, found_by),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
     }

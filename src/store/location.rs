@@ -1,13 +1,40 @@
 //! Finding the ledger: `--db`, then `QUESTIONS_DB` (both arrive here as one value), then
-//! the nearest `.questions/` folder upwards, then `./.questions/ledger.db`.
+//! upwards from the current directory the nearest `.questions/` folder or uwf protocol
+//! ledger, then `./.questions/ledger.db`.
 
 use std::ffi::OsStr;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
 pub const FOLDER: &str = ".questions";
 pub const FILE: &str = "ledger.db";
+/// Where the uwf protocol's `questions.mjs` keeps its ledger, relative to the repository:
+/// a uwf repository that swaps the script for `questions` keeps its ledger and its gates.
+pub const UWF_LEDGER: &str = ".github/skills/uwf-question-protocol/uwf-questions.db";
+
+/// How the ledger was found, as `info` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoundBy {
+    Flag,
+    Env,
+    WalkUp,
+    Uwf,
+    Default,
+}
+
+impl FoundBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FoundBy::Flag => "--db",
+            FoundBy::Env => "QUESTIONS_DB",
+            FoundBy::WalkUp => "walk-up",
+            FoundBy::Uwf => "uwf",
+            FoundBy::Default => "default",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -20,9 +47,15 @@ pub enum Location {
 }
 
 impl Location {
-    pub fn resolve(db: Option<&OsStr>) -> Result<Location> {
+    /// The ledger and how it was found; `from_env` says that `db` came from `QUESTIONS_DB`.
+    pub fn find(db: Option<&OsStr>, from_env: bool) -> Result<(Location, FoundBy)> {
         if let Some(db) = db {
-            return Location::named(db);
+            let by = if from_env {
+                FoundBy::Env
+            } else {
+                FoundBy::Flag
+            };
+            return Ok((Location::named(db)?, by));
         }
         let cwd = std::env::current_dir()
             .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))?;
@@ -53,19 +86,34 @@ impl Location {
             make_folder: false,
         })
     }
-    fn nearest(cwd: &Path) -> Location {
+    /// At each directory upwards: its `.questions/ledger.db` when the folder is there, else
+    /// the uwf protocol's ledger when that file exists; else the default beside `cwd`.
+    fn nearest(cwd: &Path) -> (Location, FoundBy) {
+        let existing = |path: PathBuf| Location::File {
+            path,
+            make_folder: false,
+        };
         for dir in cwd.ancestors() {
             let folder = dir.join(FOLDER);
             if folder.is_dir() {
-                return Location::File {
-                    path: folder.join(FILE),
-                    make_folder: false,
-                };
+                return (existing(folder.join(FILE)), FoundBy::WalkUp);
+            }
+            let uwf = dir.join(UWF_LEDGER);
+            if fs::symlink_metadata(&uwf).is_ok() {
+                return (existing(uwf), FoundBy::Uwf);
             }
         }
-        Location::File {
+        let default = Location::File {
             path: cwd.join(FOLDER).join(FILE),
             make_folder: true,
+        };
+        (default, FoundBy::Default)
+    }
+
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Location::File { .. } => "sqlite",
+            Location::Postgres { .. } => "postgres",
         }
     }
 
@@ -150,19 +198,42 @@ mod tests {
         std::fs::create_dir_all(&deep).unwrap();
         assert_eq!(
             Location::nearest(&deep),
-            Location::File {
-                path: deep.join(FOLDER).join(FILE),
-                make_folder: true
-            }
+            (
+                Location::File {
+                    path: deep.join(FOLDER).join(FILE),
+                    make_folder: true
+                },
+                FoundBy::Default
+            )
+        );
+        // The uwf ledger at the top is found; a .questions/ folder nearer wins over it.
+        let uwf = top.path().join(UWF_LEDGER);
+        std::fs::create_dir_all(uwf.parent().unwrap()).unwrap();
+        std::fs::write(&uwf, b"").unwrap();
+        assert_eq!(
+            Location::nearest(&deep),
+            (
+                Location::File {
+                    path: uwf.clone(),
+                    make_folder: false
+                },
+                FoundBy::Uwf
+            )
         );
         std::fs::create_dir(top.path().join("a").join(FOLDER)).unwrap();
         assert_eq!(
             Location::nearest(&deep),
-            Location::File {
-                path: top.path().join("a").join(FOLDER).join(FILE),
-                make_folder: false
-            }
+            (
+                Location::File {
+                    path: top.path().join("a").join(FOLDER).join(FILE),
+                    make_folder: false
+                },
+                FoundBy::WalkUp
+            )
         );
+        // At one directory, its .questions/ folder comes before its uwf ledger.
+        std::fs::create_dir(top.path().join(FOLDER)).unwrap();
+        assert_eq!(Location::nearest(top.path()).1, FoundBy::WalkUp);
     }
 }
 

@@ -6,7 +6,7 @@ mod migrate;
 mod postgres;
 mod sqlite;
 
-pub use location::Location;
+pub use location::{FoundBy, Location};
 
 use crate::error::Result;
 use crate::model::{Event, NewQuestion, Question, Status};
@@ -50,6 +50,9 @@ pub trait Tx {
     fn delete_stage(&self, stage: &str) -> Result<Vec<Question>>;
     fn record(&self, event: &Event) -> Result<()>;
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>>;
+    /// Every question's stage (trimmed), stored status (as stored: a status this binary
+    /// does not know is counted, not hidden) and whether it is required, by id: `info`.
+    fn tallies(&self) -> Result<Vec<(String, String, bool)>>;
 }
 
 pub struct Store {
@@ -73,6 +76,23 @@ impl Store {
             },
         };
         Ok(Store { engine })
+    }
+
+    /// The ledger is a file or database that exists (not the empty stand-in that reading
+    /// a ledger not yet created gets).
+    pub fn exists(&self) -> bool {
+        match &self.engine {
+            Engine::Sqlite(e) => e.on_disk(),
+            Engine::Postgres(_) => true,
+        }
+    }
+
+    /// The newest migration the ledger has applied.
+    pub fn schema_version(&mut self) -> Result<i64> {
+        match &mut self.engine {
+            Engine::Sqlite(e) => e.schema_version(),
+            Engine::Postgres(e) => e.schema_version(),
+        }
     }
 
     /// Runs `f` on a consistent snapshot, taking no write lock.

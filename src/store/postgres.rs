@@ -144,6 +144,10 @@ impl Pg {
             .map_err(pg_error)
     }
 
+    pub fn schema_version(&mut self) -> Result<i64> {
+        applied_version(&mut self.client)
+    }
+
     pub fn read<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .client
@@ -406,5 +410,23 @@ impl Tx for PgTx<'_> {
                 })
             })
             .collect()
+    }
+
+    fn tallies(&self) -> Result<Vec<(String, String, bool)>> {
+        self.query(
+            "SELECT TRIM(stage), status, required FROM questions ORDER BY id",
+            &[],
+        )?
+        .iter()
+        .map(|row| {
+            let text = |i: usize| row.try_get::<_, Option<String>>(i).map_err(bad_row);
+            let required: Option<bool> = row.try_get(2).map_err(bad_row)?;
+            Ok((
+                text(0)?.unwrap_or_default(),
+                text(1)?.unwrap_or_default(),
+                required.unwrap_or(true),
+            ))
+        })
+        .collect()
     }
 }

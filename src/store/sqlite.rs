@@ -68,6 +68,15 @@ impl Sqlite {
         Ok(Sqlite { conn })
     }
 
+    /// False for the in-memory stand-in of `empty`.
+    pub fn on_disk(&self) -> bool {
+        self.conn.path().is_some_and(|p| !p.is_empty())
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        migrate::applied_version(&self.conn)
+    }
+
     pub fn read<T>(&mut self, mut f: impl FnMut(&dyn Tx) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
         let value = f(&*tx)?;
@@ -399,6 +408,19 @@ impl Tx for Connection {
                 before: json_value(text(row, 4)?),
                 after: json_value(text(row, 5)?),
             })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    fn tallies(&self) -> Result<Vec<(String, String, bool)>> {
+        let mut stmt =
+            self.prepare("SELECT TRIM(stage), status, required FROM questions ORDER BY id")?;
+        let rows = stmt.query_map([], |row| {
+            Ok((
+                text(row, 0)?.unwrap_or_default(),
+                text(row, 1)?.unwrap_or_default(),
+                flag(row, 2, true)?,
+            ))
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }

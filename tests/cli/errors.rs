@@ -189,6 +189,7 @@ fn every_command_help_has_a_real_example() {
         "answers",
         "accept-defaults",
         "ask",
+        "info",
         "completions",
         "man",
     ] {

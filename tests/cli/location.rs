@@ -210,6 +210,7 @@ fn help_never_prints_the_password_in_questions_db() {
         "answers",
         "accept-defaults",
         "ask",
+        "info",
         "completions",
         "man",
     ] {

@@ -14,6 +14,7 @@ mod errors;
 mod history;
 mod hostile;
 mod import;
+mod info;
 mod ingest;
 mod list;
 mod load;
