@@ -3,10 +3,19 @@ use serde_json::{json, Value};
 use super::{pending, write_private, Outcome, Rendered, Session};
 use crate::cli::{RenderArgs, RenderFormat};
 use crate::clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
 
 pub fn run(session: &mut Session, args: RenderArgs) -> Result<Outcome> {
+    if let Some(out) = args.out.as_deref() {
+        if session.location().is_ledger_file(out) {
+            return Err(Error::usage(format!(
+                "--out {} names the ledger or one of its -wal/-shm files; write the \
+                 rendering to another file",
+                out.display()
+            )));
+        }
+    }
     let questions = pending(session, &args.stage, args.ids.as_ref())?;
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     let name = format_name(args.format);

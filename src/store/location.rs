@@ -110,6 +110,29 @@ impl Location {
         (default, FoundBy::Default)
     }
 
+    /// The ledger file and its `-wal` and `-shm` companions: the files no command writes
+    /// over but the ledger's own engine, and that `reset` deletes.
+    pub fn files(&self) -> Vec<PathBuf> {
+        match self {
+            Location::File { path, .. } => ["", "-wal", "-shm"]
+                .iter()
+                .map(|suffix| {
+                    let mut name = path.clone().into_os_string();
+                    name.push(suffix);
+                    PathBuf::from(name)
+                })
+                .collect(),
+            Location::Postgres { .. } => Vec::new(),
+        }
+    }
+
+    /// `other` names the ledger or one of its companions, however it is spelled: relative,
+    /// with `..`, or through a symbolic link.
+    pub fn is_ledger_file(&self, other: &Path) -> bool {
+        let other = canonical(other);
+        self.files().iter().any(|f| canonical(f) == other)
+    }
+
     pub fn engine(&self) -> &'static str {
         match self {
             Location::File { .. } => "sqlite",
@@ -124,6 +147,54 @@ impl Location {
             Location::Postgres { url } => super::postgres::redacted(url),
         }
     }
+}
+
+/// A path with its symbolic links and `..` resolved, as far as it exists: a file not yet
+/// created is its folder's canonical path and its name.
+fn canonical(path: &Path) -> PathBuf {
+    if let Ok(real) = fs::canonicalize(path) {
+        return real;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(dir), Some(name)) => canonical(dir).join(name),
+        _ => absolute,
+    }
+}
+
+/// The 16 bytes every SQLite database file starts with.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Refuses (`db_error`, touching nothing) to delete what is not a ledger: anything that is
+/// not a regular file (a directory, a symbolic link, a device), and a file that is not
+/// empty yet lacks SQLite's header. A missing file is fine: there is nothing to delete.
+pub fn refuse_non_ledger(path: &Path, must_be_sqlite: bool) -> Result<()> {
+    use std::io::Read;
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot read {}: {e}", path.display()))),
+    };
+    if !meta.file_type().is_file() {
+        return Err(Error::db(format!(
+            "{} is not a regular file (a directory, a symbolic link or a device); \
+             reset deletes only ledger files, and left it untouched",
+            path.display()
+        )));
+    }
+    if !must_be_sqlite || meta.len() == 0 {
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let read = fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    if read.is_err() || &head != SQLITE_HEADER {
+        return Err(Error::db(format!(
+            "{} is not a SQLite database, so not a ledger; reset left it untouched. \
+             Point --db at the ledger, or move the file away",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// The libpq connection keywords: a location that starts with `keyword=` is a key=value
