@@ -146,7 +146,7 @@ fn select(tx: &dyn Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Q
     if let Some(stage) = stage {
         let outside: Vec<String> = found
             .iter()
-            .filter(|q| q.stage != stage)
+            .filter(|q| q.stage.trim() != stage)
             .map(|q| format!("{} (stage '{}')", q.id, q.stage))
             .collect();
         if !outside.is_empty() {

@@ -265,7 +265,7 @@ impl Tx for PgTx<'_> {
         let mut params: Vec<Box<dyn ToSql + Sync>> = Vec::new();
         if let Some(stage) = &filter.stage {
             params.push(Box::new(stage.clone()));
-            clauses.push(format!("stage = ${}", params.len()));
+            clauses.push(format!("TRIM(stage) = ${}", params.len()));
         }
         if let Some(status) = filter.status {
             params.push(Box::new(status.as_str().to_string()));
@@ -291,7 +291,7 @@ impl Tx for PgTx<'_> {
     fn find_same(&self, stage: &str, group: Option<&str>, text: &str) -> Result<Option<Question>> {
         Ok(self
             .questions_where(
-                "WHERE stage = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
+                "WHERE TRIM(stage) = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
                  ORDER BY id LIMIT 1",
                 &[&stage, &text, &group],
             )?
@@ -364,8 +364,8 @@ impl Tx for PgTx<'_> {
     }
 
     fn delete_stage(&self, stage: &str) -> Result<Vec<Question>> {
-        let gone = self.questions_where("WHERE stage = $1 ORDER BY id", &[&stage])?;
-        self.execute("DELETE FROM questions WHERE stage = $1", &[&stage])?;
+        let gone = self.questions_where("WHERE TRIM(stage) = $1 ORDER BY id", &[&stage])?;
+        self.execute("DELETE FROM questions WHERE TRIM(stage) = $1", &[&stage])?;
         Ok(gone)
     }
 
@@ -393,9 +393,10 @@ impl Tx for PgTx<'_> {
             EventFilter::Question(id) => {
                 self.query(&format!("{sql} WHERE question_id = $1 ORDER BY id"), &[id])?
             }
-            EventFilter::Stage(stage) => {
-                self.query(&format!("{sql} WHERE stage = $1 ORDER BY id"), &[stage])?
-            }
+            EventFilter::Stage(stage) => self.query(
+                &format!("{sql} WHERE TRIM(stage) = $1 ORDER BY id"),
+                &[stage],
+            )?,
         };
         rows.iter()
             .map(|row| {

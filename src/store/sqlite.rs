@@ -268,7 +268,7 @@ impl Tx for Connection {
         let mut values: Vec<Value> = Vec::new();
         if let Some(stage) = &filter.stage {
             values.push(Value::Text(stage.clone()));
-            clauses.push(format!("stage = ?{}", values.len()));
+            clauses.push(format!("TRIM(stage) = ?{}", values.len()));
         }
         if let Some(status) = filter.status {
             values.push(Value::Text(status.as_str().to_string()));
@@ -300,7 +300,7 @@ impl Tx for Connection {
     fn find_same(&self, stage: &str, group: Option<&str>, text: &str) -> Result<Option<Question>> {
         let mut stmt = self.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM questions \
-             WHERE stage = ?1 AND question = ?2 AND group_name IS ?3 ORDER BY id LIMIT 1"
+             WHERE TRIM(stage) = ?1 AND question = ?2 AND group_name IS ?3 ORDER BY id LIMIT 1"
         ))?;
         let mut rows = stmt.query_map(params![stage, text, group], question_from_row)?;
         Ok(rows.next().transpose()?)
@@ -367,7 +367,7 @@ impl Tx for Connection {
             stage: Some(stage.to_string()),
             ..Filter::default()
         })?;
-        self.prepare_cached("DELETE FROM questions WHERE stage = ?1")?
+        self.prepare_cached("DELETE FROM questions WHERE TRIM(stage) = ?1")?
             .execute([stage])?;
         Ok(gone)
     }
@@ -393,7 +393,7 @@ impl Tx for Connection {
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let (clause, value) = match filter {
             EventFilter::Question(id) => ("question_id = ?1", Value::Integer(*id)),
-            EventFilter::Stage(stage) => ("stage = ?1", Value::Text(stage.clone())),
+            EventFilter::Stage(stage) => ("TRIM(stage) = ?1", Value::Text(stage.clone())),
         };
         let mut stmt = self.prepare(&format!(
             "SELECT at, event, question_id, stage, before, after FROM question_events \
