@@ -149,6 +149,34 @@ impl Location {
     }
 }
 
+/// Creates the default `.questions/` folder: private to its owner (0700), and holding a
+/// `.gitignore` of `*` so that the ledger is never committed by accident.
+pub fn make_default_folder(folder: &Path) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let fail = |e: std::io::Error| {
+        Error::io(format!(
+            "cannot create the ledger folder {}: {e}",
+            folder.display()
+        ))
+    };
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
+        .map_err(fail)?;
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(folder.join(".gitignore"))
+    {
+        Ok(mut file) => file.write_all(b"*\n").map_err(fail),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(fail(e)),
+    }
+}
+
 /// A path with its symbolic links and `..` resolved, as far as it exists: a file not yet
 /// created is its folder's canonical path and its name.
 fn canonical(path: &Path) -> PathBuf {

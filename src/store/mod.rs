@@ -6,7 +6,7 @@ mod migrate;
 mod postgres;
 mod sqlite;
 
-pub use location::{refuse_non_ledger, FoundBy, Location};
+pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 
 use crate::error::Result;
 use crate::model::{Event, NewQuestion, Question, Status};

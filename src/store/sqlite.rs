@@ -94,17 +94,12 @@ impl Sqlite {
     }
 }
 
-/// Creates the ledger file 0600 (and the default `.questions/` folder). Losing a race to
+/// Creates the ledger file 0600 (and the default `.questions/` folder, 0700). Losing a race to
 /// another process creating it at the same moment is fine.
 fn create_file(path: &Path, make_folder: bool) -> Result<()> {
     if make_folder {
         if let Some(folder) = path.parent() {
-            fs::create_dir_all(folder).map_err(|e| {
-                Error::io(format!(
-                    "cannot create the ledger folder {}: {e}",
-                    folder.display()
-                ))
-            })?;
+            super::make_default_folder(folder)?;
         }
     }
     match OpenOptions::new()

@@ -27,6 +27,14 @@ fn without_db_the_first_write_creates_dot_questions_here() {
     assert!(ledger.is_file());
     let mode = std::fs::metadata(&ledger).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "a new ledger is private to its owner");
+    let folder = dir.path().join(".questions");
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the default folder is private to its owner");
+    assert_eq!(
+        std::fs::read_to_string(folder.join(".gitignore")).unwrap(),
+        "*\n",
+        "the ledger is never committed by accident"
+    );
 }
 
 #[test]
