@@ -100,12 +100,12 @@ pub enum Command {
     History(HistoryArgs),
     /// Log every question in a subagent's output (QUESTIONS_NEEDED, openQuestions, ask_user)
     #[command(
-        after_help = "Example:\n  questions ingest --stage intake --file subagent-output.txt\n  some-agent | questions ingest --stage design --format open-questions"
+        after_help = "Example:\n  questions ingest --stage intake --file subagent-output.txt\n  cat subagent-output.md | questions ingest --stage design --format open-questions"
     )]
     Ingest(IngestArgs),
     /// Print a stage's pending questions in the shape an asking tool accepts
     #[command(
-        after_help = "Example:\n  questions render --stage intake        # AskUserQuestion batches\n  questions render --stage intake --format vscode\n  questions render --stage intake --format pi-pending --out .pi/pending-questions.json\n  questions render --stage intake --format markdown >> docs/plan.md"
+        after_help = "Example:\n  questions render --stage intake        # AskUserQuestion batches\n  questions render --stage intake --format vscode\n  questions render --stage intake --format pi-pending --out pending-questions.json\n  questions render --stage intake --format markdown >> PLAN.md"
     )]
     Render(RenderArgs),
     /// Record the answers an asking tool returned, all or nothing
@@ -131,12 +131,12 @@ pub enum Command {
     Info,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
-        after_help = "Example:\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  questions completions zsh > \"${fpath[1]}/_questions\"\n  questions completions fish > ~/.config/fish/completions/questions.fish"
+        after_help = "Example:\n  mkdir -p ~/.local/share/bash-completion/completions\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  mkdir -p ~/.zfunc   # and fpath+=(~/.zfunc) in ~/.zshrc\n  questions completions zsh > ~/.zfunc/_questions\n  mkdir -p ~/.config/fish/completions\n  questions completions fish > ~/.config/fish/completions/questions.fish"
     )]
     Completions(CompletionsArgs),
     /// Print the man page (roff)
     #[command(
-        after_help = "Example:\n  questions man > /usr/local/share/man/man1/questions.1 && man questions"
+        after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
     )]
     Man,
 }

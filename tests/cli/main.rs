@@ -11,6 +11,7 @@ mod clear;
 mod concurrency;
 mod crash;
 mod errors;
+mod examples;
 mod history;
 mod hostile;
 mod import;
