@@ -21,8 +21,9 @@ the gate passes, 1 while required questions are pending, 2 on a usage error.
 Every command prints one JSON document on stdout.";
 
 const AFTER_HELP: &str = "\
-The ledger is --db, else $QUESTIONS_DB, else the nearest .questions/ledger.db upwards from
-the current directory, else ./.questions/ledger.db (created by the first write).
+The ledger is --db, else $QUESTIONS_DB, else upwards from the current directory the nearest
+.questions/ledger.db or uwf ledger (.github/skills/uwf-question-protocol/uwf-questions.db),
+else ./.questions/ledger.db (created by the first write). 'questions info' shows which.
 
 Example:
   questions log --stage intake --group Goal --question 'What is the goal?' --proposed 'A blog'
@@ -33,12 +34,32 @@ Example:
 #[command(name = "questions", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 #[command(propagate_version = true, max_term_width = 100)]
 pub struct Cli {
-    /// The ledger: a SQLite file path (default: the nearest .questions/ledger.db)
-    #[arg(long, global = true, env = "QUESTIONS_DB", value_name = "LOCATION")]
+    /// The ledger: a SQLite file path, or a PostgreSQL database (postgres://… or a libpq
+    /// "host=… dbname=…" string); default: the nearest .questions/ledger.db
+    #[arg(
+        long,
+        global = true,
+        env = "QUESTIONS_DB",
+        hide_env_values = true,
+        value_name = "LOCATION"
+    )]
     pub db: Option<OsString>,
+
+    /// `db` came from `QUESTIONS_DB`, not `--db` (set by `parse`).
+    #[arg(skip)]
+    pub db_from_env: bool,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Parses a command line, noting where `--db`'s value came from.
+pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    Ok(cli)
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,7 +71,7 @@ pub enum Command {
     Log(LogArgs),
     /// Record the answer to a question
     #[command(
-        after_help = "Example:\n  questions answer --id 7 --answer 'Create a monitoring dashboard'\n  questions answer --id 9 --select PostgreSQL\n  questions answer --id 7 --answer=-x --force   # a value starting with '-' needs '='"
+        after_help = "Example:\n  questions answer --id 7 --answer 'Create a monitoring dashboard'\n  questions answer --id 9 --select PostgreSQL\n  questions answer --id 7 --answer '- React' --force"
     )]
     Answer(AnswerArgs),
     /// Mark a question skipped: it no longer holds its stage's gate
@@ -79,12 +100,12 @@ pub enum Command {
     History(HistoryArgs),
     /// Log every question in a subagent's output (QUESTIONS_NEEDED, openQuestions, ask_user)
     #[command(
-        after_help = "Example:\n  questions ingest --stage intake --file subagent-output.txt\n  some-agent | questions ingest --stage design --format open-questions"
+        after_help = "Example:\n  questions ingest --stage intake --file subagent-output.txt\n  cat subagent-output.md | questions ingest --stage design --format open-questions"
     )]
     Ingest(IngestArgs),
     /// Print a stage's pending questions in the shape an asking tool accepts
     #[command(
-        after_help = "Example:\n  questions render --stage intake        # AskUserQuestion batches\n  questions render --stage intake --format vscode\n  questions render --stage intake --format pi-pending --out .pi/pending-questions.json\n  questions render --stage intake --format markdown >> docs/plan.md"
+        after_help = "Example:\n  questions render --stage intake        # AskUserQuestion batches\n  questions render --stage intake --format vscode\n  questions render --stage intake --format pi-pending --out pending-questions.json\n  questions render --stage intake --format markdown >> PLAN.md"
     )]
     Render(RenderArgs),
     /// Record the answers an asking tool returned, all or nothing
@@ -105,14 +126,17 @@ pub enum Command {
         after_help = "Keys: ↑↓ to move, a number to filter, Space to choose (multi-select), Enter to\nconfirm, Esc to cancel. Nothing is recorded until you confirm at the end.\n\nExample:\n  questions ask --stage intake"
     )]
     Ask(AskArgs),
+    /// Show where the ledger is, how it was found, and what each stage holds
+    #[command(after_help = "Example:\n  questions info")]
+    Info,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(
-        after_help = "Example:\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  questions completions zsh > \"${fpath[1]}/_questions\"\n  questions completions fish > ~/.config/fish/completions/questions.fish"
+        after_help = "Example:\n  mkdir -p ~/.local/share/bash-completion/completions\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  mkdir -p ~/.zfunc   # and fpath+=(~/.zfunc) in ~/.zshrc\n  questions completions zsh > ~/.zfunc/_questions\n  mkdir -p ~/.config/fish/completions\n  questions completions fish > ~/.config/fish/completions/questions.fish"
     )]
     Completions(CompletionsArgs),
     /// Print the man page (roff)
     #[command(
-        after_help = "Example:\n  questions man > /usr/local/share/man/man1/questions.1 && man questions"
+        after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
     )]
     Man,
 }
@@ -133,6 +157,7 @@ impl Command {
         "answers",
         "accept-defaults",
         "ask",
+        "info",
         "completions",
         "man",
     ];
@@ -153,6 +178,7 @@ impl Command {
             Command::Answers(_) => "answers",
             Command::AcceptDefaults(_) => "accept-defaults",
             Command::Ask(_) => "ask",
+            Command::Info => "info",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -162,28 +188,28 @@ impl Command {
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// The stage the question belongs to (its gate waits for it)
-    #[arg(long, value_parser = non_blank)]
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     /// The question text
-    #[arg(long, value_parser = non_blank)]
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub question: String,
     /// The question's group, e.g. the artifact section it fills
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub group: Option<String>,
     /// The subagent's best guess, offered to the person as the default
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub proposed: Option<String>,
     /// Whether the stage's gate waits for it: true|false|yes|no|1|0 [default: true]
     #[arg(long, value_name = "BOOL", value_parser = required_flag)]
     pub required: Option<bool>,
     /// A short label for the question (ask tools show at most 12 characters)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub header: Option<String>,
     /// Background the person needs to answer
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub context: Option<String>,
     /// An option the person can choose; repeat for more. "LABEL (Recommended)" marks it
-    #[arg(long = "option", value_name = "LABEL")]
+    #[arg(long = "option", value_name = "LABEL", allow_hyphen_values = true)]
     pub options: Vec<String>,
     /// Options as JSON: [{"label": "…", "description": "…", "recommended": true}]
     #[arg(long, value_name = "JSON", value_parser = options_json)]
@@ -203,13 +229,13 @@ pub struct LogArgs {
 #[command(group(ArgGroup::new("given").args(["answer", "select"]).required(true).multiple(true)))]
 pub struct AnswerArgs {
     /// The question's id
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
     pub id: i64,
-    /// The answer text (write --answer=-x for text that starts with '-')
-    #[arg(long, value_name = "TEXT")]
+    /// The answer text (it may start with '-': --answer "- React")
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub answer: Option<String>,
     /// An option label to choose; repeat on a multi-select question
-    #[arg(long, value_name = "LABEL")]
+    #[arg(long, value_name = "LABEL", allow_hyphen_values = true)]
     pub select: Vec<String>,
     /// Replace an answer already on record (the earlier one stays in the history)
     #[arg(long)]
@@ -219,10 +245,10 @@ pub struct AnswerArgs {
 #[derive(Debug, Args)]
 pub struct SkipArgs {
     /// The question's id
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
     pub id: i64,
     /// Why it is skipped
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub reason: Option<String>,
     /// Skip even an answered question (the answer stays in the history)
     #[arg(long)]
@@ -261,11 +287,13 @@ pub enum ListFormat {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// Only questions of this stage
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
     #[arg(long, value_enum)]
     pub status: Option<StatusArg>,
-    #[arg(long)]
+    /// Only questions of this group
+    #[arg(long, allow_hyphen_values = true)]
     pub group: Option<String>,
     #[arg(long, value_enum, default_value_t)]
     pub format: ListFormat,
@@ -275,12 +303,12 @@ pub struct ListArgs {
 #[command(group(ArgGroup::new("scope").args(["stage", "ids"]).required(true).multiple(true)))]
 pub struct CheckArgs {
     /// The stage to gate
-    #[arg(long, value_parser = non_blank)]
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
     /// Only these question ids (comma-separated); an unknown id fails with not_found
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
     pub ids: Option<IdList>,
-    /// Re-check until the gate passes
+    /// Re-check until the gate passes; without --timeout it waits forever
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds (exit 1, "timed_out": true)
@@ -290,7 +318,8 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ClearArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose questions leave the live ledger
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
 }
 
@@ -304,9 +333,11 @@ pub struct ResetArgs {
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("subject").args(["id", "stage"]).required(true)))]
 pub struct HistoryArgs {
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(1..))]
+    /// Every change to this question
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
     pub id: Option<i64>,
-    #[arg(long, value_parser = non_blank)]
+    /// Every change to this stage's questions
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
 }
 
@@ -324,7 +355,8 @@ pub enum IngestFormat {
 
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage the questions are logged for
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     /// The subagent's output; - or nothing for standard input
     #[arg(long, value_name = "PATH|-")]
@@ -351,7 +383,8 @@ pub enum RenderFormat {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose pending questions are rendered
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     #[arg(long, value_enum, default_value = "ask-user")]
     pub format: RenderFormat,
@@ -380,7 +413,8 @@ pub enum ImportFormatArg {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose questions the answers belong to
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     /// The tool's answers; - or nothing for standard input
     #[arg(long, value_name = "PATH|-")]
@@ -394,13 +428,15 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct AnswersArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose answers are printed
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
 }
 
 #[derive(Debug, Args)]
 pub struct AcceptDefaultsArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose pending questions are answered
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     /// Answer required questions with their proposed values too
     #[arg(long)]
@@ -409,7 +445,8 @@ pub struct AcceptDefaultsArgs {
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
-    #[arg(long, value_parser = non_blank)]
+    /// The stage whose pending questions are asked
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
     /// Only these question ids (comma-separated)
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
@@ -421,6 +458,65 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// The contract's usage message for one of clap's errors: what is wrong, whole (clap
+/// puts the flags at fault on the lines after the first), its tips, the command's usage
+/// line, and where the help is.
+pub fn usage_message(err: &clap::Error, procedure: Option<&str>) -> String {
+    let rendered = err.render().to_string();
+    let mut what: Vec<&str> = Vec::new();
+    let mut tips: Vec<&str> = Vec::new();
+    let mut usage: Vec<&str> = Vec::new();
+    let mut in_usage = false;
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() {
+            in_usage = false;
+        } else if let Some(rest) = line.strip_prefix("Usage:") {
+            in_usage = true;
+            usage.push(rest.trim());
+        } else if in_usage {
+            usage.push(line);
+        } else if line.starts_with("tip:") {
+            tips.push(line);
+        } else if !line.starts_with("For more information") {
+            what.push(line.trim_start_matches("error: "));
+        }
+    }
+    let mut message = match what.split_first() {
+        None => "the command line could not be read".to_string(),
+        Some((first, [])) => first.to_string(),
+        Some((first, rest)) => format!("{first} {}", rest.join(", ")),
+    };
+    for tip in tips {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    let usage = if usage.is_empty() {
+        command_usage(procedure)
+    } else {
+        usage.join(" ")
+    };
+    message.push_str("; usage: ");
+    message.push_str(&usage);
+    message.push_str(&match procedure {
+        Some(p) => format!("; see 'questions {p} --help'"),
+        None => "; see 'questions --help'".to_string(),
+    });
+    message
+}
+
+/// The usage line of a command (or of `questions`), for the errors clap renders without one.
+fn command_usage(procedure: Option<&str>) -> String {
+    use clap::CommandFactory;
+    let mut top = Cli::command();
+    top.build();
+    let command = match procedure.and_then(|p| top.find_subcommand_mut(p)) {
+        Some(sub) => sub.render_usage(),
+        None => top.render_usage(),
+    };
+    let text = command.to_string();
+    text.trim().trim_start_matches("Usage:").trim().to_string()
 }
 
 /// `--ids 7,8,9`, parsed as one value.

@@ -18,9 +18,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::error::ErrorKind;
-use clap::Parser;
 
-use crate::cli::Cli;
 use crate::error::Error;
 
 pub fn run<I, T>(args: I) -> ExitCode
@@ -70,7 +68,7 @@ pub(crate) fn fault(point: &str) {
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(err) => return usage_failure(err, args),
     };
@@ -97,29 +95,10 @@ fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let procedure = named_command(args);
-    let rendered = err.render().to_string();
-    let mut lines = rendered.lines().map(str::trim).filter(|l| {
-        !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
-    });
-    let first = lines
-        .next()
-        .unwrap_or("the command line could not be read")
-        .trim_start_matches("error: ");
-    let tips: Vec<&str> = lines.filter(|l| l.starts_with("tip:")).collect();
-    let help = match procedure {
-        Some(p) => format!("see 'questions {p} --help'"),
-        None => "see 'questions --help'".to_string(),
-    };
-    let mut message = first.to_string();
-    for tip in tips {
-        message.push_str("; ");
-        message.push_str(tip);
-    }
-    message.push_str("; ");
-    message.push_str(&help);
+    let message = cli::usage_message(&err, procedure);
     let error = Error::usage(message);
     output::json(&output::failure_body(procedure, &error));
-    let _ = err.print();
+    output::stderr_text(&err.render().to_string());
     ExitCode::from(2)
 }
 

@@ -27,8 +27,23 @@ pub fn text_out(text: &str) {
     let _ = out.flush();
 }
 
+/// A message for people on stderr. It may quote the ledger or the input (a stage name,
+/// an answer on record, a line of a subagent's output), so escape and control characters
+/// never reach the terminal.
 pub fn note(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "questions: {message}");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "questions: {}",
+        sanitize(message, true)
+    );
+}
+
+/// Text for stderr as it is (clap's usage errors): a value the user gave may hold escape
+/// sequences, and they never reach the terminal.
+pub fn stderr_text(text: &str) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(sanitize(text, true).as_bytes());
 }
 
 /// The contract's failure document.

@@ -9,6 +9,7 @@ mod clear;
 mod completions;
 mod history;
 mod import;
+mod info;
 mod ingest;
 mod list;
 mod log;
@@ -106,7 +107,7 @@ impl Outcome {
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let location = Location::resolve(cli.db.as_deref())?;
+    let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
     match cli.command {
@@ -124,6 +125,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Answers(args) => answers::run(l, args),
         Command::AcceptDefaults(args) => accept_defaults::run(l, args),
         Command::Ask(args) => ask::run(l, args),
+        Command::Info => info::run(l, found_by),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
     }

@@ -4,7 +4,7 @@ use serde_json::Value;
 use super::{document, write_private, Outcome};
 use crate::cli::{RenderArgs, RenderFormat};
 use crate::clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
 use crate::ops;
 use crate::store::Ledger;
@@ -53,6 +53,15 @@ struct Written {
 }
 
 pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
+    if let Some(out) = args.out.as_deref() {
+        if ledger.location().is_ledger_file(out) {
+            return Err(Error::usage(format!(
+                "--out {} names the ledger or one of its -wal/-shm files; write the \
+                 rendering to another file",
+                out.display()
+            )));
+        }
+    }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
     let questions = ops::pending(ledger, &args.stage, ids)?;
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();

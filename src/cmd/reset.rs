@@ -32,12 +32,9 @@ pub fn run(ledger: &mut Ledger, args: ResetArgs) -> Result<Outcome> {
             }));
         }
     };
-    // A symbolic link is removed itself (remove_file never follows it), never its target.
-    if !path.is_symlink() && path.is_dir() {
-        return Err(Error::io(format!(
-            "the ledger path {} is a directory; reset deletes only ledger files",
-            path.display()
-        )));
+    // Everything is checked before anything is deleted: what is not a ledger stays whole.
+    for (i, file) in location.files().iter().enumerate() {
+        crate::store::refuse_non_ledger(file, i == 0)?;
     }
     let mut existed = false;
     for suffix in ["", "-wal", "-shm"] {

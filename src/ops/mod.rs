@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{Event, Question, Status};
-use crate::store::{EventFilter, Filter, Ledger, Tx};
+use crate::store::{EventFilter, Filter, FoundBy, Ledger, Location, Tx};
 
 /// The question with this id, or `not_found`.
 fn existing(tx: &Tx, id: i64) -> Result<Question> {
@@ -57,7 +57,7 @@ fn select(tx: &Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Quest
     if let Some(stage) = stage {
         let outside: Vec<String> = found
             .iter()
-            .filter(|q| q.stage != stage)
+            .filter(|q| q.stage.trim() != stage)
             .map(|q| format!("{} (stage '{}')", q.id, q.stage))
             .collect();
         if !outside.is_empty() {
@@ -107,5 +107,79 @@ pub fn history(ledger: &mut Ledger, filter: &EventFilter) -> Result<History> {
     Ok(History {
         count: events.len(),
         events,
+    })
+}
+
+/// Where the ledger is and what it holds. It only reads: a ledger that does not exist is
+/// reported as such and not created.
+#[derive(Debug, Serialize)]
+pub struct Info {
+    pub ledger: LedgerInfo,
+    pub stages: Vec<StageCounts>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LedgerInfo {
+    pub engine: &'static str,
+    /// An absolute path, or the database's URL without its password.
+    pub location: String,
+    pub found_by: FoundBy,
+    pub exists: bool,
+    /// 0 when the ledger does not exist yet.
+    pub schema_version: i64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct StageCounts {
+    pub stage: String,
+    pub total: i64,
+    pub pending_required: i64,
+    pub pending_optional: i64,
+    pub answered: i64,
+    pub skipped: i64,
+    pub declined: i64,
+}
+
+pub fn info(ledger: &mut Ledger, found_by: FoundBy) -> Result<Info> {
+    let location = match ledger.location() {
+        Location::File { path, .. } => std::path::absolute(path)
+            .unwrap_or_else(|_| path.clone())
+            .display()
+            .to_string(),
+        other => other.display(),
+    };
+    let engine = ledger.location().engine();
+    let (exists, schema_version) = ledger.schema()?;
+    let tallies = ledger.read(|tx| tx.tallies())?;
+    let mut stages: Vec<StageCounts> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    for t in tallies {
+        let at = *index.entry(t.stage.clone()).or_insert_with(|| {
+            stages.push(StageCounts {
+                stage: t.stage.clone(),
+                ..StageCounts::default()
+            });
+            stages.len() - 1
+        });
+        let counts = &mut stages[at];
+        counts.total += t.count;
+        // A status this binary does not know holds the gate, so it counts as pending.
+        match t.status.trim() {
+            "answered" => counts.answered += t.count,
+            "skipped" => counts.skipped += t.count,
+            "declined" => counts.declined += t.count,
+            _ if t.required => counts.pending_required += t.count,
+            _ => counts.pending_optional += t.count,
+        }
+    }
+    Ok(Info {
+        ledger: LedgerInfo {
+            engine,
+            location,
+            found_by,
+            exists,
+            schema_version,
+        },
+        stages,
     })
 }

@@ -8,8 +8,8 @@ mod postgres;
 mod sql;
 mod sqlite;
 
-pub use location::Location;
-pub use sql::Tx;
+pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
+pub use sql::{Tally, Tx};
 
 use crate::error::Result;
 use crate::model::Status;
@@ -101,6 +101,25 @@ impl Ledger {
         }?;
         crate::committed();
         Ok(value)
+    }
+
+    /// Whether the ledger exists (a read of one that does not sees an empty stand-in),
+    /// and the newest migration it has applied (0 when it does not exist).
+    pub fn schema(&mut self) -> Result<(bool, i64)> {
+        if self.open.is_none() {
+            self.open = Some(Open::Reading(open_for_reading(&self.location)?));
+        }
+        match self.open.as_mut().expect("opened just above") {
+            Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e)) => {
+                Ok(match e.on_disk() {
+                    true => (true, e.schema_version()?),
+                    false => (false, 0),
+                })
+            }
+            Open::Reading(Engine::Postgres(e)) | Open::Writing(Engine::Postgres(e)) => {
+                Ok((true, e.schema_version()?))
+            }
+        }
     }
 
     /// True when a write has opened the ledger itself (not a stand-in).

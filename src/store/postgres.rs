@@ -168,6 +168,10 @@ impl Pg {
         Ok(existed)
     }
 
+    pub fn schema_version(&mut self) -> Result<i64> {
+        applied_version(&mut self.client)
+    }
+
     pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .client

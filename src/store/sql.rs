@@ -263,6 +263,15 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
 }
 
+/// One line of `Tx::tallies`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    pub stage: String,
+    pub status: String,
+    pub required: bool,
+    pub count: i64,
+}
+
 /// The operations of one transaction, over either engine.
 pub struct Tx<'a> {
     conn: &'a dyn Conn,
@@ -293,8 +302,9 @@ impl<'a> Tx<'a> {
         let mut clauses: Vec<String> = Vec::new();
         let mut params: Vec<Param> = Vec::new();
         if let Some(stage) = &filter.stage {
+            // Stages the old script stored with surrounding spaces match their trimmed name.
             params.push(stage.into());
-            clauses.push(format!("stage = ${}", params.len()));
+            clauses.push(format!("trim(stage) = ${}", params.len()));
         }
         if let Some(status) = filter.status {
             params.push(status.as_str().into());
@@ -325,7 +335,7 @@ impl<'a> Tx<'a> {
     ) -> Result<Option<Question>> {
         Ok(self
             .questions_where(
-                "WHERE stage = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
+                "WHERE trim(stage) = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
                  ORDER BY id LIMIT 1",
                 &[stage.into(), text.into(), group.into()],
             )?
@@ -450,11 +460,32 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// How many questions of each stage (trimmed) have each status, stages in the order
+    /// their first question was logged: `info`. A status is counted as stored.
+    pub fn tallies(&self) -> Result<Vec<Tally>> {
+        let rows = self.conn.query(
+            "SELECT trim(stage) AS stage, status, required, COUNT(*) AS n, MIN(id) AS first \
+             FROM questions GROUP BY trim(stage), status, required ORDER BY first",
+            &[],
+        )?;
+        rows.each(
+            |r| {
+                Ok(Tally {
+                    stage: r.text("stage").unwrap_or_default(),
+                    status: r.text("status").unwrap_or_default(),
+                    required: r.take("required").flag(true).unwrap_or(true),
+                    count: r.take("n").int()?,
+                })
+            },
+            &["stage", "status", "required", "n"],
+        )
+    }
+
     /// The history, oldest first.
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let (clause, param): (&str, Param) = match filter {
             EventFilter::Question(id) => ("question_id = $1", (*id).into()),
-            EventFilter::Stage(stage) => ("stage = $1", stage.into()),
+            EventFilter::Stage(stage) => ("trim(stage) = $1", stage.into()),
         };
         let rows = self.conn.query(
             &format!(

@@ -68,6 +68,15 @@ impl Sqlite {
         Ok(Sqlite { conn, wal: None })
     }
 
+    /// False for the in-memory stand-in of `empty`.
+    pub fn on_disk(&self) -> bool {
+        self.wal.is_some()
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        migrate::applied_version(&self.conn)
+    }
+
     pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
         let value = f(&Tx::new(&*tx))?;
@@ -168,12 +177,7 @@ fn check_path(path: &Path) -> Result<bool> {
 fn create_file(path: &Path, make_folder: bool) -> Result<()> {
     if make_folder {
         if let Some(folder) = path.parent() {
-            fs::create_dir_all(folder).map_err(|e| {
-                Error::io(format!(
-                    "cannot create the ledger folder {}: {e}",
-                    folder.display()
-                ))
-            })?;
+            super::make_default_folder(folder)?;
         }
     }
     match OpenOptions::new()

@@ -142,3 +142,44 @@ fn wait_returns_when_another_process_answers() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["gate"], "pass");
 }
+
+#[test]
+fn a_stage_stored_with_spaces_by_the_old_script_still_gates() {
+    let l = Ledger::new();
+    l.log("intake", "Goal?");
+    assert!(!l.sql_is_refused(
+        "INSERT INTO questions (stage, question, required, status, created_at) \
+         VALUES (' intake ', 'Deadline?', true, 'pending', '2026-01-02T03:04:05.000Z'), \
+                ('intake  ', 'Budget?', true, 'answered', '2026-01-02T03:04:05.000Z')"
+    ));
+    let run = l.run(["check", "--stage", "intake"]);
+    assert_eq!((run.code, run.json["gate"].as_str()), (1, Some("fail")));
+    assert_eq!(run.json["total"], 3);
+    assert_eq!(run.json["pending_count"], 2);
+    let run = l.run(["check", "--stage", "intake", "--ids", "2"]);
+    assert_eq!(
+        (run.code, run.json["pending_count"].as_i64()),
+        (1, Some(1)),
+        "{run:?}"
+    );
+    assert_eq!(l.ok(["list", "--stage", "intake"])["count"], 3);
+    // The same question logged again is the row already there.
+    let again = l.ok(["log", "--stage", "intake", "--question", "Deadline?"]);
+    assert_eq!(
+        (again["created"].as_bool(), again["question_id"].as_i64()),
+        (Some(false), Some(2))
+    );
+    l.ok(["answer", "--id", "1", "--answer", "A blog"]);
+    l.ok(["skip", "--id", "2"]);
+    assert_eq!(l.ok(["check", "--stage", "intake"])["gate"], "pass");
+    assert_eq!(l.ok(["clear", "--stage", "intake"])["deleted"], 3);
+    assert_eq!(l.ok(["list"])["count"], 0);
+    let events = l.ok(["history", "--stage", "intake"])["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        events >= 5,
+        "the spaced rows' events are in the stage's history too"
+    );
+}

@@ -189,6 +189,7 @@ fn every_command_help_has_a_real_example() {
         "answers",
         "accept-defaults",
         "ask",
+        "info",
         "completions",
         "man",
     ] {
@@ -261,4 +262,106 @@ fn text_that_looks_like_sql_is_stored_and_read_back_as_text() {
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0]["question"], evil);
     assert_eq!(l.ok(["list", "--stage", evil])["count"], 0);
+}
+
+#[test]
+fn ledger_and_input_text_reaches_stderr_without_escape_sequences() {
+    let l = Ledger::new();
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[31mA blog\u{9b}31m\u{8}";
+    let id = l.log(evil, "Goal?").to_string();
+    l.ok(["answer", "--id", &id, "--answer", evil]);
+    let conflict = l.run(["answer", "--id", &id, "--answer", "other"]);
+    assert_eq!(conflict.error_code(), "conflict");
+    let outside = l.run(["check", "--stage", "elsewhere", "--ids", &id]);
+    assert_eq!(outside.error_code(), "not_found");
+    let parse = l.run_stdin(
+        ["ingest", "--stage", "s", "--format", "open-questions"],
+        format!(
+            "```json\n{{\"openQuestions\": [{{\"question\": \"{}\"}}]}}\n```\n",
+            "\\u001b[31mQ?"
+        ),
+    );
+    l.log(evil, "Deadline?");
+    let gate = l.run(["check", "--stage", evil]);
+    for run in [&conflict, &outside, &parse, &gate] {
+        for c in ['\u{1b}', '\u{7}', '\u{9b}', '\u{8}'] {
+            assert!(!run.stderr.contains(c), "{c:?} on stderr: {:?}", run.stderr);
+        }
+    }
+    // The JSON keeps the text exact.
+    assert!(
+        conflict.json["error"].as_str().unwrap().contains(evil),
+        "{conflict:?}"
+    );
+    assert_eq!(gate.code, 1, "{gate:?}");
+}
+
+#[test]
+fn help_texts_a_newcomer_needs() {
+    let l = Ledger::new();
+    let help = |args: &[&str]| -> String {
+        let run = l.run(args);
+        assert_eq!(run.code, 0, "{args:?}");
+        run.stdout
+    };
+    for command in [
+        "log",
+        "list",
+        "check",
+        "clear",
+        "history",
+        "ingest",
+        "render",
+        "import",
+        "answers",
+        "accept-defaults",
+        "ask",
+    ] {
+        let text = help(&[command, "--help"]);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("--stage <STAGE>"))
+            .unwrap_or_else(|| panic!("{command} has no --stage:\n{text}"));
+        let same_line = lines[at].trim_start()["--stage <STAGE>".len()..].trim();
+        let next_line = lines.get(at + 1).map_or("", |l| l.trim());
+        assert!(
+            !same_line.is_empty() || !(next_line.is_empty() || next_line.starts_with('-')),
+            "{command} --stage has no help text:\n{text}"
+        );
+    }
+    let text = help(&["--help"]);
+    assert!(text.contains("PostgreSQL"), "--db help:\n{text}");
+    let text = help(&["check", "--help"]);
+    assert!(text.contains("waits forever"), "check --wait help:\n{text}");
+    assert!(help(&["answer", "--help"]).contains("'-'"));
+}
+
+#[test]
+fn the_man_page_names_no_page_that_does_not_exist() {
+    let l = Ledger::new();
+    let man = l.run(["man"]);
+    assert_eq!(man.code, 0);
+    assert!(
+        !man.stdout.contains("(1)"),
+        "a reference to another page: {}",
+        man.stdout
+            .lines()
+            .filter(|l| l.contains("(1)"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    for command in [
+        "log",
+        "check",
+        "ingest",
+        "render",
+        "info",
+        "accept\\-defaults",
+    ] {
+        assert!(
+            man.stdout.contains(&format!("questions {command}")),
+            "the man page lacks {command}"
+        );
+    }
 }

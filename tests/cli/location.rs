@@ -27,6 +27,14 @@ fn without_db_the_first_write_creates_dot_questions_here() {
     assert!(ledger.is_file());
     let mode = std::fs::metadata(&ledger).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "a new ledger is private to its owner");
+    let folder = dir.path().join(".questions");
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the default folder is private to its owner");
+    assert_eq!(
+        std::fs::read_to_string(folder.join(".gitignore")).unwrap(),
+        "*\n",
+        "the ledger is never committed by accident"
+    );
 }
 
 #[test]
@@ -93,4 +101,139 @@ fn an_empty_db_is_a_usage_error() {
     list.args(["--db", "", "list"]);
     let run = finish(list);
     assert_eq!((run.code, run.error_code()), (2, "usage"));
+}
+
+/// Names in `dir`: what a call left behind.
+fn left_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn sqlite_memory_and_uri_forms_are_usage_errors_and_leave_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in [
+        ":memory:",
+        "file::memory:",
+        "file:x.db?mode=memory",
+        "file:ledger.db",
+        " FILE:ledger.db",
+    ] {
+        for args in [vec!["log", "--stage", "s", "--question", "q"], vec!["list"]] {
+            let mut cmd = bare_command(dir.path());
+            cmd.arg("--db").arg(db).args(&args);
+            let run = finish(cmd);
+            assert_eq!((run.code, run.error_code()), (2, "usage"), "{db} {args:?}");
+            let mut cmd = bare_command(dir.path());
+            cmd.env("QUESTIONS_DB", db).args(&args);
+            let run = finish(cmd);
+            assert_eq!((run.code, run.error_code()), (2, "usage"), "{db} {args:?}");
+        }
+    }
+    assert_eq!(left_in(dir.path()), Vec::<String>::new());
+}
+
+const PASSWORD: &str = "s3cr3t-pw";
+
+/// PostgreSQL locations on a closed port, in every form that names PostgreSQL.
+fn closed_postgres_locations() -> Vec<String> {
+    vec![
+        format!("postgres://me:{PASSWORD}@127.0.0.1:1/ledger"),
+        format!("POSTGRES://me:{PASSWORD}@127.0.0.1:1/ledger"),
+        format!("  PostgreSQL://me:{PASSWORD}@127.0.0.1:1/ledger "),
+        format!("host=127.0.0.1 port=1 dbname=ledger user=me password={PASSWORD}"),
+        format!(" password={PASSWORD} host=127.0.0.1 port=1 dbname=ledger"),
+        format!("host=127.0.0.1 port=oops password={PASSWORD}"),
+        format!("postgres://me:{PASSWORD}@[not-a-host/ledger"),
+    ]
+}
+
+#[test]
+fn every_postgres_form_reaches_postgres_and_never_prints_its_password() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in closed_postgres_locations() {
+        for args in [
+            vec!["log", "--stage", "s", "--question", "q"],
+            vec!["list"],
+            vec!["reset", "--yes"],
+            vec!["reset"],
+        ] {
+            for via_env in [false, true] {
+                let mut cmd = bare_command(dir.path());
+                if via_env {
+                    cmd.env("QUESTIONS_DB", &db);
+                } else {
+                    cmd.arg("--db").arg(&db);
+                }
+                cmd.args(&args);
+                let run = finish(cmd);
+                assert!(run.code == 1 || run.code == 2, "{db} {args:?}: {run:?}");
+                let code = run.error_code();
+                assert!(code == "db_error" || code == "usage", "{db}: {run:?}");
+                assert!(
+                    !run.stdout.contains(PASSWORD) && !run.stderr.contains(PASSWORD),
+                    "{db} {args:?} printed the password: {run:?}"
+                );
+            }
+        }
+        let mut cmd = bare_command(dir.path());
+        cmd.arg("--db").arg(&db).arg("list");
+        let run = finish(cmd);
+        assert_eq!(
+            (run.code, run.error_code()),
+            if db.contains("oops") || db.contains('[') {
+                (2, "usage")
+            } else {
+                (1, "db_error")
+            },
+            "{db}: {run:?}"
+        );
+    }
+    assert_eq!(
+        left_in(dir.path()),
+        Vec::<String>::new(),
+        "no SQLite file named after a PostgreSQL location"
+    );
+}
+
+#[test]
+fn help_never_prints_the_password_in_questions_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("postgres://me:{PASSWORD}@127.0.0.1:1/ledger");
+    let mut commands: Vec<Vec<&str>> = vec![vec!["--help"], vec!["-h"]];
+    for name in [
+        "log",
+        "answer",
+        "skip",
+        "list",
+        "check",
+        "clear",
+        "reset",
+        "history",
+        "ingest",
+        "render",
+        "import",
+        "answers",
+        "accept-defaults",
+        "ask",
+        "info",
+        "completions",
+        "man",
+    ] {
+        commands.push(vec![name, "--help"]);
+        commands.push(vec!["help", name]);
+    }
+    for args in commands {
+        let mut cmd = bare_command(dir.path());
+        cmd.env("QUESTIONS_DB", &db).args(&args);
+        let run = finish(cmd);
+        assert_eq!(run.code, 0, "{args:?}");
+        assert!(run.stdout.contains("Usage"), "{args:?}");
+        assert!(
+            !run.stdout.contains(PASSWORD) && !run.stderr.contains(PASSWORD),
+            "{args:?} printed the password"
+        );
+    }
 }

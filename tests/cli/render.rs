@@ -442,3 +442,46 @@ fn a_question_holding_block_syntax_reads_back_as_itself() {
         }
     }
 }
+
+#[test]
+fn render_never_writes_over_the_ledger_or_its_companions() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "Goal?");
+    let dir = l.dir.path();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&l.path, dir.join("alias.json")).unwrap();
+    std::os::unix::fs::symlink(dir, dir.join("same-dir")).unwrap();
+    let before = l.bytes();
+    let targets = [
+        l.path.display().to_string(),
+        "ledger.db".to_string(),
+        "./sub/../ledger.db".to_string(),
+        "ledger.db-wal".to_string(),
+        format!("{}-shm", l.path.display()),
+        "alias.json".to_string(),
+        "same-dir/ledger.db".to_string(),
+        "same-dir/ledger.db-wal".to_string(),
+    ];
+    for out in &targets {
+        for format in ["uwf", "pi-pending", "ask-user"] {
+            let run = l.run(["render", "--stage", "s", "--format", format, "--out", out]);
+            assert_eq!((run.code, run.error_code()), (2, "usage"), "{out} {format}");
+            assert!(run.json["error"].as_str().unwrap().contains("--out"));
+        }
+    }
+    assert_eq!(l.bytes(), before);
+    assert!(dir.join("alias.json").is_symlink());
+    assert!(!dir.join("ledger.db-wal").exists() || dir.join("ledger.db-wal").is_file());
+    // Any other file is fine.
+    l.ok([
+        "render",
+        "--stage",
+        "s",
+        "--format",
+        "uwf",
+        "--out",
+        "questions.txt",
+    ]);
+    assert!(dir.join("questions.txt").is_file());
+}

@@ -34,13 +34,83 @@ fn reset_deletes_the_ledger_and_its_companions_only() {
 fn reset_works_on_a_damaged_ledger() {
     crate::sqlite_only!();
     let l = Ledger::new();
-    std::fs::write(
-        &l.path,
-        b"this is not a database at all, not even close....",
-    )
-    .unwrap();
+    let mut damaged = b"SQLite format 3\0".to_vec();
+    damaged.extend_from_slice(b"and then nothing a database would hold.........");
+    std::fs::write(&l.path, &damaged).unwrap();
+    assert_eq!(l.run(["list"]).error_code(), "db_error");
     l.ok(["reset", "--yes"]);
     assert!(!l.path.exists());
+    // An empty file is what SQLite makes of a new ledger: reset deletes it too.
+    std::fs::write(&l.path, b"").unwrap();
+    l.ok(["reset", "--yes"]);
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    for text in [
+        &b"# my notes\nnot a database\n"[..],
+        b"SQLite",
+        b"SQLite format 3 but text",
+    ] {
+        std::fs::write(&l.path, text).unwrap();
+        let run = l.run(["reset", "--yes"]);
+        assert_eq!((run.code, run.error_code()), (1, "db_error"), "{run:?}");
+        assert!(
+            run.json["error"].as_str().unwrap().contains("untouched"),
+            "{run:?}"
+        );
+        assert_eq!(l.bytes(), text, "reset changed the file");
+    }
+}
+
+#[test]
+fn reset_refuses_what_is_not_a_regular_file() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "q");
+    let real = l.bytes();
+
+    // A symbolic link to a real ledger: neither the link nor its target goes.
+    let link = l.dir.path().join("link.db");
+    std::os::unix::fs::symlink(&l.path, &link).unwrap();
+    let mut cmd = bare_command(l.dir.path());
+    cmd.arg("--db").arg(&link).args(["reset", "--yes"]);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"), "{run:?}");
+    assert!(link.is_symlink());
+    assert_eq!(l.bytes(), real);
+
+    // A directory where the ledger would be.
+    let folder = l.dir.path().join("folder.db");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("inside"), b"keep").unwrap();
+    let mut cmd = bare_command(l.dir.path());
+    cmd.arg("--db").arg(&folder).args(["reset", "--yes"]);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"), "{run:?}");
+    assert!(folder.join("inside").exists());
+
+    // A companion that is not a regular file: nothing at all is deleted. (The log is
+    // copied into the file first, so that the file alone is the whole ledger.)
+    rusqlite::Connection::open(&l.path)
+        .unwrap()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    let wal = l.dir.path().join("ledger.db-wal");
+    let _ = std::fs::remove_file(&wal);
+    let real = std::fs::read(&l.path).unwrap();
+    std::fs::create_dir(&wal).unwrap();
+    let run = l.run(["reset", "--yes"]);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"), "{run:?}");
+    assert!(wal.is_dir());
+    assert_eq!(
+        std::fs::read(&l.path).unwrap(),
+        real,
+        "the ledger stays when a companion is refused"
+    );
 }
 
 #[test]

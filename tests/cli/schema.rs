@@ -94,6 +94,7 @@ fn every_command_output_matches_its_schema() {
     );
     l.log("s", "Deadline?");
 
+    assert_valid("info", &l.ok(["info"]));
     let fail = l.run(["check", "--stage", "s"]);
     assert_valid("check", &fail.json);
     let timed = l.run(["check", "--stage", "s", "--wait", "--timeout", "0"]);

@@ -1,0 +1,227 @@
+//! Every example in every `--help` runs as written, and the README's setup holds.
+
+use std::path::Path;
+
+use crate::common::*;
+
+/// The commands `questions --help` lists.
+fn commands() -> Vec<String> {
+    let run = finish({
+        let mut cmd = bare_command(Path::new("."));
+        cmd.arg("--help");
+        cmd
+    });
+    run.stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A wrapped description goes on under its command, further in.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The shell lines under "Example:" in a help text; a line ending in `\` goes on.
+fn examples(help: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    let mut inside = false;
+    for line in help.lines() {
+        if line.trim_end() == "Example:" || line.trim_end() == "Examples:" {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if !line.starts_with("  ") {
+            inside = false;
+            continue;
+        }
+        let text = line.trim();
+        match text.strip_suffix('\\') {
+            Some(head) => {
+                current.push_str(head);
+                current.push(' ');
+            }
+            None => {
+                current.push_str(text);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines
+}
+
+/// A ledger in `dir` as the examples assume it: questions 1 to 9 in `intake` (7 the goal,
+/// 8 optional, 9 a choice of database) and the same choice pending in `design`.
+fn seed(dir: &Path) {
+    let log = |args: &[&str]| {
+        let mut cmd = bare_command(dir);
+        cmd.arg("log").args(args);
+        let run = finish(cmd);
+        assert_eq!(run.code, 0, "seeding: {run:?}");
+    };
+    for n in 1..=6 {
+        let q = format!("Filler {n}?");
+        log(&[
+            "--stage",
+            "intake",
+            "--question",
+            &q,
+            "--required",
+            "false",
+            "--proposed",
+            "x",
+        ]);
+    }
+    log(&[
+        "--stage",
+        "intake",
+        "--group",
+        "Goal",
+        "--question",
+        "What is the goal?",
+        "--proposed",
+        "A blog",
+    ]);
+    log(&[
+        "--stage",
+        "intake",
+        "--question",
+        "Risk level?",
+        "--required",
+        "false",
+    ]);
+    for stage in ["intake", "design"] {
+        log(&[
+            "--stage",
+            stage,
+            "--question",
+            "Which database?",
+            "--option",
+            "PostgreSQL (Recommended)",
+            "--option",
+            "SQLite",
+        ]);
+    }
+    std::fs::write(
+        dir.join("subagent-output.txt"),
+        "Done.\n\nQUESTIONS_NEEDED\n[Deadline]\nQ: When is the launch?\nProposed: June\nRequired: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("subagent-output.md"),
+        "```json\n{\"openQuestions\": [{\"question\": \"Which cloud?\", \
+         \"options\": [{\"label\": \"AWS\"}, {\"label\": \"Azure\"}]}]}\n```\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("answers.json"),
+        "{\"7\": \"A monitoring dashboard\"}",
+    )
+    .unwrap();
+}
+
+/// The examples whose exit is not 0, and why.
+const NOT_ZERO: &[(&str, i32)] = &[
+    // The gate holds: question 7 is required and pending.
+    ("questions check --stage intake", 1),
+    ("questions check --stage intake --ids 7,8,9", 1),
+    // No terminal here: ask says to use render and import instead.
+    ("questions ask --stage intake", 2),
+];
+
+#[test]
+fn every_help_example_runs_as_written() {
+    crate::sqlite_only!();
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut seen_not_zero = Vec::new();
+    let mut ran = 0;
+    let mut helps = vec![(None, vec!["--help".to_string()])];
+    for c in commands() {
+        helps.push((Some(c.clone()), vec![c, "--help".to_string()]));
+    }
+    assert!(helps.len() > 15, "the command list was not read: {helps:?}");
+    for (command, args) in helps {
+        let work = tempfile::tempdir().unwrap();
+        let home = work.path().join("home");
+        let dir = work.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        if command.is_some() {
+            seed(&dir);
+        }
+        let mut help = bare_command(&dir);
+        help.args(&args);
+        let help = finish(help);
+        assert_eq!(help.code, 0, "{args:?}");
+        let lines = examples(&help.stdout);
+        assert!(
+            !lines.is_empty(),
+            "{args:?} has no example:\n{}",
+            help.stdout
+        );
+        for line in lines {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&line)
+                .current_dir(&dir)
+                .env("PATH", &path)
+                .env("HOME", &home)
+                .env_remove("QUESTIONS_DB")
+                .env("QUESTIONS_NOW", NOW)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let expected = NOT_ZERO
+                .iter()
+                .find(|(l, _)| *l == line)
+                .map_or(0, |(_, code)| *code);
+            if expected != 0 {
+                seen_not_zero.push(line.clone());
+            }
+            assert_eq!(
+                out.status.code(),
+                Some(expected),
+                "{args:?} example `{line}`:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("not found"), "`{line}`: {stderr}");
+            ran += 1;
+        }
+    }
+    assert!(ran > 30, "only {ran} examples ran");
+    assert_eq!(seen_not_zero.len(), NOT_ZERO.len(), "{seen_not_zero:?}");
+}
+
+#[test]
+fn the_readme_installs_as_cargo_wants_and_the_license_matches() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(readme.contains("cargo install --locked --path ."));
+    assert!(!readme.contains("cargo install --path"));
+    let msrv = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .unwrap()
+        .trim_matches('"');
+    assert!(
+        readme.contains(&format!("Rust {msrv} or newer")),
+        "the README names the minimum Rust, {msrv}"
+    );
+    assert!(manifest.contains("license = \"MIT\""));
+    let license = std::fs::read_to_string(root.join("LICENSE")).expect("a LICENSE file");
+    assert!(license.starts_with("MIT License"));
+}
