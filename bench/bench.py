@@ -31,7 +31,7 @@ def sh(*args, **kw):
 
 
 def ensure_tools():
-    missing = [p for p, path in (("hyperfine", shutil.which("hyperfine")), ("time", shutil.which("/usr/bin/time"))) if path is None]
+    missing = [p for p, path in (("hyperfine", shutil.which("hyperfine")), ("time", shutil.which("/usr/bin/time")), ("strace", shutil.which("strace"))) if path is None]
     if missing:
         if os.geteuid() == 0:
             sh("apt-get", "install", "-y", *missing, stdout=subprocess.DEVNULL)
@@ -89,6 +89,70 @@ def peak_kib(args):
     forked from this Python process would report Python's own size)."""
     out = subprocess.run(["/usr/bin/time", "-f", "%M", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return int(out.stderr.strip().splitlines()[-1])
+
+
+def fsyncs(args, runs=1):
+    """fsync and fdatasync calls of `runs` runs of `args`, as strace counts them: the
+    mean and the most in one run."""
+    counts = []
+    for _ in range(runs):
+        out = subprocess.run(["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", *args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        total = [l.split() for l in out.stderr.splitlines() if l.strip().endswith("total")]
+        counts.append(int(total[0][3]) if total else 0)
+    return sum(counts) / len(counts), max(counts)
+
+
+def sync_counts(work):
+    """fsyncs per call over a run of calls long enough to include the checkpoints that
+    copy the write-ahead log into the ledger (one every few dozen writes)."""
+    db = os.path.join(work, "fsync.db")
+    sh(BIN, "--db", db, "log", "--stage", "s", "--question", "first", stdout=subprocess.DEVNULL)
+    q = lambda *a: [BIN, "--db", db, *a]
+    counter = iter(range(1_000_000))
+    runs = 200
+    rows = []
+    rows.append(("log", *fsyncs_each(lambda: q("log", "--stage", "s", "--question", f"q{next(counter)}"), runs)))
+    rows.append(("answer", *fsyncs_each(lambda: q("answer", "--id", "1", "--answer", f"a{next(counter)}", "--force"), runs)))
+    rows.append(("check", *fsyncs(q("check", "--stage", "s"), 20)))
+    rows.append(("list", *fsyncs(q("list", "--stage", "s"), 20)))
+    return rows
+
+
+def fsyncs_each(make_args, runs):
+    counts = [fsyncs(make_args())[1] for _ in range(runs)]
+    return sum(counts) / len(counts), max(counts)
+
+
+def bytes_per_question(work, total=1_000_000, per_envelope=1000):
+    """A ledger of `total` questions, each logged once through `ingest`, on disk: bytes per
+    question once the log is copied into the file; and the same questions in the table
+    questions.mjs creates (no history, no index), for comparison."""
+    db = os.path.join(work, "bytes.db")
+    envelope = os.path.join(work, "bytes-envelope.txt")
+    for batch in range(total // per_envelope):
+        with open(envelope, "w") as f:
+            f.write("QUESTIONS_NEEDED\n")
+            for i in range(per_envelope):
+                n = batch * per_envelope + i
+                f.write(f"[Group {n % 7}]\nQ: Question number {n}: what should we do about item {n}?\nProposed: a proposed value\nRequired: true\n")
+        sh(BIN, "--db", db, "ingest", "--stage", f"stage-{batch}", "--file", envelope, stdout=subprocess.DEVNULL)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    ours = os.path.getsize(db) / total
+    plain = os.path.join(work, "plain.db")
+    conn = sqlite3.connect(plain)
+    conn.execute(f"ATTACH '{db}' AS ours")
+    conn.executescript(open(os.path.join(ROOT, "migrations", "sqlite", "V1__questions_table.sql")).read())
+    conn.execute("INSERT INTO questions (id, stage, group_name, question, proposed, required, status, answer, created_at, answered_at) "
+                 "SELECT id, stage, group_name, question, proposed, required, status, answer, created_at, answered_at FROM ours.questions")
+    conn.commit()
+    conn.close()
+    mjs = os.path.getsize(plain) / total
+    os.unlink(db)
+    os.unlink(plain)
+    return ours, mjs
 
 
 def per_call(work, size):
@@ -207,6 +271,8 @@ def main():
         ingest_s, render_s = ingest_and_render(work)
         pg = postgres_calls(work)
         ops, errors = concurrent(work)
+        syncs = sync_counts(work)
+        per_q, mjs_per_q = bytes_per_question(work, int(os.environ.get("BENCH_BYTES_QUESTIONS", "1000000")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -241,6 +307,15 @@ def main():
         f"- render of a 1 000-question stage (ask-user): {render_s * 1000:.1f} ms median",
         f"- 8 concurrent processes logging and answering: {ops:.0f} operations/s, {errors} errors",
     ]
+    lines += ["", "Durability costs, counted with `strace -f -c` (a write is durable when the call exits 0):", "",
+              "| call | fsync+fdatasync per call, mean | most in one call |", "|---|---:|---:|"]
+    for name, mean, most in syncs:
+        lines.append(f"| {name} | {mean:.2f} | {most} |")
+        limit = 2 if name in ("log", "answer") else 0
+        verdicts.append((f"{name}: at most {limit} fsyncs a call", most <= limit))
+    lines += ["", f"- a ledger of questions each logged once (through `ingest`, history included): {per_q:.0f} bytes per question on disk; "
+              f"the same questions in questions.mjs's table alone: {mjs_per_q:.0f} bytes per question"]
+    verdicts.append(("at most 250 bytes per question on disk", per_q <= 250))
     verdicts += [
         ("ingest of 1 000 under 100 ms", ingest_s < 0.1),
         ("concurrent throughput above 400 operations/s", ops > 400),

@@ -260,6 +260,69 @@ impl Question {
     }
 }
 
+/// What a transition may change of a question: its status and answer. The history stores
+/// only this for each change (the rest of the question is on its row, or, once cleared,
+/// in the `cleared` event), and `Question::with_state` puts a question back together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selected: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was_custom: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_reason: Option<String>,
+}
+
+impl Question {
+    /// Its status and answer, as the history stores them.
+    pub fn state(&self) -> State {
+        State {
+            status: self.status,
+            answer: self.answer.clone(),
+            answered_at: self.answered_at.clone(),
+            updated_at: (self.updated_at != self.created_at).then(|| self.updated_at.clone()),
+            selected: self.selected.clone(),
+            was_custom: self.was_custom,
+            skip_reason: self.skip_reason.clone(),
+        }
+    }
+
+    /// This question as it was when it was logged: pending, unanswered.
+    pub fn as_logged(&self) -> Question {
+        Question {
+            status: Status::Pending,
+            answer: None,
+            answered_at: None,
+            updated_at: self.created_at.clone(),
+            selected: Vec::new(),
+            was_custom: None,
+            skip_reason: None,
+            ..self.clone()
+        }
+    }
+
+    /// This question with `state` in place of its own status and answer.
+    pub fn with_state(&self, state: State) -> Question {
+        Question {
+            status: state.status,
+            answer: state.answer,
+            answered_at: state.answered_at,
+            updated_at: state.updated_at.unwrap_or_else(|| self.created_at.clone()),
+            selected: state.selected,
+            was_custom: state.was_custom,
+            skip_reason: state.skip_reason,
+            ..self.clone()
+        }
+    }
+}
+
 /// The rule an answer or a skip is made under; each front end picks the one it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

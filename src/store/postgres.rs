@@ -217,9 +217,11 @@ struct PgTx<'a>(RefCell<postgres::Transaction<'a>>);
 
 impl Conn for PgTx<'_> {
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows> {
-        let values = values(params);
+        let mut tx = self.0.borrow_mut();
+        let stmt = tx.prepare(sql).map_err(pg_error)?;
+        let values = values(params, stmt.params());
         let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
-        let rows = self.0.borrow_mut().query(sql, &refs).map_err(pg_error)?;
+        let rows = tx.query(&stmt, &refs).map_err(pg_error)?;
         let columns: Vec<String> = match rows.first() {
             Some(row) => row.columns().iter().map(|c| c.name().to_string()).collect(),
             None => Vec::new(),
@@ -234,9 +236,11 @@ impl Conn for PgTx<'_> {
     }
 
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
-        let values = values(params);
+        let mut tx = self.0.borrow_mut();
+        let stmt = tx.prepare(sql).map_err(pg_error)?;
+        let values = values(params, stmt.params());
         let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
-        self.0.borrow_mut().execute(sql, &refs).map_err(pg_error)
+        tx.execute(&stmt, &refs).map_err(pg_error)
     }
 
     fn dialect(&self) -> Dialect {
@@ -244,11 +248,17 @@ impl Conn for PgTx<'_> {
     }
 }
 
-fn values(params: &[Param]) -> Vec<Box<dyn ToSql + Sync>> {
+/// The values to bind, each in the type the server gave its parameter (a number compared
+/// with `length()` is an `int4`, an id an `int8`).
+fn values(params: &[Param], types: &[Type]) -> Vec<Box<dyn ToSql + Sync>> {
     params
         .iter()
-        .map(|p| -> Box<dyn ToSql + Sync> {
+        .zip(types)
+        .map(|(p, ty)| -> Box<dyn ToSql + Sync> {
             match *p {
+                Param::Int(v) if *ty == Type::INT4 => {
+                    Box::new(v.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+                }
                 Param::Int(v) => Box::new(v),
                 Param::Text(v) => Box::new(v.map(str::to_string)),
                 Param::Bool(v) => Box::new(v),

@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use super::{EventFilter, Filter};
 use crate::error::{Error, Result};
 use crate::model::{
-    normalize_timestamp, parse_bool, Event, EventKind, NewQuestion, Question, Source, Status,
-    Transition,
+    normalize_timestamp, parse_bool, Event, EventKind, NewQuestion, Question, Source, State,
+    Status, Transition,
 };
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
@@ -254,11 +254,6 @@ fn question(r: &mut Record) -> Result<Question> {
     })
 }
 
-/// A stored JSON column read back; text that is not a question reads as none.
-fn stored_question(cell: Cell) -> Option<Question> {
-    cell.text().and_then(|t| serde_json::from_str(&t).ok())
-}
-
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::db(format!("cannot encode a value: {e}")))
 }
@@ -333,14 +328,33 @@ impl<'a> Tx<'a> {
         group: Option<&str>,
         text: &str,
     ) -> Result<Option<Question>> {
-        Ok(self
-            .questions_where(
-                "WHERE trim(stage) = $1 AND question = $2 AND group_name IS NOT DISTINCT FROM $3 \
-                 ORDER BY id LIMIT 1",
+        // The first three terms are the index's (questions_stage_text), with the text's
+        // length and first characters worked out here: an index on expressions is used
+        // only when they are compared with values. (SQLite's length() stops at a NUL;
+        // such a text is looked up by the stage alone.)
+        let chars = text.chars().count() as i64;
+        let head: String = text.chars().take(12).collect();
+        let found = if text.contains('\0') {
+            self.questions_where(
+                "WHERE trim(stage) = $1 AND question = $2 \
+                 AND group_name IS NOT DISTINCT FROM $3 ORDER BY id LIMIT 1",
                 &[stage.into(), text.into(), group.into()],
             )?
-            .into_iter()
-            .next())
+        } else {
+            self.questions_where(
+                "WHERE trim(stage) = $1 AND length(question) = $2 \
+                 AND substr(question, 1, 12) = $3 AND question = $4 \
+                 AND group_name IS NOT DISTINCT FROM $5 ORDER BY id LIMIT 1",
+                &[
+                    stage.into(),
+                    chars.into(),
+                    head.as_str().into(),
+                    text.into(),
+                    group.into(),
+                ],
+            )?
+        };
+        Ok(found.into_iter().next())
     }
 
     /// Writes a transition: the row and its history event together. Returns the question
@@ -349,36 +363,19 @@ impl<'a> Tx<'a> {
         match change {
             Transition::Logged { new, at } => {
                 let q = self.insert(new, at)?;
-                self.record(EventKind::Logged, at, q.id, &q.stage, None, Some(&q))?;
+                // Empty `at`: when the question was created.
+                self.insert_event(EventKind::Logged, "", q.id, &q.stage, None, None)?;
                 Ok(Some(q))
             }
-            Transition::Changed {
-                kind,
-                before,
-                after,
-            } => {
+            Transition::Changed { after, .. } => {
                 self.update(after)?;
-                self.record(
-                    *kind,
-                    &after.updated_at,
-                    after.id,
-                    &after.stage,
-                    Some(before),
-                    Some(after),
-                )?;
+                self.record(change)?;
                 Ok(Some(Question::clone(after)))
             }
-            Transition::Cleared { before, at } => {
+            Transition::Cleared { before, .. } => {
                 self.conn
                     .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
-                self.record(
-                    EventKind::Cleared,
-                    at,
-                    before.id,
-                    &before.stage,
-                    Some(before),
-                    None,
-                )?;
+                self.record(change)?;
                 Ok(None)
             }
         }
@@ -391,7 +388,7 @@ impl<'a> Tx<'a> {
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
                  selected, source) \
-                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6, $7, $8, $9, $10, $11, '[]', $12) \
+                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -434,17 +431,47 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
-    fn record(
+    /// Appends a transition's event. The history is stored compactly: a `logged` event
+    /// holds nothing but its kind (the question as logged is its row, pending, at its
+    /// `created_at`), a change holds the status and answer before and after (the rest
+    /// of a question never changes), and `cleared` holds the whole row, which is gone
+    /// from `questions` after it.
+    fn record(&self, change: &Transition) -> Result<()> {
+        let (kind, at, id, stage, before, after) = match change {
+            Transition::Logged { .. } => unreachable!("recorded by apply with its id"),
+            Transition::Changed {
+                kind,
+                before,
+                after,
+            } => (
+                *kind,
+                after.updated_at.as_str(),
+                after.id,
+                &after.stage,
+                Some(to_json(&before.state())?),
+                Some(to_json(&after.state())?),
+            ),
+            Transition::Cleared { before, at } => (
+                EventKind::Cleared,
+                at.as_str(),
+                before.id,
+                &before.stage,
+                Some(to_json(before)?),
+                None,
+            ),
+        };
+        self.insert_event(kind, at, id, stage, before.as_deref(), after.as_deref())
+    }
+
+    fn insert_event(
         &self,
         kind: EventKind,
         at: &str,
         question_id: i64,
         stage: &str,
-        before: Option<&Question>,
-        after: Option<&Question>,
+        before: Option<&str>,
+        after: Option<&str>,
     ) -> Result<()> {
-        let before = before.map(to_json).transpose()?;
-        let after = after.map(to_json).transpose()?;
         self.conn.execute(
             "INSERT INTO question_events (at, event, question_id, stage, before, after) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -453,8 +480,8 @@ impl<'a> Tx<'a> {
                 kind.as_str().into(),
                 question_id.into(),
                 stage.into(),
-                before.as_deref().into(),
-                after.as_deref().into(),
+                before.into(),
+                after.into(),
             ],
         )?;
         Ok(())
@@ -481,7 +508,7 @@ impl<'a> Tx<'a> {
         )
     }
 
-    /// The history, oldest first.
+    /// The history, oldest first, each event with the whole question before and after.
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let (clause, param): (&str, Param) = match filter {
             EventFilter::Question(id) => ("question_id = $1", (*id).into()),
@@ -495,20 +522,141 @@ impl<'a> Tx<'a> {
             &[param],
         )?;
         let names = &["at", "event", "question_id", "stage", "before", "after"];
-        let events = rows.each(
+        let stored = rows.each(
             |r| {
                 let kind = r.text("event").unwrap_or_default();
-                Ok(EventKind::from_stored(&kind).map(|event| Event {
+                Ok(EventKind::from_stored(&kind).map(|event| Stored {
                     at: r.text("at").unwrap_or_default(),
                     event,
                     question_id: r.take("question_id").int().unwrap_or_default(),
                     stage: r.text("stage").unwrap_or_default(),
-                    before: stored_question(r.take("before")),
-                    after: stored_question(r.take("after")),
+                    before: Snapshot::read(r.take("before")),
+                    after: Snapshot::read(r.take("after")),
                 }))
             },
             names,
         )?;
-        Ok(events.into_iter().flatten().collect())
+        let stored: Vec<Stored> = stored.into_iter().flatten().collect();
+        let bases = self.bases(&stored)?;
+        Ok(stored
+            .into_iter()
+            .map(|e| {
+                let base = bases.get(&e.question_id);
+                let whole = |s: Snapshot| s.whole(base);
+                let after = match (e.event, e.after) {
+                    (EventKind::Logged, Snapshot::Absent) => base.map(Question::as_logged),
+                    (_, after) => whole(after),
+                };
+                let at = match (e.at.is_empty(), base) {
+                    (true, Some(q)) => q.created_at.clone(),
+                    _ => e.at,
+                };
+                Event {
+                    at,
+                    event: e.event,
+                    question_id: e.question_id,
+                    stage: e.stage,
+                    before: whole(e.before),
+                    after,
+                }
+            })
+            .collect())
+    }
+
+    /// For each question of `events`, the question itself (what never changes of it): its
+    /// row, else the whole row a `cleared` event kept.
+    fn bases(&self, events: &[Stored]) -> Result<std::collections::HashMap<i64, Question>> {
+        let mut bases = std::collections::HashMap::new();
+        for e in events {
+            if let Snapshot::Whole(q) = &e.before {
+                bases.insert(e.question_id, Question::clone(q));
+            }
+        }
+        let wanted: Vec<i64> = {
+            let mut ids: Vec<i64> = events
+                .iter()
+                .map(|e| e.question_id)
+                .filter(|id| !bases.contains_key(id))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        };
+        if wanted.is_empty() {
+            return Ok(bases);
+        }
+        for q in self.questions(&Filter {
+            ids: Some(wanted.clone()),
+            ..Filter::default()
+        })? {
+            bases.insert(q.id, q);
+        }
+        let gone: Vec<i64> = wanted
+            .into_iter()
+            .filter(|id| !bases.contains_key(id))
+            .collect();
+        if !gone.is_empty() {
+            let rows = self.conn.query(
+                &format!(
+                    "SELECT before FROM question_events WHERE event = 'cleared' AND {}",
+                    self.conn.dialect().ids_in("question_id", 1)
+                ),
+                &[Param::Ids(&gone)],
+            )?;
+            for snapshot in rows.each(|r| Ok(Snapshot::read(r.take("before"))), &["before"])? {
+                if let Snapshot::Whole(q) = snapshot {
+                    bases.insert(q.id, *q);
+                }
+            }
+        }
+        Ok(bases)
+    }
+}
+
+/// An event as stored, before its questions are put back together.
+struct Stored {
+    at: String,
+    event: EventKind,
+    question_id: i64,
+    stage: String,
+    before: Snapshot,
+    after: Snapshot,
+}
+
+/// A stored `before` or `after`.
+enum Snapshot {
+    Absent,
+    /// A whole question: a `cleared` event's, or any event of a ledger written before the
+    /// history was stored compactly.
+    Whole(Box<Question>),
+    /// Status and answer only.
+    State(State),
+}
+
+impl Snapshot {
+    fn read(cell: Cell) -> Snapshot {
+        let Some(text) = cell.text() else {
+            return Snapshot::Absent;
+        };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return Snapshot::Absent;
+        };
+        if value.get("id").is_some() {
+            serde_json::from_value(value)
+                .map(|q| Snapshot::Whole(Box::new(q)))
+                .unwrap_or(Snapshot::Absent)
+        } else {
+            serde_json::from_value(value)
+                .map(Snapshot::State)
+                .unwrap_or(Snapshot::Absent)
+        }
+    }
+
+    fn whole(self, base: Option<&Question>) -> Option<Question> {
+        match self {
+            Snapshot::Absent => None,
+            Snapshot::Whole(q) => Some(*q),
+            Snapshot::State(state) => base.map(|b| b.with_state(state)),
+        }
     }
 }

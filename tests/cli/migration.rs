@@ -137,3 +137,232 @@ fn an_old_ledger_in_rollback_mode_refused_as_newer_keeps_its_header() {
     assert_eq!(run.error_code(), "schema_too_new");
     assert!(l.bytes() == before, "not even the journal mode may change");
 }
+
+/// A ledger as version 3 of the schema left it: the same questions as `l`'s, and the
+/// history as V3 stored it, the whole question before and after every change.
+fn version_3_copy_of(l: &Ledger, path: &std::path::Path, history: &[serde_json::Value]) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE refinery_schema_history (version INT4 PRIMARY KEY, name VARCHAR(255),
+           applied_on VARCHAR(255), checksum VARCHAR(255));",
+    )
+    .unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+    for (version, name) in [
+        (1, "questions_table"),
+        (2, "structured_questions"),
+        (3, "history"),
+    ] {
+        let sql = std::fs::read_to_string(dir.join(format!("V{version}__{name}.sql"))).unwrap();
+        conn.execute_batch(&sql).unwrap();
+        let checksum = refinery::Migration::unapplied(&format!("V{version}__{name}"), &sql)
+            .unwrap()
+            .checksum();
+        conn.execute(
+            "INSERT INTO refinery_schema_history VALUES (?1, ?2, '2026-01-01T00:00:00Z', ?3)",
+            rusqlite::params![version, name, checksum.to_string()],
+        )
+        .unwrap();
+    }
+    conn.execute("ATTACH ?1 AS live", [l.path.to_str().unwrap()])
+        .unwrap();
+    conn.execute_batch(
+        "INSERT INTO questions SELECT * FROM live.questions;
+         UPDATE questions SET updated_at = created_at WHERE updated_at IS NULL;
+         UPDATE sqlite_sequence SET seq = (SELECT seq FROM live.sqlite_sequence
+           WHERE name = 'questions') WHERE name = 'questions';",
+    )
+    .unwrap();
+    for e in history {
+        let text = |v: &serde_json::Value| (!v.is_null()).then(|| v.to_string());
+        conn.execute(
+            "INSERT INTO question_events (at, event, question_id, stage, before, after)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                e["at"].as_str().unwrap(),
+                e["event"].as_str().unwrap(),
+                e["question_id"].as_i64().unwrap(),
+                e["stage"].as_str().unwrap(),
+                text(&e["before"]),
+                text(&e["after"]),
+            ],
+        )
+        .unwrap();
+    }
+}
+
+/// The same as `version_3_copy_of`, in a PostgreSQL database.
+fn version_3_copy_in_postgres(
+    url: &str,
+    questions: &[serde_json::Value],
+    history: &[serde_json::Value],
+) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "CREATE TABLE refinery_schema_history (version INT4 PRIMARY KEY,
+               name VARCHAR(255), applied_on VARCHAR(255), checksum VARCHAR(255));",
+        )
+        .unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+    for (version, name) in [
+        (1, "questions_table"),
+        (2, "structured_questions"),
+        (3, "history"),
+    ] {
+        let sql = std::fs::read_to_string(dir.join(format!("V{version}__{name}.sql"))).unwrap();
+        client.batch_execute(&sql).unwrap();
+        let checksum = refinery::Migration::unapplied(&format!("V{version}__{name}"), &sql)
+            .unwrap()
+            .checksum();
+        client
+            .execute(
+                "INSERT INTO refinery_schema_history VALUES ($1, $2, '2026-01-01T00:00:00Z', $3)",
+                &[&version, &name, &checksum.to_string()],
+            )
+            .unwrap();
+    }
+    for q in questions {
+        let text = |k: &str| q[k].as_str().map(str::to_string);
+        client
+            .execute(
+                "INSERT INTO questions (id, stage, group_name, question, proposed, required,
+                   status, answer, created_at, answered_at, updated_at, header, context,
+                   options, multi_select, allow_freeform, selected, was_custom, skip_reason,
+                   source)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                   $16, $17, $18, $19, $20)",
+                &[
+                    &q["id"].as_i64().unwrap(),
+                    &text("stage"),
+                    &text("group_name"),
+                    &text("question"),
+                    &text("proposed"),
+                    &q["required"].as_bool().unwrap(),
+                    &text("status"),
+                    &text("answer"),
+                    &text("created_at"),
+                    &text("answered_at"),
+                    &text("updated_at"),
+                    &text("header"),
+                    &text("context"),
+                    &q["options"].to_string(),
+                    &q["multi_select"].as_bool().unwrap(),
+                    &q["allow_freeform"].as_bool().unwrap(),
+                    &q["selected"].to_string(),
+                    &q["was_custom"].as_bool(),
+                    &text("skip_reason"),
+                    &text("source"),
+                ],
+            )
+            .unwrap();
+    }
+    client
+        .batch_execute("SELECT setval('questions_id_seq', 3)")
+        .unwrap();
+    for e in history {
+        let text = |v: &serde_json::Value| (!v.is_null()).then(|| v.to_string());
+        client
+            .execute(
+                "INSERT INTO question_events (at, event, question_id, stage, before, after)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    &e["at"].as_str().unwrap(),
+                    &e["event"].as_str().unwrap(),
+                    &e["question_id"].as_i64().unwrap(),
+                    &e["stage"].as_str().unwrap(),
+                    &text(&e["before"]),
+                    &text(&e["after"]),
+                ],
+            )
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_version_3_history_is_stored_compactly_and_reads_back_the_same() {
+    let l = Ledger::new();
+    let goal = l.log("s", "Goal?").to_string();
+    let risk = l
+        .log_with("s", "Risk?", &["--option", "Low", "--option", "High"])
+        .to_string();
+    l.log("gone", "Cleared?");
+    l.ok(["answer", "--id", &goal, "--answer", "A blog"]);
+    l.ok([
+        "answer",
+        "--id",
+        &goal,
+        "--answer",
+        "A dashboard",
+        "--force",
+    ]);
+    l.ok(["skip", "--id", &risk, "--reason", "later"]);
+    l.ok(["answer", "--id", &risk, "--select", "High"]);
+    l.ok(["clear", "--stage", "gone"]);
+    let stages = ["s", "gone"];
+    let expected: Vec<serde_json::Value> = stages
+        .iter()
+        .map(|s| l.ok(["history", "--stage", s])["events"].clone())
+        .collect();
+    // Each stage's events in their order; that is all `history --stage` shows.
+    let all: Vec<serde_json::Value> = expected
+        .iter()
+        .flat_map(|e| e.as_array().unwrap().clone())
+        .collect();
+    assert_eq!(all.len(), 3 + 4 + 1);
+
+    // The old ledger: a file beside this one, or a second database.
+    let old_db = Ledger::new();
+    let old: std::ffi::OsString = match &old_db.url {
+        None => {
+            let path = l.dir.path().join("v3.db");
+            version_3_copy_of(&l, &path, &all);
+            path.into()
+        }
+        Some(url) => {
+            let questions: Vec<serde_json::Value> = l.all();
+            version_3_copy_in_postgres(url, &questions, &all);
+            url.into()
+        }
+    };
+    let history = |stage: &str| {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.arg("--db")
+            .arg(&old)
+            .args(["history", "--stage", stage]);
+        let run = finish(cmd);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.json["events"].clone()
+    };
+    assert_eq!(history("s"), expected[0]);
+    assert_eq!(history("gone"), expected[1]);
+
+    // Migrated in place: a `logged` event holds nothing, a change only status and answer.
+    let stored = |sql: &str| -> String {
+        match &old_db.url {
+            None => Connection::open(l.dir.path().join("v3.db"))
+                .unwrap()
+                .query_row(sql, [], |r| r.get::<_, String>(0))
+                .unwrap(),
+            Some(url) => postgres::Client::connect(url, postgres::NoTls)
+                .unwrap()
+                .query_one(sql, &[])
+                .unwrap()
+                .get::<_, String>(0),
+        }
+    };
+    let logged = stored(
+        "SELECT CAST(COUNT(*) AS TEXT) FROM question_events WHERE event = 'logged'
+         AND (at <> '' OR before IS NOT NULL OR after IS NOT NULL)",
+    );
+    assert_eq!(logged, "0");
+    let change = stored("SELECT after FROM question_events WHERE event = 'reanswered'");
+    assert!(!change.contains("Goal?"), "{change}");
+    assert!(change.contains("A dashboard"), "{change}");
+    // And it goes on working: ids continue after the copied ones.
+    let mut cmd = bare_command(l.dir.path());
+    cmd.arg("--db")
+        .arg(&old)
+        .args(["log", "--stage", "s", "--question", "After?"]);
+    assert_eq!(finish(cmd).json["question_id"], 4);
+}
