@@ -308,6 +308,9 @@ pub struct CheckArgs {
     /// Only these question ids (comma-separated); an unknown id fails with not_found
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
     pub ids: Option<IdList>,
+    /// A stage that has never held a question fails with not_found instead of passing
+    #[arg(long)]
+    pub strict: bool,
     /// Re-check until the gate passes; without --timeout it waits forever
     #[arg(long)]
     pub wait: bool,

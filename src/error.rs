@@ -116,8 +116,27 @@ impl From<rusqlite::Error> for Error {
             Some(Sql::DatabaseCorrupt) => {
                 "the ledger file is damaged (SQLite reports corruption)".to_string()
             }
-            _ => format!("database error: {err}"),
+            _ => format!("database error: {}", brief(&engine_words(&err))),
         };
         Error::db(message)
+    }
+}
+
+/// What SQLite said, without the statement it was given (some errors carry it whole).
+fn engine_words(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqliteFailure(e, Some(message)) => format!("{message} ({e})"),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A database's message cut to a line's length: an error never quotes a whole statement
+/// or a whole value.
+pub(crate) fn brief(text: &str) -> String {
+    const MOST: usize = 300;
+    match text.char_indices().nth(MOST) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
 }

@@ -45,5 +45,7 @@ DROP INDEX IF EXISTS questions_stage_question;
 DROP INDEX IF EXISTS question_events_stage;
 CREATE INDEX IF NOT EXISTS questions_stage_text
   ON questions (trim(stage), length(question), substr(question, 1, 12));
+-- Cleared questions: their rows (history puts them back together), and the stages they
+-- held (a stage that was cleared is still a known stage to `check`).
 CREATE INDEX IF NOT EXISTS question_events_cleared
-  ON question_events (question_id) WHERE event = 'cleared';
+  ON question_events (trim(stage), question_id) WHERE event = 'cleared';

@@ -10,6 +10,7 @@ pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     let req = CheckRequest {
         stage: args.stage,
         ids: args.ids.map(|i| i.0),
+        strict: args.strict,
         wait: match (args.wait, args.timeout) {
             (false, _) => Wait::No,
             (true, limit) => Wait::Until(limit.map(Duration::from_secs_f64)),
@@ -17,10 +18,33 @@ pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     };
     let report = ops::check(ledger, &req)?;
     let passes = report.gate.passes();
-    let note = (!passes).then(|| note(&report));
+    let note = if report.known_stage == Some(false) {
+        Some(unknown(&report, ledger))
+    } else {
+        (!passes).then(|| note(&report))
+    };
     let mut outcome = Outcome::json(passes, report, if passes { 0 } else { 1 });
     outcome.note = note;
     Ok(outcome)
+}
+
+/// The stderr line of a gate over a stage that never held a question: perhaps a typo.
+fn unknown(report: &GateReport, ledger: &Ledger) -> String {
+    let stage = crate::output::sanitize(report.stage.as_deref().unwrap_or(""), false);
+    let mut line = format!(
+        "stage '{stage}' has never held a question in the ledger {}; the gate passes \
+         (--strict makes this an error)",
+        ledger.location().display()
+    );
+    if !report.nearest.is_empty() {
+        let names: Vec<String> = report
+            .nearest
+            .iter()
+            .map(|n| crate::output::sanitize(n, false))
+            .collect();
+        line.push_str(&format!("; did you mean {}?", ops::quoted(&names)));
+    }
+    line
 }
 
 /// The stderr line of a failed gate, for people reading a CI log.

@@ -43,30 +43,39 @@ enum Body {
 
 /// A typed result, printed inside the envelope straight from its types.
 trait Document {
-    fn render(&self, ok: bool, procedure: &str) -> String;
+    fn write(&self, ok: bool, procedure: &str, out: &mut dyn Write) -> std::io::Result<()>;
 }
 
 impl<T: serde::Serialize> Document for T {
-    fn render(&self, ok: bool, procedure: &str) -> String {
-        document(ok, procedure, self)
+    fn write(&self, ok: bool, procedure: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(out, &Envelope::new(ok, procedure, self))
+            .map_err(std::io::Error::other)
     }
 }
 
 /// The one place a result is put in the contract's envelope: `ok`, `procedure`, then the
 /// result's own keys.
-pub fn document(ok: bool, procedure: &str, result: &impl serde::Serialize) -> String {
-    #[derive(serde::Serialize)]
-    struct Envelope<'a, T> {
-        ok: bool,
-        procedure: &'a str,
-        #[serde(flatten)]
-        result: &'a T,
+#[derive(serde::Serialize)]
+struct Envelope<'a, T> {
+    ok: bool,
+    procedure: &'a str,
+    #[serde(flatten)]
+    result: &'a T,
+}
+
+impl<'a, T> Envelope<'a, T> {
+    fn new(ok: bool, procedure: &'a str, result: &'a T) -> Self {
+        Envelope {
+            ok,
+            procedure,
+            result,
+        }
     }
-    output::pretty(&Envelope {
-        ok,
-        procedure,
-        result,
-    })
+}
+
+/// The envelope's text, for a document written to a file.
+pub fn document(ok: bool, procedure: &str, result: &impl serde::Serialize) -> String {
+    output::pretty(&Envelope::new(ok, procedure, result))
 }
 
 impl Outcome {
@@ -97,7 +106,10 @@ impl Outcome {
 
     pub fn print(&self, procedure: &str) {
         match &self.body {
-            Body::Json { ok, result } => output::text_out(&result.render(*ok, procedure)),
+            // Straight to stdout: a large result is never held twice, as values and as text.
+            Body::Json { ok, result } => {
+                output::stream_out(|out| result.write(*ok, procedure, out))
+            }
             Body::Text(text) => output::text_out(text),
         }
         if let Some(note) = &self.note {

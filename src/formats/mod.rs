@@ -117,12 +117,33 @@ pub fn parse_envelope(text: &str, only: Option<Source>) -> Parsed<Option<Envelop
             None => Ok(None),
         };
     };
+    // Refused before anything is built for it: an envelope far beyond any real one.
+    let rough = match source {
+        Source::Uwf => text.split('\n').filter(|l| l.contains("Q:")).count(),
+        Source::OpenQuestions | Source::AskUser => text.matches("\"question\"").count(),
+    };
+    if rough > MAX_QUESTIONS {
+        return fail(too_many(rough));
+    }
     let questions = match source {
         Source::Uwf => uwf::parse(text)?,
         Source::OpenQuestions => open_questions::parse(text)?,
         Source::AskUser => ask_user::parse(text)?,
     };
+    if questions.len() > MAX_QUESTIONS {
+        return fail(too_many(questions.len()));
+    }
     Ok(Some(Envelope { source, questions }))
+}
+
+/// The most questions one call reads: far beyond any subagent's output, and few enough
+/// that a call's memory stays small whatever the input.
+pub const MAX_QUESTIONS: usize = 100_000;
+
+fn too_many(n: usize) -> String {
+    format!(
+        "the input holds about {n} questions; one call reads at most {MAX_QUESTIONS}: split it into several calls"
+    )
 }
 
 /// What in `text`, where no envelope could be read, shows that one was meant: a line

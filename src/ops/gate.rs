@@ -25,6 +25,8 @@ pub enum Wait {
 pub struct CheckRequest {
     pub stage: Option<String>,
     pub ids: Option<Vec<i64>>,
+    /// A stage that has never held a question is `not_found` rather than a pass.
+    pub strict: bool,
     pub wait: Wait,
 }
 
@@ -38,8 +40,14 @@ pub struct GateReport {
     pub pending_count: usize,
     pub pending: Vec<Question>,
     pub optional_pending: usize,
+    /// With a stage: whether it has ever held a question (a typo never has).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub known_stage: Option<bool>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
+    /// For an unknown stage: the known stages nearest to its name, nearest first.
+    #[serde(skip)]
+    pub nearest: Vec<String>,
 }
 
 /// The stage gate: fails while a required question of the stage (or of `ids`) is pending.
@@ -49,14 +57,27 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         _ => None,
     };
     loop {
-        let considered = ledger.read(|tx| select(tx, req.stage.as_deref(), req.ids.as_deref()))?;
+        let (considered, known) = ledger.read(|tx| {
+            let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
+            let known = match req.stage.as_deref() {
+                None => None,
+                Some(_) if !considered.is_empty() => Some(true),
+                Some(stage) => Some(tx.stage_known(stage)?),
+            };
+            Ok((considered, known))
+        })?;
+        if known == Some(false) {
+            return unknown_stage(ledger, req, considered);
+        }
         let gate = Gate::over(&considered);
         if gate.passes() || req.wait == Wait::No {
-            return Ok(report(req.stage.clone(), considered, false));
+            return Ok(report(req.stage.clone(), considered, known, false));
         }
         let now = Instant::now();
         let pause = match deadline {
-            Some(end) if now >= end => return Ok(report(req.stage.clone(), considered, true)),
+            Some(end) if now >= end => {
+                return Ok(report(req.stage.clone(), considered, known, true))
+            }
             Some(end) => POLL.min(end - now),
             None => POLL,
         };
@@ -64,7 +85,78 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
     }
 }
 
-fn report(stage: Option<String>, considered: Vec<Question>, timed_out: bool) -> GateReport {
+/// A stage that has never held a question: it passes, as in the uwf protocol, saying so
+/// and naming the stages it may have been meant to be; with `strict` it is `not_found`.
+fn unknown_stage(
+    ledger: &mut Ledger,
+    req: &CheckRequest,
+    considered: Vec<Question>,
+) -> Result<GateReport> {
+    let stage = req.stage.clone().unwrap_or_default();
+    let names = ledger.read(|tx| tx.stage_names())?;
+    let nearest = nearest(&stage, &names);
+    if req.strict {
+        let mut message = format!(
+            "stage '{stage}' has never held a question in the ledger {}",
+            ledger.location().display()
+        );
+        if !nearest.is_empty() {
+            message.push_str(&format!("; did you mean {}?", quoted(&nearest)));
+        }
+        return Err(crate::error::Error::not_found(message));
+    }
+    let mut report = report(Some(stage), considered, Some(false), false);
+    report.nearest = nearest;
+    Ok(report)
+}
+
+/// 'a', 'b' or 'c'
+pub fn quoted(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// Up to three names within a few edits of `name`, nearest first.
+fn nearest(name: &str, names: &[String]) -> Vec<String> {
+    let wanted = name.to_lowercase();
+    let limit = (wanted.chars().count() / 3).max(2);
+    let mut close: Vec<(usize, &String)> = names
+        .iter()
+        .map(|n| (edits(&wanted, &n.to_lowercase()), n))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    close.sort();
+    close.into_iter().take(3).map(|(_, n)| n.clone()).collect()
+}
+
+/// Levenshtein distance, by characters.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+fn report(
+    stage: Option<String>,
+    considered: Vec<Question>,
+    known_stage: Option<bool>,
+    timed_out: bool,
+) -> GateReport {
     let total = considered.len();
     let optional_pending = considered
         .iter()
@@ -85,7 +177,9 @@ fn report(stage: Option<String>, considered: Vec<Question>, timed_out: bool) -> 
         pending_count: pending.len(),
         pending,
         optional_pending,
+        known_stage,
         timed_out,
+        nearest: Vec::new(),
     }
 }
 
@@ -177,4 +271,30 @@ fn unique_key(q: &Question, keys: &mut Keys) -> String {
     keys.last.insert(base.to_string(), n);
     keys.used.insert(key.clone());
     key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_count_insertions_deletions_and_substitutions() {
+        assert_eq!(edits("intake", "intake"), 0);
+        assert_eq!(edits("intkae", "intake"), 2);
+        assert_eq!(edits("intak", "intake"), 1);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("désign", "design"), 1);
+    }
+
+    #[test]
+    fn the_nearest_names_come_first_and_far_ones_not_at_all() {
+        let names: Vec<String> = ["intake", "design", "release", "intakes"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(nearest("Intake", &names), vec!["intake", "intakes"]);
+        assert_eq!(nearest("desgin", &names), vec!["design"]);
+        assert!(nearest("zzzzzz", &names).is_empty());
+        assert_eq!(quoted(&names[..2]), "'intake' or 'design'");
+    }
 }

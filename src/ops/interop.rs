@@ -103,6 +103,13 @@ pub fn import(
     force: bool,
 ) -> Result<Imported> {
     let (format, replies) = match answers::parse(text, format).map_err(|e| Error::parse(e.0))? {
+        Answers::Replies(_, replies) if replies.len() > formats::MAX_QUESTIONS => {
+            return Err(Error::parse(format!(
+                "the input holds {} answers; one call records at most {}: split it into several calls; nothing was recorded",
+                replies.len(),
+                formats::MAX_QUESTIONS
+            )))
+        }
         Answers::Replies(format, replies) => (format, replies),
         Answers::Cancelled => {
             return Err(Error::cancelled(

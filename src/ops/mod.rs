@@ -11,7 +11,9 @@ pub use change::{
     accept_defaults, answer, clear, log, record_choices, skip, Asked, Cleared, Defaulted, Logged,
     Recorded,
 };
-pub use gate::{answers, check, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait};
+pub use gate::{
+    answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
+};
 pub use interop::{import, ingest, Imported, Ingested};
 
 use serde::Serialize;

@@ -82,7 +82,10 @@ fn pg_error(e: postgres::Error) -> Error {
         e.code(),
         Some(&SqlState::T_R_SERIALIZATION_FAILURE) | Some(&SqlState::T_R_DEADLOCK_DETECTED)
     );
-    let mut err = Error::db(format!("database error: {}", cause(&e)));
+    let mut err = Error::db(format!(
+        "database error: {}",
+        crate::error::brief(&cause(&e))
+    ));
     err.transient = transient;
     err
 }

@@ -487,6 +487,33 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// Whether the stage has ever held a question: one is there now, or was cleared.
+    pub fn stage_known(&self, stage: &str) -> Result<bool> {
+        let rows = self.conn.query(
+            "SELECT EXISTS (SELECT 1 FROM questions WHERE trim(stage) = $1) \
+             OR EXISTS (SELECT 1 FROM question_events \
+                        WHERE event = 'cleared' AND trim(stage) = $1) AS known",
+            &[stage.into()],
+        )?;
+        Ok(rows
+            .each(
+                |r| Ok(r.take("known").flag(false).unwrap_or(false)),
+                &["known"],
+            )?
+            .pop()
+            .unwrap_or(false))
+    }
+
+    /// Every stage that holds or held a question, trimmed, in no particular order.
+    pub fn stage_names(&self) -> Result<Vec<String>> {
+        let rows = self.conn.query(
+            "SELECT DISTINCT trim(stage) AS stage FROM questions \
+             UNION SELECT DISTINCT trim(stage) FROM question_events WHERE event = 'cleared'",
+            &[],
+        )?;
+        rows.each(|r| Ok(r.text("stage").unwrap_or_default()), &["stage"])
+    }
+
     /// How many questions of each stage (trimmed) have each status, stages in the order
     /// their first question was logged: `info`. A status is counted as stored.
     pub fn tallies(&self) -> Result<Vec<Tally>> {

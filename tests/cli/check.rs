@@ -183,3 +183,62 @@ fn a_stage_stored_with_spaces_by_the_old_script_still_gates() {
         "the spaced rows' events are in the stage's history too"
     );
 }
+
+#[test]
+fn a_stage_that_never_held_a_question_passes_but_says_so_and_strict_refuses_it() {
+    let l = Ledger::new();
+    l.log("intake", "Goal?");
+    l.log("design", "Database?");
+    l.log("gone", "Cleared?");
+    l.ok(["clear", "--stage", "gone"]);
+
+    // A typo: the gate passes as the protocol says, but nobody is fooled.
+    let typo = l.run(["check", "--stage", "intkae"]);
+    assert_eq!(typo.code, 0, "{typo:?}");
+    assert_eq!(typo.json["gate"], "pass");
+    assert_eq!(typo.json["known_stage"], false);
+    assert!(
+        typo.stderr.contains("did you mean 'intake'"),
+        "{}",
+        typo.stderr
+    );
+    assert!(
+        typo.stderr.contains("never held a question"),
+        "{}",
+        typo.stderr
+    );
+    let ledger_name = match &l.url {
+        Some(_) => "postgres://".to_string(),
+        None => l.path.display().to_string(),
+    };
+    assert!(typo.stderr.contains(&ledger_name), "{}", typo.stderr);
+
+    let strict = l.run(["check", "--stage", "intkae", "--strict"]);
+    assert_eq!(
+        (strict.code, strict.error_code()),
+        (1, "not_found"),
+        "{strict:?}"
+    );
+    assert!(strict.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("did you mean 'intake'"));
+
+    // Known stages: one holding questions, and one whose questions were all cleared.
+    for stage in ["intake", "gone"] {
+        let run = l.run(["check", "--stage", stage, "--strict"]);
+        assert_eq!(run.json["known_stage"], true, "{stage}: {run:?}");
+        assert!(
+            !run.stderr.contains("never held"),
+            "{stage}: {}",
+            run.stderr
+        );
+    }
+    // Nothing near: no suggestion, still a clear word.
+    let far = l.run(["check", "--stage", "zzzzzzzz"]);
+    assert_eq!(far.json["known_stage"], false);
+    assert!(!far.stderr.contains("did you mean"), "{}", far.stderr);
+    // --ids alone names no stage: nothing to know.
+    let ids = l.run(["check", "--ids", "1"]);
+    assert!(ids.json.get("known_stage").is_none(), "{ids:?}");
+}

@@ -194,3 +194,42 @@ fn input_that_tries_to_ask_but_cannot_be_read_is_a_parse_error() {
     }
     l.assert_not_created();
 }
+
+#[test]
+fn an_envelope_beyond_any_real_one_is_refused_before_anything_is_built() {
+    let l = Ledger::new();
+    let mut text = String::from("QUESTIONS_NEEDED\n");
+    for i in 0..100_001 {
+        text.push_str(&format!("Q: {i}\n"));
+    }
+    let run = l.run_stdin(["ingest", "--stage", "s"], text);
+    assert_eq!((run.code, run.error_code()), (1, "parse_error"), "{run:?}");
+    assert!(run.json["error"].as_str().unwrap().contains("split it"));
+    l.assert_not_created();
+}
+
+#[test]
+fn many_questions_and_their_answers_go_in_and_out_in_one_call_each() {
+    let l = Ledger::new();
+    // Beyond SQLite's 32 766 placeholders in one statement; PostgreSQL has no such limit,
+    // and its pass keeps the round trips few.
+    let n = if l.url.is_some() { 2_000 } else { 40_000 };
+    let mut text = String::from("QUESTIONS_NEEDED\n");
+    for i in 0..n {
+        text.push_str(&format!("Q: Question {i}?\n"));
+    }
+    let ingested = l.ok_stdin(["ingest", "--stage", "s"], text);
+    assert_eq!(ingested["created_ids"].as_array().unwrap().len(), n);
+    let map: serde_json::Map<String, serde_json::Value> = (1..=n)
+        .map(|id| (id.to_string(), format!("answer {id}").into()))
+        .collect();
+    let imported = l.ok_stdin(
+        ["import", "--stage", "s", "--format", "map"],
+        serde_json::Value::Object(map).to_string(),
+    );
+    assert_eq!(imported["answered_ids"].as_array().unwrap().len(), n);
+    assert_eq!(imported["questions"].as_array().unwrap().len(), n);
+    let check = l.ok(["check", "--stage", "s"]);
+    assert_eq!(check["total"], n);
+    assert_eq!(check["pending_count"], 0);
+}
