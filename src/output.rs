@@ -18,16 +18,6 @@ pub fn pretty(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string())
 }
 
-/// A document written piecewise to stdout, then a newline. A closed stdout stops it quietly.
-pub fn stream_out(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
-    if write(&mut out).is_ok() {
-        let _ = out.write_all(b"\n");
-    }
-    let _ = out.flush();
-}
-
 pub fn text_out(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());

@@ -43,13 +43,14 @@ enum Body {
 
 /// A typed result, printed inside the envelope straight from its types.
 trait Document {
-    fn write(&self, ok: bool, procedure: &str, out: &mut dyn Write) -> std::io::Result<()>;
+    /// The envelope's text: serialized into memory with the writer's type known (a
+    /// `dyn Write` costs a call per token), then written at once.
+    fn render(&self, ok: bool, procedure: &str) -> String;
 }
 
 impl<T: serde::Serialize> Document for T {
-    fn write(&self, ok: bool, procedure: &str, out: &mut dyn Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(out, &Envelope::new(ok, procedure, self))
-            .map_err(std::io::Error::other)
+    fn render(&self, ok: bool, procedure: &str) -> String {
+        document(ok, procedure, self)
     }
 }
 
@@ -73,7 +74,7 @@ impl<'a, T> Envelope<'a, T> {
     }
 }
 
-/// The envelope's text, for a document written to a file.
+/// The envelope's text.
 pub fn document(ok: bool, procedure: &str, result: &impl serde::Serialize) -> String {
     output::pretty(&Envelope::new(ok, procedure, result))
 }
@@ -106,10 +107,7 @@ impl Outcome {
 
     pub fn print(&self, procedure: &str) {
         match &self.body {
-            // Straight to stdout: a large result is never held twice, as values and as text.
-            Body::Json { ok, result } => {
-                output::stream_out(|out| result.write(*ok, procedure, out))
-            }
+            Body::Json { ok, result } => output::text_out(&result.render(*ok, procedure)),
             Body::Text(text) => output::text_out(text),
         }
         if let Some(note) = &self.note {

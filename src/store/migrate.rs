@@ -53,19 +53,25 @@ fn too_new(found: i64, latest: i64) -> Error {
     )
 }
 
-/// Fails with `schema_too_new` for a ledger this binary must not touch.
-pub fn refuse_too_new(conn: &Connection) -> Result<()> {
+/// Fails with `schema_too_new` for a ledger this binary must not touch; else the version
+/// the ledger has.
+pub fn refuse_too_new(conn: &Connection) -> Result<i64> {
     let (found, latest) = (applied_version(conn)?, latest_version());
     if found > latest {
         return Err(too_new(found, latest));
     }
-    Ok(())
+    Ok(found)
 }
 
 /// Brings the ledger up to date, or refuses one that is newer than this binary.
 pub fn ensure_current(conn: &mut Connection) -> Result<()> {
-    let latest = latest_version();
     let found = applied_version(conn)?;
+    bring_current(conn, found)
+}
+
+/// `ensure_current` for a ledger whose version was just read as `found`.
+pub fn bring_current(conn: &mut Connection, found: i64) -> Result<()> {
+    let latest = latest_version();
     if found > latest {
         return Err(too_new(found, latest));
     }

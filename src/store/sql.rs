@@ -160,7 +160,11 @@ impl Record<'_> {
     /// Takes the cell of column `name` out of the row. Readers take the columns in the
     /// order they are named, so the next slot is almost always the one.
     fn take(&mut self, name: &str) -> Cell {
-        let slot = if self.names.get(self.next) == Some(&name) {
+        let slot = if self
+            .names
+            .get(self.next)
+            .is_some_and(|n| std::ptr::eq(*n, name) || *n == name)
+        {
             self.next
         } else {
             self.names
