@@ -45,6 +45,17 @@ pub struct Cli {
     )]
     pub db: Option<OsString>,
 
+    /// Who makes the changes this call records (answers, skips, declines); default:
+    /// $QUESTIONS_USER, else the operating-system user
+    #[arg(
+        long,
+        global = true,
+        env = "QUESTIONS_USER",
+        value_name = "NAME",
+        allow_hyphen_values = true
+    )]
+    pub by: Option<String>,
+
     /// `db` came from `QUESTIONS_DB`, not `--db` (set by `parse`).
     #[arg(skip)]
     pub db_from_env: bool,
@@ -79,6 +90,11 @@ pub enum Command {
         after_help = "Example:\n  questions skip --id 8 --reason 'not needed for the prototype'"
     )]
     Skip(SkipArgs),
+    /// Decline a question: the person will not answer it as asked (it holds the gate, with the reason)
+    #[command(
+        after_help = "Example:\n  questions decline --id 8 --reason 'both options are wrong: we are not choosing a database yet'"
+    )]
+    Decline(DeclineArgs),
     /// List questions, oldest first
     #[command(after_help = "Example:\n  questions list --stage intake --status pending")]
     List(ListArgs),
@@ -134,6 +150,16 @@ pub enum Command {
         after_help = "Example:\n  mkdir -p ~/.local/share/bash-completion/completions\n  questions completions bash > ~/.local/share/bash-completion/completions/questions\n  mkdir -p ~/.zfunc   # and fpath+=(~/.zfunc) in ~/.zshrc\n  questions completions zsh > ~/.zfunc/_questions\n  mkdir -p ~/.config/fish/completions\n  questions completions fish > ~/.config/fish/completions/questions.fish"
     )]
     Completions(CompletionsArgs),
+    /// Print the history's events as JSON lines, oldest first; --follow keeps printing new ones
+    #[command(
+        after_help = "Each line is one event: seq, at, event, question_id, stage, answered_by, channel,\nbefore, after. Resume with --since the last seq seen: nothing is repeated or skipped.\n\nExample:\n  questions events --since 0\n  questions events --stage intake --follow --timeout 5"
+    )]
+    Events(EventsArgs),
+    /// Deliver each new event to a command or a webhook, at least once and in order
+    #[command(
+        after_help = "The watcher's position is kept in the ledger under its name: stopped and started\nagain, it goes on where it stopped. A delivery that fails is retried with backoff.\n\nExample:\n  questions watch --name notify --on logged --timeout 1 --exec 'cat >> events.jsonl'\n  questions watch --name phone --on logged --format ntfy --timeout 1 \\\n    --webhook http://127.0.0.1:9/questions"
+    )]
+    Watch(WatchArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -179,6 +205,9 @@ impl Command {
             Command::AcceptDefaults(_) => "accept-defaults",
             Command::Ask(_) => "ask",
             Command::Info => "info",
+            Command::Decline(_) => "decline",
+            Command::Events(_) => "events",
+            Command::Watch(_) => "watch",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -223,6 +252,8 @@ pub struct LogArgs {
     /// Log a new row even if the same question is already in the ledger
     #[arg(long)]
     pub allow_duplicate: bool,
+    #[command(flatten)]
+    pub expiry: ExpiryArgs,
 }
 
 #[derive(Debug, Args)]
@@ -253,6 +284,126 @@ pub struct SkipArgs {
     /// Skip even an answered question (the answer stays in the history)
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeclineArgs {
+    /// The question's id
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// What is wrong with the question as asked, for the orchestrator to rephrase it by
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true, value_parser = non_blank)]
+    pub reason: String,
+    /// Decline even an answered question (the answer stays in the history)
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// When a question's time runs out: `log` and `ingest` take the same two flags.
+#[derive(Debug, Args)]
+pub struct ExpiryArgs {
+    /// The question's time runs out after this long: 90s, 30m, 2h, 1d
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub expires_in: Option<std::time::Duration>,
+    /// What happens then: keep it pending (check says so), answer it with its proposed
+    /// value (default), or skip it (skip); recorded as channel "expiry", by nobody
+    #[arg(long, value_enum, default_value = "keep", requires = "expires_in")]
+    pub on_expiry: OnExpiryArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnExpiryArg {
+    Keep,
+    Default,
+    Skip,
+}
+
+impl From<OnExpiryArg> for model::OnExpiry {
+    fn from(a: OnExpiryArg) -> model::OnExpiry {
+        match a {
+            OnExpiryArg::Keep => model::OnExpiry::Keep,
+            OnExpiryArg::Default => model::OnExpiry::Default,
+            OnExpiryArg::Skip => model::OnExpiry::Skip,
+        }
+    }
+}
+
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    crate::clock::parse_duration(text)
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Only events after this seq (the last one seen); default: from the first
+    #[arg(long, value_name = "SEQ", default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
+    pub since: i64,
+    /// Only events of this stage's questions
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
+    pub stage: Option<String>,
+    /// Keep printing new events as any process makes them
+    #[arg(long)]
+    pub follow: bool,
+    /// With --follow: stop after this many seconds (exit 0); without it, follow until killed
+    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = seconds)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").args(["exec", "webhook"]).required(true)))]
+pub struct WatchArgs {
+    /// The watcher's name: its position in the history is kept in the ledger under it
+    #[arg(long, value_parser = non_blank)]
+    pub name: String,
+    /// Run this shell command for each event, the event's JSON on its standard input
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub exec: Option<String>,
+    /// POST each event to this URL
+    #[arg(long, value_name = "URL")]
+    pub webhook: Option<String>,
+    /// Only these kinds of event (comma-separated: logged,answered,declined,expired,…)
+    #[arg(long, value_name = "EVENT,…", value_parser = event_kinds)]
+    pub on: Option<EventKinds>,
+    /// Only events of this stage's questions
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
+    pub stage: Option<String>,
+    /// The webhook body: the event itself, or a message shaped for Slack or ntfy
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: WatchFormat,
+    /// Sign each POST with HMAC-SHA256 under the secret in this environment variable
+    /// (header X-Questions-Signature: sha256=<hex>)
+    #[arg(long, value_name = "VAR")]
+    pub secret_env: Option<String>,
+    /// A new watcher starts with the first event in the history, not the next one
+    #[arg(long)]
+    pub from_start: bool,
+    /// Stop after this many seconds (exit 0); without it, watch until killed
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WatchFormat {
+    Json,
+    Slack,
+    Ntfy,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventKinds(pub Vec<model::EventKind>);
+
+fn event_kinds(text: &str) -> Result<EventKinds, String> {
+    let mut kinds = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match model::EventKind::from_stored(part) {
+            Some(kind) => kinds.push(kind),
+            None => {
+                return Err(format!(
+                    "'{part}' is not an event: logged, answered, reanswered, skipped, declined, expired, cleared, imported or defaulted"
+                ))
+            }
+        }
+    }
+    Ok(EventKinds(kinds))
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -366,6 +517,8 @@ pub struct IngestArgs {
     pub file: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub format: IngestFormat,
+    #[command(flatten)]
+    pub expiry: ExpiryArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

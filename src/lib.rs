@@ -12,6 +12,7 @@ pub mod ops;
 pub mod output;
 pub mod store;
 pub mod terminal;
+pub mod watch;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -12,6 +12,9 @@ pub enum Status {
     Pending,
     Answered,
     Skipped,
+    /// The person will not answer it as asked; it holds the gate until it is rephrased,
+    /// answered or skipped.
+    Declined,
 }
 
 impl Status {
@@ -20,18 +23,107 @@ impl Status {
             Status::Pending => "pending",
             Status::Answered => "answered",
             Status::Skipped => "skipped",
+            Status::Declined => "declined",
         }
     }
 
     /// Reads a stored status. Anything unknown counts as pending: a gate must never pass
     /// on a row it does not understand.
     pub fn from_stored(text: &str) -> Status {
-        match text {
+        match text.trim() {
             "answered" => Status::Answered,
             "skipped" => Status::Skipped,
+            "declined" => Status::Declined,
             _ => Status::Pending,
         }
     }
+}
+
+/// Through what a change was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Channel {
+    Cli,
+    Ask,
+    Web,
+    Mcp,
+    Import,
+    AcceptDefaults,
+    /// Time ran out: no person made this change.
+    Expiry,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Cli => "cli",
+            Channel::Ask => "ask",
+            Channel::Web => "web",
+            Channel::Mcp => "mcp",
+            Channel::Import => "import",
+            Channel::AcceptDefaults => "accept-defaults",
+            Channel::Expiry => "expiry",
+        }
+    }
+
+    pub fn from_stored(text: &str) -> Option<Channel> {
+        [
+            Channel::Cli,
+            Channel::Ask,
+            Channel::Web,
+            Channel::Mcp,
+            Channel::Import,
+            Channel::AcceptDefaults,
+            Channel::Expiry,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == text)
+    }
+}
+
+/// What happens to a pending question when its time is up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpiry {
+    /// It stays pending (and `check` says its time is up).
+    #[default]
+    Keep,
+    /// It is answered with its proposed value.
+    Default,
+    /// It is skipped, with the reason `expired`.
+    Skip,
+}
+
+impl OnExpiry {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnExpiry::Keep => "keep",
+            OnExpiry::Default => "default",
+            OnExpiry::Skip => "skip",
+        }
+    }
+
+    /// Stored as NULL for `keep`, the default.
+    pub fn stored(self) -> Option<&'static str> {
+        (self != OnExpiry::Keep).then(|| self.as_str())
+    }
+
+    pub fn from_stored(text: Option<&str>) -> OnExpiry {
+        match text.map(str::trim) {
+            Some("default") => OnExpiry::Default,
+            Some("skip") => OnExpiry::Skip,
+            _ => OnExpiry::Keep,
+        }
+    }
+}
+
+/// Who makes a change, through what, and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// A person's name; none for a change nobody made (expiry).
+    pub by: Option<String>,
+    pub channel: Channel,
+    pub at: String,
 }
 
 /// How a question arrived in the ledger.
@@ -130,39 +222,66 @@ pub struct Question {
     pub was_custom: Option<bool>,
     pub skip_reason: Option<String>,
     pub source: Source,
+    /// Who made the last change of status, and through what (§8); none until one is made,
+    /// and `answered_by` none for a change nobody made (expiry). Rows kept whole in the
+    /// history by an older version have none of these keys: they read as absent.
+    #[serde(default)]
+    pub answered_by: Option<String>,
+    #[serde(default)]
+    pub channel: Option<Channel>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
+    #[serde(default)]
+    pub decline_reason: Option<String>,
 }
 
 impl Question {
-    /// Required and still pending: what holds a gate shut.
+    /// Required and not yet settled (pending, or declined until it is rephrased): what
+    /// holds a gate shut.
     pub fn blocks_gate(&self) -> bool {
-        self.required && self.status == Status::Pending
+        self.required && matches!(self.status, Status::Pending | Status::Declined)
     }
 
-    /// This question answered with `resolved` at `now`.
-    fn answered(&self, resolved: Resolved, now: &str) -> Question {
-        Question {
-            status: Status::Answered,
-            answer: Some(resolved.answer),
-            selected: resolved.selected,
-            was_custom: resolved.was_custom,
-            skip_reason: None,
-            answered_at: Some(now.to_string()),
-            updated_at: now.to_string(),
-            ..self.clone()
-        }
+    /// Pending, with its time up at `now`.
+    pub fn is_expired(&self, now: &str) -> bool {
+        self.status == Status::Pending && self.expires_at.as_deref().is_some_and(|t| t <= now)
     }
 
-    /// This question skipped at `now`; an earlier answer is left to the history.
-    fn skipped(&self, reason: Option<String>, now: &str) -> Question {
+    /// This question after a change of status by `actor`: the fields every change sets.
+    fn changed(&self, status: Status, actor: &Actor) -> Question {
         Question {
-            status: Status::Skipped,
+            status,
             answer: None,
             selected: Vec::new(),
             was_custom: None,
             answered_at: None,
-            skip_reason: reason,
-            updated_at: now.to_string(),
+            skip_reason: None,
+            decline_reason: None,
+            updated_at: actor.at.clone(),
+            answered_by: actor.by.clone(),
+            channel: Some(actor.channel),
             ..self.clone()
+        }
+    }
+
+    /// This question answered with `resolved`.
+    fn answered(&self, resolved: Resolved, actor: &Actor) -> Question {
+        Question {
+            answer: Some(resolved.answer),
+            selected: resolved.selected,
+            was_custom: resolved.was_custom,
+            answered_at: Some(actor.at.clone()),
+            ..self.changed(Status::Answered, actor)
+        }
+    }
+
+    /// This question skipped; an earlier answer is left to the history.
+    fn skipped(&self, reason: Option<String>, actor: &Actor) -> Question {
+        Question {
+            skip_reason: reason,
+            ..self.changed(Status::Skipped, actor)
         }
     }
 
@@ -177,7 +296,12 @@ impl Question {
 
     /// Answers this question as `mode` allows. `Ok(None)`: nothing to change (the same
     /// answer again where that is harmless); an error is a `conflict` or `invalid_answer`.
-    pub fn answer(&self, input: &AnswerInput, mode: Mode, now: &str) -> Result<Option<Transition>> {
+    pub fn answer(
+        &self,
+        input: &AnswerInput,
+        mode: Mode,
+        actor: &Actor,
+    ) -> Result<Option<Transition>> {
         if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.status) {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
@@ -218,7 +342,7 @@ impl Question {
         Ok(Some(Transition::Changed {
             kind,
             before: Box::new(self.clone()),
-            after: Box::new(self.answered(resolved, now)),
+            after: Box::new(self.answered(resolved, actor)),
         }))
     }
 
@@ -227,7 +351,7 @@ impl Question {
         &self,
         reason: Option<String>,
         mode: Mode,
-        now: &str,
+        actor: &Actor,
     ) -> Result<Option<Transition>> {
         let force = match mode {
             Mode::Direct { force } | Mode::Import { force } => force,
@@ -247,15 +371,78 @@ impl Question {
         Ok(Some(Transition::Changed {
             kind: EventKind::Skipped,
             before: Box::new(self.clone()),
-            after: Box::new(self.skipped(reason, now)),
+            after: Box::new(self.skipped(reason, actor)),
         }))
     }
 
-    /// Takes this question out of the live ledger; its whole row stays in the history.
-    pub fn clear(&self, now: &str) -> Transition {
-        Transition::Cleared {
-            before: self.clone(),
+    /// The person will not answer this as asked (`reason` says why). Declining an answered
+    /// question needs `force`; declining again with the same reason changes nothing.
+    pub fn decline(&self, reason: &str, force: bool, actor: &Actor) -> Result<Option<Transition>> {
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(Error::invalid_answer(format!(
+                "declining question {} needs a reason: say what is wrong with the question, so it can be asked another way",
+                self.id
+            )));
+        }
+        match self.status {
+            Status::Declined if self.decline_reason.as_deref() == Some(reason) => return Ok(None),
+            Status::Answered if !force => return Err(self.conflict("decline it anyway")),
+            _ => {}
+        }
+        Ok(Some(Transition::Changed {
+            kind: EventKind::Declined,
+            before: Box::new(self.clone()),
+            after: Box::new(Question {
+                decline_reason: Some(reason.to_string()),
+                ..self.changed(Status::Declined, actor)
+            }),
+        }))
+    }
+
+    /// What happens when this question's time is up at `now`: answered with its proposed
+    /// value (`default`) or skipped (`skip`), by nobody, through `expiry`. None while it is
+    /// not due, not pending, or kept.
+    pub fn expire(&self, now: &str) -> Option<Transition> {
+        if !self.is_expired(now) {
+            return None;
+        }
+        let actor = Actor {
+            by: None,
+            channel: Channel::Expiry,
             at: now.to_string(),
+        };
+        let after = match self.on_expiry {
+            OnExpiry::Keep => return None,
+            OnExpiry::Skip => self.skipped(Some("expired".to_string()), &actor),
+            OnExpiry::Default => {
+                let input = AnswerInput {
+                    text: self.proposed.clone(),
+                    select: Vec::new(),
+                };
+                match resolve_answer(self, &input) {
+                    Ok(mut resolved) => {
+                        resolved.was_custom = resolved.was_custom.map(|_| false);
+                        self.answered(resolved, &actor)
+                    }
+                    // No proposed value that answers it (refused at log, but a row may
+                    // say otherwise): it is skipped rather than left to expire again.
+                    Err(_) => self.skipped(Some("expired".to_string()), &actor),
+                }
+            }
+        };
+        Some(Transition::Changed {
+            kind: EventKind::Expired,
+            before: Box::new(self.clone()),
+            after: Box::new(after),
+        })
+    }
+
+    /// Takes this question out of the live ledger; its whole row stays in the history.
+    pub fn clear(&self, actor: &Actor) -> Transition {
+        Transition::Cleared {
+            before: Box::new(self.clone()),
+            actor: actor.clone(),
         }
     }
 }
@@ -278,6 +465,12 @@ pub struct State {
     pub was_custom: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decline_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<Channel>,
 }
 
 impl Question {
@@ -291,6 +484,9 @@ impl Question {
             selected: self.selected.clone(),
             was_custom: self.was_custom,
             skip_reason: self.skip_reason.clone(),
+            decline_reason: self.decline_reason.clone(),
+            answered_by: self.answered_by.clone(),
+            channel: self.channel,
         }
     }
 
@@ -304,6 +500,9 @@ impl Question {
             selected: Vec::new(),
             was_custom: None,
             skip_reason: None,
+            decline_reason: None,
+            answered_by: None,
+            channel: None,
             ..self.clone()
         }
     }
@@ -318,6 +517,9 @@ impl Question {
             selected: state.selected,
             was_custom: state.was_custom,
             skip_reason: state.skip_reason,
+            decline_reason: state.decline_reason,
+            answered_by: state.answered_by,
+            channel: state.channel,
             ..self.clone()
         }
     }
@@ -342,7 +544,7 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transition {
     /// A new question.
-    Logged { new: NewQuestion, at: String },
+    Logged { new: Box<NewQuestion>, at: String },
     /// A question's status or answer changed; `after.updated_at` is when.
     Changed {
         kind: EventKind,
@@ -350,14 +552,14 @@ pub enum Transition {
         after: Box<Question>,
     },
     /// A question taken out of the live ledger.
-    Cleared { before: Question, at: String },
+    Cleared { before: Box<Question>, actor: Actor },
 }
 
 impl NewQuestion {
     /// Logging this question at `now`.
     pub fn log(self, now: &str) -> Transition {
         Transition::Logged {
-            new: self,
+            new: Box::new(self),
             at: now.to_string(),
         }
     }
@@ -377,6 +579,8 @@ pub struct NewQuestion {
     pub multi_select: bool,
     pub allow_freeform: bool,
     pub source: Source,
+    pub expires_at: Option<String>,
+    pub on_expiry: OnExpiry,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -386,6 +590,8 @@ pub enum EventKind {
     Answered,
     Reanswered,
     Skipped,
+    Declined,
+    Expired,
     Cleared,
     Imported,
     Defaulted,
@@ -398,6 +604,8 @@ impl EventKind {
             EventKind::Answered => "answered",
             EventKind::Reanswered => "reanswered",
             EventKind::Skipped => "skipped",
+            EventKind::Declined => "declined",
+            EventKind::Expired => "expired",
             EventKind::Cleared => "cleared",
             EventKind::Imported => "imported",
             EventKind::Defaulted => "defaulted",
@@ -413,6 +621,8 @@ impl EventKind {
             EventKind::Answered,
             EventKind::Reanswered,
             EventKind::Skipped,
+            EventKind::Declined,
+            EventKind::Expired,
             EventKind::Cleared,
             EventKind::Imported,
             EventKind::Defaulted,
@@ -425,10 +635,15 @@ impl EventKind {
 /// One line of the append-only history: the whole question before and after a change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
+    /// The event's place in the ledger's history: increasing, never reused.
+    pub seq: i64,
     pub at: String,
     pub event: EventKind,
     pub question_id: i64,
     pub stage: String,
+    /// Who made the change and through what (none for how a question was logged).
+    pub answered_by: Option<String>,
+    pub channel: Option<Channel>,
     pub before: Option<Question>,
     pub after: Option<Question>,
 }
@@ -690,6 +905,11 @@ mod tests {
             was_custom: None,
             skip_reason: None,
             source: Source::Cli,
+            answered_by: None,
+            channel: None,
+            expires_at: None,
+            on_expiry: OnExpiry::Keep,
+            decline_reason: None,
         }
     }
 

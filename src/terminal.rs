@@ -9,15 +9,11 @@ use inquire::{Confirm, MultiSelect, Select, Text};
 
 use crate::error::{Error, Result};
 use crate::model::{AnswerInput, Question};
+pub use crate::ops::Choice;
 use crate::output::sanitize;
 
-/// What the person decided for one question.
-#[derive(Debug, Clone)]
-pub enum Choice {
-    Answer(AnswerInput),
-    /// Left pending: nothing is recorded for it.
-    Leave,
-}
+/// Typed as an answer to a free-text question, declines it with the rest as the reason.
+const DECLINE_WORD: &str = "/decline";
 
 #[derive(Debug, Clone, PartialEq)]
 enum Item {
@@ -28,6 +24,7 @@ enum Item {
         recommended: bool,
     },
     Other,
+    Decline,
     Leave,
 }
 
@@ -50,6 +47,7 @@ impl fmt::Display for Item {
                 Ok(())
             }
             Item::Other => write!(f, "Other (type your answer)"),
+            Item::Decline => write!(f, "Decline: I won't answer this as asked"),
             Item::Leave => write!(f, "Leave it pending for now"),
         }
     }
@@ -187,6 +185,7 @@ fn ask_one(q: &Question) -> Result<Step> {
     if q.allow_freeform {
         items.push(Item::Other);
     }
+    items.push(Item::Decline);
     let preferred = q.options.iter().position(|o| o.recommended).or_else(|| {
         let p = q.proposed.as_deref()?.trim().to_lowercase();
         q.options.iter().position(|o| o.label.to_lowercase() == p)
@@ -214,6 +213,7 @@ fn ask_one(q: &Question) -> Result<Step> {
             match p.value {
                 Item::Option { n, .. } => select.push(q.options[n - 1].label.clone()),
                 Item::Other => other = true,
+                Item::Decline => return ask_reason(),
                 Item::Leave => {}
             }
         }
@@ -247,8 +247,24 @@ fn ask_one(q: &Question) -> Result<Step> {
             select: vec![q.options[n - 1].label.clone()],
         }))),
         Item::Other => ask_text("Your answer:", None, false),
+        Item::Decline => ask_reason(),
         Item::Leave => Ok(Step::Chose(Choice::Leave)),
     }
+}
+
+/// Why the person declines: what is wrong with the question, for it to be asked again.
+fn ask_reason() -> Result<Step> {
+    let reason = Text::new("Why won't you answer it as asked? (what would make it answerable)")
+        .with_help_message("an empty reason leaves it pending • Esc to cancel")
+        .prompt();
+    let reason = match step(reason)? {
+        Ok(r) => r,
+        Err(s) => return Ok(s),
+    };
+    if reason.trim().is_empty() {
+        return Ok(Step::Chose(Choice::Leave));
+    }
+    Ok(Step::Chose(Choice::Decline(reason.trim().to_string())))
 }
 
 /// Free text. With a proposed value, Enter on an empty line accepts it; without one, an
@@ -256,8 +272,13 @@ fn ask_one(q: &Question) -> Result<Step> {
 fn ask_text(message: &str, proposed: Option<&str>, may_leave: bool) -> Result<Step> {
     let proposed = proposed.map(|p| sanitize(p, false));
     let help = match (&proposed, may_leave) {
-        (Some(_), _) => "Enter accepts the proposed value • Esc to cancel",
-        (None, true) => "an empty answer leaves it pending • Esc to cancel",
+        (Some(_), true) => {
+            "Enter accepts the proposed value • /decline REASON to decline • Esc to cancel"
+        }
+        (Some(_), false) => "Enter accepts the proposed value • Esc to cancel",
+        (None, true) => {
+            "an empty answer leaves it pending • /decline REASON to decline • Esc to cancel"
+        }
         (None, false) => "Esc to cancel",
     };
     let mut prompt = Text::new(message).with_help_message(help);
@@ -270,6 +291,14 @@ fn ask_text(message: &str, proposed: Option<&str>, may_leave: bool) -> Result<St
     };
     if text.trim().is_empty() {
         return Ok(Step::Chose(Choice::Leave));
+    }
+    if may_leave {
+        if let Some(reason) = text.trim().strip_prefix(DECLINE_WORD) {
+            if reason.trim().is_empty() {
+                return ask_reason();
+            }
+            return Ok(Step::Chose(Choice::Decline(reason.trim().to_string())));
+        }
     }
     Ok(Step::Chose(Choice::Answer(AnswerInput {
         text: Some(text),

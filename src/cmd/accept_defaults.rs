@@ -1,14 +1,16 @@
-use super::Outcome;
+use super::{Outcome, Who};
 use crate::cli::AcceptDefaultsArgs;
 use crate::error::Result;
+use crate::model::Channel;
 use crate::ops;
 use crate::store::Ledger;
 
 /// Answers pending questions with their proposed values, as the person would by accepting
 /// every default; each is marked `defaulted` in the history.
-pub fn run(ledger: &mut Ledger, args: AcceptDefaultsArgs) -> Result<Outcome> {
+pub fn run(ledger: &mut Ledger, who: &Who, args: AcceptDefaultsArgs) -> Result<Outcome> {
     Ok(Outcome::ok(ops::accept_defaults(
         ledger,
+        &who.via(Channel::AcceptDefaults),
         &args.stage,
         args.include_required,
     )?))

@@ -1,13 +1,14 @@
 use std::io::IsTerminal;
 
-use super::Outcome;
+use super::{Outcome, Who};
 use crate::cli::AskArgs;
 use crate::error::{Error, Result};
+use crate::model::Channel;
 use crate::ops;
 use crate::store::Ledger;
-use crate::terminal::{self, Choice};
+use crate::terminal;
 
-pub fn run(ledger: &mut Ledger, args: AskArgs) -> Result<Outcome> {
+pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(terminal::not_a_terminal());
     }
@@ -16,15 +17,9 @@ pub fn run(ledger: &mut Ledger, args: AskArgs) -> Result<Outcome> {
     let Some(chosen) = terminal::ask_all(&questions)? else {
         return Err(Error::cancelled("cancelled; no answer was recorded"));
     };
-    let chosen: Vec<_> = chosen
-        .into_iter()
-        .map(|(id, choice)| match choice {
-            Choice::Answer(input) => (id, Some(input)),
-            Choice::Leave => (id, None),
-        })
-        .collect();
     Ok(Outcome::ok(ops::record_choices(
         ledger,
+        &who.via(Channel::Ask),
         &args.stage,
         &chosen,
     )?))

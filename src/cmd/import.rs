@@ -1,11 +1,12 @@
-use super::{read_input, Outcome};
+use super::{read_input, Outcome, Who};
 use crate::cli::{ImportArgs, ImportFormatArg};
 use crate::error::Result;
 use crate::formats::answers::ImportFormat;
+use crate::model::Channel;
 use crate::ops;
 use crate::store::Ledger;
 
-pub fn run(ledger: &mut Ledger, args: ImportArgs) -> Result<Outcome> {
+pub fn run(ledger: &mut Ledger, who: &Who, args: ImportArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;
     let format = match args.format {
         ImportFormatArg::Auto => None,
@@ -17,6 +18,7 @@ pub fn run(ledger: &mut Ledger, args: ImportArgs) -> Result<Outcome> {
     };
     Ok(Outcome::ok(ops::import(
         ledger,
+        &who.via(Channel::Import),
         &args.stage,
         &text,
         format,

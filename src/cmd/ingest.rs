@@ -2,7 +2,7 @@ use super::{read_input, Outcome};
 use crate::cli::{IngestArgs, IngestFormat};
 use crate::error::Result;
 use crate::formats::Source;
-use crate::ops;
+use crate::ops::{self, Expiry};
 use crate::store::Ledger;
 
 pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
@@ -13,5 +13,15 @@ pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
         IngestFormat::OpenQuestions => Some(Source::OpenQuestions),
         IngestFormat::AskUser => Some(Source::AskUser),
     };
-    Ok(Outcome::ok(ops::ingest(ledger, &args.stage, &text, only)?))
+    let expiry = Expiry {
+        expires_in: args.expiry.expires_in,
+        on_expiry: args.expiry.on_expiry.into(),
+    };
+    Ok(Outcome::ok(ops::ingest(
+        ledger,
+        &args.stage,
+        &text,
+        only,
+        expiry,
+    )?))
 }

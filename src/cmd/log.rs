@@ -2,14 +2,19 @@ use super::Outcome;
 use crate::cli::LogArgs;
 use crate::error::{Error, Result};
 use crate::model::{
-    proposed_or_recommended, split_recommended, NewQuestion, QuestionOption, Source,
+    proposed_or_recommended, split_recommended, NewQuestion, OnExpiry, QuestionOption, Source,
 };
-use crate::ops;
+use crate::ops::{self, Expiry};
 use crate::store::Ledger;
 
 pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
-    let new = new_question(args)?;
+    let expiry = Expiry {
+        expires_in: args.expiry.expires_in,
+        on_expiry: args.expiry.on_expiry.into(),
+    };
+    let mut new = new_question(args)?;
+    expiry.apply(&mut new, &crate::clock::now())?;
     Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
 }
 
@@ -47,6 +52,8 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         multi_select: args.multi_select,
         allow_freeform: !args.no_freeform,
         source: Source::Cli,
+        expires_at: None,
+        on_expiry: OnExpiry::Keep,
     })
 }
 

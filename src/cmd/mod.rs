@@ -7,6 +7,8 @@ mod ask;
 mod check;
 mod clear;
 mod completions;
+mod decline;
+mod events;
 mod history;
 mod import;
 mod info;
@@ -16,6 +18,7 @@ mod log;
 mod render;
 mod reset;
 mod skip;
+mod watch;
 
 use crate::cli::{Cli, Command};
 use std::io::{IsTerminal, Read, Write};
@@ -116,26 +119,66 @@ impl Outcome {
     }
 }
 
+/// Who this call acts for: `--by`, else `QUESTIONS_USER` (both read by clap), else the
+/// operating-system user.
+pub struct Who(Option<String>);
+
+impl Who {
+    fn new(by: Option<String>) -> Who {
+        let named = |v: Option<String>| v.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+        Who(named(by)
+            .or_else(|| named(std::env::var("USER").ok()))
+            .or_else(|| named(std::env::var("LOGNAME").ok()))
+            .or_else(system_user))
+    }
+
+    /// This person acting through `channel`.
+    pub fn via(&self, channel: crate::model::Channel) -> crate::ops::Caller {
+        crate::ops::Caller {
+            by: self.0.clone(),
+            channel,
+        }
+    }
+}
+
+/// The name of the user this process runs as, from the password file.
+fn system_user() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id: u32 = fields.nth(1)?.parse().ok()?;
+        (id == uid).then(|| name.to_string())
+    })
+}
+
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
     let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
+    let who = Who::new(cli.by);
+    let w = &who;
     match cli.command {
         Command::Log(args) => log::run(l, args),
-        Command::Answer(args) => answer::run(l, args),
-        Command::Skip(args) => skip::run(l, args),
+        Command::Answer(args) => answer::run(l, w, args),
+        Command::Skip(args) => skip::run(l, w, args),
+        Command::Decline(args) => decline::run(l, w, args),
         Command::List(args) => list::run(l, args),
         Command::Check(args) => check::run(l, args),
-        Command::Clear(args) => clear::run(l, args),
+        Command::Clear(args) => clear::run(l, w, args),
         Command::Reset(args) => reset::run(l, args),
         Command::History(args) => history::run(l, args),
         Command::Ingest(args) => ingest::run(l, args),
         Command::Render(args) => render::run(l, args),
-        Command::Import(args) => import::run(l, args),
+        Command::Import(args) => import::run(l, w, args),
         Command::Answers(args) => answers::run(l, args),
-        Command::AcceptDefaults(args) => accept_defaults::run(l, args),
-        Command::Ask(args) => ask::run(l, args),
+        Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
+        Command::Ask(args) => ask::run(l, w, args),
         Command::Info => info::run(l, found_by),
+        Command::Events(args) => events::run(l, args),
+        Command::Watch(args) => watch::run(l, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
     }

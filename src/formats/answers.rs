@@ -16,7 +16,7 @@ pub enum ImportFormat {
     PiResult,
     /// pi's pending file with `answer` filled in
     PiPending,
-    /// `{"<id>": "<answer>" | ["label", …] | {"skip": true, "reason": "…"}}`
+    /// `{"<id>": "<answer>" | ["label", …] | {"skip": true, "reason": "…"} | {"decline": "…"}}`
     Map,
 }
 
@@ -48,6 +48,10 @@ pub enum Reply {
     },
     Skip {
         reason: Option<String>,
+    },
+    /// The person will not answer it as asked, for this reason.
+    Decline {
+        reason: String,
     },
     /// Left unanswered: nothing to record.
     Pending,
@@ -214,9 +218,17 @@ fn listed(top: &Obj, list: &str) -> Parsed<Vec<Imported>> {
             },
             _ => Key::Text(o.req_str("question")?),
         };
-        let reply = match o.map.get("answer") {
-            None => Reply::Pending,
-            Some(v) => text_or_labels(v, &o.at("answer"))?,
+        // pi marks a question the person would not answer as `cancelled` (with an
+        // optional `reason`): a decline of that question alone.
+        let reply = match (o.opt_bool("cancelled")?, o.map.get("answer")) {
+            (Some(true), _) => Reply::Decline {
+                reason: o
+                    .opt_str("reason")?
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| "cancelled in pi".to_string()),
+            },
+            (_, None) => Reply::Pending,
+            (_, Some(v)) => text_or_labels(v, &o.at("answer"))?,
         };
         out.push(Imported {
             key,
@@ -242,13 +254,15 @@ fn map(top: &Obj) -> Parsed<Vec<Imported>> {
                     Reply::Skip {
                         reason: o.opt_str("reason")?,
                     }
+                } else if let Some(reason) = o.opt_str("decline")? {
+                    Reply::Decline { reason }
                 } else if let Some(answer) = o.map.get("answer") {
                     text_or_labels(answer, &o.at("answer"))?
                 } else if let Some(select) = o.map.get("select") {
                     text_or_labels(select, &o.at("select"))?
                 } else {
                     return fail(format!(
-                        "{path} must be an answer, a list of labels, or {{\"skip\": true, \"reason\": \"…\"}}"
+                        "{path} must be an answer, a list of labels, {{\"skip\": true, \"reason\": \"…\"}} or {{\"decline\": \"reason\"}}"
                     ));
                 }
             }

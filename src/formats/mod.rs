@@ -532,6 +532,8 @@ pub(crate) fn draft(
         allow_freeform: allow_freeform || options.is_empty(),
         options,
         source: source.into(),
+        expires_at: None,
+        on_expiry: crate::model::OnExpiry::Keep,
     }
 }
 

@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::existing;
+use super::{existing, settle, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status};
+use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status, Transition};
 use crate::store::{Filter, Ledger};
 
 #[derive(Debug, Serialize)]
@@ -42,7 +42,7 @@ pub fn log(ledger: &mut Ledger, new: &NewQuestion, allow_duplicate: bool) -> Res
     })
 }
 
-/// One question after an answer or a skip.
+/// One question after an answer, a skip or a decline.
 #[derive(Debug, Serialize)]
 pub struct Recorded {
     pub question_id: i64,
@@ -52,13 +52,15 @@ pub struct Recorded {
 /// Changes one question as `change` says, writing it only when something changes.
 fn change_one(
     ledger: &mut Ledger,
+    caller: &Caller,
     id: i64,
-    change: impl Fn(&Question, &str) -> Result<Option<crate::model::Transition>>,
+    change: impl Fn(&Question, &crate::model::Actor) -> Result<Option<Transition>>,
 ) -> Result<Recorded> {
-    let now = clock::now();
+    settle(ledger)?;
+    let actor = caller.actor(&clock::now());
     let question = ledger.write(|tx| {
         let before = existing(tx, id)?;
-        match change(&before, &now)? {
+        match change(&before, &actor)? {
             Some(t) => Ok(tx.apply(&t)?.unwrap_or(before)),
             None => Ok(before),
         }
@@ -70,19 +72,45 @@ fn change_one(
 }
 
 /// `answer`: records an answer; replacing one on record needs `force`.
-pub fn answer(ledger: &mut Ledger, id: i64, input: &AnswerInput, force: bool) -> Result<Recorded> {
-    change_one(ledger, id, |q, now| {
-        q.answer(input, Mode::Direct { force }, now)
+pub fn answer(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    id: i64,
+    input: &AnswerInput,
+    force: bool,
+) -> Result<Recorded> {
+    change_one(ledger, caller, id, |q, actor| {
+        q.answer(input, Mode::Direct { force }, actor)
     })
 }
 
 /// `skip`: the question no longer holds its gate; skipping an answered one needs `force`.
-pub fn skip(ledger: &mut Ledger, id: i64, reason: Option<String>, force: bool) -> Result<Recorded> {
+pub fn skip(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    id: i64,
+    reason: Option<String>,
+    force: bool,
+) -> Result<Recorded> {
     let reason = reason
         .map(|r| r.trim().to_string())
         .filter(|r| !r.is_empty());
-    change_one(ledger, id, |q, now| {
-        q.skip(reason.clone(), Mode::Direct { force }, now)
+    change_one(ledger, caller, id, |q, actor| {
+        q.skip(reason.clone(), Mode::Direct { force }, actor)
+    })
+}
+
+/// `decline`: the person will not answer this as asked; it holds the gate, with `reason`
+/// for the orchestrator to rephrase it by.
+pub fn decline(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    id: i64,
+    reason: &str,
+    force: bool,
+) -> Result<Recorded> {
+    change_one(ledger, caller, id, |q, actor| {
+        q.decline(reason, force, actor)
     })
 }
 
@@ -93,15 +121,15 @@ pub struct Cleared {
 }
 
 /// Takes a stage's questions out of the live ledger; their rows stay in the history.
-pub fn clear(ledger: &mut Ledger, stage: &str) -> Result<Cleared> {
-    let now = clock::now();
+pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleared> {
+    let actor = caller.actor(&clock::now());
     let deleted = ledger.write(|tx| {
         let gone = tx.questions(&Filter {
             stage: Some(stage.to_string()),
             ..Filter::default()
         })?;
         for q in &gone {
-            tx.apply(&q.clear(&now))?;
+            tx.apply(&q.clear(&actor))?;
         }
         Ok(gone.len())
     })?;
@@ -123,10 +151,12 @@ pub struct Defaulted {
 /// accepting every default: optional ones, and required ones too with `include_required`.
 pub fn accept_defaults(
     ledger: &mut Ledger,
+    caller: &Caller,
     stage: &str,
     include_required: bool,
 ) -> Result<Defaulted> {
-    let now = clock::now();
+    settle(ledger)?;
+    let actor = caller.actor(&clock::now());
     let filter = Filter {
         stage: Some(stage.to_string()),
         status: Some(Status::Pending),
@@ -146,7 +176,7 @@ pub fn accept_defaults(
                 text: Some(proposed),
                 select: Vec::new(),
             };
-            match before.answer(&input, Mode::Default, &now) {
+            match before.answer(&input, Mode::Default, &actor) {
                 Ok(Some(t)) => done.extend(tx.apply(&t)?),
                 Ok(None) => {}
                 Err(why) if why.code == ErrorCode::InvalidAnswer => warnings.push(format!(
@@ -166,40 +196,72 @@ pub fn accept_defaults(
     })
 }
 
+/// What a person chose for one question put before them.
+#[derive(Debug, Clone)]
+pub enum Choice {
+    Answer(AnswerInput),
+    /// They will not answer it as asked, for this reason.
+    Decline(String),
+    /// Left pending: nothing is recorded for it.
+    Leave,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Asked {
     pub stage: String,
     pub answered_ids: Vec<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub declined_ids: Vec<i64>,
     pub left_pending_ids: Vec<i64>,
     pub questions: Vec<Question>,
 }
 
-/// Records what a person chose for each question (none: left pending), all in one
-/// transaction: a question someone else changed meanwhile refuses the whole set.
+/// Records what a person chose for each question, all in one transaction: a question
+/// someone else changed meanwhile refuses the whole set.
 pub fn record_choices(
     ledger: &mut Ledger,
+    caller: &Caller,
     stage: &str,
-    chosen: &[(i64, Option<AnswerInput>)],
+    chosen: &[(i64, Choice)],
 ) -> Result<Asked> {
-    let now = clock::now();
-    let (questions, left) = ledger.write(|tx| {
-        let mut answered = Vec::new();
+    let actor = caller.actor(&clock::now());
+    let (questions, declined, left) = ledger.write(|tx| {
+        let mut changed = Vec::new();
+        let mut declined = Vec::new();
         let mut left = Vec::new();
         for (id, choice) in chosen {
-            let Some(input) = choice else {
-                left.push(*id);
-                continue;
-            };
             let before = existing(tx, *id)?;
-            if let Some(t) = before.answer(input, Mode::Ask, &now)? {
-                answered.extend(tx.apply(&t)?);
+            let transition = match choice {
+                Choice::Leave => {
+                    left.push(*id);
+                    continue;
+                }
+                Choice::Answer(input) => before.answer(input, Mode::Ask, &actor)?,
+                Choice::Decline(reason) => {
+                    if before.status != Status::Pending {
+                        return Err(Error::conflict(format!(
+                            "question {id} was {} by someone else meanwhile; nothing was recorded, run ask again",
+                            before.status.as_str()
+                        )));
+                    }
+                    declined.push(*id);
+                    before.decline(reason, false, &actor)?
+                }
+            };
+            if let Some(t) = transition {
+                changed.extend(tx.apply(&t)?);
             }
         }
-        Ok((answered, left))
+        Ok((changed, declined, left))
     })?;
     Ok(Asked {
         stage: stage.to_string(),
-        answered_ids: questions.iter().map(|q| q.id).collect(),
+        answered_ids: questions
+            .iter()
+            .filter(|q| q.status == Status::Answered)
+            .map(|q| q.id)
+            .collect(),
+        declined_ids: declined,
         left_pending_ids: left,
         questions,
     })

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::select;
+use super::{select, settle};
+use crate::clock;
 use crate::error::Result;
 use crate::model::{Gate, Question, Status};
 use crate::store::{Filter, Ledger};
@@ -40,6 +41,12 @@ pub struct GateReport {
     pub pending_count: usize,
     pub pending: Vec<Question>,
     pub optional_pending: usize,
+    /// Required questions the person declined to answer as asked: they hold the gate
+    /// until rephrased (a new question), answered or skipped.
+    pub declined: Vec<Declined>,
+    /// A pending question's time is up and it is kept pending (`--on-expiry keep`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
     /// With a stage: whether it has ever held a question (a typo never has).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_stage: Option<bool>,
@@ -50,13 +57,23 @@ pub struct GateReport {
     pub nearest: Vec<String>,
 }
 
-/// The stage gate: fails while a required question of the stage (or of `ids`) is pending.
+/// A declined question as the gate reports it.
+#[derive(Debug, Serialize)]
+pub struct Declined {
+    pub id: i64,
+    pub question: String,
+    pub reason: Option<String>,
+}
+
+/// The stage gate: fails while a required question of the stage (or of `ids`) is pending
+/// or declined. Expiries that are due are applied first.
 pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
     let deadline = match req.wait {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,
     };
     loop {
+        settle(ledger)?;
         let (considered, known) = ledger.read(|tx| {
             let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
             let known = match req.stage.as_deref() {
@@ -158,16 +175,27 @@ fn report(
     timed_out: bool,
 ) -> GateReport {
     let total = considered.len();
+    let now = clock::now();
     let optional_pending = considered
         .iter()
         .filter(|q| !q.required && q.status == Status::Pending)
         .count();
+    let expired = considered.iter().any(|q| q.is_expired(&now));
+    let declined: Vec<Declined> = considered
+        .iter()
+        .filter(|q| q.required && q.status == Status::Declined)
+        .map(|q| Declined {
+            id: q.id,
+            question: q.question.clone(),
+            reason: q.decline_reason.clone(),
+        })
+        .collect();
     let pending: Vec<Question> = considered
         .into_iter()
-        .filter(Question::blocks_gate)
+        .filter(|q| q.required && q.status == Status::Pending)
         .collect();
     GateReport {
-        gate: if pending.is_empty() {
+        gate: if pending.is_empty() && declined.is_empty() {
             Gate::Pass
         } else {
             Gate::Fail
@@ -177,6 +205,8 @@ fn report(
         pending_count: pending.len(),
         pending,
         optional_pending,
+        declined,
+        expired,
         known_stage,
         timed_out,
         nearest: Vec::new(),
@@ -189,6 +219,8 @@ fn report(
 pub enum ValueSource {
     Answer,
     Proposed,
+    /// The person declined to answer it as asked; the value is the reason.
+    Declined,
     None,
 }
 
@@ -213,6 +245,7 @@ pub struct AnswersReport {
 /// What a re-invoked subagent needs: `answered[key]` for each question, keyed as the
 /// subagent named it (group, else header, else question text).
 pub fn answers(ledger: &mut Ledger, stage: &str) -> Result<AnswersReport> {
+    settle(ledger)?;
     let filter = Filter {
         stage: Some(stage.to_string()),
         ..Filter::default()
@@ -225,10 +258,18 @@ pub fn answers(ledger: &mut Ledger, stage: &str) -> Result<AnswersReport> {
         let key = unique_key(q, &mut used);
         let (value, source) = match (q.status, &q.answer, &q.proposed) {
             (Status::Answered, Some(a), _) => (Some(a.clone()), ValueSource::Answer),
+            (Status::Declined, _, _) => (q.decline_reason.clone(), ValueSource::Declined),
             (_, _, Some(p)) => (Some(p.clone()), ValueSource::Proposed),
             _ => (None, ValueSource::None),
         };
-        if let Some(v) = &value {
+        if source == ValueSource::Declined {
+            // Not an answer: what the subagent needs to ask it another way.
+            let reason = Value::String(value.clone().unwrap_or_default());
+            answered.insert(
+                key.clone(),
+                Value::Object([("declined".to_string(), reason)].into_iter().collect()),
+            );
+        } else if let Some(v) = &value {
             answered.insert(key.clone(), Value::String(v.clone()));
         }
         details.push(AnswerDetail {

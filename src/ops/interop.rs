@@ -4,12 +4,12 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::existing;
+use super::{existing, settle, Caller};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
 use crate::formats::{self, Source};
-use crate::model::{AnswerInput, Mode, NewQuestion, Question};
+use crate::model::{Actor, AnswerInput, Mode, NewQuestion, OnExpiry, Question};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -27,11 +27,37 @@ pub struct Ingested {
 /// Logs every question of a subagent's output for `stage`, all in one transaction (the
 /// same question again is the one on record). No envelope: nothing is written, and no
 /// ledger is created for that.
+/// When the questions of a call run out of time, and what happens then.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Expiry {
+    pub expires_in: Option<std::time::Duration>,
+    pub on_expiry: OnExpiry,
+}
+
+impl Expiry {
+    /// Puts the deadline on `new`; `default` needs a proposed value to answer with.
+    pub fn apply(&self, new: &mut NewQuestion, now: &str) -> Result<()> {
+        let Some(within) = self.expires_in else {
+            return Ok(());
+        };
+        if self.on_expiry == OnExpiry::Default && new.proposed.is_none() {
+            return Err(Error::usage(format!(
+                "--on-expiry default answers with the proposed value, and \"{}\" has none: give --proposed, or choose --on-expiry skip or keep",
+                crate::output::sanitize(&new.question, false)
+            )));
+        }
+        new.expires_at = Some(clock::after(now, within));
+        new.on_expiry = self.on_expiry;
+        Ok(())
+    }
+}
+
 pub fn ingest(
     ledger: &mut Ledger,
     stage: &str,
     text: &str,
     only: Option<Source>,
+    expiry: Expiry,
 ) -> Result<Ingested> {
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
@@ -45,16 +71,19 @@ pub fn ingest(
         });
     };
     let now = clock::now();
+    let mut questions = envelope.questions;
+    for new in &mut questions {
+        new.stage = stage.to_string();
+        expiry.apply(new, &now)?;
+    }
     let logged = ledger.write(|tx| {
-        let mut logged = Vec::with_capacity(envelope.questions.len());
-        for parsed in &envelope.questions {
-            let mut new: NewQuestion = parsed.clone();
-            new.stage = stage.to_string();
+        let mut logged = Vec::with_capacity(questions.len());
+        for new in &questions {
             match tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
                 Some(same) => logged.push((same, false)),
                 None => {
                     let q = tx
-                        .apply(&new.log(&now))?
+                        .apply(&new.clone().log(&now))?
                         .ok_or_else(|| Error::db("a logged question was not written"))?;
                     logged.push((q, true));
                 }
@@ -89,6 +118,8 @@ pub struct Imported {
     pub stage: String,
     pub answered_ids: Vec<i64>,
     pub skipped_ids: Vec<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub declined_ids: Vec<i64>,
     pub questions: Vec<Question>,
 }
 
@@ -97,6 +128,7 @@ pub struct Imported {
 /// for an answered question needs `force`.
 pub fn import(
     ledger: &mut Ledger,
+    caller: &Caller,
     stage: &str,
     text: &str,
     format: Option<ImportFormat>,
@@ -117,9 +149,10 @@ pub fn import(
             ))
         }
     };
-    let now = clock::now();
     let mode = Mode::Import { force };
-    let (answered_ids, skipped_ids, questions) = ledger.write(|tx| {
+    settle(ledger)?;
+    let actor = caller.actor(&clock::now());
+    let (answered_ids, skipped_ids, declined_ids, questions) = ledger.write(|tx| {
         let in_stage = tx.questions(&Filter {
             stage: Some(stage.to_string()),
             ..Filter::default()
@@ -130,14 +163,16 @@ pub fn import(
         })?;
         let mut answered = Vec::new();
         let mut skipped = Vec::new();
+        let mut declined = Vec::new();
         let mut touched: Vec<i64> = Vec::new();
         let mut seen = HashSet::new();
         for reply in &placed {
             let id = reply.id;
-            if apply(tx, reply, mode, &now)? {
+            if apply(tx, reply, mode, &actor)? {
                 match reply.reply {
                     Reply::Answer { .. } => answered.push(id),
                     Reply::Skip { .. } => skipped.push(id),
+                    Reply::Decline { .. } => declined.push(id),
                     Reply::Pending => {}
                 }
             }
@@ -149,20 +184,21 @@ pub fn import(
             ids: Some(touched),
             ..Filter::default()
         })?;
-        Ok((answered, skipped, questions))
+        Ok((answered, skipped, declined, questions))
     })?;
     Ok(Imported {
         format: format.as_str(),
         stage: stage.to_string(),
         answered_ids,
         skipped_ids,
+        declined_ids,
         questions,
     })
 }
 
 /// Records one reply; false when there was nothing to change. Earlier replies in the same
 /// input may have changed the question, so it is read afresh.
-fn apply(tx: &Tx, reply: &Placed, mode: Mode, now: &str) -> Result<bool> {
+fn apply(tx: &Tx, reply: &Placed, mode: Mode, actor: &Actor) -> Result<bool> {
     let place = |e: Error| Error::new(e.code, format!("{}: {e}; nothing was recorded", reply.path));
     let before = existing(tx, reply.id)?;
     let transition = match &reply.reply {
@@ -172,9 +208,13 @@ fn apply(tx: &Tx, reply: &Placed, mode: Mode, now: &str) -> Result<bool> {
                 text: text.clone(),
                 select: select.clone(),
             };
-            before.answer(&input, mode, now).map_err(place)?
+            before.answer(&input, mode, actor).map_err(place)?
         }
-        Reply::Skip { reason } => before.skip(reason.clone(), mode, now).map_err(place)?,
+        Reply::Skip { reason } => before.skip(reason.clone(), mode, actor).map_err(place)?,
+        Reply::Decline { reason } => {
+            let force = matches!(mode, Mode::Import { force: true });
+            before.decline(reason, force, actor).map_err(place)?
+        }
     };
     match transition {
         Some(t) => {

@@ -8,19 +8,58 @@ mod gate;
 mod interop;
 
 pub use change::{
-    accept_defaults, answer, clear, log, record_choices, skip, Asked, Cleared, Defaulted, Logged,
-    Recorded,
+    accept_defaults, answer, clear, decline, log, record_choices, skip, Asked, Choice, Cleared,
+    Defaulted, Logged, Recorded,
 };
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
-pub use interop::{import, ingest, Imported, Ingested};
+pub use interop::{import, ingest, Expiry, Imported, Ingested};
 
 use serde::Serialize;
 
+use crate::clock;
 use crate::error::{Error, Result};
-use crate::model::{Event, Question, Status};
+use crate::model::{Actor, Channel, Event, Question, Status};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger, Location, Tx};
+
+/// Who calls an operation and through what: every change it makes records them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// A person's name; none when nobody can be named.
+    pub by: Option<String>,
+    pub channel: Channel,
+}
+
+impl Caller {
+    pub fn actor(&self, at: &str) -> Actor {
+        Actor {
+            by: self.by.clone(),
+            channel: self.channel,
+            at: at.to_string(),
+        }
+    }
+}
+
+/// Applies every expiry that is due, exactly once however many processes look at the
+/// same moment: the questions are read again inside the write, so a question another
+/// process has already changed is left alone. Costs one indexed read when nothing is due.
+pub fn settle(ledger: &mut Ledger) -> Result<usize> {
+    let now = clock::now();
+    if ledger.read(|tx| Ok(tx.due(&now)?.is_empty()))? {
+        return Ok(0);
+    }
+    ledger.write(|tx| {
+        let mut applied = 0;
+        for q in tx.due(&now)? {
+            if let Some(t) = q.expire(&now) {
+                tx.apply(&t)?;
+                applied += 1;
+            }
+        }
+        Ok(applied)
+    })
+}
 
 /// The question with this id, or `not_found`.
 fn existing(tx: &Tx, id: i64) -> Result<Question> {
@@ -74,12 +113,14 @@ fn select(tx: &Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Quest
 
 /// The questions a filter matches, by id.
 pub fn list(ledger: &mut Ledger, filter: &Filter) -> Result<Vec<Question>> {
+    settle(ledger)?;
     ledger.read(|tx| tx.questions(filter))
 }
 
 /// The stage's pending questions, narrowed to `ids` (each of which must be in the stage):
 /// what is put before a person.
 pub fn pending(ledger: &mut Ledger, stage: &str, ids: Option<&[i64]>) -> Result<Vec<Question>> {
+    settle(ledger)?;
     let all = ledger.read(|tx| select(tx, Some(stage), ids))?;
     Ok(all
         .into_iter()
@@ -95,6 +136,7 @@ pub struct History {
 }
 
 pub fn history(ledger: &mut Ledger, filter: &EventFilter) -> Result<History> {
+    settle(ledger)?;
     let events = ledger.read(|tx| {
         let events = tx.events(filter)?;
         if let EventFilter::Question(id) = filter {
@@ -152,6 +194,9 @@ pub fn info(ledger: &mut Ledger, found_by: FoundBy) -> Result<Info> {
     };
     let engine = ledger.location().engine();
     let (exists, schema_version) = ledger.schema()?;
+    if exists {
+        settle(ledger)?;
+    }
     let tallies = ledger.read(|tx| tx.tallies())?;
     let mut stages: Vec<StageCounts> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = Default::default();
@@ -184,4 +229,38 @@ pub fn info(ledger: &mut Ledger, found_by: FoundBy) -> Result<Info> {
         },
         stages,
     })
+}
+
+/// A page of the history: the events after a seq that the caller wants, and how far the
+/// page went (events of other stages count too, so a resumed read skips none).
+#[derive(Debug)]
+pub struct Page {
+    pub events: Vec<Event>,
+    /// The seq to resume after.
+    pub last: i64,
+    /// Fewer than the page's size were left: the reader is at the end of the history.
+    pub at_end: bool,
+}
+
+/// The events after `since`, oldest first, those of `stage`'s questions only if given.
+/// Expiries that are due are applied first, so their events are in the page.
+pub fn events(ledger: &mut Ledger, since: i64, stage: Option<&str>, limit: u32) -> Result<Page> {
+    settle(ledger)?;
+    let all = ledger.read(|tx| tx.events(&EventFilter::Since { seq: since, limit }))?;
+    let at_end = all.len() < limit as usize;
+    let last = all.last().map_or(since, |e| e.seq);
+    let events = all
+        .into_iter()
+        .filter(|e| stage.is_none_or(|s| e.stage.trim() == s))
+        .collect();
+    Ok(Page {
+        events,
+        last,
+        at_end,
+    })
+}
+
+/// The newest event's seq.
+pub fn last_seq(ledger: &mut Ledger) -> Result<i64> {
+    ledger.read(|tx| tx.last_seq())
 }

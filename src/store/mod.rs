@@ -11,8 +11,13 @@ mod sqlite;
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use sql::{Tally, Tx};
 
+use std::time::Duration;
+
 use crate::error::Result;
 use crate::model::Status;
+
+/// How often a file ledger is looked at again by a command that waits for a change.
+const POLL: Duration = Duration::from_millis(100);
 
 /// Which questions a query returns; every field narrows.
 #[derive(Debug, Clone, Default)]
@@ -23,11 +28,16 @@ pub struct Filter {
     pub ids: Option<Vec<i64>>,
 }
 
-/// Which events `history` returns.
+/// Which events `history` and `events` return, oldest first.
 #[derive(Debug, Clone)]
 pub enum EventFilter {
     Question(i64),
     Stage(String),
+    /// The next `limit` events after `seq`.
+    Since {
+        seq: i64,
+        limit: u32,
+    },
 }
 
 /// One open connection, of either engine.
@@ -122,6 +132,26 @@ impl Ledger {
         }
     }
 
+    /// Waits until another process may have changed the ledger, or `timeout` passes.
+    /// PostgreSQL wakes it at once with a notification of each new event; a file is looked
+    /// at again every 100 ms (a sleep, not a spin). The caller reads again either way.
+    pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
+        let engine = match self.open.as_mut() {
+            Some(Open::Reading(e) | Open::Writing(e)) => e,
+            None => {
+                std::thread::sleep(timeout.min(POLL));
+                return Ok(());
+            }
+        };
+        match engine {
+            Engine::Postgres(pg) => pg.wait_for_event(timeout),
+            Engine::Sqlite(_) => {
+                std::thread::sleep(timeout.min(POLL));
+                Ok(())
+            }
+        }
+    }
+
     /// True when a write has opened the ledger itself (not a stand-in).
     pub fn is_open_for_writing(&self) -> bool {
         matches!(self.open, Some(Open::Writing(_)))
@@ -171,6 +201,8 @@ mod tests {
             multi_select: false,
             allow_freeform: true,
             source: Source::Cli,
+            expires_at: None,
+            on_expiry: crate::model::OnExpiry::Keep,
         }
     }
 

@@ -22,6 +22,8 @@ const ATTEMPTS: u32 = 30;
 
 pub struct Pg {
     client: Client,
+    /// LISTEN has been sent on this connection (see `wait_for_event`).
+    listening: bool,
 }
 
 /// The location as it may be printed: no password.
@@ -147,7 +149,10 @@ impl Pg {
             }
             tx.commit().map_err(pg_error)?;
         }
-        Ok(Pg { client })
+        Ok(Pg {
+            client,
+            listening: false,
+        })
     }
 
     /// Drops the ledger's tables: `reset` for a database. False when there was no ledger.
@@ -163,12 +168,36 @@ impl Pg {
             .map_err(pg_error)?
             .get(0);
         tx.batch_execute(
-            "DROP TABLE IF EXISTS question_events, questions, refinery_schema_history CASCADE;
-             DROP FUNCTION IF EXISTS question_events_append_only();",
+            "DROP TABLE IF EXISTS question_events, questions, watchers, refinery_schema_history \
+               CASCADE;
+             DROP FUNCTION IF EXISTS question_events_append_only();
+             DROP FUNCTION IF EXISTS question_events_notify();",
         )
         .map_err(pg_error)?;
         tx.commit().map_err(pg_error)?;
         Ok(existed)
+    }
+
+    /// Waits for a notification of a new event (each insert into the history sends one),
+    /// or `timeout`. The first call starts listening; an event committed before that is
+    /// seen by the caller's next read, within the cap on `timeout` it chooses.
+    pub fn wait_for_event(&mut self, timeout: Duration) -> Result<()> {
+        if !self.listening {
+            self.client
+                .batch_execute("LISTEN questions_events")
+                .map_err(pg_error)?;
+            self.listening = true;
+        }
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notifications = self.client.notifications();
+        notifications
+            .timeout_iter(timeout)
+            .next()
+            .map_err(pg_error)?;
+        // Several events may have arrived together: take them all now.
+        let mut pending = notifications.iter();
+        while pending.next().map_err(pg_error)?.is_some() {}
+        Ok(())
     }
 
     pub fn schema_version(&mut self) -> Result<i64> {

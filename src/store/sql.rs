@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use super::{EventFilter, Filter};
 use crate::error::{Error, Result};
 use crate::model::{
-    normalize_timestamp, parse_bool, Event, EventKind, NewQuestion, Question, Source, State,
-    Status, Transition,
+    normalize_timestamp, parse_bool, Channel, Event, EventKind, NewQuestion, OnExpiry, Question,
+    Source, State, Status, Transition,
 };
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
@@ -208,7 +208,7 @@ impl Dialect {
 const QUESTION: &str = "id, stage, group_name, question, proposed, required, status, answer, \
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
-     skip_reason, source";
+     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -231,6 +231,11 @@ const QUESTION_NAMES: &[&str] = &[
     "was_custom",
     "skip_reason",
     "source",
+    "answered_by",
+    "channel",
+    "expires_at",
+    "on_expiry",
+    "decline_reason",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -255,6 +260,11 @@ fn question(r: &mut Record) -> Result<Question> {
         was_custom: r.take("was_custom").flag(false),
         skip_reason: r.text("skip_reason"),
         source: Source::from_stored(r.text("source").as_deref().unwrap_or("cli")),
+        answered_by: r.text("answered_by"),
+        channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
+        expires_at: r.text("expires_at").map(|t| normalize_timestamp(&t)),
+        on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
+        decline_reason: r.text("decline_reason"),
     })
 }
 
@@ -365,21 +375,54 @@ impl<'a> Tx<'a> {
     /// as it now is (none once cleared).
     pub fn apply(&self, change: &Transition) -> Result<Option<Question>> {
         match change {
-            Transition::Logged { new, at } => {
-                let q = self.insert(new, at)?;
-                // Empty `at`: when the question was created.
-                self.insert_event(EventKind::Logged, "", q.id, &q.stage, None, None)?;
+            Transition::Logged { new, at: _ } => {
+                let q = self.insert(new, &change_time(change))?;
+                // An empty `at`: when the question was created.
+                self.insert_event(&Row {
+                    kind: EventKind::Logged,
+                    at: "",
+                    question_id: q.id,
+                    stage: None,
+                    by: None,
+                    channel: None,
+                    before: None,
+                    after: None,
+                })?;
                 Ok(Some(q))
             }
-            Transition::Changed { after, .. } => {
+            Transition::Changed {
+                kind,
+                before,
+                after,
+            } => {
                 self.update(after)?;
-                self.record(change)?;
+                self.insert_event(&Row {
+                    kind: *kind,
+                    at: &after.updated_at,
+                    question_id: after.id,
+                    stage: None,
+                    by: after.answered_by.as_deref(),
+                    channel: after.channel,
+                    before: Some(to_json(&before.state())?),
+                    after: Some(to_json(&after.state())?),
+                })?;
                 Ok(Some(Question::clone(after)))
             }
-            Transition::Cleared { before, .. } => {
+            Transition::Cleared { before, actor } => {
                 self.conn
                     .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
-                self.record(change)?;
+                // The whole row, which is gone from `questions` now; and the stage, which
+                // stays a known one.
+                self.insert_event(&Row {
+                    kind: EventKind::Cleared,
+                    at: &actor.at,
+                    question_id: before.id,
+                    stage: Some(&before.stage),
+                    by: actor.by.as_deref(),
+                    channel: Some(actor.channel),
+                    before: Some(to_json(before)?),
+                    after: None,
+                })?;
                 Ok(None)
             }
         }
@@ -391,8 +434,9 @@ impl<'a> Tx<'a> {
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source) \
-                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12) \
+                 selected, source, expires_at, on_expiry) \
+                 VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
+                 $13, $14) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -408,6 +452,8 @@ impl<'a> Tx<'a> {
                 new.multi_select.into(),
                 new.allow_freeform.into(),
                 new.source.as_str().into(),
+                (&new.expires_at).into(),
+                new.on_expiry.stored().into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?
@@ -420,7 +466,8 @@ impl<'a> Tx<'a> {
         let selected = to_json(&q.selected)?;
         self.conn.execute(
             "UPDATE questions SET status = $2, answer = $3, answered_at = $4, updated_at = $5, \
-             selected = $6, was_custom = $7, skip_reason = $8 WHERE id = $1",
+             selected = $6, was_custom = $7, skip_reason = $8, answered_by = $9, channel = $10, \
+             decline_reason = $11 WHERE id = $1",
             &[
                 q.id.into(),
                 q.status.as_str().into(),
@@ -430,63 +477,78 @@ impl<'a> Tx<'a> {
                 selected.as_str().into(),
                 q.was_custom.into(),
                 (&q.skip_reason).into(),
+                (&q.answered_by).into(),
+                q.channel.map(Channel::as_str).into(),
+                (&q.decline_reason).into(),
             ],
         )?;
         Ok(())
     }
 
-    /// Appends a transition's event. The history is stored compactly: a `logged` event
-    /// holds nothing but its kind (the question as logged is its row, pending, at its
-    /// `created_at`), a change holds the status and answer before and after (the rest
-    /// of a question never changes), and `cleared` holds the whole row, which is gone
-    /// from `questions` after it.
-    fn record(&self, change: &Transition) -> Result<()> {
-        let (kind, at, id, stage, before, after) = match change {
-            Transition::Logged { .. } => unreachable!("recorded by apply with its id"),
-            Transition::Changed {
-                kind,
-                before,
-                after,
-            } => (
-                *kind,
-                after.updated_at.as_str(),
-                after.id,
-                &after.stage,
-                Some(to_json(&before.state())?),
-                Some(to_json(&after.state())?),
-            ),
-            Transition::Cleared { before, at } => (
-                EventKind::Cleared,
-                at.as_str(),
-                before.id,
-                &before.stage,
-                Some(to_json(before)?),
-                None,
-            ),
-        };
-        self.insert_event(kind, at, id, stage, before.as_deref(), after.as_deref())
+    /// Appends an event. The history is stored compactly: a `logged` event holds nothing
+    /// but its kind (the question as logged is its row, pending, at its `created_at`), a
+    /// change holds the status and answer before and after (the rest of a question never
+    /// changes), and `cleared` holds the whole row, which is gone from `questions` after
+    /// it, with its stage.
+    fn insert_event(&self, row: &Row) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO question_events \
+             (at, event, question_id, stage, answered_by, channel, before, after) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                row.at.into(),
+                row.kind.as_str().into(),
+                row.question_id.into(),
+                // The schema wants a stage; only a `cleared` event needs one (the others'
+                // is their question's), so the rest store an empty one.
+                row.stage.unwrap_or("").into(),
+                row.by.into(),
+                row.channel.map(Channel::as_str).into(),
+                row.before.as_deref().into(),
+                row.after.as_deref().into(),
+            ],
+        )?;
+        Ok(())
     }
 
-    fn insert_event(
-        &self,
-        kind: EventKind,
-        at: &str,
-        question_id: i64,
-        stage: &str,
-        before: Option<&str>,
-        after: Option<&str>,
-    ) -> Result<()> {
+    /// Pending questions whose time is up at `now` and that expiry changes (not `keep`).
+    pub fn due(&self, now: &str) -> Result<Vec<Question>> {
+        self.questions_where(
+            "WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status = 'pending' \
+             AND on_expiry IS NOT NULL ORDER BY id",
+            &[now.into()],
+        )
+    }
+
+    /// The newest event's seq; 0 for an empty history.
+    pub fn last_seq(&self) -> Result<i64> {
+        let rows = self.conn.query(
+            "SELECT COALESCE(MAX(id), 0) AS seq FROM question_events",
+            &[],
+        )?;
+        Ok(rows
+            .each(|r| r.take("seq").int(), &["seq"])?
+            .pop()
+            .unwrap_or(0))
+    }
+
+    /// Where the watcher `name` stopped: the seq of the last event it delivered.
+    pub fn watcher_position(&self, name: &str) -> Result<Option<i64>> {
+        let rows = self.conn.query(
+            "SELECT position FROM watchers WHERE name = $1",
+            &[name.into()],
+        )?;
+        Ok(rows
+            .each(|r| r.take("position").int(), &["position"])?
+            .pop())
+    }
+
+    pub fn set_watcher_position(&self, name: &str, position: i64, now: &str) -> Result<()> {
         self.conn.execute(
-            "INSERT INTO question_events (at, event, question_id, stage, before, after) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                at.into(),
-                kind.as_str().into(),
-                question_id.into(),
-                stage.into(),
-                before.into(),
-                after.into(),
-            ],
+            "INSERT INTO watchers (name, position, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET position = excluded.position, \
+             updated_at = excluded.updated_at",
+            &[name.into(), position.into(), now.into()],
         )?;
         Ok(())
     }
@@ -541,33 +603,81 @@ impl<'a> Tx<'a> {
 
     /// The history, oldest first, each event with the whole question before and after.
     pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
-        let (clause, param): (&str, Param) = match filter {
-            EventFilter::Question(id) => ("question_id = $1", (*id).into()),
-            EventFilter::Stage(stage) => ("trim(stage) = $1", stage.into()),
+        let (clause, params): (String, Vec<Param>) = match filter {
+            EventFilter::Question(id) => ("question_id = $1".into(), vec![(*id).into()]),
+            EventFilter::Stage(stage) => {
+                // The stage's questions: those it holds, and those cleared from it (only a
+                // `cleared` event stores its stage).
+                let ids = self.stage_question_ids(stage)?;
+                let events = self.stored_events(
+                    &self.conn.dialect().ids_in("question_id", 1),
+                    &[Param::Ids(&ids)],
+                )?;
+                return self.whole(events);
+            }
+            EventFilter::Since { seq, limit } => (
+                format!("id > $1 ORDER BY id LIMIT {limit}"),
+                vec![(*seq).into()],
+            ),
         };
+        let events = self.stored_events(&clause, &params)?;
+        self.whole(events)
+    }
+
+    fn stage_question_ids(&self, stage: &str) -> Result<Vec<i64>> {
+        let rows = self.conn.query(
+            "SELECT id FROM questions WHERE trim(stage) = $1 \
+             UNION SELECT question_id FROM question_events \
+             WHERE event = 'cleared' AND trim(stage) = $1",
+            &[stage.into()],
+        )?;
+        rows.each(|r| r.take("id").int(), &["id"])
+    }
+
+    fn stored_events(&self, clause: &str, params: &[Param]) -> Result<Vec<Stored>> {
         let rows = self.conn.query(
             &format!(
-                "SELECT at, event, question_id, stage, before, after FROM question_events \
-                 WHERE {clause} ORDER BY id"
+                "SELECT id, at, event, question_id, stage, answered_by, channel, before, after \
+                 FROM question_events WHERE {clause}"
             ),
-            &[param],
+            params,
         )?;
-        let names = &["at", "event", "question_id", "stage", "before", "after"];
-        let stored = rows.each(
+        let names = &[
+            "id",
+            "at",
+            "event",
+            "question_id",
+            "stage",
+            "answered_by",
+            "channel",
+            "before",
+            "after",
+        ];
+        let mut stored = rows.each(
             |r| {
+                let seq = r.take("id").int()?;
+                let at = r.text("at").unwrap_or_default();
                 let kind = r.text("event").unwrap_or_default();
                 Ok(EventKind::from_stored(&kind).map(|event| Stored {
-                    at: r.text("at").unwrap_or_default(),
+                    seq,
+                    at,
                     event,
                     question_id: r.take("question_id").int().unwrap_or_default(),
-                    stage: r.text("stage").unwrap_or_default(),
+                    stage: r.text("stage").filter(|s| !s.is_empty()),
+                    by: r.text("answered_by"),
+                    channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
                     before: Snapshot::read(r.take("before")),
                     after: Snapshot::read(r.take("after")),
                 }))
             },
             names,
         )?;
-        let stored: Vec<Stored> = stored.into_iter().flatten().collect();
+        stored.sort_by_key(|e| e.as_ref().map(|e| e.seq));
+        Ok(stored.into_iter().flatten().collect())
+    }
+
+    /// Puts every question of `stored` back together.
+    fn whole(&self, stored: Vec<Stored>) -> Result<Vec<Event>> {
         let bases = self.bases(&stored)?;
         Ok(stored
             .into_iter()
@@ -582,11 +692,18 @@ impl<'a> Tx<'a> {
                     (true, Some(q)) => q.created_at.clone(),
                     _ => e.at,
                 };
+                let stage = e
+                    .stage
+                    .or_else(|| base.map(|q| q.stage.clone()))
+                    .unwrap_or_default();
                 Event {
+                    seq: e.seq,
                     at,
                     event: e.event,
                     question_id: e.question_id,
-                    stage: e.stage,
+                    stage,
+                    answered_by: e.by,
+                    channel: e.channel,
                     before: whole(e.before),
                     after,
                 }
@@ -646,12 +763,36 @@ impl<'a> Tx<'a> {
 
 /// An event as stored, before its questions are put back together.
 struct Stored {
+    seq: i64,
     at: String,
     event: EventKind,
     question_id: i64,
-    stage: String,
+    stage: Option<String>,
+    by: Option<String>,
+    channel: Option<Channel>,
     before: Snapshot,
     after: Snapshot,
+}
+
+/// An event as it is written.
+struct Row<'a> {
+    kind: EventKind,
+    at: &'a str,
+    question_id: i64,
+    stage: Option<&'a str>,
+    by: Option<&'a str>,
+    channel: Option<Channel>,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+/// When a transition happens.
+fn change_time(change: &Transition) -> String {
+    match change {
+        Transition::Logged { at, .. } => at.clone(),
+        Transition::Changed { after, .. } => after.updated_at.clone(),
+        Transition::Cleared { actor, .. } => actor.at.clone(),
+    }
 }
 
 /// A stored `before` or `after`.

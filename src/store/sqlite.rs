@@ -391,11 +391,21 @@ mod tests {
             multi_select: false,
             allow_freeform: true,
             source: Source::Cli,
+            expires_at: None,
+            on_expiry: crate::model::OnExpiry::Keep,
         }
     }
 
     const T: &str = "2026-11-21T23:47:04.692Z";
     const LATER: &str = "2026-11-22T00:00:00.000Z";
+
+    fn actor(at: &str) -> crate::model::Actor {
+        crate::model::Actor {
+            by: Some("ann".into()),
+            channel: crate::model::Channel::Cli,
+            at: at.into(),
+        }
+    }
 
     fn log(tx: &Tx, stage: &str, group: Option<&str>, text: &str) -> crate::model::Question {
         tx.apply(&new(stage, group, text).log(T)).unwrap().unwrap()
@@ -438,7 +448,7 @@ mod tests {
             select: vec![],
         };
         let change = q
-            .answer(&input, Mode::Direct { force: false }, LATER)
+            .answer(&input, Mode::Direct { force: false }, &actor(LATER))
             .unwrap()
             .unwrap();
         let after = tx.apply(&change).unwrap().unwrap();
@@ -520,7 +530,7 @@ mod tests {
         let tx = Tx::new(&db);
         let q = log(&tx, "s", None, "Q?");
         log(&tx, "t", None, "Q?");
-        assert_eq!(tx.apply(&q.clear(LATER)).unwrap(), None);
+        assert_eq!(tx.apply(&q.clear(&actor(LATER))).unwrap(), None);
         let events = tx.events(&EventFilter::Stage("s".into())).unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].event, EventKind::Cleared);

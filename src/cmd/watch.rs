@@ -1,0 +1,39 @@
+use std::time::Duration;
+
+use super::Outcome;
+use crate::cli::{WatchArgs, WatchFormat};
+use crate::error::{Error, Result};
+use crate::store::Ledger;
+use crate::watch::{secret_from, Format, Target, Watcher};
+
+pub fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
+    let target = match (args.exec, args.webhook) {
+        (Some(command), _) => Target::Exec(command),
+        (None, Some(url)) => {
+            let lower = url.trim().to_ascii_lowercase();
+            if !lower.starts_with("http://") && !lower.starts_with("https://") {
+                return Err(Error::usage(format!(
+                    "--webhook takes an http:// or https:// URL, not '{}'",
+                    crate::output::sanitize(&url, false)
+                )));
+            }
+            Target::Webhook(url.trim().to_string())
+        }
+        (None, None) => return Err(Error::usage("give --exec CMD or --webhook URL")),
+    };
+    let watcher = Watcher {
+        name: args.name,
+        target,
+        on: args.on.map(|k| k.0),
+        stage: args.stage,
+        format: match args.format {
+            WatchFormat::Json => Format::Json,
+            WatchFormat::Slack => Format::Slack,
+            WatchFormat::Ntfy => Format::Ntfy,
+        },
+        secret: args.secret_env.as_deref().map(secret_from).transpose()?,
+        from_start: args.from_start,
+        run_for: args.timeout.map(Duration::from_secs_f64),
+    };
+    Ok(Outcome::ok(watcher.run(ledger)?))
+}

@@ -1,0 +1,349 @@
+//! Watchers: a front end that delivers the ledger's events to a command or a webhook, at
+//! least once and in order. Its position (the last event it delivered) is kept in the
+//! ledger under its name, written only after a delivery is confirmed, so a watcher that
+//! is killed and started again goes on where it stopped and repeats at most the one event
+//! whose delivery was not confirmed. Each event's `seq` goes with it as an idempotency key.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hmac::{KeyInit, Mac};
+use serde::Serialize;
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::model::{Event, EventKind, Status};
+use crate::ops;
+use crate::output::{self, sanitize};
+use crate::store::Ledger;
+
+/// Where events go.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A shell command, run once per event with the event's JSON on its standard input.
+    Exec(String),
+    /// A URL each event is POSTed to.
+    Webhook(String),
+}
+
+/// The body a webhook gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The event itself, as `events` prints it.
+    Json,
+    /// `{"text": …}`, as Slack's incoming webhooks take it.
+    Slack,
+    /// A plain-text message with a title, as ntfy takes it.
+    Ntfy,
+}
+
+#[derive(Debug, Clone)]
+pub struct Watcher {
+    pub name: String,
+    pub target: Target,
+    pub on: Option<Vec<EventKind>>,
+    pub stage: Option<String>,
+    pub format: Format,
+    pub secret: Option<Vec<u8>>,
+    /// A new watcher starts with the first event, not the next one.
+    pub from_start: bool,
+    /// Stop after this long; none: until killed.
+    pub run_for: Option<Duration>,
+}
+
+/// What a watcher did before it stopped.
+#[derive(Debug, Serialize)]
+pub struct Watched {
+    pub name: String,
+    pub delivered: usize,
+    pub failed_attempts: usize,
+    /// The seq of the last event delivered (or passed over by the filters).
+    pub position: i64,
+}
+
+/// The first wait after a failed delivery; it doubles up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long one POST may take before it counts as failed.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Watcher {
+    fn wants(&self, event: &Event) -> bool {
+        self.on
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&event.event))
+            && self
+                .stage
+                .as_deref()
+                .is_none_or(|s| event.stage.trim() == s)
+    }
+
+    /// Delivers events until `run_for` runs out (or forever).
+    pub fn run(&self, ledger: &mut Ledger) -> Result<Watched> {
+        let deadline = self.run_for.map(|d| Instant::now() + d);
+        let left = |now: Instant| deadline.map(|end| end.saturating_duration_since(now));
+        let mut position = self.start(ledger)?;
+        let mut done = Watched {
+            name: self.name.clone(),
+            delivered: 0,
+            failed_attempts: 0,
+            position,
+        };
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        'watching: loop {
+            let page = ops::events(ledger, position, None, 100)?;
+            for event in &page.events {
+                if !self.wants(event) {
+                    continue;
+                }
+                let mut backoff = FIRST_BACKOFF;
+                loop {
+                    match self.deliver(&agent, event) {
+                        Ok(()) => break,
+                        Err(why) => {
+                            done.failed_attempts += 1;
+                            output::note(&format!(
+                                "watch {}: event {} not delivered ({}); trying again in {:.1}s",
+                                sanitize(&self.name, false),
+                                event.seq,
+                                sanitize(&why, false),
+                                backoff.as_secs_f64()
+                            ));
+                        }
+                    }
+                    let pause = match left(Instant::now()) {
+                        Some(rest) if rest < backoff => break 'watching,
+                        _ => backoff,
+                    };
+                    std::thread::sleep(pause);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                // Confirmed: only now does the watcher move past it.
+                position = event.seq;
+                self.save(ledger, position)?;
+                done.delivered += 1;
+            }
+            if page.last > position {
+                // Events the filters passed over: nothing to deliver, nothing to repeat.
+                position = page.last;
+                self.save(ledger, position)?;
+            }
+            if !page.at_end {
+                continue;
+            }
+            let wait = match left(Instant::now()) {
+                Some(rest) if rest.is_zero() => break,
+                Some(rest) => rest.min(Duration::from_secs(1)),
+                None => Duration::from_secs(1),
+            };
+            ledger.wait_for_change(wait)?;
+        }
+        done.position = position;
+        Ok(done)
+    }
+
+    /// Where this watcher goes on from: its stored position, else (a new watcher) the
+    /// start of the history or its current end.
+    fn start(&self, ledger: &mut Ledger) -> Result<i64> {
+        let name = self.name.clone();
+        if let Some(position) = ledger.read(|tx| tx.watcher_position(&name))? {
+            return Ok(position);
+        }
+        let position = if self.from_start {
+            0
+        } else {
+            ops::last_seq(ledger)?
+        };
+        self.save(ledger, position)?;
+        Ok(position)
+    }
+
+    fn save(&self, ledger: &mut Ledger, position: i64) -> Result<()> {
+        let now = clock::now();
+        ledger.write(|tx| tx.set_watcher_position(&self.name, position, &now))
+    }
+
+    fn deliver(&self, agent: &ureq::Agent, event: &Event) -> std::result::Result<(), String> {
+        let json = serde_json::to_string(event).map_err(|e| e.to_string())?;
+        match &self.target {
+            Target::Exec(command) => exec(command, event, &json),
+            Target::Webhook(url) => self.post(agent, url, event, &json),
+        }
+    }
+
+    fn post(
+        &self,
+        agent: &ureq::Agent,
+        url: &str,
+        event: &Event,
+        json: &str,
+    ) -> std::result::Result<(), String> {
+        let (body, content_type) = match self.format {
+            Format::Json => (json.to_string(), "application/json"),
+            Format::Slack => (
+                serde_json::json!({ "text": message(event) }).to_string(),
+                "application/json",
+            ),
+            Format::Ntfy => (message(event), "text/plain; charset=utf-8"),
+        };
+        let mut request = agent
+            .post(url)
+            .header("Content-Type", content_type)
+            .header(
+                "User-Agent",
+                concat!("questions/", env!("CARGO_PKG_VERSION")),
+            )
+            .header("Idempotency-Key", event.seq.to_string())
+            .header("X-Questions-Seq", event.seq.to_string())
+            .header("X-Questions-Event", event.event.as_str());
+        if self.format == Format::Ntfy {
+            request = request
+                .header("Title", title(event))
+                .header("Tags", "question")
+                .header("Priority", if urgent(event) { "high" } else { "default" });
+        }
+        if let Some(secret) = &self.secret {
+            request = request.header(
+                "X-Questions-Signature",
+                format!("sha256={}", signature(secret, body.as_bytes())),
+            );
+        }
+        match request.send(body.as_bytes()) {
+            Ok(response) if response.status().is_success() => Ok(()),
+            Ok(response) => Err(format!("the webhook answered {}", response.status())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Runs `command` with the event on its standard input; exit 0 confirms the delivery.
+fn exec(command: &str, event: &Event, json: &str) -> std::result::Result<(), String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("QUESTIONS_EVENT_SEQ", event.seq.to_string())
+        .env("QUESTIONS_EVENT", event.event.as_str())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run the command: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input is fine.
+        let _ = stdin.write_all(json.as_bytes());
+        let _ = stdin.write_all(b"\n");
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the command exited with {status}"))
+    }
+}
+
+/// HMAC-SHA256 of `body` under `secret`, in hex.
+pub fn signature(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret)
+        .expect("HMAC takes a key of any length");
+    mac.update(body);
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A new required question, or one declined: worth a person's attention now.
+fn urgent(event: &Event) -> bool {
+    let required = event
+        .after
+        .as_ref()
+        .or(event.before.as_ref())
+        .is_some_and(|q| q.required);
+    required && matches!(event.event, EventKind::Logged | EventKind::Declined)
+}
+
+fn title(event: &Event) -> String {
+    format!(
+        "questions: {} in {}",
+        event.event.as_str(),
+        one_line(&event.stage)
+    )
+}
+
+/// One line for people: what happened to which question.
+fn message(event: &Event) -> String {
+    let q = event.after.as_ref().or(event.before.as_ref());
+    let text = q.map(|q| one_line(&q.question)).unwrap_or_default();
+    let who = event
+        .answered_by
+        .as_deref()
+        .map(|b| format!(" by {}", one_line(b)))
+        .unwrap_or_default();
+    let via = event
+        .channel
+        .map(|c| format!(" ({})", c.as_str()))
+        .unwrap_or_default();
+    let what = match (event.event, q) {
+        (EventKind::Logged, Some(q)) if q.required => "new required question".to_string(),
+        (EventKind::Logged, _) => "new question".to_string(),
+        (EventKind::Declined, Some(q)) => format!(
+            "declined{who}{via}: {}",
+            one_line(q.decline_reason.as_deref().unwrap_or(""))
+        ),
+        (EventKind::Expired, Some(q)) if q.status == Status::Answered => format!(
+            "time ran out; answered with the proposed value: {}",
+            one_line(q.answer.as_deref().unwrap_or(""))
+        ),
+        (EventKind::Expired, _) => "time ran out; skipped".to_string(),
+        (EventKind::Skipped, _) => format!("skipped{who}{via}"),
+        (EventKind::Cleared, _) => format!("cleared{who}"),
+        (kind, Some(q)) => format!(
+            "{}{who}{via}: {}",
+            kind.as_str(),
+            one_line(q.answer.as_deref().unwrap_or(""))
+        ),
+        (kind, None) => kind.as_str().to_string(),
+    };
+    format!(
+        "[{}] #{} {text} — {what}",
+        one_line(&event.stage),
+        event.question_id
+    )
+}
+
+/// Text from the ledger on one line, without control characters.
+fn one_line(text: &str) -> String {
+    sanitize(text, false)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The secret named by `--secret-env`: the variable must be set and not empty.
+pub fn secret_from(var: &str) -> Result<Vec<u8>> {
+    match std::env::var_os(var) {
+        Some(v) if !v.is_empty() => Ok(std::os::unix::ffi::OsStrExt::as_bytes(v.as_os_str()).to_vec()),
+        _ => Err(Error::usage(format!(
+            "--secret-env {var}: that environment variable is not set (or empty); set it to the webhook's secret"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_hmac_sha256_in_hex() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            signature(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}
