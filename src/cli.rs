@@ -366,6 +366,9 @@ pub struct WatchArgs {
     /// Only events of this stage's questions
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
+    /// Only events of required questions (those that hold a gate)
+    #[arg(long)]
+    pub required: bool,
     /// The webhook body: the event itself, or a message shaped for Slack or ntfy
     #[arg(long, value_enum, default_value = "json")]
     pub format: WatchFormat,
@@ -376,6 +379,9 @@ pub struct WatchArgs {
     /// A new watcher starts with the first event in the history, not the next one
     #[arg(long)]
     pub from_start: bool,
+    /// How long one POST may take before it counts as failed (and is tried again)
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    pub webhook_timeout: f64,
     /// Stop after this many seconds (exit 0); without it, watch until killed
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub timeout: Option<f64>,

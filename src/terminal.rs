@@ -100,11 +100,19 @@ pub fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
         .iter()
         .filter(|(_, c)| matches!(c, Choice::Answer(_)))
         .count();
-    if answered == 0 {
+    let declined = chosen
+        .iter()
+        .filter(|(_, c)| matches!(c, Choice::Decline(_)))
+        .count();
+    if answered + declined == 0 {
         return Ok(Some(chosen));
     }
+    let what = match declined {
+        0 => format!("{answered} answer(s)"),
+        _ => format!("{answered} answer(s) and {declined} decline(s)"),
+    };
     loop {
-        let confirm = Confirm::new(&format!("Record {answered} answer(s) now?"))
+        let confirm = Confirm::new(&format!("Record {what} now?"))
             .with_default(true)
             .with_help_message("Enter to record • Esc to go back")
             .prompt();
@@ -124,7 +132,7 @@ pub fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
 fn discard(chosen: &[(i64, Choice)]) -> Result<bool> {
     let given = chosen
         .iter()
-        .filter(|(_, c)| matches!(c, Choice::Answer(_)))
+        .filter(|(_, c)| matches!(c, Choice::Answer(_) | Choice::Decline(_)))
         .count();
     if given == 0 {
         return Ok(true);

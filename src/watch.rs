@@ -44,12 +44,16 @@ pub struct Watcher {
     pub target: Target,
     pub on: Option<Vec<EventKind>>,
     pub stage: Option<String>,
+    /// Only events of required questions.
+    pub required_only: bool,
     pub format: Format,
     pub secret: Option<Vec<u8>>,
     /// A new watcher starts with the first event, not the next one.
     pub from_start: bool,
     /// Stop after this long; none: until killed.
     pub run_for: Option<Duration>,
+    /// How long one POST may take before it counts as failed.
+    pub request_timeout: Duration,
 }
 
 /// What a watcher did before it stopped.
@@ -65,11 +69,14 @@ pub struct Watched {
 /// The first wait after a failed delivery; it doubles up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// How long one POST may take before it counts as failed.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Watcher {
     fn wants(&self, event: &Event) -> bool {
+        let required = event
+            .after
+            .as_ref()
+            .or(event.before.as_ref())
+            .is_some_and(|q| q.required);
         self.on
             .as_ref()
             .is_none_or(|kinds| kinds.contains(&event.event))
@@ -77,6 +84,7 @@ impl Watcher {
                 .stage
                 .as_deref()
                 .is_none_or(|s| event.stage.trim() == s)
+            && (!self.required_only || required)
     }
 
     /// Delivers events until `run_for` runs out (or forever).
@@ -91,7 +99,7 @@ impl Watcher {
             position,
         };
         let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(REQUEST_TIMEOUT))
+            .timeout_global(Some(self.request_timeout))
             .http_status_as_error(false)
             .build()
             .new_agent();

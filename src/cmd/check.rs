@@ -52,20 +52,39 @@ fn note(report: &GateReport) -> String {
     let scope = report
         .stage
         .as_deref()
-        .map_or("the given ids".to_string(), |s| format!("stage '{s}'"));
-    let mut ids: Vec<String> = report
-        .pending
-        .iter()
-        .take(10)
-        .map(|q| q.id.to_string())
-        .collect();
-    if report.pending.len() > 10 {
-        ids.push("…".to_string());
+        .map_or("the given ids".to_string(), |s| {
+            format!("stage '{}'", crate::output::sanitize(s, false))
+        });
+    let ids = |ids: Vec<i64>| {
+        let mut shown: Vec<String> = ids.iter().take(10).map(i64::to_string).collect();
+        if ids.len() > 10 {
+            shown.push("…".to_string());
+        }
+        shown.join(", ")
+    };
+    let mut parts = Vec::new();
+    if !report.pending.is_empty() {
+        parts.push(format!(
+            "{} required question(s) pending in {scope} (ids {})",
+            report.pending.len(),
+            ids(report.pending.iter().map(|q| q.id).collect())
+        ));
+    }
+    if !report.declined.is_empty() {
+        parts.push(format!(
+            "{} required question(s) declined in {scope}, to be asked another way (ids {})",
+            report.declined.len(),
+            ids(report.declined.iter().map(|d| d.id).collect())
+        ));
     }
     format!(
-        "gate fails{}: {} required question(s) pending in {scope} (ids {})",
+        "gate fails{}: {}{}",
         if report.timed_out { " (timed out)" } else { "" },
-        report.pending.len(),
-        ids.join(", ")
+        parts.join("; "),
+        if report.expired {
+            "; a pending question's time is up"
+        } else {
+            ""
+        }
     )
 }

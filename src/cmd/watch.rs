@@ -26,6 +26,7 @@ pub fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
         target,
         on: args.on.map(|k| k.0),
         stage: args.stage,
+        required_only: args.required,
         format: match args.format {
             WatchFormat::Json => Format::Json,
             WatchFormat::Slack => Format::Slack,
@@ -34,6 +35,7 @@ pub fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
         secret: args.secret_env.as_deref().map(secret_from).transpose()?,
         from_start: args.from_start,
         run_for: args.timeout.map(Duration::from_secs_f64),
+        request_timeout: Duration::from_secs_f64(args.webhook_timeout),
     };
     Ok(Outcome::ok(watcher.run(ledger)?))
 }

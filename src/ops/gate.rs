@@ -8,10 +8,11 @@ use serde_json::{Map, Value};
 use super::{select, settle};
 use crate::clock;
 use crate::error::Result;
-use crate::model::{Gate, Question, Status};
+use crate::model::{Channel, Gate, Question, Status};
 use crate::store::{Filter, Ledger};
 
-/// How often a waiting check looks again: a person answering sees the gate open within this.
+/// The longest a waiting check goes without looking again: a change that no notification
+/// announces (another tool's, on a file) is seen within this.
 const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,7 +99,8 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
             Some(end) => POLL.min(end - now),
             None => POLL,
         };
-        std::thread::sleep(pause);
+        // Woken at once by another machine's change on PostgreSQL (NOTIFY).
+        ledger.wait_for_change(pause)?;
     }
 }
 
@@ -221,6 +223,9 @@ pub enum ValueSource {
     Proposed,
     /// The person declined to answer it as asked; the value is the reason.
     Declined,
+    /// Nobody answered: time ran out and the proposed value was taken (`--on-expiry
+    /// default`). Never passed off as a person's answer.
+    Expiry,
     None,
 }
 
@@ -257,6 +262,9 @@ pub fn answers(ledger: &mut Ledger, stage: &str) -> Result<AnswersReport> {
     for q in &questions {
         let key = unique_key(q, &mut used);
         let (value, source) = match (q.status, &q.answer, &q.proposed) {
+            (Status::Answered, Some(a), _) if q.channel == Some(Channel::Expiry) => {
+                (Some(a.clone()), ValueSource::Expiry)
+            }
             (Status::Answered, Some(a), _) => (Some(a.clone()), ValueSource::Answer),
             (Status::Declined, _, _) => (q.decline_reason.clone(), ValueSource::Declined),
             (_, _, Some(p)) => (Some(p.clone()), ValueSource::Proposed),

@@ -171,3 +171,42 @@ fn without_a_terminal_ask_points_to_render_and_import() {
         "{message}"
     );
 }
+
+#[test]
+fn a_person_can_decline_in_ask_with_a_reason() {
+    let l = Ledger::new();
+    let db = l.log_with(
+        "s",
+        "Which database?",
+        &["--option", "SQLite", "--option", "PostgreSQL"],
+    );
+    let name = l.log("s", "What should we call it?");
+
+    let mut p = spawn(&l, "s");
+    p.exp_string("Which database?").unwrap();
+    // SQLite, PostgreSQL, Other, then Decline.
+    for _ in 0..3 {
+        keys(&mut p, DOWN);
+    }
+    keys(&mut p, ENTER);
+    p.exp_string("Why won't you answer it as asked?").unwrap();
+    keys(&mut p, "we have not picked a host yet");
+    keys(&mut p, ENTER);
+    p.exp_string("What should we call it?").unwrap();
+    keys(&mut p, "/decline naming is marketing's call");
+    keys(&mut p, ENTER);
+    p.exp_string("Record 0 answer(s) and 2 decline(s) now?")
+        .unwrap();
+    keys(&mut p, ENTER);
+    assert_eq!(exit_code(&mut p), 0);
+
+    for (id, reason) in [
+        (db, "we have not picked a host yet"),
+        (name, "naming is marketing's call"),
+    ] {
+        let q = l.question(id);
+        assert_eq!(q["status"], "declined", "{q}");
+        assert_eq!(q["decline_reason"], reason);
+        assert_eq!(q["channel"], "ask");
+    }
+}

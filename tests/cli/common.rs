@@ -213,6 +213,7 @@ pub fn bare_command(cwd: &Path) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::new(BIN);
     cmd.current_dir(cwd)
         .env_remove("QUESTIONS_DB")
+        .env_remove("QUESTIONS_USER")
         .env("QUESTIONS_NOW", NOW)
         .timeout(std::time::Duration::from_secs(120));
     cmd
@@ -284,5 +285,26 @@ pub fn copy_ledger(from: &std::path::Path, to: &std::path::Path) {
     let wal = format!("{}-wal", from.display());
     if std::path::Path::new(&wal).exists() {
         std::fs::copy(&wal, format!("{}-wal", to.display())).unwrap();
+    }
+}
+
+/// An instant `seconds` after the pinned clock, as the ledger writes instants.
+pub fn later(seconds: i64) -> String {
+    let base = chrono::DateTime::parse_from_rfc3339(NOW).unwrap();
+    (base + chrono::Duration::seconds(seconds))
+        .with_timezone(&chrono::Utc)
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl Ledger {
+    /// A call with the clock pinned at `now` instead.
+    pub fn run_at<I, S>(&self, now: &str, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.command();
+        cmd.env("QUESTIONS_NOW", now).args(args);
+        finish(cmd)
     }
 }

@@ -1,0 +1,92 @@
+//! The event stream (§8): JSON lines, resumable without repeats or gaps, and followed live.
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use serde_json::Value;
+
+fn lines(run: &Run) -> Vec<Value> {
+    run.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON event"))
+        .collect()
+}
+
+#[test]
+fn events_print_as_lines_and_resume_without_repeats_or_gaps() {
+    let l = Ledger::new();
+    let a = l.log("intake", "Goal?");
+    l.log("design", "Database?");
+    l.ok(["answer", "--id", &a.to_string(), "--answer", "A blog"]);
+    l.ok(["clear", "--stage", "design"]);
+
+    let all = lines(&l.run(["events"]));
+    let kinds: Vec<&str> = all.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["logged", "logged", "answered", "cleared"]);
+    let seqs: Vec<i64> = all.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    // Whole questions before and after, as history prints them.
+    assert_eq!(all[2]["after"]["answer"], "A blog");
+    assert_eq!(all[3]["before"]["question"], "Database?");
+    assert_eq!(all[3]["stage"], "design");
+
+    // Resuming after any seq gives exactly the rest.
+    for (i, seq) in seqs.iter().enumerate() {
+        let rest = lines(&l.run(["events", "--since", &seq.to_string()]));
+        assert_eq!(rest, all[i + 1..].to_vec(), "after {seq}");
+    }
+    let intake = lines(&l.run(["events", "--stage", "intake"]));
+    assert_eq!(intake.len(), 2);
+    assert!(intake.iter().all(|e| e["stage"] == "intake"));
+    // The cleared stage's events stay in its stream.
+    assert_eq!(lines(&l.run(["events", "--stage", "design"])).len(), 2);
+}
+
+#[test]
+fn follow_sees_another_process_s_change_within_a_second() {
+    let l = Ledger::new();
+    l.log("s", "Before?");
+    let mut follower = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env("QUESTIONS_NOW", NOW)
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(l.db())
+        .args(["events", "--since", "1", "--follow", "--timeout", "20"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(follower.stdout.take().unwrap());
+    // Let it start and go quiet at the end of the history.
+    std::thread::sleep(Duration::from_millis(500));
+    let logged_at = Instant::now();
+    l.log("s", "After?");
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let seen_after = logged_at.elapsed();
+    let event: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(event["after"]["question"], "After?");
+    assert_eq!(event["seq"], 2);
+    // Within a second of the other process's commit (the margin is the test's own).
+    assert!(seen_after < Duration::from_millis(1500), "{seen_after:?}");
+    let _ = follower.kill();
+    let _ = follower.wait();
+}
+
+#[test]
+fn follow_stops_at_its_timeout_and_bad_arguments_are_usage_errors() {
+    let l = Ledger::new();
+    l.log("s", "Only?");
+    let run = l.run(["events", "--follow", "--timeout", "0.3"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(lines(&run).len(), 1);
+    for bad in [
+        vec!["events", "--since", "-1"],
+        vec!["events", "--since", "x"],
+        vec!["events", "--timeout", "3"],
+    ] {
+        let run = l.run(&bad);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{bad:?}");
+    }
+}
