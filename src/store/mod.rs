@@ -7,6 +7,7 @@ mod migrate;
 mod postgres;
 mod sql;
 mod sqlite;
+mod tls;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use sql::{Tally, Tx};

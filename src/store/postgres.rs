@@ -27,7 +27,10 @@ pub struct Pg {
 }
 
 /// The location as it may be printed: no password.
-pub fn redacted(url: &str) -> String {
+pub fn redacted(location: &str) -> String {
+    let url = super::tls::split(location)
+        .map(|(rest, _)| rest)
+        .unwrap_or_default();
     match url.parse::<postgres::Config>() {
         Ok(config) => {
             let host = config
@@ -47,18 +50,30 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-fn connect(url: &str) -> Result<Client> {
+fn connect(location: &str) -> Result<Client> {
+    let (url, tls) = super::tls::split(location)?;
     let mut config: postgres::Config = url
         .parse()
         .map_err(|e| Error::usage(format!("the PostgreSQL location is not valid: {e}")))?;
     config
         .connect_timeout(Duration::from_secs(10))
-        .application_name("questions");
-    config.connect(NoTls).map_err(|e| {
+        .application_name("questions")
+        .ssl_mode(tls.mode.client_mode());
+    let connected = match tls.mode {
+        super::tls::SslMode::Disable => config.connect(NoTls),
+        _ => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(
+            super::tls::client_config(&tls)?,
+        )),
+    };
+    connected.map_err(|e| {
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(name)) => name.clone(),
+            _ => "localhost".to_string(),
+        };
+        let why = super::tls::explain(&e, &tls, &host).unwrap_or_else(|| cause(&e));
         Error::db(format!(
-            "cannot connect to PostgreSQL at {}: {}",
-            redacted(url),
-            cause(&e)
+            "cannot connect to PostgreSQL at {}: {why}",
+            redacted(location),
         ))
     })
 }
@@ -92,6 +107,24 @@ fn pg_error(e: postgres::Error) -> Error {
     err
 }
 
+/// The newest migration applied, in one round trip: the common case on every call. A
+/// database with no ledger yet has no history table; that error is the answer 0.
+fn current_version(client: &mut Client) -> Result<i64> {
+    match client.simple_query("SELECT MAX(version) FROM refinery_schema_history") {
+        Ok(messages) => Ok(messages
+            .iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0),
+                _ => None,
+            })
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)),
+        Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(0),
+        Err(e) => Err(pg_error(e)),
+    }
+}
+
+/// The newest migration applied, inside a transaction (where an error would end it).
 fn applied_version(client: &mut impl GenericClient) -> Result<i64> {
     let row = client
         .query_one(
@@ -113,7 +146,7 @@ impl Pg {
     /// an empty ledger instead.
     pub fn open_for_reading(url: &str) -> Result<Option<Pg>> {
         let mut client = connect(url)?;
-        let found = applied_version(&mut client)?;
+        let found = current_version(&mut client)?;
         if found > migrate::latest_version() {
             return Err(migrate::too_new_error(found));
         }
@@ -126,7 +159,7 @@ impl Pg {
     /// The ledger, its tables created or brought up to date when needed.
     pub fn open_for_writing(url: &str) -> Result<Pg> {
         let mut client = connect(url)?;
-        let found = applied_version(&mut client)?;
+        let found = current_version(&mut client)?;
         Pg::migrated(client, found)
     }
 
@@ -137,7 +170,7 @@ impl Pg {
         }
         if found < latest {
             let mut tx = client.transaction().map_err(pg_error)?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
                 .map_err(pg_error)?;
             // Another process may have migrated while this one waited for the lock.
             let found = applied_version(&mut tx)?;
@@ -201,7 +234,7 @@ impl Pg {
     }
 
     pub fn schema_version(&mut self) -> Result<i64> {
-        applied_version(&mut self.client)
+        current_version(&mut self.client)
     }
 
     pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
@@ -248,12 +281,20 @@ impl Pg {
 struct PgTx<'a>(RefCell<postgres::Transaction<'a>>);
 
 impl Conn for PgTx<'_> {
+    /// One round trip a statement, and no named statement left on the server (so that a
+    /// pooler in transaction mode, PgBouncer's, can share the connection): the parameters'
+    /// types are given, not asked for.
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows> {
-        let mut tx = self.0.borrow_mut();
-        let stmt = tx.prepare(sql).map_err(pg_error)?;
-        let values = values(params, stmt.params());
-        let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
-        let rows = tx.query(&stmt, &refs).map_err(pg_error)?;
+        let values = values(params);
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = values
+            .iter()
+            .map(|(v, t)| (v.as_ref(), t.clone()))
+            .collect();
+        let rows = self
+            .0
+            .borrow_mut()
+            .query_typed(sql, &typed)
+            .map_err(pg_error)?;
         let columns: Vec<String> = match rows.first() {
             Some(row) => row.columns().iter().map(|c| c.name().to_string()).collect(),
             None => Vec::new(),
@@ -268,11 +309,15 @@ impl Conn for PgTx<'_> {
     }
 
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64> {
-        let mut tx = self.0.borrow_mut();
-        let stmt = tx.prepare(sql).map_err(pg_error)?;
-        let values = values(params, stmt.params());
-        let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
-        tx.execute(&stmt, &refs).map_err(pg_error)
+        let values = values(params);
+        let typed: Vec<(&(dyn ToSql + Sync), Type)> = values
+            .iter()
+            .map(|(v, t)| (v.as_ref(), t.clone()))
+            .collect();
+        self.0
+            .borrow_mut()
+            .execute_typed(sql, &typed)
+            .map_err(pg_error)
     }
 
     fn dialect(&self) -> Dialect {
@@ -280,21 +325,16 @@ impl Conn for PgTx<'_> {
     }
 }
 
-/// The values to bind, each in the type the server gave its parameter (a number compared
-/// with `length()` is an `int4`, an id an `int8`).
-fn values(params: &[Param], types: &[Type]) -> Vec<Box<dyn ToSql + Sync>> {
+/// The values to bind, with their types.
+fn values(params: &[Param]) -> Vec<(Box<dyn ToSql + Sync>, Type)> {
     params
         .iter()
-        .zip(types)
-        .map(|(p, ty)| -> Box<dyn ToSql + Sync> {
+        .map(|p| -> (Box<dyn ToSql + Sync>, Type) {
             match *p {
-                Param::Int(v) if *ty == Type::INT4 => {
-                    Box::new(v.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
-                }
-                Param::Int(v) => Box::new(v),
-                Param::Text(v) => Box::new(v.map(str::to_string)),
-                Param::Bool(v) => Box::new(v),
-                Param::Ids(ids) => Box::new(ids.to_vec()),
+                Param::Int(v) => (Box::new(v), Type::INT8),
+                Param::Text(v) => (Box::new(v.map(str::to_string)), Type::TEXT),
+                Param::Bool(v) => (Box::new(v), Type::BOOL),
+                Param::Ids(ids) => (Box::new(ids.to_vec()), Type::INT8_ARRAY),
             }
         })
         .collect()

@@ -66,3 +66,154 @@ fn postgresql_scheme_and_questions_db_name_the_database_too() {
         "no file was written"
     );
 }
+
+/// Whether the connection of the `questions` process now connected to `database` is
+/// encrypted, as the server sees it.
+fn connected_with_tls(admin: &str, database: &str) -> Option<bool> {
+    let mut client = postgres::Client::connect(admin, postgres::NoTls).unwrap();
+    client
+        .query_opt(
+            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid \
+             WHERE a.application_name = 'questions' AND a.datname = $1 LIMIT 1",
+            &[&database],
+        )
+        .unwrap()
+        .map(|row| row.get(0))
+}
+
+#[test]
+fn every_sslmode_means_what_it_means_to_libpq() {
+    let (Some(_), Ok(ca), Ok(other_ca), Ok(plain)) = (
+        postgres_server(),
+        std::env::var("QUESTIONS_TEST_PG_CA"),
+        std::env::var("QUESTIONS_TEST_PG_OTHER_CA"),
+        std::env::var("QUESTIONS_TEST_PG_PLAIN"),
+    ) else {
+        return; // runs in the PostgreSQL pass, against scripts/with-postgres's servers
+    };
+    if std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some() {
+        return; // the pooler is plain text in front of the TLS server
+    }
+    let l = Ledger::new();
+    let url = l.url.clone().unwrap();
+    l.log("s", "Encrypted?");
+    let other_host = url.replacen("127.0.0.1", "127.0.0.2", 1);
+    let run = |location: &str| {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.args(["--db", location, "list"]);
+        finish(cmd)
+    };
+    let q = |base: &str, query: &str| format!("{base}?{query}");
+
+    for (location, ok, says) in [
+        (q(&url, "sslmode=disable"), true, ""),
+        (q(&url, "sslmode=prefer"), true, ""),
+        (q(&url, "sslmode=require"), true, ""),
+        (
+            q(&url, &format!("sslmode=verify-ca&sslrootcert={ca}")),
+            true,
+            "",
+        ),
+        (
+            q(&url, &format!("sslmode=verify-full&sslrootcert={ca}")),
+            true,
+            "",
+        ),
+        (
+            q(&other_host, &format!("sslmode=verify-ca&sslrootcert={ca}")),
+            true,
+            "",
+        ),
+        // The three refusals, each saying which.
+        (
+            q(&url, &format!("sslmode=verify-full&sslrootcert={other_ca}")),
+            false,
+            "not signed by a trusted CA",
+        ),
+        (
+            q(
+                &other_host,
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            false,
+            "does not name the host '127.0.0.2'",
+        ),
+        (
+            q(&url, "sslmode=verify-full&sslrootcert=/no/such/ca.crt"),
+            false,
+            "cannot read the CA certificates",
+        ),
+        // require checks against a CA when one is given, as libpq does.
+        (
+            q(&url, &format!("sslmode=require&sslrootcert={other_ca}")),
+            false,
+            "not signed by a trusted CA",
+        ),
+        // A server without TLS: require and above never fall back to plain text.
+        (
+            q(&with_database(&plain, "postgres"), "sslmode=require"),
+            false,
+            "does not offer TLS",
+        ),
+        (
+            q(
+                &with_database(&plain, "postgres"),
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            false,
+            "does not offer TLS",
+        ),
+    ] {
+        let result = run(&location);
+        if ok {
+            assert_eq!(result.code, 0, "{location}: {result:?}");
+            assert_eq!(result.json["count"], 1, "{location}");
+        } else {
+            assert_eq!(
+                (result.code, result.error_code()),
+                (1, "db_error"),
+                "{location}"
+            );
+            let message = result.json["error"].as_str().unwrap();
+            assert!(message.contains(says), "{location}: {message}");
+            assert!(!message.contains("questions-test"), "{message}");
+        }
+    }
+    // prefer falls back to plain text where the server has no TLS.
+    let plain_ledger = q(&with_database(&plain, "postgres"), "sslmode=prefer");
+    assert_eq!(run(&plain_ledger).code, 0);
+
+    // The key=value form takes the same settings.
+    let cfg: postgres::Config = url.parse().unwrap();
+    let port = cfg.get_ports()[0];
+    let dbname = cfg.get_dbname().unwrap();
+    let kv = format!(
+        "host=127.0.0.1 port={port} user=postgres password=questions-test dbname={dbname} \
+         sslmode=verify-full sslrootcert='{ca}'"
+    );
+    assert_eq!(run(&kv).json["count"], 1, "{kv}");
+    let bad = run(&format!("{url}?sslmode=sometimes"));
+    assert_eq!((bad.code, bad.error_code()), (2, "usage"));
+
+    // And the server agrees: require is encrypted, disable is not.
+    let admin = postgres_server().unwrap();
+    for (mode, encrypted) in [("require", true), ("disable", false), ("prefer", true)] {
+        let mut follower = std::process::Command::new(BIN)
+            .args(["--db", &q(&url, &format!("sslmode={mode}"))])
+            .args(["events", "--follow", "--timeout", "3"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut seen = None;
+        for _ in 0..40 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            seen = connected_with_tls(&admin, dbname);
+            if seen.is_some() {
+                break;
+            }
+        }
+        let _ = follower.kill();
+        let _ = follower.wait();
+        assert_eq!(seen, Some(encrypted), "sslmode={mode}");
+    }
+}
