@@ -62,8 +62,21 @@ pub(crate) fn committed() {
 /// names the point. Compiled into debug builds only.
 pub(crate) fn fault(point: &str) {
     #[cfg(debug_assertions)]
-    if std::env::var_os("QUESTIONS_TEST_PANIC").is_some_and(|p| p == point) {
-        panic!("injected at {point} (QUESTIONS_TEST_PANIC)");
+    {
+        if std::env::var_os("QUESTIONS_TEST_PANIC").is_some_and(|p| p == point) {
+            panic!("injected at {point} (QUESTIONS_TEST_PANIC)");
+        }
+        // `QUESTIONS_TEST_PAUSE=<point>:<file>`: wait here until the file exists (10 s at
+        // most), so a test can act while this call is in the middle of its work.
+        if let Ok(pause) = std::env::var("QUESTIONS_TEST_PAUSE") {
+            if let Some(file) = pause.strip_prefix(&format!("{point}:")) {
+                let file = std::path::Path::new(file);
+                let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !file.exists() && std::time::Instant::now() < end {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
     }
     let _ = point;
 }

@@ -36,21 +36,26 @@ pub fn run(ledger: &mut Ledger, args: ResetArgs) -> Result<Outcome> {
     for (i, file) in location.files().iter().enumerate() {
         crate::store::refuse_non_ledger(file, i == 0)?;
     }
-    let mut existed = false;
-    for suffix in ["", "-wal", "-shm"] {
-        let mut file = path.clone().into_os_string();
-        file.push(suffix);
-        match std::fs::remove_file(&file) {
-            Ok(()) => existed |= suffix.is_empty(),
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::io(format!(
-                    "cannot delete {}: {e}",
-                    std::path::Path::new(&file).display()
-                )))
+    // Deleted under the ledger's write lock: a write in flight finishes first, and one
+    // waiting for the lock finds its ledger gone (and records nothing).
+    let existed = crate::store::locked_for_reset(path, || {
+        let mut existed = false;
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.clone().into_os_string();
+            file.push(suffix);
+            match std::fs::remove_file(&file) {
+                Ok(()) => existed |= suffix.is_empty(),
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(Error::io(format!(
+                        "cannot delete {}: {e}",
+                        std::path::Path::new(&file).display()
+                    )))
+                }
             }
         }
-    }
+        Ok(existed)
+    })?;
     Ok(Outcome::ok(Reset {
         deleted: path.display().to_string(),
         existed,

@@ -178,6 +178,11 @@ fn open_for_writing(location: &Location) -> Result<Engine> {
     })
 }
 
+/// Runs `f` (deleting a ledger file) while holding that ledger's write lock.
+pub fn locked_for_reset<T>(path: &std::path::Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    sqlite::locked_for_reset(path, f)
+}
+
 /// Drops a PostgreSQL ledger's tables (`reset`); false when there was no ledger there.
 /// A file ledger is deleted by `reset` itself.
 pub fn drop_postgres(url: &str) -> Result<bool> {

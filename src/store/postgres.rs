@@ -94,7 +94,19 @@ fn cause(e: &postgres::Error) -> String {
     }
 }
 
+/// A command's transaction found the ledger's tables gone: `reset` ran meanwhile.
+fn reset_meanwhile(e: &postgres::Error) -> bool {
+    e.code() == Some(&SqlState::UNDEFINED_TABLE)
+        || e.as_db_error()
+            .is_some_and(|db| db.message().starts_with("could not open relation with OID"))
+}
+
 fn pg_error(e: postgres::Error) -> Error {
+    if reset_meanwhile(&e) {
+        return Error::db(
+            "the ledger was reset while this command ran; nothing was recorded".to_string(),
+        );
+    }
     let transient = matches!(
         e.code(),
         Some(&SqlState::T_R_SERIALIZATION_FAILURE) | Some(&SqlState::T_R_DEADLOCK_DETECTED)
@@ -189,17 +201,30 @@ impl Pg {
     }
 
     /// Drops the ledger's tables: `reset` for a database. False when there was no ledger.
+    /// The tables are locked first in the order every command takes them (questions, then
+    /// the history), so that reset waits for commands in flight instead of deadlocking
+    /// with them; a command waiting behind it then finds the tables gone and fails.
     pub fn drop_all(url: &str) -> Result<bool> {
         let mut client = connect(url)?;
         let mut tx = client.transaction().map_err(pg_error)?;
-        let existed: bool = tx
-            .query_one(
-                "SELECT to_regclass('questions') IS NOT NULL \
-                 OR to_regclass('refinery_schema_history') IS NOT NULL",
+        let present: Vec<String> = tx
+            .query_typed(
+                "SELECT name FROM unnest(ARRAY['questions', 'question_events', 'watchers', \
+                 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
+                 WHERE to_regclass(name) IS NOT NULL ORDER BY n",
                 &[],
             )
             .map_err(pg_error)?
-            .get(0);
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        if !present.is_empty() {
+            tx.batch_execute(&format!(
+                "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+                present.join(", ")
+            ))
+            .map_err(pg_error)?;
+        }
         tx.batch_execute(
             "DROP TABLE IF EXISTS question_events, questions, watchers, refinery_schema_history \
                CASCADE;
@@ -208,7 +233,7 @@ impl Pg {
         )
         .map_err(pg_error)?;
         tx.commit().map_err(pg_error)?;
-        Ok(existed)
+        Ok(!present.is_empty())
     }
 
     /// Waits for a notification of a new event (each insert into the history sends one),

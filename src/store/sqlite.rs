@@ -23,6 +23,10 @@ pub struct Sqlite {
     conn: Connection,
     /// The `-wal` file beside the ledger; none for the in-memory stand-in.
     wal: Option<PathBuf>,
+    /// The ledger file as it was opened (its path, device and inode): `reset` may delete
+    /// it while this process waits for the write lock, and a write must not then go to
+    /// the deleted file.
+    file: Option<(PathBuf, u64, u64)>,
 }
 
 /// The write-ahead log is copied into the ledger (and emptied) once it holds about this
@@ -54,10 +58,12 @@ impl Sqlite {
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
         let wal = companion(path, "-wal");
         let (mut conn, found) = open_file(path, &wal, writing)?;
+        let file = identity(path).map(|(dev, ino)| (path.to_path_buf(), dev, ino));
         migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
         Ok(Sqlite {
             conn,
             wal: Some(wal),
+            file,
         })
     }
 
@@ -66,7 +72,11 @@ impl Sqlite {
     pub fn empty() -> Result<Sqlite> {
         let mut conn = Connection::open_in_memory()?;
         migrate::ensure_current(&mut conn)?;
-        Ok(Sqlite { conn, wal: None })
+        Ok(Sqlite {
+            conn,
+            wal: None,
+            file: None,
+        })
     }
 
     /// False for the in-memory stand-in of `empty`.
@@ -117,6 +127,15 @@ impl Sqlite {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Holding the write lock now: the file must still be the ledger (see `file`).
+        if let Some((path, dev, ino)) = &self.file {
+            if identity(path) != Some((*dev, *ino)) {
+                return Err(Error::db(format!(
+                    "the ledger {} was reset while this command waited for it; nothing was recorded",
+                    path.display()
+                )));
+            }
+        }
         let value = f(&Tx::new(&*tx))?;
         tx.commit()?;
         Ok(value)
@@ -141,6 +160,33 @@ impl Sqlite {
         let _ = self.conn.busy_handler(Some(wait_for_lock));
         done
     }
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Holds the ledger's write lock while `f` runs (waiting for writers in flight), so that
+/// `reset` deletes it between writes, never under one. A file that cannot be opened as a
+/// ledger is just handed to `f`.
+pub fn locked_for_reset<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let lock = Connection::open_with_flags(path, flags)
+        .ok()
+        .and_then(|mut conn| {
+            conn.busy_handler(Some(wait_for_lock)).ok()?;
+            conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+                .ok()?;
+            conn.execute_batch("BEGIN IMMEDIATE").ok()?;
+            Some(conn)
+        });
+    let result = f();
+    drop(lock);
+    result
 }
 
 /// `<ledger>-wal`, `<ledger>-shm`.

@@ -127,3 +127,36 @@ fn reset_drops_a_database_ledger() {
     assert_eq!(l.ok(["list"])["count"], 0);
     assert_eq!(l.log("s", "again?"), 1);
 }
+
+#[test]
+fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
+    let l = Ledger::new();
+    l.log("s", "Before the reset?");
+    let go = l.dir.path().join("go");
+    // A log that has opened the ledger and stops just before its write.
+    let waiting = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env("QUESTIONS_NOW", NOW)
+        .env(
+            "QUESTIONS_TEST_PAUSE",
+            format!("before-write:{}", go.display()),
+        )
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(l.db())
+        .args(["log", "--stage", "s", "--question", "Into which ledger?"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    l.ok(["reset", "--yes"]);
+    std::fs::write(&go, b"").unwrap();
+    let out = waiting.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["error_code"], "db_error");
+    assert!(json["error"].as_str().unwrap().contains("reset"), "{json}");
+    // Nothing came back to life: the ledger is gone, or empty.
+    let listed = l.run(["list"]);
+    assert_eq!(listed.json["count"], 0, "{listed:?}");
+}
