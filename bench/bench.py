@@ -246,16 +246,21 @@ def postgres_calls(work):
         sh(BIN, "--db", db, "ingest", "--stage", f"stage-{stage}", "--file", envelope, stdout=subprocess.DEVNULL)
     for i in range(10):
         sh(BIN, "--db", db, "log", "--stage", "small", "--question", f"Small {i}?", stdout=subprocess.DEVNULL)
-    q = lambda *a: [BIN, "--db", db, *a]
-    calls = {
-        "--version (floor)": [BIN, "--version"],
-        "log": q("log", "--stage", "small", "--question", "bench?", "--allow-duplicate"),
-        "answer": q("answer", "--id", "7", "--answer", "bench", "--force"),
-        "check --stage (10 questions)": q("check", "--stage", "small"),
-        "list --stage (10 questions)": q("list", "--stage", "small"),
-    }
-    medians = hyperfine([" ".join(shell_quote(a) for a in args) for args in calls.values()])
-    return list(zip(calls.keys(), medians))
+    rows = []
+    for mode in ("disable", "require"):
+        url = f"{db}?sslmode={mode}"
+        q = lambda *a: [BIN, "--db", url, *a]
+        calls = {
+            "--version (floor)": [BIN, "--version"],
+            "log": q("log", "--stage", "small", "--question", "bench?", "--allow-duplicate"),
+            "answer": q("answer", "--id", "7", "--answer", "bench", "--force"),
+            "check --stage (10 questions)": q("check", "--stage", "small"),
+            "list --stage (10 questions)": q("list", "--stage", "small"),
+        }
+        medians = hyperfine([" ".join(shell_quote(a) for a in args) for args in calls.values()])
+        rows.append(dict(zip(calls.keys(), medians)))
+    plain, tls = rows
+    return [(name, plain[name], tls[name]) for name in plain]
 
 
 def main():
@@ -323,12 +328,13 @@ def main():
     ]
     if pg:
         floor = pg[0][1]
-        lines += ["", "PostgreSQL over loopback (a ledger of 10 000 questions; each call connects and logs in):", "",
-                  "| call | median | × floor |", "|---|---:|---:|"]
-        for name, median in pg:
-            lines.append(f"| {name} | {median * 1000:.2f} ms | {median / floor:.2f} |")
-        check = dict(pg)["check --stage (10 questions)"]
-        verdicts.append(("PostgreSQL check under 10 ms", check < 0.010))
+        lines += ["", "PostgreSQL over loopback (a ledger of 10 000 questions; each call connects and logs in), "
+                  "without TLS and with it (`sslmode=require`):", "",
+                  "| call | no TLS | × floor | TLS | × floor |", "|---|---:|---:|---:|---:|"]
+        for name, plain, tls in pg:
+            lines.append(f"| {name} | {plain * 1000:.2f} ms | {plain / floor:.2f} | {tls * 1000:.2f} ms | {tls / floor:.2f} |")
+        check = [row for row in pg if row[0] == "check --stage (10 questions)"][0]
+        verdicts.append(("PostgreSQL check with TLS under 10 ms", check[2] < 0.010))
     else:
         lines += ["", "(PostgreSQL not measured: run under scripts/with-postgres for that column.)"]
     lines += ["", "Targets:", ""]
