@@ -160,6 +160,11 @@ pub enum Command {
         after_help = "The watcher's position is kept in the ledger under its name: stopped and started\nagain, it goes on where it stopped. A delivery that fails is retried with backoff.\n\nExample:\n  questions watch --name notify --on logged --timeout 1 --exec 'cat >> events.jsonl'\n  questions watch --name phone --on logged --format ntfy --timeout 1 \\\n    --webhook http://127.0.0.1:9/questions"
     )]
     Watch(WatchArgs),
+    /// Serve the ledger to agents as Model Context Protocol tools on stdio (JSON-RPC on stdout)
+    #[command(
+        after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\".\n\nExample:\n  claude mcp add questions -- questions --db .questions/ledger.db mcp"
+    )]
+    Mcp,
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -186,6 +191,7 @@ impl Command {
         "info",
         "completions",
         "man",
+        "mcp",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -210,6 +216,7 @@ impl Command {
             Command::Watch(_) => "watch",
             Command::Completions(_) => "completions",
             Command::Man => "man",
+            Command::Mcp => "mcp",
         }
     }
 }
