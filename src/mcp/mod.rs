@@ -39,12 +39,20 @@ pub fn serve(location: Location) -> Result<()> {
     })
 }
 
-/// Runs an operation on the blocking pool with a ledger of its own.
+/// Runs an operation on a thread of its own with a ledger of its own. Not tokio's blocking
+/// pool: its threads carry the runtime's context, where the PostgreSQL client (which runs
+/// a runtime of its own inside) refuses to start.
 async fn blocking<T: Send + 'static>(
     location: Location,
     op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(move || op(&mut Ledger::new(location)))
-        .await
-        .map_err(|e| Error::db(format!("internal error: the operation stopped ({e})")))?
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("questions-op".into())
+        .spawn(move || {
+            let _ = tx.send(op(&mut Ledger::new(location)));
+        })
+        .map_err(|e| Error::io(format!("cannot start a thread for the operation: {e}")))?;
+    rx.await
+        .map_err(|_| Error::db("internal error: the operation stopped before it finished"))?
 }

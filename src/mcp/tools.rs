@@ -471,7 +471,8 @@ impl Server {
     }
 
     /// Reads the named questions until none is pending, `limit` runs out, or the client
-    /// cancels; the last reading, and whether it timed out.
+    /// cancels; the last reading, and whether it timed out. The reading and waiting run on
+    /// a thread of their own (see `blocking`), which reports each count as it goes.
     async fn wait(
         &self,
         stage: Option<String>,
@@ -479,42 +480,55 @@ impl Server {
         limit: Duration,
         context: &RequestContext<RoleServer>,
     ) -> Result<(Vec<Question>, bool)> {
-        let deadline = Instant::now() + limit;
-        let mut progress = Progress::new(context);
-        let mut ledger = crate::store::Ledger::new(self.location.clone());
-        loop {
-            let (stage, ids) = (stage.clone(), ids.clone());
-            let (back, read) = tokio::task::spawn_blocking(move || {
-                let read = ops::named(&mut ledger, stage.as_deref(), ids.as_deref());
-                (ledger, read)
-            })
-            .await
-            .map_err(|e| Error::db(format!("internal error: the wait stopped ({e})")))?;
-            ledger = back;
-            let questions = read?;
-            let pending = questions
-                .iter()
-                .filter(|q| q.status == Status::Pending)
-                .count();
-            progress
-                .tell(questions.len() - pending, questions.len())
-                .await;
-            let now = Instant::now();
-            if pending == 0 {
-                return Ok((questions, false));
-            }
-            if now >= deadline || context.ct.is_cancelled() {
-                return Ok((questions, true));
-            }
-            let pause = (deadline - now).min(Duration::from_secs(1));
-            ledger = tokio::task::spawn_blocking(move || {
-                // A failed wait is only a shorter pause: the next read reports any error.
-                let _ = ledger.wait_for_change(pause);
-                ledger
-            })
-            .await
-            .map_err(|e| Error::db(format!("internal error: the wait stopped ({e})")))?;
+        enum Report {
+            Count(usize, usize),
+            Done(Result<(Vec<Question>, bool)>),
         }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let location = self.location.clone();
+        let cancelled = context.ct.clone();
+        std::thread::Builder::new()
+            .name("questions-wait".into())
+            .spawn(move || {
+                let deadline = Instant::now() + limit;
+                let mut ledger = crate::store::Ledger::new(location);
+                let outcome = loop {
+                    let questions = match ops::named(&mut ledger, stage.as_deref(), ids.as_deref())
+                    {
+                        Ok(q) => q,
+                        Err(e) => break Err(e),
+                    };
+                    let pending = questions
+                        .iter()
+                        .filter(|q| q.status == Status::Pending)
+                        .count();
+                    let total = questions.len();
+                    if tx.send(Report::Count(total - pending, total)).is_err() {
+                        return; // nobody is waiting any more
+                    }
+                    let now = Instant::now();
+                    if pending == 0 {
+                        break Ok((questions, false));
+                    }
+                    if now >= deadline || cancelled.is_cancelled() {
+                        break Ok((questions, true));
+                    }
+                    // A failed wait is only a shorter pause: the next read reports errors.
+                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
+                };
+                let _ = tx.send(Report::Done(outcome));
+            })
+            .map_err(|e| Error::io(format!("cannot start a thread for the wait: {e}")))?;
+        let mut progress = Progress::new(context);
+        while let Some(report) = rx.recv().await {
+            match report {
+                Report::Count(settled, total) => progress.tell(settled, total).await,
+                Report::Done(outcome) => return outcome,
+            }
+        }
+        Err(Error::db(
+            "internal error: the wait stopped before it finished",
+        ))
     }
 
     async fn ask(&self, input: AskInput, context: &RequestContext<RoleServer>) -> Result<Asked> {
