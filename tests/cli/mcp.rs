@@ -787,3 +787,166 @@ fn the_restricted_form_schema_refuses_what_the_protocol_refuses() {
     let fine = json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}}});
     assert!(validator.is_valid(&fine));
 }
+
+/// The fenced block after `<!-- mcp-config: NAME -->` in the README.
+fn readme_block(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find(&format!("<!-- mcp-config: {name} -->"))
+        .unwrap_or_else(|| panic!("the README has no '{name}' snippet"));
+    let block = &readme[at..];
+    let start = block.find("```").unwrap();
+    let start = start + block[start..].find('\n').unwrap() + 1;
+    let end = block[start..].find("```").unwrap();
+    block[start..start + end].to_string()
+}
+
+/// Each host's snippet, read as that host reads it: the command and its arguments.
+fn readme_commands() -> Vec<(&'static str, String, Vec<String>)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let claude = readme_block("claude");
+    let words: Vec<String> = claude.split_whitespace().map(str::to_string).collect();
+    assert_eq!(words[..4], ["claude", "mcp", "add", "questions"]);
+    let after = words.iter().position(|w| w == "--").unwrap() + 1;
+    let codex: toml::Table = toml::from_str(&readme_block("codex")).expect("valid TOML");
+    let codex = &codex["mcp_servers"]["questions"];
+    let vscode: Value = serde_json::from_str(&readme_block("vscode")).expect("valid JSON");
+    let vscode = &vscode["servers"]["questions"];
+    assert_eq!(vscode["type"], "stdio");
+    let cursor: Value = serde_json::from_str(&readme_block("cursor")).expect("valid JSON");
+    let cursor = &cursor["mcpServers"]["questions"];
+    vec![
+        ("claude", words[after].clone(), words[after + 1..].to_vec()),
+        (
+            "codex",
+            codex["command"].as_str().unwrap().to_string(),
+            codex["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect(),
+        ),
+        (
+            "vscode",
+            vscode["command"].as_str().unwrap().to_string(),
+            strings(&vscode["args"]),
+        ),
+        (
+            "cursor",
+            cursor["command"].as_str().unwrap().to_string(),
+            strings(&cursor["args"]),
+        ),
+    ]
+}
+
+#[test]
+fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
+    let ledger = Ledger::new();
+    ledger.log("intake", "Goal?");
+    run(async {
+        for (host, command, args) in readme_commands() {
+            assert_eq!(command, "questions", "{host}");
+            assert_eq!(args.last().map(String::as_str), Some("mcp"), "{host}");
+            let db = args.iter().position(|a| a == "--db").expect("--db") + 1;
+            // The snippet's own arguments, with its example path swapped for this ledger.
+            let mut cmd = tokio::process::Command::new(BIN);
+            for (i, arg) in args.iter().enumerate() {
+                if i == db {
+                    cmd.arg(ledger.db());
+                } else {
+                    cmd.arg(arg);
+                }
+            }
+            cmd.current_dir(ledger.dir.path())
+                .env_remove("QUESTIONS_DB");
+            let transport = TokioChildProcess::new(cmd).unwrap();
+            let service = Client::new(host).serve(transport).await.expect(host);
+            let listed = service
+                .call_tool(params("list_questions", json!({})))
+                .await
+                .unwrap();
+            assert_eq!(listed.structured_content.unwrap()["count"], 1, "{host}");
+            service.cancel().await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn the_readme_transcript_is_what_the_server_says() {
+    crate::sqlite_only!();
+    let ledger = Ledger::new();
+    let mut transcript = String::new();
+    run(async {
+        let s = connect(&ledger, Client::new("readme")).await;
+        fn step(transcript: &mut String, tool: &str, args: &Value, result: &Value) {
+            transcript.push_str(&format!("→ {tool} {args}\n"));
+            transcript.push_str(&format!(
+                "← {}\n\n",
+                serde_json::to_string_pretty(result).unwrap()
+            ));
+        }
+        let args = json!({"stage": "intake", "questions": [
+            {"question": "Which database?", "group": "Storage",
+             "options": ["PostgreSQL (Recommended)", "SQLite"]},
+            {"question": "Project name?", "proposed": "ledger", "required": false}]});
+        let result = s.ok("ask_questions", args.clone()).await;
+        step(&mut transcript, "ask_questions", &args, &result);
+        let args = json!({"stage": "intake", "timeout_seconds": 1});
+        let result = s.ok("wait_for_answers", args.clone()).await;
+        step(&mut transcript, "wait_for_answers", &args, &result);
+        let db = ledger.db();
+        let dir = ledger.dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = bare_command(&dir);
+            cmd.arg("--db")
+                .arg(db)
+                .args(["answer", "--id", "1", "--answer", "sqlite"]);
+            assert_eq!(finish(cmd).code, 0);
+        })
+        .await
+        .unwrap();
+        transcript.push_str("$ questions answer --id 1 --answer sqlite\n\n");
+        let args = json!({"ids": [1]});
+        let result = s.ok("wait_for_answers", args.clone()).await;
+        step(&mut transcript, "wait_for_answers", &args, &result);
+        let args = json!({"stage": "intake"});
+        let result = s.ok("check_gate", args.clone()).await;
+        step(
+            &mut transcript,
+            "check_gate",
+            &args,
+            &json!({"ok": result["ok"], "gate": result["gate"], "pending_count": result["pending_count"], "…": "…"}),
+        );
+        let result = s.ok("get_answers", args.clone()).await;
+        step(
+            &mut transcript,
+            "get_answers",
+            &args,
+            &json!({"ok": result["ok"], "answered": result["answered"], "…": "…"}),
+        );
+        s.service.cancel().await.unwrap();
+    });
+    let block = format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (open, close) = ("<!-- mcp-transcript -->\n", "<!-- /mcp-transcript -->");
+    let start = readme.find(open).unwrap() + open.len();
+    let end = readme.find(close).unwrap();
+    if std::env::var_os("QUESTIONS_WRITE_README").is_some() {
+        let updated = format!("{}{block}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        readme[start..end],
+        block,
+        "the README's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
+    );
+}
