@@ -160,6 +160,11 @@ pub enum Command {
         after_help = "The watcher's position is kept in the ledger under its name: stopped and started\nagain, it goes on where it stopped. A delivery that fails is retried with backoff.\n\nExample:\n  questions watch --name notify --on logged --timeout 1 --exec 'cat >> events.jsonl'\n  questions watch --name phone --on logged --format ntfy --timeout 1 \\\n    --webhook http://127.0.0.1:9/questions"
     )]
     Watch(WatchArgs),
+    /// Serve the ledger to agents as Model Context Protocol tools on stdio (JSON-RPC on stdout)
+    #[command(
+        after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\". An agent's host starts it, e.g. for Claude Code:\nclaude mcp add questions -- questions --db /path/to/ledger.db mcp\n\nExample:\n  printf '%s%s\\n%s\\n%s\\n' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",' \\\n    '\"capabilities\":{},\"clientInfo\":{\"name\":\"sh\",\"version\":\"1\"}}}' \\\n    '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}' | questions mcp"
+    )]
+    Mcp,
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -184,8 +189,12 @@ impl Command {
         "accept-defaults",
         "ask",
         "info",
+        "decline",
+        "events",
+        "watch",
         "completions",
         "man",
+        "mcp",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -210,6 +219,7 @@ impl Command {
             Command::Watch(_) => "watch",
             Command::Completions(_) => "completions",
             Command::Man => "man",
+            Command::Mcp => "mcp",
         }
     }
 }
@@ -734,4 +744,22 @@ fn options_json(text: &str) -> Result<OptionList, String> {
             })
             .collect(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_has_its_name_listed() {
+        use clap::CommandFactory;
+        let mut defined: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        let mut listed: Vec<String> = Command::NAMES.iter().map(|n| n.to_string()).collect();
+        defined.sort();
+        listed.sort();
+        assert_eq!(listed, defined, "Command::NAMES must list every command");
+    }
 }

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cmd;
 pub mod error;
 pub mod formats;
+pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod output;

@@ -672,6 +672,33 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 
 const RECOMMENDED_SUFFIX: &str = " (recommended)";
 
+/// Trims labels, reads a " (Recommended)" suffix, refuses blank and repeated labels.
+pub fn tidy_options(options: Vec<QuestionOption>) -> Result<Vec<QuestionOption>> {
+    let mut tidy: Vec<QuestionOption> = Vec::with_capacity(options.len());
+    for opt in options {
+        let (label, marked) = split_recommended(&opt.label);
+        if label.is_empty() {
+            return Err(Error::usage(
+                "an option label is empty: every option needs a label",
+            ));
+        }
+        if tidy
+            .iter()
+            .any(|o| o.label.to_lowercase() == label.to_lowercase())
+        {
+            return Err(Error::usage(format!(
+                "the option '{label}' is given twice: option labels must differ"
+            )));
+        }
+        tidy.push(QuestionOption {
+            label: label.to_string(),
+            description: opt.description,
+            recommended: opt.recommended || marked,
+        });
+    }
+    Ok(tidy)
+}
+
 /// Splits a trailing " (Recommended)" (any case) off a label.
 pub fn split_recommended(label: &str) -> (&str, bool) {
     let trimmed = label.trim();

@@ -2,7 +2,7 @@ use super::Outcome;
 use crate::cli::LogArgs;
 use crate::error::{Error, Result};
 use crate::model::{
-    proposed_or_recommended, split_recommended, NewQuestion, OnExpiry, QuestionOption, Source,
+    proposed_or_recommended, tidy_options, NewQuestion, OnExpiry, QuestionOption, Source,
 };
 use crate::ops::{self, Expiry};
 use crate::store::Ledger;
@@ -55,31 +55,4 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         expires_at: None,
         on_expiry: OnExpiry::Keep,
     })
-}
-
-/// Trims labels, reads a " (Recommended)" suffix, refuses blank and repeated labels.
-fn tidy_options(options: Vec<QuestionOption>) -> Result<Vec<QuestionOption>> {
-    let mut tidy: Vec<QuestionOption> = Vec::with_capacity(options.len());
-    for opt in options {
-        let (label, marked) = split_recommended(&opt.label);
-        if label.is_empty() {
-            return Err(Error::usage(
-                "an option label is empty: every option needs a label",
-            ));
-        }
-        if tidy
-            .iter()
-            .any(|o| o.label.to_lowercase() == label.to_lowercase())
-        {
-            return Err(Error::usage(format!(
-                "the option '{label}' is given twice: option labels must differ"
-            )));
-        }
-        tidy.push(QuestionOption {
-            label: label.to_string(),
-            description: opt.description,
-            recommended: opt.recommended || marked,
-        });
-    }
-    Ok(tidy)
 }

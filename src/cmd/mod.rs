@@ -15,6 +15,7 @@ mod info;
 mod ingest;
 mod list;
 mod log;
+mod mcp;
 mod render;
 mod reset;
 mod skip;
@@ -181,6 +182,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Watch(args) => watch::run(l, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
+        Command::Mcp => mcp::run(l),
     }
 }
 

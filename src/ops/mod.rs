@@ -128,6 +128,17 @@ pub fn pending(ledger: &mut Ledger, stage: &str, ids: Option<&[i64]>) -> Result<
         .collect())
 }
 
+/// The questions a caller names: the stage's, narrowed to `ids` (each of which must exist,
+/// and be in the stage when one is given), whatever their status.
+pub fn named(
+    ledger: &mut Ledger,
+    stage: Option<&str>,
+    ids: Option<&[i64]>,
+) -> Result<Vec<Question>> {
+    settle(ledger)?;
+    ledger.read(|tx| select(tx, stage, ids))
+}
+
 /// The history of a question or a stage, oldest first.
 #[derive(Debug, Serialize)]
 pub struct History {

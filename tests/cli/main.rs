@@ -23,6 +23,7 @@ mod list;
 mod load;
 mod location;
 mod log;
+mod mcp;
 mod migration;
 mod parsers;
 mod people;

@@ -1,0 +1,809 @@
+//! The tools: their inputs and outputs (with JSON Schemas), and how each one maps to the
+//! operations.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ElicitRequestParams, ElicitationAction, Implementation, JsonObject,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{tool, tool_handler, tool_router, Json, Peer, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{blocking, form, MOST_WAIT};
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::formats::answers::ImportFormat;
+use crate::model::{
+    proposed_or_recommended, tidy_options, Channel, NewQuestion, OnExpiry, Question,
+    QuestionOption, Source, Status,
+};
+use crate::ops::{self, Caller, CheckRequest, Wait};
+use crate::store::{Filter, Location};
+
+/// How often a wait tells the client it is still waiting, when nothing changes.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct Server {
+    location: Location,
+    tool_router: ToolRouter<Server>,
+}
+
+/// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
+/// a tool error carrying the contract's failure document (the SDK would answer with a
+/// protocol error), and the schema the client sees is `T`'s.
+pub struct Input<T>(std::result::Result<T, String>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Input<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        Ok(Input(
+            serde_json::from_value(value).map_err(|e| e.to_string()),
+        ))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Input<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+}
+
+impl<T> Input<T> {
+    fn read(self) -> Result<T> {
+        self.0.map_err(|e| {
+            Error::usage(format!(
+                "the tool's arguments do not fit its input schema: {e}"
+            ))
+        })
+    }
+}
+
+/// One question to log, as `log` takes it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewItem {
+    /// The question text.
+    question: String,
+    /// A short label (ask tools show at most 12 characters).
+    header: Option<String>,
+    /// The question's group, e.g. the artifact section it fills; `get_answers` keys by it.
+    group: Option<String>,
+    /// Background the person needs to answer.
+    context: Option<String>,
+    /// Options to choose from: labels, or {label, description?, recommended?}.
+    /// A label ending in " (Recommended)" marks it recommended.
+    options: Option<Vec<OptionItem>>,
+    /// The person may choose several options.
+    multi_select: Option<bool>,
+    /// Free text is a valid answer besides the options (default true).
+    allow_freeform: Option<bool>,
+    /// The agent's best guess, offered to the person as the default.
+    proposed: Option<String>,
+    /// Whether the stage's gate waits for it (default true).
+    required: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OptionItem {
+    Label(String),
+    Full(FullOption),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FullOption {
+    label: String,
+    description: Option<String>,
+    #[serde(default)]
+    recommended: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskInput {
+    /// The stage the questions belong to (its gate waits for the required ones).
+    stage: String,
+    questions: Vec<NewItem>,
+    /// Wait up to this many seconds (at most 50) for the answers before returning.
+    wait_seconds: Option<f64>,
+    /// Put the pending questions to the person through the client's form (elicitation);
+    /// default: true when the client supports it.
+    elicit: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitInput {
+    /// Wait for this stage's questions (narrowed to `ids` when both are given).
+    stage: Option<String>,
+    /// Wait for these questions.
+    ids: Option<Vec<i64>>,
+    /// Return after this many seconds at most (capped at 50; default 50).
+    timeout_seconds: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckInput {
+    /// The stage to gate.
+    stage: String,
+    /// Only these questions of the stage; an unknown id is not_found.
+    ids: Option<Vec<i64>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusInput {
+    Pending,
+    Answered,
+    Skipped,
+    Declined,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListInput {
+    /// Only questions of this stage.
+    stage: Option<String>,
+    /// Only questions with this status.
+    status: Option<StatusInput>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageInput {
+    /// The stage whose answers are returned.
+    stage: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordInput {
+    /// The stage the questions belong to.
+    stage: String,
+    /// By question id: the answer text, the chosen option labels, or
+    /// {"skip": true, "reason": "…"}.
+    answers: serde_json::Map<String, Value>,
+}
+
+/// Where a question stands, for an agent to branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Answered,
+    Skipped,
+    Declined,
+    /// Its time ran out: still pending (kept), or settled by the expiry rule, not a person.
+    Expired,
+    Pending,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Outcome {
+    status: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    selected: Vec<String>,
+    /// Why it was skipped or declined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+impl Outcome {
+    fn of(q: &Question, now: &str) -> Outcome {
+        let expired = q.channel == Some(Channel::Expiry) || q.is_expired(now);
+        let status = match q.status {
+            _ if expired => State::Expired,
+            Status::Answered => State::Answered,
+            Status::Skipped => State::Skipped,
+            Status::Declined => State::Declined,
+            Status::Pending => State::Pending,
+        };
+        Outcome {
+            status,
+            answer: q.answer.clone(),
+            selected: q.selected.clone(),
+            reason: q.skip_reason.clone().or_else(|| q.decline_reason.clone()),
+        }
+    }
+}
+
+/// By question id.
+type Outcomes = BTreeMap<String, Outcome>;
+
+fn outcomes(questions: &[Question]) -> Outcomes {
+    let now = clock::now();
+    questions
+        .iter()
+        .map(|q| (q.id.to_string(), Outcome::of(q, &now)))
+        .collect()
+}
+
+/// What became of the form put to the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Elicited {
+    /// The person filled in the form; their answers are recorded.
+    Accepted,
+    /// The person declined the form: the questions stay pending; ask another way.
+    Declined,
+    /// The person dismissed the form: the questions stay pending.
+    Cancelled,
+    /// The client cannot show forms (no elicitation capability).
+    Unsupported,
+    /// `elicit: false`.
+    NotRequested,
+    /// No question was pending.
+    NothingPending,
+    /// The form could not be shown or its answers not recorded (see `elicitation_error`):
+    /// the questions stay pending.
+    Failed,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Asked {
+    question_ids: Vec<i64>,
+    created_ids: Vec<i64>,
+    outcomes: Outcomes,
+    elicitation: Elicited,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elicitation_error: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Waited {
+    question_ids: Vec<i64>,
+    /// Every named question has left `pending`.
+    settled: bool,
+    timed_out: bool,
+    outcomes: Outcomes,
+}
+
+/// The contract's failure document as a tool error; the message goes to stderr too.
+fn failure(procedure: &str, err: &Error) -> CallToolResult {
+    crate::output::note(&format!("{procedure}: error: {}", err.message));
+    CallToolResult::structured_error(crate::output::failure_body(Some(procedure), err))
+}
+
+/// A result in the contract's envelope: `ok`, `procedure`, then the result's own keys.
+fn document(ok: bool, procedure: &str, result: &impl Serialize) -> Result<CallToolResult> {
+    let mut body = serde_json::Map::new();
+    body.insert("ok".into(), Value::Bool(ok));
+    body.insert("procedure".into(), Value::String(procedure.into()));
+    match serde_json::to_value(result).map_err(|e| Error::db(e.to_string()))? {
+        Value::Object(fields) => body.extend(fields),
+        other => return Err(Error::db(format!("not a document: {other}"))),
+    }
+    Ok(CallToolResult::structured(Value::Object(body)))
+}
+
+/// The output schema of a tool that returns a command's document: the command's own
+/// schema in schema/, with the question schema it refers to put in place.
+fn command_schema(name: &str) -> Arc<JsonObject> {
+    let text = match name {
+        "check" => include_str!("../../schema/check.json"),
+        "list" => include_str!("../../schema/list.json"),
+        "answers" => include_str!("../../schema/answers.json"),
+        "import" => include_str!("../../schema/import.json"),
+        _ => unreachable!("no schema named {name}"),
+    };
+    let question: Value =
+        serde_json::from_str(include_str!("../../schema/question.json")).expect("question.json");
+    let mut schema: Value = serde_json::from_str(text).expect("a command schema");
+    inline_refs(&mut schema, &question);
+    match schema {
+        Value::Object(mut object) => {
+            object.remove("$schema");
+            object.remove("title");
+            Arc::new(object)
+        }
+        _ => unreachable!("a command schema is an object"),
+    }
+}
+
+fn inline_refs(value: &mut Value, question: &Value) {
+    match value {
+        Value::Object(object) => {
+            if object.get("$ref").and_then(Value::as_str) == Some("question.json") {
+                let mut inlined = question.clone();
+                if let Value::Object(q) = &mut inlined {
+                    q.remove("$schema");
+                    q.remove("$id");
+                }
+                *value = inlined;
+                return;
+            }
+            for v in object.values_mut() {
+                inline_refs(v, question);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| inline_refs(v, question)),
+        _ => {}
+    }
+}
+
+fn seconds(value: Option<f64>, default: Duration, name: &str) -> Result<Duration> {
+    match value {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s).min(MOST_WAIT)),
+        Some(s) => Err(Error::usage(format!(
+            "{name} must be a number of seconds, 0 or more (at most 50 are waited); got {s}"
+        ))),
+    }
+}
+
+fn non_blank(text: &str, what: &str) -> Result<String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(Error::usage(format!("{what} is empty: give it a text")));
+    }
+    Ok(trimmed.to_string())
+}
+
+fn blank_to_none(text: Option<String>) -> Option<String> {
+    text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
+}
+
+/// A question of `ask_questions`, checked as `log` checks its flags.
+fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
+    let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
+    let question = non_blank(&item.question, "the question").map_err(place)?;
+    let options = item
+        .options
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| match o {
+            OptionItem::Label(label) => QuestionOption {
+                label,
+                description: None,
+                recommended: false,
+            },
+            OptionItem::Full(FullOption {
+                label,
+                description,
+                recommended,
+            }) => QuestionOption {
+                label,
+                description,
+                recommended,
+            },
+        })
+        .collect();
+    let options = tidy_options(options).map_err(place)?;
+    let multi_select = item.multi_select.unwrap_or(false);
+    let allow_freeform = item.allow_freeform.unwrap_or(true);
+    if options.is_empty() && (multi_select || !allow_freeform) {
+        return Err(place(Error::usage(
+            "multi_select and allow_freeform: false need options to choose from: add options",
+        )));
+    }
+    Ok(NewQuestion {
+        stage: stage.to_string(),
+        group_name: blank_to_none(item.group),
+        question,
+        proposed: proposed_or_recommended(blank_to_none(item.proposed), &options),
+        required: item.required.unwrap_or(true),
+        header: blank_to_none(item.header),
+        context: blank_to_none(item.context),
+        options,
+        multi_select,
+        allow_freeform,
+        source: Source::AskUser,
+        expires_at: None,
+        on_expiry: OnExpiry::Keep,
+    })
+}
+
+/// The person behind the client: `mcp:<client name>`.
+fn caller(peer: &Peer<RoleServer>) -> Caller {
+    let name = peer
+        .peer_info()
+        .map(|info| info.client_info.name.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "client".to_string());
+    Caller {
+        by: Some(format!("mcp:{name}")),
+        channel: Channel::Mcp,
+    }
+}
+
+/// Tells the client how far a wait has got, when it asked to be told.
+struct Progress {
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    told: Option<(usize, Instant)>,
+}
+
+impl Progress {
+    fn new(context: &RequestContext<RoleServer>) -> Progress {
+        Progress {
+            peer: context.peer.clone(),
+            token: context.meta.get_progress_token(),
+            told: None,
+        }
+    }
+
+    /// Sends when the count changed, or as a heartbeat.
+    async fn tell(&mut self, settled: usize, total: usize) {
+        let Some(token) = self.token.clone() else {
+            return;
+        };
+        let due = match self.told {
+            None => true,
+            Some((n, at)) => n != settled || at.elapsed() >= HEARTBEAT,
+        };
+        if !due {
+            return;
+        }
+        self.told = Some((settled, Instant::now()));
+        let note = ProgressNotificationParam::new(token, settled as f64)
+            .with_total(total as f64)
+            .with_message(format!("{settled} of {total} question(s) settled"));
+        let _ = self.peer.notify_progress(note).await;
+    }
+}
+
+impl Server {
+    pub fn new(location: Location) -> Server {
+        Server {
+            location,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Reads the named questions until none is pending, `limit` runs out, or the client
+    /// cancels; the last reading, and whether it timed out. The reading and waiting run on
+    /// a thread of their own (see `blocking`), which reports each count as it goes.
+    async fn wait(
+        &self,
+        stage: Option<String>,
+        ids: Option<Vec<i64>>,
+        limit: Duration,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Vec<Question>, bool)> {
+        enum Report {
+            Count(usize, usize),
+            Done(Result<(Vec<Question>, bool)>),
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let location = self.location.clone();
+        let cancelled = context.ct.clone();
+        std::thread::Builder::new()
+            .name("questions-wait".into())
+            .spawn(move || {
+                let deadline = Instant::now() + limit;
+                let mut ledger = crate::store::Ledger::new(location);
+                let outcome = loop {
+                    let questions = match ops::named(&mut ledger, stage.as_deref(), ids.as_deref())
+                    {
+                        Ok(q) => q,
+                        Err(e) => break Err(e),
+                    };
+                    let pending = questions
+                        .iter()
+                        .filter(|q| q.status == Status::Pending)
+                        .count();
+                    let total = questions.len();
+                    if tx.send(Report::Count(total - pending, total)).is_err() {
+                        return; // nobody is waiting any more
+                    }
+                    let now = Instant::now();
+                    if pending == 0 {
+                        break Ok((questions, false));
+                    }
+                    if now >= deadline || cancelled.is_cancelled() {
+                        break Ok((questions, true));
+                    }
+                    // A failed wait is only a shorter pause: the next read reports errors.
+                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
+                };
+                let _ = tx.send(Report::Done(outcome));
+            })
+            .map_err(|e| Error::io(format!("cannot start a thread for the wait: {e}")))?;
+        let mut progress = Progress::new(context);
+        while let Some(report) = rx.recv().await {
+            match report {
+                Report::Count(settled, total) => progress.tell(settled, total).await,
+                Report::Done(outcome) => return outcome,
+            }
+        }
+        Err(Error::db(
+            "internal error: the wait stopped before it finished",
+        ))
+    }
+
+    async fn ask(&self, input: AskInput, context: &RequestContext<RoleServer>) -> Result<Asked> {
+        let stage = non_blank(&input.stage, "stage")?;
+        if input.questions.is_empty() {
+            return Err(Error::usage(
+                "questions is empty: give at least one {\"question\": …}",
+            ));
+        }
+        let wait = seconds(input.wait_seconds, Duration::ZERO, "wait_seconds")?;
+        let new: Vec<NewQuestion> = input
+            .questions
+            .into_iter()
+            .enumerate()
+            .map(|(at, item)| new_question(&stage, item, at))
+            .collect::<Result<_>>()?;
+        let logged = blocking(self.location.clone(), move |ledger| {
+            new.iter()
+                .map(|q| ops::log(ledger, q, false))
+                .collect::<Result<Vec<_>>>()
+        })
+        .await?;
+        let mut question_ids: Vec<i64> = Vec::new();
+        for l in &logged {
+            if !question_ids.contains(&l.question_id) {
+                question_ids.push(l.question_id);
+            }
+        }
+        let created_ids = logged
+            .iter()
+            .filter(|l| l.created)
+            .map(|l| l.question_id)
+            .collect();
+
+        let supported = context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form);
+        let (elicitation, elicitation_error) = match (input.elicit, supported) {
+            (Some(false), _) => (Elicited::NotRequested, None),
+            (_, false) => (Elicited::Unsupported, None),
+            (_, true) => match self.elicit(&stage, &question_ids, context).await {
+                Ok(done) => (done, None),
+                Err(e) => {
+                    crate::output::note(&format!("ask_questions: the form failed: {e}"));
+                    (Elicited::Failed, Some(e.message))
+                }
+            },
+        };
+
+        let (questions, _) = self
+            .wait(Some(stage), Some(question_ids.clone()), wait, context)
+            .await?;
+        Ok(Asked {
+            question_ids,
+            created_ids,
+            outcomes: outcomes(&questions),
+            elicitation,
+            elicitation_error,
+        })
+    }
+
+    /// Puts the pending questions among `ids` to the person through the client's form,
+    /// and records what they chose.
+    async fn elicit(
+        &self,
+        stage: &str,
+        ids: &[i64],
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Elicited> {
+        let (s, i) = (stage.to_string(), ids.to_vec());
+        let pending = blocking(self.location.clone(), move |ledger| {
+            ops::pending(ledger, &s, Some(&i))
+        })
+        .await?;
+        if pending.is_empty() {
+            return Ok(Elicited::NothingPending);
+        }
+        let (message, schema) = form::build(&pending)?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let reply = context
+            .peer
+            .create_elicitation(params)
+            .await
+            .map_err(|e| Error::io(format!("the client did not show the form: {e}")))?;
+        match reply.action {
+            ElicitationAction::Accept => {}
+            ElicitationAction::Decline => return Ok(Elicited::Declined),
+            _ => return Ok(Elicited::Cancelled),
+        }
+        let chosen = form::read(&pending, reply.content.as_ref())?;
+        let caller = caller(&context.peer);
+        let stage = stage.to_string();
+        blocking(self.location.clone(), move |ledger| {
+            ops::record_choices(ledger, &caller, &stage, &chosen)
+        })
+        .await?;
+        Ok(Elicited::Accepted)
+    }
+}
+
+#[tool_router]
+impl Server {
+    /// Logs questions for a person (the same stage, group and text again is the one on
+    /// record), puts them to the person through the client's form when it can show one,
+    /// and returns each question's outcome, at once or after at most `wait_seconds`.
+    #[tool(
+        description = "Log questions that need a person's answer (the same stage, group and question text again returns the question on record), put the pending ones to the person through the client's form when the client supports elicitation, and return each question's outcome (answered, skipped, declined, expired or pending) at once or after waiting up to wait_seconds (at most 50). Questions left pending stay answerable by any means; wait_for_answers picks them up later.",
+        annotations(open_world_hint = false)
+    )]
+    async fn ask_questions(
+        &self,
+        Parameters(input): Parameters<Input<AskInput>>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<Json<Asked>, CallToolResult> {
+        let run = async { self.ask(input.read()?, &context).await };
+        run.await
+            .map(Json)
+            .map_err(|e| failure("ask_questions", &e))
+    }
+
+    #[tool(
+        description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn wait_for_answers(
+        &self,
+        Parameters(input): Parameters<Input<WaitInput>>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<Json<Waited>, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let stage = input
+                .stage
+                .as_deref()
+                .map(|s| non_blank(s, "stage"))
+                .transpose()?;
+            if stage.is_none() && input.ids.is_none() {
+                return Err(Error::usage(
+                    "name the questions to wait for: give stage, ids, or both",
+                ));
+            }
+            let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;
+            let (questions, timed_out) = self.wait(stage, input.ids, limit, &context).await?;
+            Ok(Waited {
+                question_ids: questions.iter().map(|q| q.id).collect(),
+                settled: !timed_out,
+                timed_out,
+                outcomes: outcomes(&questions),
+            })
+        };
+        run.await
+            .map(Json)
+            .map_err(|e| failure("wait_for_answers", &e))
+    }
+
+    #[tool(
+        description = "The stage gate, as `questions check` reports it: gate pass or fail, the required questions still pending, and the declined ones to ask another way.",
+        output_schema = command_schema("check"),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn check_gate(
+        &self,
+        Parameters(input): Parameters<Input<CheckInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let req = CheckRequest {
+                stage: Some(non_blank(&input.stage, "stage")?),
+                ids: input.ids,
+                strict: false,
+                wait: Wait::No,
+            };
+            let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
+            document(report.gate.passes(), "check", &report)
+        };
+        run.await.map_err(|e| failure("check_gate", &e))
+    }
+
+    #[tool(
+        description = "List questions, oldest first, as `questions list` does: every question, or a stage's, or those with a status.",
+        output_schema = command_schema("list"),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_questions(
+        &self,
+        Parameters(input): Parameters<Input<ListInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        #[derive(Serialize)]
+        struct Listed {
+            count: usize,
+            questions: Vec<Question>,
+        }
+        let run = async {
+            let input = input.read()?;
+            let filter = Filter {
+                stage: input
+                    .stage
+                    .as_deref()
+                    .map(|s| non_blank(s, "stage"))
+                    .transpose()?,
+                status: input.status.map(|s| match s {
+                    StatusInput::Pending => Status::Pending,
+                    StatusInput::Answered => Status::Answered,
+                    StatusInput::Skipped => Status::Skipped,
+                    StatusInput::Declined => Status::Declined,
+                }),
+                ..Filter::default()
+            };
+            let questions = blocking(self.location.clone(), move |l| ops::list(l, &filter)).await?;
+            document(
+                true,
+                "list",
+                &Listed {
+                    count: questions.len(),
+                    questions,
+                },
+            )
+        };
+        run.await.map_err(|e| failure("list_questions", &e))
+    }
+
+    #[tool(
+        description = "What a re-invoked agent needs, as `questions answers` reports it: the stage's answers keyed by group, header or question text, with a detail per question.",
+        output_schema = command_schema("answers"),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_answers(
+        &self,
+        Parameters(input): Parameters<Input<StageInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let stage = non_blank(&input.read()?.stage, "stage")?;
+            let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
+            document(true, "answers", &report)
+        };
+        run.await.map_err(|e| failure("get_answers", &e))
+    }
+
+    #[tool(
+        description = "Record answers the agent obtained through its own asking tool, all or nothing, each checked as `questions answer` checks it: by question id, the answer text, the chosen option labels, or {\"skip\": true, \"reason\": \"…\"}.",
+        output_schema = command_schema("import"),
+        annotations(destructive_hint = false, open_world_hint = false)
+    )]
+    async fn record_answers(
+        &self,
+        Parameters(input): Parameters<Input<RecordInput>>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let stage = non_blank(&input.stage, "stage")?;
+            let text = Value::Object(input.answers).to_string();
+            let caller = caller(&context.peer);
+            let imported = blocking(self.location.clone(), move |l| {
+                ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
+            })
+            .await?;
+            document(true, "import", &imported)
+        };
+        run.await.map_err(|e| failure("record_answers", &e))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("questions", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "A durable ledger of the questions that need a person's answer. Log them with ask_questions (stage + questions), then wait_for_answers or check_gate before going on; get_answers returns what the person said. Nothing is lost if a call times out: call wait_for_answers again.",
+            )
+    }
+}

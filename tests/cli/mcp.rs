@@ -1,0 +1,952 @@
+//! `questions mcp`, driven by a real MCP client (rmcp's client side) that spawns the
+//! binary as a child process, as an agent's host does.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ProgressNotificationParam, Request,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// How the test person answers a form: from its requested schema, an action and content.
+type Person = Arc<dyn Fn(&Value) -> (ElicitationAction, Option<Value>) + Send + Sync>;
+
+#[derive(Clone)]
+struct Client {
+    name: String,
+    person: Option<Person>,
+    forms: Arc<Mutex<Vec<Value>>>,
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl Client {
+    fn new(name: &str) -> Client {
+        Client {
+            name: name.to_string(),
+            person: None,
+            forms: Arc::default(),
+            progress: Arc::default(),
+        }
+    }
+
+    /// A client that shows forms, answered by `person`.
+    fn with_person(
+        name: &str,
+        person: impl Fn(&Value) -> (ElicitationAction, Option<Value>) + Send + Sync + 'static,
+    ) -> Client {
+        Client {
+            person: Some(Arc::new(person)),
+            ..Client::new(name)
+        }
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.person {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new(&self.name, "1.0.0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = request
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap();
+        self.forms.lock().unwrap().push(schema.clone());
+        let person = self
+            .person
+            .as_ref()
+            .expect("a form sent to a client without forms");
+        let (action, content) = person(&schema);
+        let mut result = ElicitResult::new(action);
+        if let Some(content) = content {
+            result = result.with_content(content);
+        }
+        Ok(result)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+/// A connected client, with the output schema of each tool the server listed.
+struct Session {
+    service: RunningService<RoleClient, Client>,
+    client: Client,
+    output_schemas: HashMap<String, Value>,
+    pid: Option<u32>,
+}
+
+fn server_command(ledger: &Ledger) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--db")
+        .arg(ledger.db())
+        .arg("mcp")
+        .current_dir(ledger.dir.path())
+        .env_remove("QUESTIONS_DB")
+        .env_remove("QUESTIONS_USER")
+        .env("QUESTIONS_NOW", NOW);
+    cmd
+}
+
+async fn connect(ledger: &Ledger, client: Client) -> Session {
+    let transport = TokioChildProcess::new(server_command(ledger)).expect("spawn questions mcp");
+    let pid = transport.id();
+    let service = client.clone().serve(transport).await.expect("initialize");
+    let tools = service.list_all_tools().await.expect("tools/list");
+    let output_schemas = tools
+        .iter()
+        .map(|t| {
+            let schema = t
+                .output_schema
+                .as_ref()
+                .expect("every tool has an output schema");
+            (t.name.to_string(), Value::Object((**schema).clone()))
+        })
+        .collect();
+    Session {
+        service,
+        client,
+        output_schemas,
+        pid,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs a test's client side, with a limit so that a hang fails instead of stalling.
+fn run<F: std::future::Future<Output = ()>>(test: F) {
+    runtime().block_on(async {
+        tokio::time::timeout(Duration::from_secs(180), test)
+            .await
+            .expect("the test finished in time")
+    });
+}
+
+fn params(tool: &str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_string())
+        .with_arguments(args.as_object().expect("arguments object").clone())
+}
+
+fn assert_valid(schema: &Value, doc: &Value, what: &str) {
+    let validator = jsonschema::validator_for(schema)
+        .unwrap_or_else(|e| panic!("{what}: the schema does not compile: {e}\n{schema:#}"));
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} rejects:\n{doc:#}\n{}",
+        errors.join("\n")
+    );
+}
+
+fn schema_file(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schema")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+impl Session {
+    async fn call(&self, tool: &str, args: Value) -> CallToolResult {
+        self.service
+            .call_tool(params(tool, args))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: {e}"))
+    }
+
+    /// A call that must succeed: its structured content, checked against the tool's
+    /// output schema, and the same document in its text content.
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args).await;
+        assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+        let doc = result
+            .structured_content
+            .clone()
+            .expect("structuredContent");
+        assert_valid(&self.output_schemas[tool], &doc, tool);
+        let text = result.content[0]
+            .as_text()
+            .expect("a text block")
+            .text
+            .clone();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc);
+        doc
+    }
+
+    /// A call that must fail: the failure document (checked against schema/error.json).
+    async fn fails(&self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args).await;
+        assert_eq!(result.is_error, Some(true), "{tool} succeeded: {result:?}");
+        let doc = result
+            .structured_content
+            .clone()
+            .expect("structuredContent");
+        assert_valid(&schema_file("error"), &doc, "error.json");
+        assert_eq!(doc["ok"], false);
+        assert_eq!(doc["procedure"], tool);
+        doc
+    }
+}
+
+fn id_list(v: &Value) -> Vec<i64> {
+    ids(v)
+}
+
+#[test]
+fn every_tool_works_and_the_cli_sees_the_same_ledger() {
+    let ledger = Ledger::new();
+    run(async {
+        let s = connect(&ledger, Client::new("test-client")).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [
+                    {"question": "Which database?", "group": "Storage",
+                     "options": ["PostgreSQL (Recommended)", {"label": "SQLite", "description": "one file"}],
+                     "allow_freeform": false},
+                    {"question": "Project name?", "proposed": "ledger", "required": false}
+                ]}),
+            )
+            .await;
+        let q = id_list(&asked["question_ids"]);
+        assert_eq!(q.len(), 2);
+        assert_eq!(id_list(&asked["created_ids"]), q);
+        assert_eq!(asked["elicitation"], "unsupported");
+        assert_eq!(asked["outcomes"][q[0].to_string()]["status"], "pending");
+
+        // The same questions again are the ones on record.
+        let again = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [
+                    {"question": "Which database?", "group": "Storage", "options": ["PostgreSQL", "SQLite"]}
+                ]}),
+            )
+            .await;
+        assert_eq!(id_list(&again["question_ids"]), vec![q[0]]);
+        assert!(id_list(&again["created_ids"]).is_empty());
+
+        let gate = s.ok("check_gate", json!({"stage": "intake"})).await;
+        assert_eq!(gate["procedure"], "check");
+        assert_eq!(gate["gate"], "fail");
+        assert_eq!(gate["ok"], false);
+        assert_eq!(gate["pending_count"], 1);
+        assert_eq!(gate["optional_pending"], 1);
+
+        let listed = s
+            .ok(
+                "list_questions",
+                json!({"stage": "intake", "status": "pending"}),
+            )
+            .await;
+        assert_eq!(listed["count"], 2);
+        assert_eq!(listed["questions"][0]["source"], "ask-user");
+        assert_eq!(listed["questions"][0]["proposed"], "PostgreSQL");
+
+        let recorded = s
+            .ok(
+                "record_answers",
+                json!({"stage": "intake", "answers": {q[0].to_string(): "sqlite"}}),
+            )
+            .await;
+        assert_eq!(recorded["procedure"], "import");
+        assert_eq!(id_list(&recorded["answered_ids"]), vec![q[0]]);
+
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"ids": [q[0]], "timeout_seconds": 5}),
+            )
+            .await;
+        assert_eq!(waited["settled"], true);
+        let outcome = &waited["outcomes"][q[0].to_string()];
+        assert_eq!(outcome["status"], "answered");
+        assert_eq!(outcome["answer"], "SQLite");
+        assert_eq!(outcome["selected"], json!(["SQLite"]));
+
+        let answers = s.ok("get_answers", json!({"stage": "intake"})).await;
+        assert_eq!(answers["procedure"], "answers");
+        assert_eq!(answers["answered"]["Storage"], "SQLite");
+        assert_eq!(answers["answered"]["Project name?"], "ledger");
+
+        let gate = s.ok("check_gate", json!({"stage": "intake"})).await;
+        assert_eq!(gate["gate"], "pass");
+        assert_eq!(gate["ok"], true);
+
+        // A skip recorded through the tool, seen as a typed outcome.
+        s.ok(
+            "record_answers",
+            json!({"stage": "intake", "answers": {q[1].to_string(): {"skip": true, "reason": "later"}}}),
+        )
+        .await;
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"stage": "intake", "timeout_seconds": 1}),
+            )
+            .await;
+        assert_eq!(waited["outcomes"][q[1].to_string()]["status"], "skipped");
+        assert_eq!(waited["outcomes"][q[1].to_string()]["reason"], "later");
+        s.service.cancel().await.unwrap();
+    });
+    // The command line reads the same ledger, and names who answered through what.
+    let q = ledger.question(1);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["channel"], "mcp");
+    assert_eq!(q["answered_by"], "mcp:test-client");
+}
+
+/// The test person: picks the second option of a single-select, the first two of a
+/// multi-select, and types into a text field.
+fn fill(schema: &Value) -> Value {
+    let mut content = serde_json::Map::new();
+    for (key, p) in schema["properties"].as_object().unwrap() {
+        let value = if let Some(one_of) = p["oneOf"].as_array() {
+            one_of[1]["const"].clone()
+        } else if p["type"] == "array" {
+            json!(p["items"]["enum"].as_array().unwrap()[..2])
+        } else {
+            json!(format!("typed for {key}"))
+        };
+        content.insert(key.clone(), value);
+    }
+    Value::Object(content)
+}
+
+/// Every form the server sent is one the protocol allows.
+fn assert_forms_valid(forms: &[Value]) {
+    assert!(!forms.is_empty(), "no form was sent");
+    let restricted = schema_file("elicitation-form");
+    for form in forms {
+        assert_valid(&restricted, form, "elicitation-form.json");
+        let props = form["properties"].as_object().unwrap();
+        for name in form["required"].as_array().unwrap_or(&Vec::new()) {
+            assert!(
+                props.contains_key(name.as_str().unwrap()),
+                "required {name} is no property"
+            );
+        }
+    }
+}
+
+fn three_questions() -> Value {
+    json!({"stage": "design", "questions": [
+        {"question": "Which database?", "header": "Database",
+         "options": [{"label": "PostgreSQL", "recommended": true}, {"label": "SQLite", "description": "one file"}]},
+        {"question": "Which platforms?", "options": ["Linux", "macOS", "Windows"], "multi_select": true,
+         "proposed": "Linux, macOS"},
+        {"question": "Project name?", "proposed": "ledger", "required": false, "context": "shown in the UI"}
+    ]})
+}
+
+#[test]
+fn a_form_accepted_by_the_person_records_the_answers() {
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::with_person("form-client", |schema| {
+            (ElicitationAction::Accept, Some(fill(schema)))
+        });
+        let s = connect(&ledger, client).await;
+        let asked = s.ok("ask_questions", three_questions()).await;
+        assert_eq!(asked["elicitation"], "accepted");
+        let q = id_list(&asked["question_ids"]);
+        let o = &asked["outcomes"];
+        assert_eq!(o[q[0].to_string()]["status"], "answered");
+        assert_eq!(o[q[0].to_string()]["answer"], "SQLite");
+        assert_eq!(o[q[1].to_string()]["selected"], json!(["Linux", "macOS"]));
+        assert_eq!(
+            o[q[2].to_string()]["answer"],
+            format!("typed for q{}", q[2])
+        );
+
+        let forms = s.client.forms.lock().unwrap().clone();
+        assert_forms_valid(&forms);
+        let form = &forms[0];
+        let single = &form["properties"][format!("q{}", q[0])];
+        assert_eq!(single["title"], "Database");
+        assert_eq!(single["default"], "PostgreSQL");
+        assert_eq!(
+            single["oneOf"][1],
+            json!({"const": "SQLite", "title": "SQLite — one file"})
+        );
+        let multi = &form["properties"][format!("q{}", q[1])];
+        assert_eq!(multi["type"], "array");
+        assert_eq!(multi["items"]["enum"], json!(["Linux", "macOS", "Windows"]));
+        assert_eq!(multi["default"], json!(["Linux", "macOS"]));
+        let text = &form["properties"][format!("q{}", q[2])];
+        assert_eq!(text["type"], "string");
+        assert_eq!(text["default"], "ledger");
+        assert_eq!(
+            form["required"],
+            json!([format!("q{}", q[0]), format!("q{}", q[1])])
+        );
+
+        // Answered questions are not put to the person again.
+        let again = s.ok("ask_questions", three_questions()).await;
+        assert_eq!(again["elicitation"], "nothing_pending");
+        assert_eq!(s.client.forms.lock().unwrap().len(), 1);
+        s.service.cancel().await.unwrap();
+    });
+    for q in ledger.all() {
+        assert_eq!(q["status"], "answered");
+        assert_eq!(q["channel"], "mcp");
+        assert_eq!(q["answered_by"], "mcp:form-client");
+    }
+}
+
+#[test]
+fn a_declined_or_cancelled_form_leaves_the_questions_pending_and_says_which() {
+    let ledger = Ledger::new();
+    run(async {
+        for (action, said) in [
+            (ElicitationAction::Decline, "declined"),
+            (ElicitationAction::Cancel, "cancelled"),
+        ] {
+            let client = Client::with_person("form-client", move |_| (action.clone(), None));
+            let s = connect(&ledger, client).await;
+            let asked = s.ok("ask_questions", three_questions()).await;
+            assert_eq!(asked["elicitation"], said);
+            for (_, outcome) in asked["outcomes"].as_object().unwrap() {
+                assert_eq!(outcome["status"], "pending");
+            }
+            assert_forms_valid(&s.client.forms.lock().unwrap());
+            s.service.cancel().await.unwrap();
+        }
+        // elicit: false sends no form, even to a client that can show one.
+        let client = Client::with_person("form-client", |_| panic!("no form was wanted"));
+        let s = connect(&ledger, client).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "design", "questions": [{"question": "Which database?", "header": "Database"}], "elicit": false}),
+            )
+            .await;
+        assert_eq!(asked["elicitation"], "not_requested");
+        s.service.cancel().await.unwrap();
+    });
+    assert!(ledger.all().iter().all(|q| q["status"] == "pending"));
+}
+
+#[test]
+fn a_client_that_times_out_loses_nothing_and_the_next_wait_sees_a_cli_answer() {
+    let ledger = Ledger::new();
+    run(async {
+        let s = connect(&ledger, Client::new("impatient")).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "release", "questions": [{"question": "Ship it?"}]}),
+            )
+            .await;
+        let id = id_list(&asked["question_ids"])[0];
+
+        // The client gives up on a wait before the server does.
+        let request = ClientRequest::CallToolRequest(Request::new(params(
+            "wait_for_answers",
+            json!({"ids": [id], "timeout_seconds": 30}),
+        )));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(Duration::from_millis(800));
+        let handle = s
+            .service
+            .send_request_with_option(request, options)
+            .await
+            .unwrap();
+        let gave_up = handle.await_response().await;
+        assert!(
+            matches!(gave_up, Err(rmcp::ServiceError::Timeout { .. })),
+            "{gave_up:?}"
+        );
+
+        // A person answers on the command line; the next wait returns it at once.
+        let db = ledger.db();
+        let dir = ledger.dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = bare_command(&dir);
+            cmd.arg("--db")
+                .arg(db)
+                .args(["answer", "--id", &id.to_string(), "--answer", "Yes"]);
+            let run = finish(cmd);
+            assert_eq!(run.code, 0, "{run:?}");
+        })
+        .await
+        .unwrap();
+        let started = Instant::now();
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"ids": [id], "timeout_seconds": 20}),
+            )
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(waited["outcomes"][id.to_string()]["status"], "answered");
+        assert_eq!(waited["outcomes"][id.to_string()]["answer"], "Yes");
+
+        // A wait under way sees an answer given meanwhile, and tells progress while it waits.
+        let second = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "release", "questions": [{"question": "Tag it?"}]}),
+            )
+            .await;
+        let id2 = id_list(&second["question_ids"])[0];
+        let db = ledger.db();
+        let dir = ledger.dir.path().to_path_buf();
+        let answerer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            tokio::task::spawn_blocking(move || {
+                let mut cmd = bare_command(&dir);
+                cmd.arg("--db").arg(db).args([
+                    "skip",
+                    "--id",
+                    &id2.to_string(),
+                    "--reason",
+                    "no tags",
+                ]);
+                assert_eq!(finish(cmd).code, 0);
+            })
+            .await
+            .unwrap();
+        });
+        let started = Instant::now();
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"stage": "release", "timeout_seconds": 40}),
+            )
+            .await;
+        answerer.await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(waited["settled"], true);
+        assert_eq!(waited["outcomes"][id2.to_string()]["status"], "skipped");
+        let progress = s.client.progress.lock().unwrap().clone();
+        assert!(!progress.is_empty(), "no progress notification");
+        // The stage's two questions, counted as they settle.
+        assert!(
+            progress.iter().any(|p| p.total == Some(2.0)),
+            "{progress:?}"
+        );
+        s.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn a_wait_that_runs_out_returns_the_pending_outcomes() {
+    let ledger = Ledger::new();
+    let id = ledger.log("intake", "Goal?");
+    run(async {
+        let s = connect(&ledger, Client::new("waiter")).await;
+        let started = Instant::now();
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"stage": "intake", "timeout_seconds": 1.5}),
+            )
+            .await;
+        assert!(started.elapsed() >= Duration::from_millis(1400));
+        assert_eq!(waited["timed_out"], true);
+        assert_eq!(waited["settled"], false);
+        assert_eq!(waited["outcomes"][id.to_string()]["status"], "pending");
+        s.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn a_killed_server_loses_nothing_and_a_new_one_goes_on() {
+    let ledger = Ledger::new();
+    run(async {
+        let s = connect(&ledger, Client::new("first")).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}, {"question": "Budget?"}]}),
+            )
+            .await;
+        let q = id_list(&asked["question_ids"]);
+        s.ok(
+            "record_answers",
+            json!({"stage": "intake", "answers": {q[0].to_string(): "A blog"}}),
+        )
+        .await;
+        let pid = s.pid.expect("the server's pid");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        drop(s);
+
+        let s = connect(&ledger, Client::new("second")).await;
+        let waited = s
+            .ok(
+                "wait_for_answers",
+                json!({"ids": q.clone(), "timeout_seconds": 0}),
+            )
+            .await;
+        assert_eq!(waited["outcomes"][q[0].to_string()]["answer"], "A blog");
+        assert_eq!(waited["outcomes"][q[1].to_string()]["status"], "pending");
+        s.ok(
+            "record_answers",
+            json!({"stage": "intake", "answers": {q[1].to_string(): "Small"}}),
+        )
+        .await;
+        let gate = s.ok("check_gate", json!({"stage": "intake"})).await;
+        assert_eq!(gate["gate"], "pass");
+        s.service.cancel().await.unwrap();
+    });
+    assert_eq!(ledger.question(2)["answered_by"], "mcp:second");
+}
+
+#[test]
+fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serving() {
+    let ledger = Ledger::new();
+    let closed = ledger.log_with(
+        "intake",
+        "DB?",
+        &["--option", "A", "--option", "B", "--no-freeform"],
+    );
+    run(async {
+        let s = connect(&ledger, Client::new("careless")).await;
+        let missing = s.fails("ask_questions", json!({"stage": "intake"})).await;
+        assert_eq!(missing["error_code"], "usage");
+        assert!(
+            missing["error"].as_str().unwrap().contains("questions"),
+            "{missing}"
+        );
+
+        let typo = s
+            .fails(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"queston": "Goal?"}]}),
+            )
+            .await;
+        assert_eq!(typo["error_code"], "usage");
+        assert!(
+            typo["error"].as_str().unwrap().contains("queston"),
+            "{typo}"
+        );
+
+        let blank = s
+            .fails(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}, {"question": "  "}]}),
+            )
+            .await;
+        assert_eq!(blank["error_code"], "usage");
+        assert!(
+            blank["error"].as_str().unwrap().contains("questions[1]"),
+            "{blank}"
+        );
+
+        let neither = s.fails("wait_for_answers", json!({})).await;
+        assert_eq!(neither["error_code"], "usage");
+
+        let unknown = s
+            .fails(
+                "wait_for_answers",
+                json!({"ids": [999], "timeout_seconds": 1}),
+            )
+            .await;
+        assert_eq!(unknown["error_code"], "not_found");
+
+        let wrong = s
+            .fails(
+                "record_answers",
+                json!({"stage": "intake", "answers": {closed.to_string(): "C"}}),
+            )
+            .await;
+        assert_eq!(wrong["error_code"], "invalid_answer");
+
+        let negative = s
+            .fails(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}], "wait_seconds": -1}),
+            )
+            .await;
+        assert_eq!(negative["error_code"], "usage");
+
+        // Nothing of the failed calls was logged, and the server still answers.
+        let listed = s.ok("list_questions", json!({})).await;
+        assert_eq!(listed["count"], 1);
+        s.service.cancel().await.unwrap();
+    });
+}
+
+#[test]
+fn eight_clients_at_once_lose_nothing() {
+    let ledger = Ledger::new();
+    run(async {
+        let mut clients = Vec::new();
+        for n in 0..8 {
+            clients.push(connect(&ledger, Client::new(&format!("agent-{n}"))).await);
+        }
+        let mut tasks = Vec::new();
+        for (n, s) in clients.into_iter().enumerate() {
+            tasks.push(tokio::spawn(async move {
+                let stage = format!("stage-{n}");
+                let questions: Vec<Value> = (0..5)
+                    .map(|k| json!({"question": format!("Question {k} of agent {n}?")}))
+                    .collect();
+                let asked = s
+                    .ok(
+                        "ask_questions",
+                        json!({"stage": stage, "questions": questions}),
+                    )
+                    .await;
+                let shared = s
+                    .ok(
+                        "ask_questions",
+                        json!({"stage": "shared", "questions": [{"question": "Which license?"}]}),
+                    )
+                    .await;
+                let mut answers = serde_json::Map::new();
+                for id in id_list(&asked["question_ids"]) {
+                    answers.insert(id.to_string(), json!(format!("answer {id} by {n}")));
+                }
+                s.ok(
+                    "record_answers",
+                    json!({"stage": stage, "answers": answers}),
+                )
+                .await;
+                let gate = s.ok("check_gate", json!({"stage": stage})).await;
+                assert_eq!(gate["gate"], "pass");
+                s.service.cancel().await.unwrap();
+                id_list(&shared["question_ids"])[0]
+            }));
+        }
+        let mut shared = Vec::new();
+        for t in tasks {
+            shared.push(t.await.unwrap());
+        }
+        shared.dedup();
+        assert_eq!(
+            shared.len(),
+            1,
+            "the shared question was logged more than once"
+        );
+    });
+    let all = ledger.all();
+    assert_eq!(all.len(), 8 * 5 + 1);
+    let answered: Vec<&Value> = all.iter().filter(|q| q["status"] == "answered").collect();
+    assert_eq!(answered.len(), 8 * 5);
+    for q in answered {
+        let id = q["id"].as_i64().unwrap();
+        assert!(q["answer"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("answer {id} by ")));
+    }
+}
+
+#[test]
+fn the_restricted_form_schema_refuses_what_the_protocol_refuses() {
+    let restricted = schema_file("elicitation-form");
+    let validator = jsonschema::validator_for(&restricted).unwrap();
+    let nested =
+        json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}});
+    assert!(!validator.is_valid(&nested));
+    let reference = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}});
+    assert!(!validator.is_valid(&reference));
+    let fine = json!({"type": "object", "properties": {"a": {"type": "string", "default": "x"}}});
+    assert!(validator.is_valid(&fine));
+}
+
+/// The fenced block after `<!-- mcp-config: NAME -->` in the README.
+fn readme_block(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find(&format!("<!-- mcp-config: {name} -->"))
+        .unwrap_or_else(|| panic!("the README has no '{name}' snippet"));
+    let block = &readme[at..];
+    let start = block.find("```").unwrap();
+    let start = start + block[start..].find('\n').unwrap() + 1;
+    let end = block[start..].find("```").unwrap();
+    block[start..start + end].to_string()
+}
+
+/// Each host's snippet, read as that host reads it: the command and its arguments.
+fn readme_commands() -> Vec<(&'static str, String, Vec<String>)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    let claude = readme_block("claude");
+    let words: Vec<String> = claude.split_whitespace().map(str::to_string).collect();
+    assert_eq!(words[..4], ["claude", "mcp", "add", "questions"]);
+    let after = words.iter().position(|w| w == "--").unwrap() + 1;
+    let codex: toml::Table = toml::from_str(&readme_block("codex")).expect("valid TOML");
+    let codex = &codex["mcp_servers"]["questions"];
+    let vscode: Value = serde_json::from_str(&readme_block("vscode")).expect("valid JSON");
+    let vscode = &vscode["servers"]["questions"];
+    assert_eq!(vscode["type"], "stdio");
+    let cursor: Value = serde_json::from_str(&readme_block("cursor")).expect("valid JSON");
+    let cursor = &cursor["mcpServers"]["questions"];
+    vec![
+        ("claude", words[after].clone(), words[after + 1..].to_vec()),
+        (
+            "codex",
+            codex["command"].as_str().unwrap().to_string(),
+            codex["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect(),
+        ),
+        (
+            "vscode",
+            vscode["command"].as_str().unwrap().to_string(),
+            strings(&vscode["args"]),
+        ),
+        (
+            "cursor",
+            cursor["command"].as_str().unwrap().to_string(),
+            strings(&cursor["args"]),
+        ),
+    ]
+}
+
+#[test]
+fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
+    let ledger = Ledger::new();
+    ledger.log("intake", "Goal?");
+    run(async {
+        for (host, command, args) in readme_commands() {
+            assert_eq!(command, "questions", "{host}");
+            assert_eq!(args.last().map(String::as_str), Some("mcp"), "{host}");
+            let db = args.iter().position(|a| a == "--db").expect("--db") + 1;
+            // The snippet's own arguments, with its example path swapped for this ledger.
+            let mut cmd = tokio::process::Command::new(BIN);
+            for (i, arg) in args.iter().enumerate() {
+                if i == db {
+                    cmd.arg(ledger.db());
+                } else {
+                    cmd.arg(arg);
+                }
+            }
+            cmd.current_dir(ledger.dir.path())
+                .env_remove("QUESTIONS_DB");
+            let transport = TokioChildProcess::new(cmd).unwrap();
+            let service = Client::new(host).serve(transport).await.expect(host);
+            let listed = service
+                .call_tool(params("list_questions", json!({})))
+                .await
+                .unwrap();
+            assert_eq!(listed.structured_content.unwrap()["count"], 1, "{host}");
+            service.cancel().await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn the_readme_transcript_is_what_the_server_says() {
+    crate::sqlite_only!();
+    let ledger = Ledger::new();
+    let mut transcript = String::new();
+    run(async {
+        let s = connect(&ledger, Client::new("readme")).await;
+        fn step(transcript: &mut String, tool: &str, args: &Value, result: &Value) {
+            transcript.push_str(&format!("→ {tool} {args}\n"));
+            transcript.push_str(&format!(
+                "← {}\n\n",
+                serde_json::to_string_pretty(result).unwrap()
+            ));
+        }
+        let args = json!({"stage": "intake", "questions": [
+            {"question": "Which database?", "group": "Storage",
+             "options": ["PostgreSQL (Recommended)", "SQLite"]},
+            {"question": "Project name?", "proposed": "ledger", "required": false}]});
+        let result = s.ok("ask_questions", args.clone()).await;
+        step(&mut transcript, "ask_questions", &args, &result);
+        let args = json!({"stage": "intake", "timeout_seconds": 1});
+        let result = s.ok("wait_for_answers", args.clone()).await;
+        step(&mut transcript, "wait_for_answers", &args, &result);
+        let db = ledger.db();
+        let dir = ledger.dir.path().to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = bare_command(&dir);
+            cmd.arg("--db")
+                .arg(db)
+                .args(["answer", "--id", "1", "--answer", "sqlite"]);
+            assert_eq!(finish(cmd).code, 0);
+        })
+        .await
+        .unwrap();
+        transcript.push_str("$ questions answer --id 1 --answer sqlite\n\n");
+        let args = json!({"ids": [1]});
+        let result = s.ok("wait_for_answers", args.clone()).await;
+        step(&mut transcript, "wait_for_answers", &args, &result);
+        let args = json!({"stage": "intake"});
+        let result = s.ok("check_gate", args.clone()).await;
+        step(
+            &mut transcript,
+            "check_gate",
+            &args,
+            &json!({"ok": result["ok"], "gate": result["gate"], "pending_count": result["pending_count"], "…": "…"}),
+        );
+        let result = s.ok("get_answers", args.clone()).await;
+        step(
+            &mut transcript,
+            "get_answers",
+            &args,
+            &json!({"ok": result["ok"], "answered": result["answered"], "…": "…"}),
+        );
+        s.service.cancel().await.unwrap();
+    });
+    let block = format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (open, close) = ("<!-- mcp-transcript -->\n", "<!-- /mcp-transcript -->");
+    let start = readme.find(open).unwrap() + open.len();
+    let end = readme.find(close).unwrap();
+    if std::env::var_os("QUESTIONS_WRITE_README").is_some() {
+        let updated = format!("{}{block}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        readme[start..end],
+        block,
+        "the README's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
+    );
+}
