@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{existing, settle, Caller};
+use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status, Transition};
@@ -56,9 +56,9 @@ fn change_one(
     id: i64,
     change: impl Fn(&Question, &crate::model::Actor) -> Result<Option<Transition>>,
 ) -> Result<Recorded> {
-    settle(ledger)?;
     let actor = caller.actor(&clock::now());
     let question = ledger.write(|tx| {
+        expire_due(tx, &actor.at)?;
         let before = existing(tx, id)?;
         match change(&before, &actor)? {
             Some(t) => Ok(tx.apply(&t)?.unwrap_or(before)),
@@ -155,7 +155,6 @@ pub fn accept_defaults(
     stage: &str,
     include_required: bool,
 ) -> Result<Defaulted> {
-    settle(ledger)?;
     let actor = caller.actor(&clock::now());
     let filter = Filter {
         stage: Some(stage.to_string()),
@@ -163,6 +162,7 @@ pub fn accept_defaults(
         ..Filter::default()
     };
     let (questions, warnings) = ledger.write(|tx| {
+        expire_due(tx, &actor.at)?;
         let mut done = Vec::new();
         let mut warnings = Vec::new();
         for before in tx.questions(&filter)? {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::{existing, settle, Caller};
+use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
@@ -150,9 +150,9 @@ pub fn import(
         }
     };
     let mode = Mode::Import { force };
-    settle(ledger)?;
     let actor = caller.actor(&clock::now());
     let (answered_ids, skipped_ids, declined_ids, questions) = ledger.write(|tx| {
+        expire_due(tx, &actor.at)?;
         let in_stage = tx.questions(&Filter {
             stage: Some(stage.to_string()),
             ..Filter::default()

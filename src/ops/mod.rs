@@ -49,16 +49,20 @@ pub fn settle(ledger: &mut Ledger) -> Result<usize> {
     if ledger.read(|tx| Ok(tx.due(&now)?.is_empty()))? {
         return Ok(0);
     }
-    ledger.write(|tx| {
-        let mut applied = 0;
-        for q in tx.due(&now)? {
-            if let Some(t) = q.expire(&now) {
-                tx.apply(&t)?;
-                applied += 1;
-            }
+    ledger.write(|tx| expire_due(tx, &now))
+}
+
+/// Applies the expiries due at `now` inside a write already under way: what a command
+/// that writes anyway does instead of `settle`, saving it a transaction.
+fn expire_due(tx: &Tx, now: &str) -> Result<usize> {
+    let mut applied = 0;
+    for q in tx.due(now)? {
+        if let Some(t) = q.expire(now) {
+            tx.apply(&t)?;
+            applied += 1;
         }
-        Ok(applied)
-    })
+    }
+    Ok(applied)
 }
 
 /// The question with this id, or `not_found`.
