@@ -160,6 +160,11 @@ pub enum Command {
         after_help = "The watcher's position is kept in the ledger under its name: stopped and started\nagain, it goes on where it stopped. A delivery that fails is retried with backoff.\n\nExample:\n  questions watch --name notify --on logged --timeout 1 --exec 'cat >> events.jsonl'\n  questions watch --name phone --on logged --format ntfy --timeout 1 \\\n    --webhook http://127.0.0.1:9/questions"
     )]
     Watch(WatchArgs),
+    /// Serve the inbox: a page where people answer pending questions, and its JSON API
+    #[command(
+        after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
+    )]
+    Serve(ServeArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -184,6 +189,7 @@ impl Command {
         "accept-defaults",
         "ask",
         "info",
+        "serve",
         "completions",
         "man",
     ];
@@ -208,6 +214,7 @@ impl Command {
             Command::Decline(_) => "decline",
             Command::Events(_) => "events",
             Command::Watch(_) => "watch",
+            Command::Serve(_) => "serve",
             Command::Completions(_) => "completions",
             Command::Man => "man",
         }
@@ -385,6 +392,23 @@ pub struct WatchArgs {
     /// Stop after this many seconds (exit 0); without it, watch until killed
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address and port to listen on; port 0 picks a free one
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_BIND)]
+    pub bind: std::net::SocketAddr,
+    /// Only this stage's questions (default: every stage's)
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
+    pub stage: Option<String>,
+    /// The name answers are recorded under (default: --by, $QUESTIONS_USER, the OS user)
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true, value_parser = non_blank)]
+    pub user: Option<String>,
+    /// Allow a --bind address other than loopback: anyone who can reach it and holds the
+    /// token can answer
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

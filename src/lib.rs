@@ -10,6 +10,7 @@ pub mod formats;
 pub mod model;
 pub mod ops;
 pub mod output;
+pub mod serve;
 pub mod store;
 pub mod terminal;
 pub mod watch;

@@ -17,6 +17,7 @@ mod list;
 mod log;
 mod render;
 mod reset;
+mod serve;
 mod skip;
 mod watch;
 
@@ -179,6 +180,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Info => info::run(l, found_by),
         Command::Events(args) => events::run(l, args),
         Command::Watch(args) => watch::run(l, args),
+        Command::Serve(args) => serve::run(l, w, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
     }
