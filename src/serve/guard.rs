@@ -120,9 +120,10 @@ fn cookie_name(app: &App) -> String {
     format!("questions_token_{}", app.bound.port())
 }
 
-/// A POST must come from the inbox itself. Browsers say where a request comes from
-/// (Origin, Sec-Fetch-Site); a client that says nothing is not a browser, and it needed
-/// the token anyway.
+/// A POST must come from the inbox itself. A browser says where a request comes from:
+/// `Sec-Fetch-Site` (every current browser) decides; without it, `Origin` must be this
+/// server. A client that sends neither is not a browser, and it needed the token anyway.
+/// (`Origin` alone is not enough: Chromium sends `Origin: null` with same-origin forms.)
 fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
     let refused = || {
         refuse(
@@ -131,9 +132,10 @@ fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
         )
     };
     if let Some(site) = headers.get("sec-fetch-site") {
-        if !matches!(site.to_str(), Ok("same-origin" | "none")) {
-            return Err(refused());
-        }
+        return match site.to_str() {
+            Ok("same-origin" | "none") => Ok(()),
+            _ => Err(refused()),
+        };
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let host = headers
