@@ -544,3 +544,70 @@ fn the_page_works_without_javascript_post_then_redirect() {
     );
     assert_eq!(l.question(id)["answer"], "SQLite");
 }
+
+#[test]
+fn fifty_api_clients_answer_a_thousand_questions_and_lose_nothing() {
+    const CLIENTS: usize = 50;
+    const QUESTIONS: usize = 1000;
+    let l = Ledger::new();
+    let questions: Vec<Value> = (0..QUESTIONS)
+        .map(|i| match i % 2 {
+            0 => json!({"question": format!("Free {i}?")}),
+            _ => json!({"question": format!("Pick {i}?"), "options": [{"label": "Yes"}, {"label": "No"}]}),
+        })
+        .collect();
+    let logged = l.ok_stdin(
+        ["ingest", "--stage", "load", "--format", "ask-user"],
+        json!({ "questions": questions }).to_string(),
+    );
+    let ids: Vec<i64> = logged["question_ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{logged}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), QUESTIONS);
+    let s = std::sync::Arc::new(Served::start(&l, &[]));
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let ids = std::sync::Arc::new(ids);
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (s, next, ids) = (s.clone(), next.clone(), ids.clone());
+            std::thread::spawn(move || loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(&id) = ids.get(n) else { return };
+                let body = match n % 2 {
+                    0 => json!({"answer": format!("answer {id}")}),
+                    _ => json!({"select": "Yes"}),
+                };
+                let (status, out) =
+                    s.api("POST", &format!("/api/questions/{id}/answer"), Some(body));
+                assert_eq!(status, 200, "question {id}: {out}");
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("no client failed");
+    }
+    let (status, list) = s.api("GET", "/api/questions?stage=load", None);
+    assert_eq!(status, 200);
+    let all = list["questions"].as_array().unwrap();
+    assert_eq!(all.len(), QUESTIONS);
+    for (n, q) in all.iter().enumerate() {
+        let expected = match n % 2 {
+            0 => format!("answer {}", q["id"]),
+            _ => "Yes".to_string(),
+        };
+        assert_eq!(q["status"], "answered", "{q}");
+        assert_eq!(q["answer"], expected.as_str(), "{q}");
+        assert_eq!(q["channel"], "web");
+    }
+    let history = l.ok(["history", "--stage", "load"]);
+    let answered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "answered")
+        .count();
+    assert_eq!(answered, QUESTIONS, "one answer event each, none repeated");
+}
