@@ -115,13 +115,18 @@ pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         .enable_time()
         .build()
         .map_err(|e| Error::io(format!("cannot start the server's runtime: {e}")))?;
-    runtime.block_on(serve(
+    let kept = runtime.block_on(serve(
         ledger.location().clone(),
         config.bind,
         config.stage,
         config.caller,
         token,
-    ))
+    ))?;
+    // A PostgreSQL client blocks on a runtime of its own when it closes, which it may not
+    // do inside this one: the pool's ledgers close here, after it.
+    drop(runtime);
+    drop(kept);
+    Ok(())
 }
 
 async fn serve(
@@ -130,7 +135,7 @@ async fn serve(
     stage: Option<String>,
     caller: Caller,
     token: String,
-) -> Result<()> {
+) -> Result<Vec<Ledger>> {
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {bind}: {e}")))?;
@@ -172,7 +177,13 @@ async fn serve(
     let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
     server
         .await
-        .map_err(|e| Error::io(format!("the server stopped: {e}")))
+        .map_err(|e| Error::io(format!("the server stopped: {e}")))?;
+    let kept = app
+        .pool
+        .idle
+        .lock()
+        .map(|mut idle| std::mem::take(&mut *idle));
+    Ok(kept.unwrap_or_default())
 }
 
 /// Resolves on SIGINT or SIGTERM.
