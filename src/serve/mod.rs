@@ -163,6 +163,7 @@ async fn serve(
         ip if ip.is_unspecified() => SocketAddr::new([127, 0, 0, 1].into(), bound.port()),
         _ => bound,
     };
+    let stop = stop_signal()?;
     let line = serde_json::json!({
         "ok": true,
         "procedure": "serve",
@@ -171,7 +172,7 @@ async fn serve(
     crate::output::text_out(&format!("{line}\n"));
 
     let shutdown = async move {
-        stop_signal().await;
+        stop.await;
         let _ = stop_tx.send(true);
     };
     let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
@@ -186,15 +187,19 @@ async fn serve(
     Ok(kept.unwrap_or_default())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn stop_signal() {
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, so a
+/// signal sent as soon as the start line is read is not lost.
+fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
-    tokio::select! {
-        _ = async { match term.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
-        _ = async { match int.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
-    }
+    let failed = |e: std::io::Error| Error::io(format!("cannot handle signals: {e}"));
+    let mut term = signal(SignalKind::terminate()).map_err(failed)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(failed)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
 }
 
 fn routes(app: Arc<App>) -> Router {
