@@ -102,13 +102,21 @@ pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
             config.bind
         )));
     }
-    // The inbox records answers: open the ledger for writing now (creating it if it is
-    // missing), so every reader sees the real ledger from the first request on.
-    ledger.write(|_| Ok(()))?;
     let token = match config.token {
         Some(t) => t.trim().to_string(),
         None => new_token()?,
     };
+    // It goes into a URL and a cookie as it is.
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
+    if !token.chars().all(safe) {
+        return Err(Error::usage(
+            "QUESTIONS_SERVE_TOKEN may hold only letters, digits and - . _ ~ \
+             (it goes into a URL and a cookie as it is)",
+        ));
+    }
+    // The inbox records answers: open the ledger for writing now (creating it if it is
+    // missing), so every reader sees the real ledger from the first request on.
+    ledger.write(|_| Ok(()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()

@@ -52,16 +52,47 @@ impl Driver {
             .stderr(Stdio::null())
             .spawn()
             .expect("chromedriver starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not listen");
-            std::thread::sleep(Duration::from_millis(50));
+        // Ready when its /status says so, not merely when it listens.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready(port) {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not become ready"
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
         Driver {
             child,
             url: format!("http://127.0.0.1:{port}"),
         }
     }
+}
+
+fn ready(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let asked = stream
+        .write_all(format!("GET /status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes());
+    if asked.is_err() {
+        return false;
+    }
+    // chromedriver may keep the connection open: read until the answer is in.
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n @ 1..) = stream.read(&mut chunk) {
+        reply.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&reply).replace(' ', "");
+        if text.contains("\"ready\":true") {
+            return true;
+        }
+        if text.contains("\"ready\":false") {
+            return false;
+        }
+    }
+    false
 }
 
 impl Drop for Driver {
@@ -107,11 +138,23 @@ where
         .unwrap();
     runtime.block_on(async {
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&driver.url)
-            .await
-            .expect("a Chromium session");
+        // A loaded machine may fail to start Chromium once: try again before failing.
+        let mut tries = 0;
+        let client = loop {
+            tries += 1;
+            match ClientBuilder::new(connector.clone())
+                .capabilities(caps.clone())
+                .connect(&driver.url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if tries < 3 => {
+                    eprintln!("starting Chromium failed ({e}); trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => panic!("no Chromium session after {tries} tries: {e}"),
+            }
+        };
         test(client.clone()).await;
         let _ = client.close().await;
     });

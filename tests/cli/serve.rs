@@ -53,9 +53,12 @@ impl Served {
             .env_remove("QUESTIONS_SERVE_TOKEN")
             .arg("--db")
             .arg(ledger.db())
-            .args(["serve", "--bind", "127.0.0.1:0"])
+            .arg("serve")
             .args(more)
             .stdout(Stdio::piped());
+        if !more.contains(&"--bind") {
+            cmd.args(["--bind", "127.0.0.1:0"]);
+        }
         if let Some(token) = token {
             cmd.env("QUESTIONS_SERVE_TOKEN", token);
         }
@@ -192,6 +195,18 @@ fn the_token_is_new_on_every_start_unless_given() {
     assert!(token(&a).len() >= 32);
     let c = Served::start(&l, &[]);
     assert_eq!(token(&c), TOKEN);
+}
+
+#[test]
+fn a_token_that_cannot_go_into_a_url_is_refused() {
+    let l = Ledger::new();
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_SERVE_TOKEN", "a b;c")
+        .args(["serve", "--bind", "127.0.0.1:0"]);
+    let run = crate::common::finish(cmd);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.error_code(), "usage");
+    l.assert_not_created();
 }
 
 #[test]
@@ -455,6 +470,28 @@ fn a_remote_bind_needs_allow_remote() {
         .as_str()
         .unwrap()
         .contains("--allow-remote"));
+}
+
+#[test]
+fn with_allow_remote_it_binds_every_address_and_takes_address_literals_not_names() {
+    let l = Ledger::new();
+    let s = Served::start(&l, &["--bind", "0.0.0.0:0", "--allow-remote"]);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let port = s.port;
+    for (host, status) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("192.0.2.7:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("rebound.example:{port}"), 403),
+    ] {
+        let reply = s.request(
+            "GET",
+            "/api/questions",
+            &[&format!("Host: {host}"), &bearer],
+            "",
+        );
+        assert_eq!(reply.status, status, "{host}: {reply:?}");
+    }
 }
 
 #[test]
