@@ -260,6 +260,13 @@ pub fn events(ledger: &mut Ledger, since: i64, stage: Option<&str>, limit: u32) 
     })
 }
 
+/// Opens the ledger for writing, creating it if it is missing, as the first write would:
+/// for a front end that will record changes, so that its readers see the real ledger from
+/// the start rather than an empty stand-in.
+pub fn create(ledger: &mut Ledger) -> Result<()> {
+    ledger.write(|_| Ok(()))
+}
+
 /// The newest event's seq.
 pub fn last_seq(ledger: &mut Ledger) -> Result<i64> {
     ledger.read(|tx| tx.last_seq())

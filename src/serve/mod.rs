@@ -116,7 +116,7 @@ pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     }
     // The inbox records answers: open the ledger for writing now (creating it if it is
     // missing), so every reader sees the real ledger from the first request on.
-    ledger.write(|_| Ok(()))?;
+    ops::create(ledger)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
