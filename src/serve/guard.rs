@@ -16,7 +16,16 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    // A person who opens the page without the token reads why on a page; a client of
+    // the API gets the failure document.
+    let page = !request.uri().path().starts_with("/api/")
+        && request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
     let mut response = match check(&app, &request) {
+        Err(refused) if page => refused.page(),
         Err(refused) => refused.into_response(),
         Ok(Some(redirect)) => redirect,
         Ok(None) => next.run(request).await,
@@ -219,6 +228,24 @@ struct Refusal {
 
 fn refuse(status: StatusCode, message: &'static str) -> Refusal {
     Refusal { status, message }
+}
+
+impl Refusal {
+    fn page(self) -> Response {
+        let body = format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>Questions</title><link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
+             </head><body><main><p class=\"flash failed\" role=\"alert\">{}</p></main></body></html>\n",
+            super::html::esc(self.message)
+        );
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    }
 }
 
 impl IntoResponse for Refusal {

@@ -352,6 +352,20 @@ fn every_request_needs_the_token() {
     }
     let reply = s.request("GET", "/?token=wrong", &[], "");
     assert_eq!(reply.status, 401);
+    // A browser is told on a page what to do.
+    let reply = s.request("GET", "/", &["Accept: text/html,*/*"], "");
+    assert_eq!(reply.status, 401);
+    assert!(reply
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        reply
+            .body
+            .contains("open the URL that &#39;questions serve&#39; printed"),
+        "{}",
+        reply.body
+    );
 }
 
 #[test]
