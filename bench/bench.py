@@ -4,7 +4,8 @@ starting the process (`questions --version`), on ledgers of 10 000 and 1 000 000
 questions, plus ingest, render and concurrent throughput.
 
 Run from the repository root:  scripts/with-postgres python3 bench/bench.py
-(or python3 bench/bench.py for SQLite alone)
+(or python3 bench/bench.py for SQLite alone; python3 bench/bench.py serve measures
+only the web inbox's page)
 It builds the release binary, needs hyperfine (installed with apt-get when missing and
 run as root), prints a table and writes it to bench/RESULTS.md. Ratios are measured
 within one run: the machine is noisy, the floor moves with it.
@@ -229,6 +230,38 @@ def concurrent(work, writers=8, each=150):
     return writers * each * 2 / elapsed, len(errors)
 
 
+def serve_inbox(work, runs=None):
+    """The web inbox's page with 1 000 pending questions (with options and history), as
+    the server renders it: the median of GETs on loopback, the request included."""
+    import urllib.request
+    runs = runs or RUNS
+    db = os.path.join(work, "serve.db")
+    envelope = {"questions": [
+        {"question": f"Question {i}: which option fits item {i}?", "header": f"Item {i}",
+         "options": [{"label": "Yes (Recommended)", "description": "the usual"}, {"label": "No"}]}
+        for i in range(1000)
+    ]}
+    sh(BIN, "--db", db, "ingest", "--stage", "inbox", "--format", "ask-user", input=json.dumps(envelope).encode(), stdout=subprocess.DEVNULL)
+    env = dict(os.environ, QUESTIONS_SERVE_TOKEN="bench")
+    server = subprocess.Popen([BIN, "--db", db, "serve", "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env)
+    try:
+        url = json.loads(server.stdout.readline())["url"].split("?")[0]
+        request = urllib.request.Request(url, headers={"Authorization": "Bearer bench"})
+        times = []
+        for i in range(runs + 3):
+            started = time.perf_counter()
+            with urllib.request.urlopen(request) as response:
+                page = response.read()
+            if i >= 3:  # the first calls warm the pool of ledgers
+                times.append(time.perf_counter() - started)
+        assert page.count(b"<article") == 1000, "the page shows the 1 000 questions"
+    finally:
+        server.terminate()
+        server.wait()
+    times.sort()
+    return times[len(times) // 2], len(page)
+
+
 def postgres_calls(work):
     """The same calls against a PostgreSQL ledger of 10 000 questions over loopback, when
     QUESTIONS_TEST_PG names a server (scripts/with-postgres starts one)."""
@@ -296,6 +329,7 @@ def main():
             os.unlink(os.path.join(work, f"ledger-{size}.db"))
         worst_floor, worst_check = scattered_check(work, sizes[-1])
         ingest_s, render_s = ingest_and_render(work)
+        inbox_s, inbox_bytes = serve_inbox(work)
         pg = postgres_calls(work)
         ops, errors = concurrent(work)
         syncs = sync_counts(work)
@@ -333,6 +367,7 @@ def main():
         f"- ingest of one envelope of 1 000 questions (new ledger each run): {ingest_s * 1000:.1f} ms median",
         f"- render of a 1 000-question stage (ask-user): {render_s * 1000:.1f} ms median",
         f"- 8 concurrent processes logging and answering: {ops:.0f} operations/s, {errors} errors",
+        f"- `serve`: the inbox page with 1 000 pending questions ({inbox_bytes // 1024} KiB of HTML): {inbox_s * 1000:.1f} ms median, request on loopback included",
     ]
     lines += ["", "Durability costs, counted with `strace -f -c` (a write is durable when the call exits 0):", "",
               "| call | fsync+fdatasync per call, mean | most in one call |", "|---|---:|---:|"]
@@ -345,6 +380,7 @@ def main():
     verdicts.append(("at most 250 bytes per question on disk", per_q <= 250))
     verdicts += [
         ("ingest of 1 000 under 100 ms", ingest_s < 0.1),
+        ("the inbox of 1 000 pending questions served under 50 ms", inbox_s < 0.05),
         ("concurrent throughput above 400 operations/s", ops > 400),
         ("no errors under concurrency", errors == 0),
     ]
@@ -371,4 +407,14 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["serve"]:
+        # One measure alone, without the whole benchmark: python3 bench/bench.py serve
+        sh("cargo", "build", "--release", "--quiet", cwd=ROOT)
+        work = tempfile.mkdtemp(prefix="questions-bench-")
+        try:
+            median, size = serve_inbox(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"inbox of 1 000 pending questions ({size // 1024} KiB): {median * 1000:.1f} ms median")
+    else:
+        main()

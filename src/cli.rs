@@ -165,6 +165,11 @@ pub enum Command {
         after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\". An agent's host starts it, e.g. for Claude Code:\nclaude mcp add questions -- questions --db /path/to/ledger.db mcp\n\nExample:\n  printf '%s%s\\n%s\\n%s\\n' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",' \\\n    '\"capabilities\":{},\"clientInfo\":{\"name\":\"sh\",\"version\":\"1\"}}}' \\\n    '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}' | questions mcp"
     )]
     Mcp,
+    /// Serve the inbox: a page where people answer pending questions, and its JSON API
+    #[command(
+        after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
+    )]
+    Serve(ServeArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -192,6 +197,7 @@ impl Command {
         "decline",
         "events",
         "watch",
+        "serve",
         "completions",
         "man",
         "mcp",
@@ -217,6 +223,7 @@ impl Command {
             Command::Decline(_) => "decline",
             Command::Events(_) => "events",
             Command::Watch(_) => "watch",
+            Command::Serve(_) => "serve",
             Command::Completions(_) => "completions",
             Command::Man => "man",
             Command::Mcp => "mcp",
@@ -395,6 +402,23 @@ pub struct WatchArgs {
     /// Stop after this many seconds (exit 0); without it, watch until killed
     #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     pub timeout: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address and port to listen on; port 0 picks a free one
+    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_BIND)]
+    pub bind: std::net::SocketAddr,
+    /// Only this stage's questions (default: every stage's)
+    #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
+    pub stage: Option<String>,
+    /// The name answers are recorded under (default: --by, $QUESTIONS_USER, the OS user)
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true, value_parser = non_blank)]
+    pub user: Option<String>,
+    /// Allow a --bind address other than loopback: anyone who can reach it and holds the
+    /// token can answer
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod output;
+pub mod serve;
 pub mod store;
 pub mod terminal;
 pub mod watch;

@@ -18,6 +18,7 @@ mod log;
 mod mcp;
 mod render;
 mod reset;
+mod serve;
 mod skip;
 mod watch;
 
@@ -180,6 +181,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Info => info::run(l, found_by),
         Command::Events(args) => events::run(l, args),
         Command::Watch(args) => watch::run(l, args),
+        Command::Serve(args) => serve::run(l, w, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
         Command::Mcp => mcp::run(l),

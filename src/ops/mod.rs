@@ -275,7 +275,56 @@ pub fn events(ledger: &mut Ledger, since: i64, stage: Option<&str>, limit: u32) 
     })
 }
 
+/// Opens the ledger for writing, creating it if it is missing, as the first write would:
+/// for a front end that will record changes, so that its readers see the real ledger from
+/// the start rather than an empty stand-in.
+pub fn create(ledger: &mut Ledger) -> Result<()> {
+    ledger.write(|_| Ok(()))
+}
+
 /// The newest event's seq.
 pub fn last_seq(ledger: &mut Ledger) -> Result<i64> {
     ledger.read(|tx| tx.last_seq())
+}
+
+/// What an inbox puts before people: the pending questions (of one stage, or of all),
+/// required ones first, each with its history; and the seq they were read at, so a page
+/// can follow what changes after.
+#[derive(Debug)]
+pub struct Inbox {
+    pub seq: i64,
+    pub questions: Vec<(Question, Vec<Event>)>,
+}
+
+pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
+    settle(ledger)?;
+    ledger.read(|tx| {
+        let seq = tx.last_seq()?;
+        let pending = tx.questions(&Filter {
+            stage: stage.map(str::to_string),
+            status: Some(Status::Pending),
+            ..Filter::default()
+        })?;
+        let mut stages: Vec<&str> = pending.iter().map(|q| q.stage.as_str()).collect();
+        stages.sort_unstable();
+        stages.dedup();
+        let mut history: std::collections::HashMap<i64, Vec<Event>> =
+            pending.iter().map(|q| (q.id, Vec::new())).collect();
+        for stage in stages {
+            for event in tx.events(&EventFilter::Stage(stage.to_string()))? {
+                if let Some(events) = history.get_mut(&event.question_id) {
+                    events.push(event);
+                }
+            }
+        }
+        let mut questions: Vec<(Question, Vec<Event>)> = pending
+            .into_iter()
+            .map(|q| {
+                let events = history.remove(&q.id).unwrap_or_default();
+                (q, events)
+            })
+            .collect();
+        questions.sort_by_key(|(q, _)| (!q.required, q.id));
+        Ok(Inbox { seq, questions })
+    })
 }

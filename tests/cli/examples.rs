@@ -135,6 +135,35 @@ const NOT_ZERO: &[(&str, i32)] = &[
     ("questions ask --stage intake", 2),
 ];
 
+/// The examples that run until interrupted (a server): each must print its start line,
+/// then stop with exit 0 on SIGINT, as from Ctrl-C.
+const UNTIL_INTERRUPTED: &[&str] = &["questions serve"];
+
+fn interrupted(line: &str, dir: &Path, path: &str) -> std::process::ExitStatus {
+    use std::io::BufRead;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let mut child = std::process::Command::new(BIN)
+        .args(&words[1..])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_NOW", NOW)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("\"ok\":true"), "`{line}` printed {first:?}");
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    child.wait().unwrap()
+}
+
 #[test]
 fn every_help_example_runs_as_written() {
     crate::sqlite_only!();
@@ -171,6 +200,12 @@ fn every_help_example_runs_as_written() {
             help.stdout
         );
         for line in lines {
+            if UNTIL_INTERRUPTED.iter().any(|c| line.starts_with(c)) {
+                let status = interrupted(&line, &dir, &path);
+                assert_eq!(status.code(), Some(0), "`{line}` stopped with {status:?}");
+                ran += 1;
+                continue;
+            }
             let out = std::process::Command::new("sh")
                 .arg("-c")
                 .arg(&line)

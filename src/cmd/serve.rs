@@ -1,0 +1,31 @@
+use super::{Outcome, Who};
+use crate::cli::ServeArgs;
+use crate::error::Result;
+use crate::model::Channel;
+use crate::serve;
+use crate::store::Ledger;
+
+/// Serves the inbox until SIGINT or SIGTERM; the start line with the URL is printed by
+/// the server itself, once it listens.
+pub fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Outcome> {
+    let caller = match args.user {
+        Some(name) => crate::ops::Caller {
+            by: Some(name),
+            channel: Channel::Web,
+        },
+        None => who.via(Channel::Web),
+    };
+    serve::run(
+        ledger,
+        serve::Config {
+            bind: args.bind,
+            stage: args.stage,
+            caller,
+            allow_remote: args.allow_remote,
+            token: std::env::var("QUESTIONS_SERVE_TOKEN")
+                .ok()
+                .filter(|t| !t.trim().is_empty()),
+        },
+    )?;
+    Ok(Outcome::text(String::new()))
+}

@@ -1,0 +1,296 @@
+//! The JSON API: the same operations as the page, with the contract's documents (§2) and
+//! HTTP statuses for its error codes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::App;
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{AnswerInput, Question, Status};
+use crate::ops;
+use crate::store::Filter;
+
+/// The HTTP status of an error code.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::Conflict => StatusCode::CONFLICT,
+        ErrorCode::InvalidAnswer => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::Usage | ErrorCode::ParseError => StatusCode::BAD_REQUEST,
+        ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::Cancelled
+        | ErrorCode::DbError
+        | ErrorCode::SchemaTooNew
+        | ErrorCode::IoError => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+fn json(status: StatusCode, text: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+fn success(procedure: &str, result: &impl serde::Serialize) -> Response {
+    json(
+        StatusCode::OK,
+        crate::cmd::document(true, procedure, result),
+    )
+}
+
+/// The §2 failure document; a conflict also carries the question as it stands, with the
+/// answer on record.
+fn failure(procedure: &str, err: &Error, on_record: Option<&Question>) -> Response {
+    let mut body = crate::output::failure_body(Some(procedure), err);
+    if let (Some(q), Value::Object(map)) = (on_record, &mut body) {
+        map.insert("answer".into(), q.answer.clone().into());
+        map.insert(
+            "question".into(),
+            serde_json::to_value(q).unwrap_or(Value::Null),
+        );
+    }
+    json(status_of(err.code), crate::output::pretty(&body))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    stage: Option<String>,
+    status: Option<String>,
+}
+
+pub fn parse_status(text: &str) -> Result<Status> {
+    match text.trim() {
+        "pending" => Ok(Status::Pending),
+        "answered" => Ok(Status::Answered),
+        "skipped" => Ok(Status::Skipped),
+        "declined" => Ok(Status::Declined),
+        other => Err(Error::usage(format!(
+            "status '{other}' is not one of pending, answered, skipped, declined"
+        ))),
+    }
+}
+
+/// The stage a request may see: the one asked for, within the server's `--stage`.
+fn stage_within(app: &App, asked: Option<String>) -> Result<Option<String>> {
+    let asked = asked
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    match (&app.stage, asked) {
+        (Some(own), Some(asked)) if *own != asked => Err(Error::not_found(format!(
+            "this inbox serves stage '{own}' only"
+        ))),
+        (own, asked) => Ok(asked.or_else(|| own.clone())),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Listed {
+    count: usize,
+    questions: Vec<Question>,
+}
+
+pub async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -> Response {
+    let filter = stage_within(&app, query.stage).and_then(|stage| {
+        Ok(Filter {
+            stage,
+            status: query.status.as_deref().map(parse_status).transpose()?,
+            ..Filter::default()
+        })
+    });
+    let filter = match filter {
+        Ok(f) => f,
+        Err(e) => return failure("list", &e, None),
+    };
+    match app.ledger(move |l| ops::list(l, &filter)).await {
+        Ok(questions) => success(
+            "list",
+            &Listed {
+                count: questions.len(),
+                questions,
+            },
+        ),
+        Err(e) => failure("list", &e, None),
+    }
+}
+
+/// What a change asks for, read from a JSON body.
+pub enum Change {
+    Answer(AnswerInput),
+    Skip(Option<String>),
+    Decline(String),
+}
+
+/// Applies a change for the person the server answers as. A conflict comes back with the
+/// question as it stands, so the caller can say what is on record.
+pub async fn apply(
+    app: &Arc<App>,
+    id: i64,
+    change: Change,
+) -> std::result::Result<ops::Recorded, (Error, Option<Box<Question>>)> {
+    let caller = app.caller.clone();
+    let stage = app.stage.clone();
+    app.ledger(move |l| {
+        if let Some(stage) = &stage {
+            // An inbox for one stage answers that stage's questions only.
+            ops::pending(l, stage, Some(&[id])).map_err(|_| {
+                Error::not_found(format!("there is no question {id} in stage '{stage}'"))
+            })?;
+        }
+        let done = match &change {
+            Change::Answer(input) => ops::answer(l, &caller, id, input, false),
+            Change::Skip(reason) => ops::skip(l, &caller, id, reason.clone(), false),
+            Change::Decline(reason) => ops::decline(l, &caller, id, reason, false),
+        };
+        match done {
+            Err(e) if e.code == ErrorCode::Conflict => {
+                let now = ops::list(
+                    l,
+                    &Filter {
+                        ids: Some(vec![id]),
+                        ..Filter::default()
+                    },
+                )?;
+                Ok(Err((e, now.into_iter().next().map(Box::new))))
+            }
+            Err(e) => Ok(Err((e, None))),
+            Ok(r) => Ok(Ok(r)),
+        }
+    })
+    .await
+    .unwrap_or_else(|e| Err((e, None)))
+}
+
+/// The message a person reads when someone else was first.
+pub fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
+    match on_record {
+        Some(q) if q.status == Status::Answered => {
+            let by = match (&q.answered_by, &q.channel) {
+                (Some(by), Some(ch)) => format!(" (by {by}, via {})", ch.as_str()),
+                (Some(by), None) => format!(" (by {by})"),
+                _ => String::new(),
+            };
+            format!(
+                "Question {} was already answered: \"{}\"{by}. Nothing was overwritten.",
+                q.id,
+                q.answer.as_deref().unwrap_or("")
+            )
+        }
+        _ => err.message.clone(),
+    }
+}
+
+fn read_body(body: &Bytes) -> Result<serde_json::Map<String, Value>> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::parse(format!("the body is not JSON: {e}")))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::parse("the body must be a JSON object")),
+    }
+}
+
+fn text_field(map: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Error::parse(format!("\"{key}\" must be a string"))),
+    }
+}
+
+fn answer_input(body: &Bytes) -> Result<AnswerInput> {
+    let map = read_body(body)?;
+    let select = match map.get("select") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| Error::parse("\"select\" must hold option labels (strings)"))
+            })
+            .collect::<Result<_>>()?,
+        Some(_) => {
+            return Err(Error::parse(
+                "\"select\" must be a label or a list of labels",
+            ))
+        }
+    };
+    Ok(AnswerInput {
+        text: text_field(&map, "answer")?,
+        select,
+    })
+}
+
+async fn change(app: Arc<App>, id: i64, change: Result<Change>, procedure: &str) -> Response {
+    let change = match change {
+        Ok(c) => c,
+        Err(e) => return failure(procedure, &e, None),
+    };
+    match apply(&app, id, change).await {
+        Ok(recorded) => success(procedure, &recorded),
+        Err((e, q)) => {
+            let e = match e.code {
+                ErrorCode::Conflict => Error::conflict(conflict_message(&e, q.as_deref())),
+                _ => e,
+            };
+            failure(procedure, &e, q.as_deref())
+        }
+    }
+}
+
+pub async fn answer(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let input = answer_input(&body).map(Change::Answer);
+    change(app, id, input, "answer").await
+}
+
+pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let reason = if body.is_empty() {
+        Ok(None)
+    } else {
+        read_body(&body).and_then(|m| text_field(&m, "reason"))
+    };
+    change(app, id, reason.map(Change::Skip), "skip").await
+}
+
+pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+    let reason = read_body(&body)
+        .and_then(|m| text_field(&m, "reason"))
+        .and_then(|r| {
+            r.filter(|r| !r.trim().is_empty()).ok_or_else(|| {
+                Error::usage("a decline needs a \"reason\": what is wrong with the question")
+            })
+        });
+    change(app, id, reason.map(Change::Decline), "decline").await
+}
+
+#[derive(Deserialize)]
+pub struct Since {
+    #[serde(default)]
+    since: i64,
+}
+
+/// A long poll: answers as soon as the ledger has an event after `since`, or after 20
+/// seconds, with the newest seq. The page follows the ledger through it.
+pub async fn changes(State(app): State<Arc<App>>, Query(q): Query<Since>) -> Response {
+    let mut seq = app.seq.clone();
+    let mut stopping = app.stopping.clone();
+    let since = q.since;
+    let newer = async {
+        let _ = seq.wait_for(|s| *s > since).await;
+    };
+    tokio::select! {
+        _ = newer => {}
+        _ = tokio::time::sleep(Duration::from_secs(20)) => {}
+        _ = stopping.wait_for(|s| *s) => {}
+    }
+    let last = *app.seq.borrow();
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "seq": last }).to_string(),
+    )
+}

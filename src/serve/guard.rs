@@ -1,0 +1,261 @@
+//! What every request passes before it reaches a route: the Host it names (against DNS
+//! rebinding), its size, the token (cookie or bearer), where a POST comes from; and the
+//! headers every response carries (a Content-Security-Policy with no inline script).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{App, BODY_LIMIT};
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    // A person who opens the page without the token reads why on a page; a client of
+    // the API gets the failure document.
+    let page = !request.uri().path().starts_with("/api/")
+        && request
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+    let mut response = match check(&app, &request) {
+        Err(refused) if page => refused.page(),
+        Err(refused) => refused.into_response(),
+        Ok(Some(redirect)) => redirect,
+        Ok(None) => next.run(request).await,
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `Err`: refused. `Ok(Some)`: answered here (the token's first visit). `Ok(None)`: go on.
+fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
+    let headers = request.headers();
+    if !host_allowed(app, headers) {
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "the Host header names neither this server's address nor localhost; open the \
+             URL that 'questions serve' printed",
+        ));
+    }
+    let length = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if length.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is larger than 64 KiB",
+        ));
+    }
+    let path = request.uri().path();
+    if request.method() == Method::GET && path.starts_with("/assets/") {
+        // The stylesheet and script hold nothing of the ledger.
+        return Ok(None);
+    }
+    if let Some(given) = query_token(request.uri().query()) {
+        if request.method() != Method::GET || !same(&given, &app.token) {
+            return Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "that token is not this server's: open the URL that 'questions serve' printed",
+            ));
+        }
+        return Ok(Some(welcome(app, request)));
+    }
+    let token = bearer(headers).or_else(|| cookie(headers, &cookie_name(app)));
+    if !token.is_some_and(|t| same(&t, &app.token)) {
+        return Err(refuse(
+            StatusCode::UNAUTHORIZED,
+            "a token is needed: open the URL that 'questions serve' printed, or send \
+             'Authorization: Bearer <token>'",
+        ));
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        cross_origin(app, headers)?;
+    }
+    Ok(None)
+}
+
+/// The first visit: the token becomes a cookie that scripts cannot read and other sites
+/// cannot send, and the address bar loses it.
+fn welcome(app: &App, request: &Request) -> Response {
+    let rest: Vec<&str> = request
+        .uri()
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.starts_with("token="))
+        .collect();
+    let mut to = request.uri().path().to_string();
+    if !rest.is_empty() {
+        to.push('?');
+        to.push_str(&rest.join("&"));
+    }
+    let cookie = format!(
+        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        cookie_name(app),
+        app.token
+    );
+    let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Cookies ignore ports: each server's cookie is named for its port, so two inboxes on
+/// one machine do not log each other out.
+fn cookie_name(app: &App) -> String {
+    format!("questions_token_{}", app.bound.port())
+}
+
+/// A POST must come from the inbox itself. A browser says where a request comes from:
+/// `Sec-Fetch-Site` (every current browser) decides; without it, `Origin` must be this
+/// server. A client that sends neither is not a browser, and it needed the token anyway.
+/// (`Origin` alone is not enough: Chromium sends `Origin: null` with same-origin forms.)
+fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
+    let refused = || {
+        refuse(
+            StatusCode::FORBIDDEN,
+            "a POST from another site is refused: answer from the inbox itself",
+        )
+    };
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return match site.to_str() {
+            Ok("same-origin" | "none") => Ok(()),
+            _ => Err(refused()),
+        };
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let expected = format!("http://{host}");
+        if origin.to_str().ok() != Some(expected.as_str()) || !host_is_allowed(app, host) {
+            return Err(refused());
+        }
+    }
+    Ok(())
+}
+
+fn host_allowed(app: &App, headers: &HeaderMap) -> bool {
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| host_is_allowed(app, h))
+}
+
+/// The Host a request names must be this server: `localhost` or the address bound, on
+/// the bound port. Bound to every address (`--allow-remote` on 0.0.0.0), any address
+/// literal is accepted, never a name: a rebound DNS name is exactly what this refuses.
+fn host_is_allowed(app: &App, host: &str) -> bool {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((name, port)) if !port.contains(']') => (name, Some(port)),
+        _ => (host, None),
+    };
+    if port.and_then(|p| p.parse::<u16>().ok()) != Some(app.bound.port()) {
+        return false;
+    }
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    let Ok(ip) = name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    else {
+        return false;
+    };
+    ip == app.bound.ip() || app.bound.ip().is_unspecified()
+}
+
+fn query_token(query: Option<&str>) -> Option<String> {
+    query?
+        .split('&')
+        .find_map(|p| p.strip_prefix("token="))
+        .map(str::to_string)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    value.strip_prefix("Bearer ").map(|t| t.trim().to_string())
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k == name).then(|| v.to_string())
+        })
+}
+
+/// Compares in time that does not depend on where the strings differ.
+fn same(given: &str, token: &str) -> bool {
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Why a request was refused before it reached a route.
+struct Refusal {
+    status: StatusCode,
+    message: &'static str,
+}
+
+fn refuse(status: StatusCode, message: &'static str) -> Refusal {
+    Refusal { status, message }
+}
+
+impl Refusal {
+    fn page(self) -> Response {
+        let body = format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>Questions</title><link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
+             </head><body><main><p class=\"flash failed\" role=\"alert\">{}</p></main></body></html>\n",
+            super::html::esc(self.message)
+        );
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "ok": false,
+            "procedure": "serve",
+            "error": self.message,
+            "error_code": "usage",
+        });
+        (self.status, axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,153 @@
+//! The page: the inbox, and its plain forms (POST, then a redirect back), which work with
+//! JavaScript off. With it on, /assets/inbox.js follows the ledger through /api/changes.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+
+use super::api::{self, Change};
+use super::html::{self, Flash};
+use super::App;
+use crate::error::{Error, ErrorCode};
+use crate::model::AnswerInput;
+use crate::ops;
+
+const CSS: &str = include_str!("assets/inbox.css");
+const JS: &str = include_str!("assets/inbox.js");
+
+pub async fn css() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
+}
+
+pub async fn js() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        JS,
+    )
+        .into_response()
+}
+
+/// What the redirect after a change says was done.
+#[derive(Deserialize, Default)]
+pub struct Done {
+    answered: Option<i64>,
+    skipped: Option<i64>,
+    declined: Option<i64>,
+}
+
+pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Response {
+    let flash = match (done.answered, done.skipped, done.declined) {
+        (Some(id), _, _) => Some(Flash::Done(format!("Question {id} answered."))),
+        (_, Some(id), _) => Some(Flash::Done(format!("Question {id} skipped."))),
+        (_, _, Some(id)) => Some(Flash::Done(format!("Question {id} declined."))),
+        _ => None,
+    };
+    render(&app, StatusCode::OK, flash).await
+}
+
+async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Response {
+    let stage = app.stage.clone();
+    let read = app.ledger(move |l| ops::inbox(l, stage.as_deref())).await;
+    match read {
+        Ok(inbox) => {
+            let body = html::inbox(&html::Page {
+                seq: inbox.seq,
+                stage: app.stage.as_deref(),
+                questions: &inbox.questions,
+                flash,
+            });
+            (
+                status,
+                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                body,
+            )
+                .into_response()
+        }
+        Err(e) => (
+            api::status_of(e.code),
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("The inbox cannot read the ledger: {}\n", e.message),
+        )
+            .into_response(),
+    }
+}
+
+/// A form's fields in order; `select` may repeat (checkboxes).
+type Fields = Vec<(String, String)>;
+
+fn field(fields: &Fields, name: &str) -> Option<String> {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.trim().is_empty())
+}
+
+pub async fn answer(
+    State(app): State<Arc<App>>,
+    Path(id): Path<i64>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    let input = AnswerInput {
+        text: field(&fields, "answer"),
+        select: fields
+            .iter()
+            .filter(|(k, _)| k == "select")
+            .map(|(_, v)| v.clone())
+            .collect(),
+    };
+    submit(app, id, Ok(Change::Answer(input))).await
+}
+
+pub async fn skip(
+    State(app): State<Arc<App>>,
+    Path(id): Path<i64>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    submit(app, id, Ok(Change::Skip(field(&fields, "reason")))).await
+}
+
+pub async fn decline(
+    State(app): State<Arc<App>>,
+    Path(id): Path<i64>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    let change = field(&fields, "reason")
+        .map(Change::Decline)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "Question {id} was not declined: say why in the reason, so it can be asked better."
+            ))
+        });
+    submit(app, id, change).await
+}
+
+/// Records the change and redirects back to the inbox; a refusal is shown on the inbox
+/// with its status (409 when someone else answered first).
+async fn submit(app: Arc<App>, id: i64, change: Result<Change, Error>) -> Response {
+    let change = match change {
+        Ok(c) => c,
+        Err(e) => {
+            return render(&app, api::status_of(e.code), Some(Flash::Failed(e.message))).await
+        }
+    };
+    let done = match &change {
+        Change::Answer(_) => "answered",
+        Change::Skip(_) => "skipped",
+        Change::Decline(_) => "declined",
+    };
+    match api::apply(&app, id, change).await {
+        Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
+        Err((e, on_record)) => {
+            let message = match e.code {
+                ErrorCode::Conflict => api::conflict_message(&e, on_record.as_deref()),
+                _ => format!("Question {id}: {}", e.message),
+            };
+            render(&app, api::status_of(e.code), Some(Flash::Failed(message))).await
+        }
+    }
+}

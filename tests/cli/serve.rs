@@ -1,0 +1,664 @@
+//! `serve`: the web inbox's API and its guards, over plain HTTP from the test (the page in
+//! a real browser is in browser.rs).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{Ledger, BIN, NOW};
+
+pub const TOKEN: &str = "test-token-0123456789";
+
+/// A running `questions serve` on a free port, stopped (SIGTERM) when dropped.
+pub struct Served {
+    child: Child,
+    pub url: String,
+    pub port: u16,
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {self:?}"))
+    }
+}
+
+impl Served {
+    pub fn start(ledger: &Ledger, more: &[&str]) -> Served {
+        Served::start_with(ledger, more, Some(TOKEN))
+    }
+
+    pub fn start_with(ledger: &Ledger, more: &[&str], token: Option<&str>) -> Served {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.current_dir(ledger.dir.path())
+            .env("QUESTIONS_NOW", NOW)
+            .env_remove("QUESTIONS_DB")
+            .env_remove("QUESTIONS_USER")
+            .env_remove("QUESTIONS_SERVE_TOKEN")
+            .arg("--db")
+            .arg(ledger.db())
+            .arg("serve")
+            .args(more)
+            .stdout(Stdio::piped());
+        if !more.contains(&"--bind") {
+            cmd.args(["--bind", "127.0.0.1:0"]);
+        }
+        if let Some(token) = token {
+            cmd.env("QUESTIONS_SERVE_TOKEN", token);
+        }
+        let mut child = cmd.spawn().expect("serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let start: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the start line is JSON ({e}): {line:?}"));
+        assert_eq!(start["ok"], true);
+        assert_eq!(start["procedure"], "serve");
+        let url = start["url"].as_str().unwrap().to_string();
+        let port = url
+            .trim_start_matches("http://127.0.0.1:")
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        Served { child, url, port }
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A raw request: the test says every header, Host included.
+    pub fn raw(&self, request: &str) -> Reply {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        // A refused request may be answered before its body is read: the rest may not go.
+        let _ = stream.write_all(request.as_bytes());
+        let mut bytes = Vec::new();
+        let _ = stream.read_to_end(&mut bytes);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line: {text:?}"));
+        Reply {
+            status,
+            head: head.to_string(),
+            body: body.to_string(),
+        }
+    }
+
+    /// A request with the given extra header lines and body.
+    pub fn request(&self, method: &str, path: &str, headers: &[&str], body: &str) -> Reply {
+        let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers
+            .iter()
+            .any(|h| h.to_lowercase().starts_with("host:"))
+        {
+            request.push_str(&format!("Host: 127.0.0.1:{}\r\n", self.port));
+        }
+        for h in headers {
+            request.push_str(h);
+            request.push_str("\r\n");
+        }
+        if !body.is_empty() || method == "POST" {
+            request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.raw(&request)
+    }
+
+    /// An API call with the bearer token.
+    pub fn api(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let bearer = format!("Authorization: Bearer {TOKEN}");
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let reply = self.request(
+            method,
+            path,
+            &[&bearer, "Content-Type: application/json"],
+            &body,
+        );
+        (reply.status, reply.json())
+    }
+
+    /// Stops the server as a person would (SIGTERM) and returns its exit code.
+    pub fn stop(mut self) -> i32 {
+        let code = self.terminate();
+        std::mem::forget(self);
+        code
+    }
+
+    fn terminate(&mut self) -> i32 {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+fn with_options(l: &Ledger) -> i64 {
+    l.log_with(
+        "design",
+        "Which database?",
+        &["--option", "PostgreSQL (Recommended)", "--option", "SQLite"],
+    )
+}
+
+#[test]
+fn serve_prints_its_url_and_stops_cleanly_on_sigterm() {
+    let l = Ledger::new();
+    let served = Served::start(&l, &[]);
+    assert!(
+        served.url.ends_with(&format!("/?token={TOKEN}")),
+        "{}",
+        served.url
+    );
+    assert_eq!(served.stop(), 0);
+}
+
+#[test]
+fn the_token_is_new_on_every_start_unless_given() {
+    let l = Ledger::new();
+    let token = |s: &Served| s.url.rsplit_once("token=").unwrap().1.to_string();
+    let a = Served::start_with(&l, &[], None);
+    let b = Served::start_with(&l, &[], None);
+    assert_ne!(token(&a), token(&b));
+    assert!(token(&a).len() >= 32);
+    let c = Served::start(&l, &[]);
+    assert_eq!(token(&c), TOKEN);
+}
+
+#[test]
+fn a_token_that_cannot_go_into_a_url_is_refused() {
+    let l = Ledger::new();
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_SERVE_TOKEN", "a b;c")
+        .args(["serve", "--bind", "127.0.0.1:0"]);
+    let run = crate::common::finish(cmd);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.error_code(), "usage");
+    l.assert_not_created();
+}
+
+#[test]
+fn api_lists_answers_and_records_channel_web_and_the_user() {
+    let l = Ledger::new();
+    let id = with_options(&l);
+    let other = l.log("intake", "What is the goal?");
+    let s = Served::start(&l, &["--user", "alice"]);
+    let (status, list) = s.api("GET", "/api/questions?stage=design&status=pending", None);
+    assert_eq!(status, 200);
+    assert_eq!(list["count"], 1);
+    assert_eq!(list["questions"][0]["id"], id);
+
+    let path = format!("/api/questions/{id}/answer");
+    let (status, done) = s.api("POST", &path, Some(json!({"select": "PostgreSQL"})));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["question"]["answer"], "PostgreSQL");
+    let stored = l.question(id);
+    assert_eq!(stored["status"], "answered");
+    assert_eq!(stored["channel"], "web");
+    assert_eq!(stored["answered_by"], "alice");
+
+    let path = format!("/api/questions/{other}/answer");
+    let (status, done) = s.api("POST", &path, Some(json!({"answer": "A dashboard"})));
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(l.question(other)["answer"], "A dashboard");
+    let gate = l.run(["check", "--stage", "intake"]);
+    assert_eq!(gate.code, 0, "{:?}", gate);
+}
+
+#[test]
+fn api_maps_errors_to_statuses_and_a_second_answer_never_overwrites() {
+    let l = Ledger::new();
+    let id = with_options(&l);
+    let free = l.log_with(
+        "design",
+        "Which port?",
+        &["--option", "80", "--no-freeform"],
+    );
+    let s = Served::start(&l, &[]);
+    let answer =
+        |id: i64, body: Value| s.api("POST", &format!("/api/questions/{id}/answer"), Some(body));
+
+    let (status, err) = answer(999, json!({"answer": "x"}));
+    assert_eq!(
+        (status, err["error_code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, err) = answer(free, json!({"answer": "8080"}));
+    assert_eq!(
+        (status, err["error_code"].as_str()),
+        (422, Some("invalid_answer"))
+    );
+    let (status, err) = answer(id, json!({"answer": "  "}));
+    assert_eq!(
+        (status, err["error_code"].as_str()),
+        (422, Some("invalid_answer"))
+    );
+
+    l.ok(["answer", "--id", &id.to_string(), "--answer", "SQLite"]);
+    let (status, err) = answer(id, json!({"select": "PostgreSQL"}));
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["error_code"], "conflict");
+    assert_eq!(err["answer"], "SQLite");
+    assert_eq!(err["question"]["answer"], "SQLite");
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("already answered: \"SQLite\""),
+        "{err}"
+    );
+    assert_eq!(l.question(id)["answer"], "SQLite");
+    assert_eq!(l.question(id)["channel"], "cli");
+}
+
+#[test]
+fn api_skips_and_declines_with_reasons() {
+    let l = Ledger::new();
+    let a = l.log("s", "A?");
+    let b = l.log("s", "B?");
+    let s = Served::start(&l, &[]);
+    let (status, done) = s.api(
+        "POST",
+        &format!("/api/questions/{a}/skip"),
+        Some(json!({"reason": "later"})),
+    );
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(l.question(a)["skip_reason"], "later");
+    let (status, err) = s.api(
+        "POST",
+        &format!("/api/questions/{b}/decline"),
+        Some(json!({})),
+    );
+    assert_eq!((status, err["error_code"].as_str()), (400, Some("usage")));
+    let (status, _) = s.api(
+        "POST",
+        &format!("/api/questions/{b}/decline"),
+        Some(json!({"reason": "two questions in one"})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(l.question(b)["status"], "declined");
+    assert_eq!(l.question(b)["decline_reason"], "two questions in one");
+    assert_eq!(l.question(b)["channel"], "web");
+}
+
+#[test]
+fn a_stage_inbox_answers_only_its_stage() {
+    let l = Ledger::new();
+    let mine = l.log("intake", "Mine?");
+    let theirs = l.log("design", "Theirs?");
+    let s = Served::start(&l, &["--stage", "intake"]);
+    let (_, list) = s.api("GET", "/api/questions", None);
+    let listed: Vec<i64> = list["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, vec![mine]);
+    let (status, _) = s.api(
+        "POST",
+        &format!("/api/questions/{theirs}/answer"),
+        Some(json!({"answer": "x"})),
+    );
+    assert_eq!(status, 404);
+    assert_eq!(l.question(theirs)["status"], "pending");
+}
+
+#[test]
+fn every_request_needs_the_token() {
+    let l = Ledger::new();
+    l.log("s", "Secret?");
+    let s = Served::start(&l, &[]);
+    for path in ["/", "/api/questions"] {
+        let reply = s.request("GET", path, &[], "");
+        assert_eq!(reply.status, 401, "{path}: {reply:?}");
+        assert!(!reply.body.contains("Secret?"));
+        let reply = s.request("GET", path, &["Authorization: Bearer wrong"], "");
+        assert_eq!(reply.status, 401, "{path}");
+        let reply = s.request("GET", path, &["Cookie: questions_token_1=wrong"], "");
+        assert_eq!(reply.status, 401, "{path}");
+    }
+    let reply = s.request("GET", "/?token=wrong", &[], "");
+    assert_eq!(reply.status, 401);
+    // A browser is told on a page what to do.
+    let reply = s.request("GET", "/", &["Accept: text/html,*/*"], "");
+    assert_eq!(reply.status, 401);
+    assert!(reply
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/html"));
+    assert!(
+        reply
+            .body
+            .contains("open the URL that &#39;questions serve&#39; printed"),
+        "{}",
+        reply.body
+    );
+}
+
+#[test]
+fn the_first_visit_s_token_becomes_a_strict_http_only_cookie_and_leaves_the_address_bar() {
+    let l = Ledger::new();
+    l.log("s", "Seen?");
+    let s = Served::start(&l, &[]);
+    let reply = s.request("GET", &format!("/?token={TOKEN}"), &[], "");
+    assert_eq!(reply.status, 303, "{reply:?}");
+    assert_eq!(reply.header("location").as_deref(), Some("/"));
+    let cookie = reply.header("set-cookie").unwrap();
+    assert!(
+        cookie.starts_with(&format!("questions_token_{}={TOKEN};", s.port)),
+        "{cookie}"
+    );
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap();
+    let page = s.request("GET", "/", &[&format!("Cookie: {pair}")], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Seen?"));
+}
+
+#[test]
+fn a_host_that_is_not_this_server_is_refused_against_dns_rebinding() {
+    let l = Ledger::new();
+    let s = Served::start(&l, &[]);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let port = s.port;
+    for host in [
+        format!("evil.example:{port}"),
+        format!("127.0.0.2:{port}"),
+        "127.0.0.1:1".into(),
+    ] {
+        let reply = s.request(
+            "GET",
+            "/api/questions",
+            &[&format!("Host: {host}"), &bearer],
+            "",
+        );
+        assert_eq!(reply.status, 403, "{host}: {reply:?}");
+    }
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let reply = s.request(
+            "GET",
+            "/api/questions",
+            &[&format!("Host: {host}"), &bearer],
+            "",
+        );
+        assert_eq!(reply.status, 200, "{host}: {reply:?}");
+    }
+}
+
+#[test]
+fn a_post_from_another_origin_is_refused() {
+    let l = Ledger::new();
+    let id = l.log("s", "Forged?");
+    let s = Served::start(&l, &[]);
+    let cookie = format!("Cookie: questions_token_{}={TOKEN}", s.port);
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let path = format!("/q/{id}/answer");
+    for from in [
+        &["Origin: http://evil.example"][..],
+        &["Origin: null"],
+        &["Sec-Fetch-Site: cross-site"],
+        &["Sec-Fetch-Site: same-site", "Origin: http://sub.127.0.0.1"],
+    ] {
+        let mut headers = vec![cookie.as_str(), form];
+        headers.extend_from_slice(from);
+        let reply = s.request("POST", &path, &headers, "answer=yes");
+        assert_eq!(reply.status, 403, "{from:?}: {reply:?}");
+        let api = format!("Authorization: Bearer {TOKEN}");
+        let mut headers = vec![api.as_str(), "Content-Type: application/json"];
+        headers.extend_from_slice(from);
+        let reply = s.request(
+            "POST",
+            &format!("/api/questions/{id}/answer"),
+            &headers,
+            r#"{"answer":"yes"}"#,
+        );
+        assert_eq!(reply.status, 403, "{from:?}: {reply:?}");
+    }
+    assert_eq!(l.question(id)["status"], "pending");
+    let origin = format!("Origin: http://127.0.0.1:{}", s.port);
+    let reply = s.request(
+        "POST",
+        &path,
+        &[&cookie, form, &origin, "Sec-Fetch-Site: same-origin"],
+        "answer=yes",
+    );
+    assert_eq!(reply.status, 303, "{reply:?}");
+    assert_eq!(l.question(id)["answer"], "yes");
+}
+
+#[test]
+fn a_body_over_64_kib_is_refused() {
+    let l = Ledger::new();
+    let id = l.log("s", "Long?");
+    let s = Served::start(&l, &[]);
+    let big = json!({"answer": "x".repeat(64 * 1024)});
+    let (status, _) = s.api("POST", &format!("/api/questions/{id}/answer"), Some(big));
+    assert_eq!(status, 413);
+    assert_eq!(l.question(id)["status"], "pending");
+    let fits = json!({"answer": "x".repeat(60 * 1024)});
+    let (status, _) = s.api("POST", &format!("/api/questions/{id}/answer"), Some(fits));
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_remote_bind_needs_allow_remote() {
+    let l = Ledger::new();
+    let run = l.run(["serve", "--bind", "0.0.0.0:0"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.error_code(), "usage");
+    assert!(run.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("--allow-remote"));
+}
+
+#[test]
+fn with_allow_remote_it_binds_every_address_and_takes_address_literals_not_names() {
+    let l = Ledger::new();
+    let s = Served::start(&l, &["--bind", "0.0.0.0:0", "--allow-remote"]);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let port = s.port;
+    for (host, status) in [
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("192.0.2.7:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+        (format!("rebound.example:{port}"), 403),
+    ] {
+        let reply = s.request(
+            "GET",
+            "/api/questions",
+            &[&format!("Host: {host}"), &bearer],
+            "",
+        );
+        assert_eq!(reply.status, status, "{host}: {reply:?}");
+    }
+}
+
+#[test]
+fn the_default_bind_is_loopback_on_the_documented_port() {
+    let help = Ledger::new().run(["serve", "--help"]).stdout;
+    assert!(help.contains("127.0.0.1:8466]"), "{help}");
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.contains("127.0.0.1:8466"),
+        "the README names the port"
+    );
+}
+
+#[test]
+fn every_ledger_text_is_escaped_and_no_script_runs_inline() {
+    let l = Ledger::new();
+    l.log_with(
+        "<b>stage</b>",
+        "<script>alert(1)</script>",
+        &[
+            "--context",
+            "\"><img src=x onerror=alert(2)>",
+            "--option",
+            "<i>opt</i>",
+            "--header",
+            "<h1>",
+        ],
+    );
+    let s = Served::start(&l, &[]);
+    let page = s.request("GET", "/", &[&format!("Authorization: Bearer {TOKEN}")], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(page
+        .body
+        .contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
+    assert!(page.body.contains("value=\"&lt;i&gt;opt&lt;/i&gt;\""));
+    assert!(!page.body.contains("<script>alert"));
+    assert!(!page.body.contains("<img"));
+    // Scripts only from files, none inline.
+    assert!(!page.body.contains("<script>"));
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    let js = s.request("GET", "/assets/inbox.js", &[], "");
+    assert_eq!(js.status, 200);
+    assert!(js
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
+}
+
+#[test]
+fn the_page_works_without_javascript_post_then_redirect() {
+    let l = Ledger::new();
+    let id = with_options(&l);
+    let s = Served::start(&l, &["--user", "bob"]);
+    let cookie = format!("Cookie: questions_token_{}={TOKEN}", s.port);
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let page = s.request("GET", "/", &[&cookie], "");
+    assert!(page.body.contains(&format!("action=\"/q/{id}/answer\"")));
+    assert!(page.body.contains("type=\"radio\""));
+    let reply = s.request(
+        "POST",
+        &format!("/q/{id}/answer"),
+        &[&cookie, form],
+        "select=SQLite&answer=",
+    );
+    assert_eq!(reply.status, 303, "{reply:?}");
+    assert_eq!(
+        reply.header("location").as_deref(),
+        Some(&*format!("/?answered={id}"))
+    );
+    assert_eq!(l.question(id)["answer"], "SQLite");
+    assert_eq!(l.question(id)["answered_by"], "bob");
+    // A second answer: the page says what is on record, with 409.
+    let again = s.request(
+        "POST",
+        &format!("/q/{id}/answer"),
+        &[&cookie, form],
+        "select=PostgreSQL",
+    );
+    assert_eq!(again.status, 409);
+    assert!(
+        again.body.contains("already answered: &quot;SQLite&quot;"),
+        "{}",
+        again.body
+    );
+    assert_eq!(l.question(id)["answer"], "SQLite");
+}
+
+#[test]
+fn fifty_api_clients_answer_a_thousand_questions_and_lose_nothing() {
+    const CLIENTS: usize = 50;
+    const QUESTIONS: usize = 1000;
+    let l = Ledger::new();
+    let questions: Vec<Value> = (0..QUESTIONS)
+        .map(|i| match i % 2 {
+            0 => json!({"question": format!("Free {i}?")}),
+            _ => json!({"question": format!("Pick {i}?"), "options": [{"label": "Yes"}, {"label": "No"}]}),
+        })
+        .collect();
+    let logged = l.ok_stdin(
+        ["ingest", "--stage", "load", "--format", "ask-user"],
+        json!({ "questions": questions }).to_string(),
+    );
+    let ids: Vec<i64> = logged["question_ids"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{logged}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), QUESTIONS);
+    let s = std::sync::Arc::new(Served::start(&l, &[]));
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let ids = std::sync::Arc::new(ids);
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (s, next, ids) = (s.clone(), next.clone(), ids.clone());
+            std::thread::spawn(move || loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(&id) = ids.get(n) else { return };
+                let body = match n % 2 {
+                    0 => json!({"answer": format!("answer {id}")}),
+                    _ => json!({"select": "Yes"}),
+                };
+                let (status, out) =
+                    s.api("POST", &format!("/api/questions/{id}/answer"), Some(body));
+                assert_eq!(status, 200, "question {id}: {out}");
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("no client failed");
+    }
+    let (status, list) = s.api("GET", "/api/questions?stage=load", None);
+    assert_eq!(status, 200);
+    let all = list["questions"].as_array().unwrap();
+    assert_eq!(all.len(), QUESTIONS);
+    for (n, q) in all.iter().enumerate() {
+        let expected = match n % 2 {
+            0 => format!("answer {}", q["id"]),
+            _ => "Yes".to_string(),
+        };
+        assert_eq!(q["status"], "answered", "{q}");
+        assert_eq!(q["answer"], expected.as_str(), "{q}");
+        assert_eq!(q["channel"], "web");
+    }
+    let history = l.ok(["history", "--stage", "load"]);
+    let answered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "answered")
+        .count();
+    assert_eq!(answered, QUESTIONS, "one answer event each, none repeated");
+}
