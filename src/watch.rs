@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use hmac::{KeyInit, Mac};
 use serde::Serialize;
 
-use crate::clock;
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, Status};
 use crate::ops;
@@ -158,8 +157,7 @@ impl Watcher {
     /// Where this watcher goes on from: its stored position, else (a new watcher) the
     /// start of the history or its current end.
     fn start(&self, ledger: &mut Ledger) -> Result<i64> {
-        let name = self.name.clone();
-        if let Some(position) = ledger.read(|tx| tx.watcher_position(&name))? {
+        if let Some(position) = ops::watcher_position(ledger, &self.name)? {
             return Ok(position);
         }
         let position = if self.from_start {
@@ -172,8 +170,7 @@ impl Watcher {
     }
 
     fn save(&self, ledger: &mut Ledger, position: i64) -> Result<()> {
-        let now = clock::now();
-        ledger.write(|tx| tx.set_watcher_position(&self.name, position, &now))
+        ops::save_watcher_position(ledger, &self.name, position)
     }
 
     fn deliver(&self, agent: &ureq::Agent, event: &Event) -> std::result::Result<(), String> {

@@ -328,3 +328,15 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
         Ok(Inbox { seq, questions })
     })
 }
+
+/// Where the watcher `name` stopped: the seq of the last event it delivered; none for a
+/// watcher not seen before.
+pub fn watcher_position(ledger: &mut Ledger, name: &str) -> Result<Option<i64>> {
+    ledger.read(|tx| tx.watcher_position(name))
+}
+
+/// Records that the watcher `name` has delivered everything up to `position`.
+pub fn save_watcher_position(ledger: &mut Ledger, name: &str, position: i64) -> Result<()> {
+    let now = clock::now();
+    ledger.write(|tx| tx.set_watcher_position(name, position, &now))
+}
