@@ -545,23 +545,12 @@ impl Server {
             .enumerate()
             .map(|(at, item)| new_question(&stage, item, at))
             .collect::<Result<_>>()?;
+        // All or nothing, in one transaction, as `ingest` logs an envelope.
         let logged = blocking(self.location.clone(), move |ledger| {
-            new.iter()
-                .map(|q| ops::log(ledger, q, false))
-                .collect::<Result<Vec<_>>>()
+            ops::log_all(ledger, &new)
         })
         .await?;
-        let mut question_ids: Vec<i64> = Vec::new();
-        for l in &logged {
-            if !question_ids.contains(&l.question_id) {
-                question_ids.push(l.question_id);
-            }
-        }
-        let created_ids = logged
-            .iter()
-            .filter(|l| l.created)
-            .map(|l| l.question_id)
-            .collect();
+        let (question_ids, created_ids) = (logged.question_ids, logged.created_ids);
 
         let supported = context
             .peer

@@ -7,7 +7,7 @@ use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status, Transition};
-use crate::store::{Filter, Ledger};
+use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
 pub struct Logged {
@@ -21,25 +21,68 @@ pub struct Logged {
 /// unless `allow_duplicate`.
 pub fn log(ledger: &mut Ledger, new: &NewQuestion, allow_duplicate: bool) -> Result<Logged> {
     let now = clock::now();
-    let (question, created) = ledger.write(|tx| {
-        if !allow_duplicate {
-            if let Some(same) =
-                tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)?
-            {
-                return Ok((same, false));
-            }
-        }
-        let q = tx.apply(&new.clone().log(&now))?;
-        Ok((
-            q.ok_or_else(|| Error::db("a logged question was not written"))?,
-            true,
-        ))
-    })?;
+    let (question, created) = ledger.write(|tx| log_in(tx, new, allow_duplicate, &now))?;
     Ok(Logged {
         question_id: question.id,
         created,
         question,
     })
+}
+
+/// Logs `new` inside a write under way; true when it was created.
+fn log_in(
+    tx: &Tx,
+    new: &NewQuestion,
+    allow_duplicate: bool,
+    now: &str,
+) -> Result<(Question, bool)> {
+    if !allow_duplicate {
+        if let Some(same) = tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
+            return Ok((same, false));
+        }
+    }
+    let q = tx.apply(&new.clone().log(now))?;
+    Ok((
+        q.ok_or_else(|| Error::db("a logged question was not written"))?,
+        true,
+    ))
+}
+
+/// Several questions logged together.
+#[derive(Debug, Serialize)]
+pub struct LoggedAll {
+    /// Each question once, in the order given.
+    pub question_ids: Vec<i64>,
+    pub created_ids: Vec<i64>,
+    pub questions: Vec<Question>,
+}
+
+/// Logs every question in one transaction, all or nothing (the same question again is the
+/// one on record): what `ingest` and an agent's batch of questions do.
+pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedAll> {
+    let now = clock::now();
+    let logged = ledger.write(|tx| {
+        questions
+            .iter()
+            .map(|new| log_in(tx, new, false, &now))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    let mut all = LoggedAll {
+        question_ids: Vec::new(),
+        created_ids: Vec::new(),
+        questions: Vec::new(),
+    };
+    for (q, created) in logged {
+        if created {
+            all.created_ids.push(q.id);
+        }
+        if seen.insert(q.id) {
+            all.question_ids.push(q.id);
+            all.questions.push(q);
+        }
+    }
+    Ok(all)
 }
 
 /// One question after an answer, a skip or a decline.

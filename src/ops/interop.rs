@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::{existing, expire_due, Caller};
+use super::{existing, expire_due, log_all, Caller};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
@@ -76,40 +76,15 @@ pub fn ingest(
         new.stage = stage.to_string();
         expiry.apply(new, &now)?;
     }
-    let logged = ledger.write(|tx| {
-        let mut logged = Vec::with_capacity(questions.len());
-        for new in &questions {
-            match tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
-                Some(same) => logged.push((same, false)),
-                None => {
-                    let q = tx
-                        .apply(&new.clone().log(&now))?
-                        .ok_or_else(|| Error::db("a logged question was not written"))?;
-                    logged.push((q, true));
-                }
-            }
-        }
-        Ok(logged)
-    })?;
-    let mut seen = HashSet::new();
-    let mut result = Ingested {
+    let logged = log_all(ledger, &questions)?;
+    Ok(Ingested {
         format: Some(envelope.source.as_str()),
         found: true,
         stage: Some(stage.to_string()),
-        question_ids: Vec::new(),
-        created_ids: Vec::new(),
-        questions: Vec::new(),
-    };
-    for (q, created) in logged {
-        if created {
-            result.created_ids.push(q.id);
-        }
-        if seen.insert(q.id) {
-            result.question_ids.push(q.id);
-            result.questions.push(q);
-        }
-    }
-    Ok(result)
+        question_ids: logged.question_ids,
+        created_ids: logged.created_ids,
+        questions: logged.questions,
+    })
 }
 
 #[derive(Debug, Serialize)]
