@@ -122,25 +122,28 @@ impl Outcome {
 }
 
 /// Who this call acts for: `--by`, else `QUESTIONS_USER` (both read by clap), else the
-/// operating-system user.
+/// operating-system user, looked up only by a command that records a change.
 pub struct Who(Option<String>);
 
 impl Who {
     fn new(by: Option<String>) -> Who {
-        let named = |v: Option<String>| v.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
-        Who(named(by)
-            .or_else(|| named(std::env::var("USER").ok()))
-            .or_else(|| named(std::env::var("LOGNAME").ok()))
-            .or_else(system_user))
+        Who(named(by))
     }
 
     /// This person acting through `channel`.
     pub fn via(&self, channel: crate::model::Channel) -> crate::ops::Caller {
-        crate::ops::Caller {
-            by: self.0.clone(),
-            channel,
-        }
+        let by = self
+            .0
+            .clone()
+            .or_else(|| named(std::env::var("USER").ok()))
+            .or_else(|| named(std::env::var("LOGNAME").ok()))
+            .or_else(system_user);
+        crate::ops::Caller { by, channel }
     }
+}
+
+fn named(name: Option<String>) -> Option<String> {
+    name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
 }
 
 /// The name of the user this process runs as, from the password file.

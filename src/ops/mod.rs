@@ -8,8 +8,8 @@ mod gate;
 mod interop;
 
 pub use change::{
-    accept_defaults, answer, clear, decline, log, record_choices, skip, Asked, Choice, Cleared,
-    Defaulted, Logged, Recorded,
+    accept_defaults, answer, clear, decline, log, log_all, record_choices, skip, Asked, Choice,
+    Cleared, Defaulted, Logged, LoggedAll, Recorded,
 };
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
@@ -124,9 +124,7 @@ pub fn list(ledger: &mut Ledger, filter: &Filter) -> Result<Vec<Question>> {
 /// The stage's pending questions, narrowed to `ids` (each of which must be in the stage):
 /// what is put before a person.
 pub fn pending(ledger: &mut Ledger, stage: &str, ids: Option<&[i64]>) -> Result<Vec<Question>> {
-    settle(ledger)?;
-    let all = ledger.read(|tx| select(tx, Some(stage), ids))?;
-    Ok(all
+    Ok(named(ledger, Some(stage), ids)?
         .into_iter()
         .filter(|q| q.status == Status::Pending)
         .collect())

@@ -137,7 +137,7 @@ pub async fn apply(
     app.ledger(move |l| {
         if let Some(stage) = &stage {
             // An inbox for one stage answers that stage's questions only.
-            ops::pending(l, stage, Some(&[id])).map_err(|_| {
+            ops::named(l, Some(stage), Some(&[id])).map_err(|_| {
                 Error::not_found(format!("there is no question {id} in stage '{stage}'"))
             })?;
         }

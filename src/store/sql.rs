@@ -375,8 +375,8 @@ impl<'a> Tx<'a> {
     /// as it now is (none once cleared).
     pub fn apply(&self, change: &Transition) -> Result<Option<Question>> {
         match change {
-            Transition::Logged { new, at: _ } => {
-                let q = self.insert(new, &change_time(change))?;
+            Transition::Logged { new, at } => {
+                let q = self.insert(new, at)?;
                 // An empty `at`: when the question was created.
                 self.insert_event(&Row {
                     kind: EventKind::Logged,
@@ -784,15 +784,6 @@ struct Row<'a> {
     channel: Option<Channel>,
     before: Option<String>,
     after: Option<String>,
-}
-
-/// When a transition happens.
-fn change_time(change: &Transition) -> String {
-    match change {
-        Transition::Logged { at, .. } => at.clone(),
-        Transition::Changed { after, .. } => after.updated_at.clone(),
-        Transition::Cleared { actor, .. } => actor.at.clone(),
-    }
 }
 
 /// A stored `before` or `after`.
