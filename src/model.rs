@@ -237,7 +237,31 @@ pub struct Question {
     pub decline_reason: Option<String>,
 }
 
+/// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
+/// question again (an index lookup whatever the texts have in common). Never changes:
+/// ledgers keep it.
+pub fn text_hash(text: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    i64::from(i32::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3],
+    ]))
+}
+
 impl Question {
+    /// What a front end that showed this question to a person sends back with the
+    /// change it makes: 16 hex digits of SHA-256 of its stage and text. A change that
+    /// names another fingerprint was meant for another question (see `ops::Shown`).
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(self.stage.trim().as_bytes());
+        hasher.update([0]);
+        hasher.update(self.question.as_bytes());
+        let digest = hasher.finalize();
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Required and not yet settled (pending, or declined until it is rephrased): what
     /// holds a gate shut.
     pub fn blocks_gate(&self) -> bool {
@@ -398,6 +422,24 @@ impl Question {
                 ..self.changed(Status::Declined, actor)
             }),
         }))
+    }
+
+    /// A decline chosen by a person to whom the pending question was put (`ask`, a form):
+    /// someone else settling it meanwhile is a conflict, not a decline over their answer.
+    pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
+        if self.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} was {} by someone else meanwhile; nothing was recorded for it",
+                self.id,
+                self.status.as_str()
+            )));
+        }
+        self.decline(reason, false, actor)
+    }
+
+    /// Whether `shown` (a fingerprint, or the text itself) names this question.
+    pub fn is_the_one(&self, shown: &str) -> bool {
+        shown == self.fingerprint() || shown == self.question
     }
 
     /// What happens when this question's time is up at `now`: answered with its proposed

@@ -148,7 +148,11 @@ impl Watcher {
                 Some(rest) => rest.min(Duration::from_secs(1)),
                 None => Duration::from_secs(1),
             };
-            ledger.wait_for_change(wait)?;
+            // A ledger reset or replaced meanwhile starts its seqs again, and holds no
+            // position of this watcher: all of its events are new.
+            if ledger.wait_for_change(wait)? {
+                position = 0;
+            }
         }
         done.position = position;
         Ok(done)

@@ -160,7 +160,15 @@ fn system_user() -> Option<String> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    let (location, found_by, also_found) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    for other in &also_found {
+        crate::output::note(&format!(
+            "warning: using the uwf ledger {}; the ledger {} in the same folder is not used \
+             (move its questions over, or remove it)",
+            location.display(),
+            other.display()
+        ));
+    }
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
     let who = Who::new(cli.by);
@@ -181,7 +189,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Answers(args) => answers::run(l, args),
         Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
         Command::Ask(args) => ask::run(l, w, args),
-        Command::Info => info::run(l, found_by),
+        Command::Info => info::run(l, found_by, &also_found),
         Command::Events(args) => events::run(l, args),
         Command::Watch(args) => watch::run(l, args),
         Command::Serve(args) => serve::run(l, w, args),

@@ -260,6 +260,12 @@ pub enum Elicited {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+pub struct NotRecorded {
+    question_id: i64,
+    reason: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Asked {
     question_ids: Vec<i64>,
     created_ids: Vec<i64>,
@@ -267,6 +273,10 @@ pub struct Asked {
     elicitation: Elicited,
     #[serde(skip_serializing_if = "Option::is_none")]
     elicitation_error: Option<String>,
+    /// Questions of an accepted form whose answer could not be recorded (someone answered
+    /// them elsewhere while the form was open), and why; the others were recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_recorded: Vec<NotRecorded>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -556,14 +566,14 @@ impl Server {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
-        let (elicitation, elicitation_error) = match (input.elicit, supported) {
-            (Some(false), _) => (Elicited::NotRequested, None),
-            (_, false) => (Elicited::Unsupported, None),
+        let ((elicitation, not_recorded), elicitation_error) = match (input.elicit, supported) {
+            (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
+            (_, false) => ((Elicited::Unsupported, Vec::new()), None),
             (_, true) => match self.elicit(&stage, &question_ids, context).await {
                 Ok(done) => (done, None),
                 Err(e) => {
                     crate::output::note(&format!("ask_questions: the form failed: {e}"));
-                    (Elicited::Failed, Some(e.message))
+                    ((Elicited::Failed, Vec::new()), Some(e.message))
                 }
             },
         };
@@ -577,6 +587,7 @@ impl Server {
             outcomes: outcomes(&questions),
             elicitation,
             elicitation_error,
+            not_recorded,
         })
     }
 
@@ -587,14 +598,14 @@ impl Server {
         stage: &str,
         ids: &[i64],
         context: &RequestContext<RoleServer>,
-    ) -> Result<Elicited> {
+    ) -> Result<(Elicited, Vec<NotRecorded>)> {
         let (s, i) = (stage.to_string(), ids.to_vec());
-        let pending = blocking(self.location.clone(), move |ledger| {
-            ops::pending(ledger, &s, Some(&i))
+        let (pending, ledger_id) = blocking(self.location.clone(), move |ledger| {
+            Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
         })
         .await?;
         if pending.is_empty() {
-            return Ok(Elicited::NothingPending);
+            return Ok((Elicited::NothingPending, Vec::new()));
         }
         let (message, schema) = form::build(&pending)?;
         let params = ElicitRequestParams::FormElicitationParams {
@@ -609,17 +620,37 @@ impl Server {
             .map_err(|e| Error::io(format!("the client did not show the form: {e}")))?;
         match reply.action {
             ElicitationAction::Accept => {}
-            ElicitationAction::Decline => return Ok(Elicited::Declined),
-            _ => return Ok(Elicited::Cancelled),
+            ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),
+            _ => return Ok((Elicited::Cancelled, Vec::new())),
         }
         let chosen = form::read(&pending, reply.content.as_ref())?;
         let caller = caller(&context.peer);
         let stage = stage.to_string();
-        blocking(self.location.clone(), move |ledger| {
-            ops::record_choices(ledger, &caller, &stage, &chosen)
+        // What the form showed is what is recorded; a question answered elsewhere while
+        // the form was open is reported, and the others are recorded.
+        let shown = ops::Shown::all(ledger_id, &pending);
+        let asked = blocking(self.location.clone(), move |ledger| {
+            ops::record_choices(
+                ledger,
+                &caller,
+                &stage,
+                &chosen,
+                &shown,
+                ops::Together::Each,
+            )
         })
         .await?;
-        Ok(Elicited::Accepted)
+        Ok((
+            Elicited::Accepted,
+            asked
+                .not_recorded
+                .into_iter()
+                .map(|n| NotRecorded {
+                    question_id: n.question_id,
+                    reason: n.reason,
+                })
+                .collect(),
+        ))
     }
 }
 

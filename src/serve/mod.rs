@@ -46,8 +46,8 @@ pub(crate) struct App {
     token: String,
     /// The address actually bound (port 0 resolved).
     bound: SocketAddr,
-    /// The newest event's seq, as the watcher thread last saw it.
-    seq: watch::Receiver<i64>,
+    /// The ledger's id and its newest event's seq, as the watcher thread last saw them.
+    seq: watch::Receiver<(Option<String>, i64)>,
     /// Becomes true when the server is asked to stop: long polls end at once.
     stopping: watch::Receiver<bool>,
 }
@@ -65,7 +65,8 @@ impl Pool {
     fn with<T>(&self, f: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
         let taken = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         let mut ledger = taken.unwrap_or_else(|| Ledger::new(self.location.clone()));
-        let out = f(&mut ledger);
+        // A ledger kept open since an earlier request may have been reset or replaced.
+        let out = ledger.follow().and_then(|_| f(&mut ledger));
         // A ledger whose connection failed is not handed out again.
         let healthy = !matches!(&out, Err(e) if e.code == crate::error::ErrorCode::DbError);
         if healthy {
@@ -150,7 +151,7 @@ async fn serve(
     let bound = listener
         .local_addr()
         .map_err(|e| Error::io(format!("cannot read the address bound: {e}")))?;
-    let (seq_tx, seq) = watch::channel(-1);
+    let (seq_tx, seq) = watch::channel((None, -1));
     let (stop_tx, stopping) = watch::channel(false);
     spawn_watcher(location.clone(), seq_tx);
     let app = Arc::new(App {
@@ -234,14 +235,20 @@ fn routes(app: Arc<App>) -> Router {
 /// Follows the ledger on a thread of its own: each new event's seq is published, and
 /// long-polling pages wake on it. Expiries that fall due are applied here too, so a
 /// question whose time ran out leaves the inbox without anyone looking.
-fn spawn_watcher(location: Location, seq: watch::Sender<i64>) {
+/// A ledger reset or replaced has another id (and its seqs start again): pages reload.
+fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) {
     std::thread::spawn(move || {
         let mut ledger = Ledger::new(location.clone());
         loop {
-            let seen = ops::settle(&mut ledger).and_then(|_| ops::last_seq(&mut ledger));
+            let seen = ops::settle(&mut ledger)
+                .and_then(|_| Ok((ledger.id()?, ops::last_seq(&mut ledger)?)));
             match seen {
                 Ok(last) => {
-                    seq.send_if_modified(|s| std::mem::replace(s, last) != last);
+                    seq.send_if_modified(|s| {
+                        let changed = *s != last;
+                        *s = last;
+                        changed
+                    });
                     let _ = ledger.wait_for_change(Duration::from_secs(1));
                 }
                 Err(_) => {

@@ -79,6 +79,15 @@ impl Sqlite {
         })
     }
 
+    /// The ledger at `path` is not the file open here: it was deleted or replaced, or
+    /// (for the in-memory stand-in) created since.
+    pub fn is_replaced(&self, path: &Path) -> bool {
+        match &self.file {
+            Some((_, dev, ino)) => identity(path) != Some((*dev, *ino)),
+            None => fs::symlink_metadata(path).is_ok(),
+        }
+    }
+
     /// False for the in-memory stand-in of `empty`.
     pub fn on_disk(&self) -> bool {
         self.wal.is_some()
@@ -137,6 +146,7 @@ impl Sqlite {
             }
         }
         let value = f(&Tx::new(&*tx))?;
+        crate::fault("before-commit");
         tx.commit()?;
         Ok(value)
     }

@@ -15,6 +15,7 @@ mod errors;
 mod events;
 mod examples;
 mod expiry;
+mod follow;
 mod history;
 mod hostile;
 mod import;
