@@ -598,6 +598,37 @@ pub enum Transition {
 }
 
 impl NewQuestion {
+    /// The question as the ledger will hold it once logged at `now` (its id not known yet).
+    pub fn as_logged(&self, now: &str) -> Question {
+        Question {
+            id: 0,
+            stage: self.stage.clone(),
+            group_name: self.group_name.clone(),
+            question: self.question.clone(),
+            proposed: self.proposed.clone(),
+            required: self.required,
+            status: Status::Pending,
+            answer: None,
+            created_at: now.to_string(),
+            answered_at: None,
+            updated_at: now.to_string(),
+            header: self.header.clone(),
+            context: self.context.clone(),
+            options: self.options.clone(),
+            multi_select: self.multi_select,
+            allow_freeform: self.allow_freeform,
+            selected: Vec::new(),
+            was_custom: None,
+            skip_reason: None,
+            source: self.source,
+            answered_by: None,
+            channel: None,
+            expires_at: self.expires_at.clone(),
+            on_expiry: self.on_expiry,
+            decline_reason: None,
+        }
+    }
+
     /// Logging this question at `now`.
     pub fn log(self, now: &str) -> Transition {
         Transition::Logged {

@@ -146,17 +146,19 @@ fn named(name: Option<String>) -> Option<String> {
     name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
 }
 
-/// The name of the user this process runs as, from the password file.
+/// The name of the user this process runs as, from the password file; a user without
+/// one (a container's arbitrary uid) is `uid:<n>`, never nobody: nobody is expiry.
 fn system_user() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let name = passwd.lines().find_map(|line| {
         let mut fields = line.split(':');
         let name = fields.next()?;
         let id: u32 = fields.nth(1)?.parse().ok()?;
-        (id == uid).then(|| name.to_string())
-    })
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    });
+    Some(name.unwrap_or_else(|| format!("uid:{uid}")))
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {

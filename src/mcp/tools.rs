@@ -123,6 +123,8 @@ pub struct AskInput {
     stage: String,
     questions: Vec<NewItem>,
     /// Wait up to this many seconds (at most 50) for the answers before returning.
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schemars(with = "f64")]
     wait_seconds: Option<f64>,
     /// Put the pending questions to the person through the client's form (elicitation);
     /// default: true when the client supports it.
@@ -137,6 +139,8 @@ pub struct WaitInput {
     /// Wait for these questions.
     ids: Option<Vec<i64>>,
     /// Return after this many seconds at most (capped at 50; default 50).
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schemars(with = "f64")]
     timeout_seconds: Option<f64>,
 }
 
@@ -351,10 +355,31 @@ fn inline_refs(value: &mut Value, question: &Value) {
     }
 }
 
+/// A number, or a number written as text (some clients send every argument they cannot
+/// type as a string); null is absent.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(Value::String(t)) if t.trim().is_empty() => Ok(None),
+        Some(Value::String(t)) => t
+            .trim()
+            .parse::<f64>()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not a number"))),
+        Some(other) => Err(serde::de::Error::custom(format!("{other} is not a number"))),
+    }
+}
+
 fn seconds(value: Option<f64>, default: Duration, name: &str) -> Result<Duration> {
     match value {
         None => Ok(default),
-        Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s).min(MOST_WAIT)),
+        // Longer waits are capped; beyond a year the number is a mistake, not a wait.
+        Some(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => {
+            Ok(Duration::from_secs_f64(s.min(MOST_WAIT.as_secs_f64())))
+        }
         Some(s) => Err(Error::usage(format!(
             "{name} must be a number of seconds, 0 or more (at most 50 are waited); got {s}"
         ))),
@@ -508,6 +533,13 @@ impl Server {
                         Ok(q) => q,
                         Err(e) => break Err(e),
                     };
+                    if questions.is_empty() {
+                        // A stage with no question: nothing will ever be answered there.
+                        break Err(Error::not_found(format!(
+                            "stage '{}' holds no question to wait for; ask_questions logs them",
+                            stage.as_deref().unwrap_or("")
+                        )));
+                    }
                     let pending = questions
                         .iter()
                         .filter(|q| q.status == Status::Pending)
@@ -524,7 +556,14 @@ impl Server {
                         break Ok((questions, true));
                     }
                     // A failed wait is only a shorter pause: the next read reports errors.
-                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
+                    // A ledger reset meanwhile holds none of these questions any more.
+                    let pause = (deadline - now).min(Duration::from_secs(1));
+                    if ledger.wait_for_change(pause).unwrap_or(false) {
+                        break Err(Error::conflict(
+                            "the ledger was reset or replaced while waiting: the questions \
+                             waited for are gone; log them again",
+                        ));
+                    }
                 };
                 let _ = tx.send(Report::Done(outcome));
             })
@@ -693,6 +732,12 @@ impl Server {
             if stage.is_none() && input.ids.is_none() {
                 return Err(Error::usage(
                     "name the questions to wait for: give stage, ids, or both",
+                ));
+            }
+            if input.ids.as_ref().is_some_and(Vec::is_empty) {
+                return Err(Error::usage(
+                    "ids is empty: name the questions to wait for (nothing to wait for is \
+                     not an answer)",
                 ));
             }
             let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;

@@ -80,6 +80,18 @@ impl Location {
         if let Some(url) = text.and_then(postgres_location) {
             return Ok(Location::Postgres { url });
         }
+        // `postgresql:/host/db`, `postgres:db`: meant for PostgreSQL, and never a file to
+        // create (nor a text to print: it may hold a password).
+        let scheme = |t: &str| {
+            let lower = t.get(..11).unwrap_or(t).to_ascii_lowercase();
+            lower.starts_with("postgres:") || lower.starts_with("postgresql:")
+        };
+        if text.is_some_and(scheme) {
+            return Err(Error::usage(
+                "the ledger location starts like a PostgreSQL URL but is not one: write \
+                 postgres://USER:PASSWORD@HOST:PORT/DATABASE (two slashes after the colon)",
+            ));
+        }
         if let Some(text) = text.filter(|t| is_sqlite_special(t)) {
             return Err(Error::usage(format!(
                 "the ledger location '{text}' is one of SQLite's in-memory or URI forms, \

@@ -220,6 +220,13 @@ fn check_path(path: &Path) -> Result<bool> {
             "the ledger path {} is a directory; give the path of a ledger file",
             path.display()
         ))),
+        // A device or a pipe (/dev/null): SQLite would leave its -journal and -wal files
+        // beside it.
+        Ok(meta) if !meta.is_file() => Err(Error::io(format!(
+            "the ledger path {} is not a regular file (a device or a pipe); give the path \
+             of a ledger file",
+            path.display()
+        ))),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(format!(

@@ -17,6 +17,7 @@ mod examples;
 mod expiry;
 mod follow;
 mod history;
+mod holes;
 mod hostile;
 mod import;
 mod info;
