@@ -190,18 +190,28 @@ pub fn make_default_folder(folder: &Path) -> Result<()> {
             folder.display()
         ))
     };
+    let existed = folder.is_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(folder)
         .map_err(fail)?;
+    if !existed {
+        // The folder's name lives in its parent: durable only once that is synced.
+        super::sqlite::sync_folder_of(folder)?;
+    }
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(folder.join(".gitignore"))
     {
-        Ok(mut file) => file.write_all(b"*\n").map_err(fail),
+        Ok(mut file) => {
+            file.write_all(b"*\n")
+                .and_then(|_| file.sync_all())
+                .map_err(fail)?;
+            super::sqlite::sync_folder_of(&folder.join(".gitignore"))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(fail(e)),
     }

@@ -250,7 +250,8 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
         .mode(0o600)
         .open(path)
     {
-        Ok(_) => Ok(()),
+        // Its name must survive a power cut too (the -wal may be there from before).
+        Ok(_) => sync_folder_of(path),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::io(format!(
             "cannot create the ledger {}: its folder does not exist; create it first or choose another --db",
@@ -285,20 +286,23 @@ fn create_log(wal: &Path) -> Result<()> {
         .mode(0o600)
         .open(wal);
     match created {
-        Ok(_) => {
-            let folder = wal
-                .parent()
-                .filter(|f| !f.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            fs::File::open(folder)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
-        }
+        Ok(_) => sync_folder_of(wal),
         // There already (or a symbolic link, which create_new never follows: SQLite's
         // own open then refuses it).
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io(format!("cannot create {}: {e}", wal.display()))),
     }
+}
+
+/// Syncs the folder holding `path`, so that a name just created in it is durable.
+pub(super) fn sync_folder_of(path: &Path) -> Result<()> {
+    let folder = path
+        .parent()
+        .filter(|f| !f.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::File::open(folder)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
 }
 
 /// Returns the schema version the ledger has.
