@@ -49,6 +49,10 @@ pub struct Error {
     /// The transaction lost a race with another (a serialization failure or deadlock):
     /// running it again from the start can succeed. Never shown to the user.
     pub(crate) transient: bool,
+    /// What a command-line user can do about it with a flag ("pass --force to …"): the
+    /// command line adds it to the message; other front ends, whose users have no flags,
+    /// leave it out.
+    pub flag_hint: Option<String>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -59,6 +63,21 @@ impl Error {
             code,
             message: message.into(),
             transient: false,
+            flag_hint: None,
+        }
+    }
+
+    /// This error with what a command-line user can do about it (see `flag_hint`).
+    pub fn with_flag_hint(mut self, hint: impl Into<String>) -> Error {
+        self.flag_hint = Some(hint.into());
+        self
+    }
+
+    /// The message as the command line says it: with the flag that helps, if any.
+    pub fn cli_message(&self) -> String {
+        match &self.flag_hint {
+            Some(hint) => format!("{}; {hint}", self.message),
+            None => self.message.clone(),
         }
     }
     pub fn usage(message: impl Into<String>) -> Error {

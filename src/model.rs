@@ -312,9 +312,12 @@ impl Question {
     /// The conflict message for replacing the answer on record.
     fn conflict(&self, action: &str) -> Error {
         Error::conflict(format!(
-            "question {} is already answered: \"{}\"; pass --force to {action} (the earlier answer stays in the history)",
+            "question {} is already answered: \"{}\"",
             self.id,
             self.answer.as_deref().unwrap_or("")
+        ))
+        .with_flag_hint(format!(
+            "pass --force to {action} (the earlier answer stays in the history)"
         ))
     }
 

@@ -215,6 +215,11 @@ impl Session {
             .clone()
             .expect("structuredContent");
         assert_valid(&schema_file("error"), &doc, "error.json");
+        // Clients on the TypeScript SDK check a tool error's structured content against
+        // the tool's output schema too: it must admit the failure document.
+        if let Some(schema) = self.output_schemas.get(tool) {
+            assert_valid(schema, &doc, &format!("{tool}'s output schema"));
+        }
         assert_eq!(doc["ok"], false);
         assert_eq!(doc["procedure"], tool);
         doc

@@ -720,12 +720,17 @@ fn a_short_token_is_refused_and_a_remote_bind_warns() {
         .status();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("warning") && stderr.contains("0.0.0.0"), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("0.0.0.0"),
+        "{stderr}"
+    );
 }
 
 /// The server's open file descriptors.
 fn open_files(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 #[test]
@@ -743,7 +748,10 @@ fn half_sent_requests_are_bounded_in_number_and_time() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let during = open_files(pid);
-    assert!(during < before + 300, "{before} files before, {during} with 400 idle clients");
+    assert!(
+        during < before + 300,
+        "{before} files before, {during} with 400 idle clients"
+    );
     // Their headers never come: within the header timeout (10 s) they are closed, and a
     // person gets the inbox again.
     std::thread::sleep(Duration::from_secs(11));
