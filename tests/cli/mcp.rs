@@ -992,3 +992,39 @@ fn the_readme_transcript_is_what_the_server_says() {
         "the README's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
     );
 }
+
+#[test]
+fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let ledger = Ledger::new();
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(ledger.dir.path())
+        .arg("--db")
+        .arg(ledger.db())
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send("{not json");
+    let error: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(error["id"], Value::Null);
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let listed: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(listed["id"], 2);
+    assert!(listed["result"]["tools"].as_array().unwrap().len() >= 6);
+    drop(send);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
