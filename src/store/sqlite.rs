@@ -49,10 +49,17 @@ impl Sqlite {
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
     pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
-        if !check_path(path)? {
-            create_file(path, make_folder)?;
+        let mut tries = 0;
+        loop {
+            if !check_path(path)? {
+                create_file(path, make_folder)?;
+            }
+            match Sqlite::open_existing(path, true) {
+                // `reset` deleted it between our creating it and opening it: again.
+                Err(_) if tries < 5 && !path.exists() => tries += 1,
+                opened => return opened,
+            }
         }
-        Sqlite::open_existing(path, true)
     }
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
@@ -115,7 +122,7 @@ impl Sqlite {
         if checkpoint {
             self.conn.execute_batch("PRAGMA synchronous = NORMAL")?;
         }
-        let written = self.transaction(f);
+        let written = self.transaction(f).map_err(|e| self.explain(e));
         if checkpoint {
             let synced = written.is_ok() && self.checkpoint();
             if written.is_ok() && !synced {
@@ -149,6 +156,24 @@ impl Sqlite {
         crate::fault("before-commit");
         tx.commit()?;
         Ok(value)
+    }
+
+    /// A database error while the ledger file was deleted or replaced under this process
+    /// (`reset` by another one: SQLite then reports a bare "disk I/O error") says so.
+    fn explain(&self, err: Error) -> Error {
+        match &self.file {
+            Some((path, dev, ino))
+                if err.code == crate::error::ErrorCode::DbError
+                    && identity(path) != Some((*dev, *ino)) =>
+            {
+                Error::db(format!(
+                    "the ledger {} was reset or replaced while this command ran; nothing \
+                     was recorded: run it again",
+                    path.display()
+                ))
+            }
+            _ => err,
+        }
     }
 
     /// Copies the whole log into the ledger and empties it, without waiting for readers;

@@ -1028,3 +1028,43 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others() {
+    let ledger = Ledger::new();
+    let db = ledger.db();
+    let dir = ledger.dir.path().to_path_buf();
+    run(async {
+        let client = Client::with_person("late-client", move |schema| {
+            // While the form is open, someone answers the first question at the CLI.
+            let first = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .trim_start_matches('q')
+                .to_string();
+            let out = std::process::Command::new(BIN)
+                .current_dir(&dir)
+                .arg("--db")
+                .arg(&db)
+                .args(["answer", "--id", &first, "--answer", "PostgreSQL"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            (ElicitationAction::Accept, Some(fill(schema)))
+        });
+        let s = connect(&ledger, client).await;
+        let asked = s.ok("ask_questions", three_questions()).await;
+        assert_eq!(asked["elicitation"], "accepted");
+        let q = id_list(&asked["question_ids"]);
+        // The one answered elsewhere is reported and keeps its answer; the others are in.
+        assert_eq!(asked["not_recorded"][0]["question_id"], q[0], "{asked}");
+        let o = &asked["outcomes"];
+        assert_eq!(o[q[0].to_string()]["answer"], "PostgreSQL");
+        assert_eq!(o[q[1].to_string()]["status"], "answered");
+        assert_eq!(o[q[2].to_string()]["status"], "answered");
+        s.service.cancel().await.unwrap();
+    });
+}
