@@ -305,6 +305,13 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
 /// power cut; SQLite itself is built not to sync the folder on every open (see
 /// `.cargo/config.toml`), and the log is never deleted after that.
 fn create_log(wal: &Path) -> Result<()> {
+    if fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::io(format!(
+            "the ledger's log {} is a symbolic link, which questions does not follow (it \
+             could point the ledger's writes at another file); remove it",
+            wal.display()
+        )));
+    }
     let created = OpenOptions::new()
         .write(true)
         .create_new(true)
