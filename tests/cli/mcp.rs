@@ -1024,7 +1024,6 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
     let listed: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(listed["id"], 2);
     assert!(listed["result"]["tools"].as_array().unwrap().len() >= 6);
-    drop(send);
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
