@@ -346,7 +346,11 @@ fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
     // Reads page 1 first: a file that is not a database fails here, before anything
     // writes; and a ledger from a newer questions is refused before anything, even the
     // journal mode, changes.
-    let found = migrate::refuse_too_new(conn)?;
+    let found = match migrate::refuse_too_new(conn) {
+        // Unknown version: read as it is (what can be read is), never migrated or written.
+        Err(e) if !writing && migrate::history_is_damaged(&e) => migrate::latest_version(),
+        other => other?,
+    };
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         set_wal(conn)?;

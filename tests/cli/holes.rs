@@ -218,3 +218,42 @@ fn a_symlinked_log_and_a_bad_postgres_url_say_what_is_wrong() {
         "{message}"
     );
 }
+
+#[test]
+fn a_tampered_ledger_reads_what_it_can_and_names_the_damage_in_one_line() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let id = l.log("s", "Q?");
+    let sql = |text: &str| {
+        rusqlite::Connection::open(&l.path)
+            .unwrap()
+            .execute_batch(text)
+            .unwrap()
+    };
+    // The migration history cannot be read: the questions still can, nothing is written.
+    sql("DROP TABLE refinery_schema_history; CREATE TABLE refinery_schema_history (x TEXT);");
+    assert_eq!(l.ok(["list"])["count"], 1);
+    let run = l.run(["answer", "--id", &id.to_string(), "--answer", "x"]);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"));
+    let message = run.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("migration history") && !message.contains('\n'),
+        "{message}"
+    );
+    assert!(!message.contains("SELECT"), "a statement quoted: {message}");
+
+    // A table taken away is named as such, not as a failed statement.
+    let other = Ledger::new();
+    other.log("s", "Q?");
+    rusqlite::Connection::open(&other.path)
+        .unwrap()
+        .execute_batch("DROP TABLE question_events")
+        .unwrap();
+    let run = other.run(["history", "--stage", "s"]);
+    assert_eq!(run.code, 1);
+    let message = run.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("table question_events is missing"),
+        "{message}"
+    );
+}
