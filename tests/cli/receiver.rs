@@ -129,7 +129,7 @@ fn serve(
             std::thread::sleep(pause);
             "200 OK"
         }
-        Behavior::Redirect if request_path(&requests) == "/elsewhere" => "200 OK",
+        Behavior::Redirect if request_path(requests) == "/elsewhere" => "200 OK",
         Behavior::Redirect => "302 Found\r\nLocation: /elsewhere",
     };
     let _ = write!(
