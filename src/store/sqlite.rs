@@ -313,6 +313,7 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     create_log(wal).map_err(|e| in_context(e, path))?;
+    super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     let found = configure(&mut conn, writing).map_err(|e| in_context(e, path))?;
@@ -320,8 +321,8 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
 }
 
 /// The log is created here, once, with the folder synced so that its name survives a
-/// power cut; SQLite itself is built not to sync the folder on every open (see
-/// `.cargo/config.toml`), and the log is never deleted after that.
+/// power cut; SQLite itself does not sync the folder on every open (see `dirsync`), and
+/// the log is never deleted after that.
 fn create_log(wal: &Path) -> Result<()> {
     if fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(Error::io(format!(
