@@ -175,6 +175,11 @@ pub enum Command {
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
     )]
     Man,
+    /// Run as an agent harness's command hook on its own question tool (event JSON on stdin)
+    #[command(
+        after_help = "Logs the questions of Claude Code's AskUserQuestion into the ledger and, when every\none is already answered (or within --wait), answers the tool with them; the person's\nanswers from the harness's own card are recorded after it ran. On any error it prints\nnothing and exits 0: the harness then asks the person itself. 'questions init' writes\nthe hook entries.\n\nExample:\n  questions hook claude-code --stage design < event.json"
+    )]
+    Hook(HookArgs),
 }
 
 impl Command {
@@ -201,6 +206,7 @@ impl Command {
         "completions",
         "man",
         "mcp",
+        "hook",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -227,8 +233,34 @@ impl Command {
             Command::Completions(_) => "completions",
             Command::Man => "man",
             Command::Mcp => "mcp",
+            Command::Hook(_) => "hook",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The harness that runs the hook
+    #[arg(value_enum)]
+    pub harness: Harness,
+    /// The stage its questions are logged under; default: the harness's name
+    #[arg(
+        long,
+        env = "QUESTIONS_STAGE",
+        allow_hyphen_values = true,
+        value_parser = non_blank
+    )]
+    pub stage: Option<String>,
+    /// Wait up to this many seconds for answers from any channel before letting the
+    /// harness ask the person itself
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
+}
+
+/// The agent harnesses whose question tools `hook` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Harness {
+    ClaudeCode,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ mod completions;
 mod decline;
 mod events;
 mod history;
+mod hook;
 mod import;
 mod info;
 mod ingest;
@@ -160,7 +161,12 @@ fn system_user() -> Option<String> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    let (location, found_by) = match Location::find(cli.db.as_deref(), cli.db_from_env) {
+        Ok(found) => found,
+        // A hook fails open, even on a location it cannot use.
+        Err(err) if matches!(cli.command, Command::Hook(_)) => return Ok(hook::failed(&err)),
+        Err(err) => return Err(err),
+    };
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
     let who = Who::new(cli.by);
@@ -188,6 +194,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
         Command::Mcp => mcp::run(l),
+        Command::Hook(args) => Ok(hook::run(l, w, args)),
     }
 }
 

@@ -16,6 +16,7 @@ mod events;
 mod examples;
 mod expiry;
 mod history;
+mod hook;
 mod hostile;
 mod import;
 mod info;

@@ -1,0 +1,180 @@
+//! `questions hook HARNESS`: run by an agent's harness as a command hook. The event JSON
+//! comes on stdin; stdout carries the harness's reply or nothing. It never stands in the
+//! agent's way: on any error it prints nothing, says why on stderr, and exits 0, so the
+//! harness asks the person itself.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Outcome, Who};
+use crate::cli::{Harness, HookArgs};
+use crate::error::{Error, Result};
+use crate::hook::{self, claude_code, Call, Event};
+use crate::model::{AnswerInput, Channel, Question};
+use crate::ops::{self, CheckRequest, Choice, Wait};
+use crate::store::Ledger;
+
+/// The most a hook event is read: far beyond any real one.
+const EVENT_LIMIT: u64 = 4 * 1024 * 1024;
+
+/// The whole hook, failing open: whatever goes wrong (the ledger unreachable, the event
+/// unreadable, a bug) leaves stdout empty and the exit code 0.
+pub fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
+    let attempt =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(ledger, who, &args)));
+    match attempt {
+        Ok(Ok(Some(reply))) => Outcome::text(crate::output::pretty(&reply)),
+        Ok(Ok(None)) => Outcome::text(String::new()),
+        Ok(Err(err)) => failed(&err),
+        // The panic's message is already on stderr.
+        Err(_) => {
+            quiet("hook: stopped by an internal error; the agent asks the person itself".into())
+        }
+    }
+}
+
+/// Nothing on stdout, exit 0, and why on stderr.
+pub fn failed(err: &Error) -> Outcome {
+    quiet(format!(
+        "hook: {}; the agent asks the person itself",
+        err.message
+    ))
+}
+
+fn quiet(note: String) -> Outcome {
+    let mut outcome = Outcome::text(String::new());
+    outcome.note = Some(note);
+    outcome
+}
+
+fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Value>> {
+    let mut text = String::new();
+    std::io::stdin()
+        .lock()
+        .take(EVENT_LIMIT)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::io(format!("cannot read the event on standard input: {e}")))?;
+    let event: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::parse(format!("the event is not JSON: {e}")))?;
+    let event = match args.harness {
+        Harness::ClaudeCode => claude_code::parse(&event),
+    }
+    .map_err(|e| Error::parse(format!("the event cannot be read: {}", e.0)))?;
+    let stage = args
+        .stage
+        .clone()
+        .unwrap_or_else(|| args.harness.name().to_string());
+    match event {
+        Event::Asking(call) => asking(ledger, &stage, args, call),
+        Event::Answered(call, chosen) => {
+            answered(ledger, who, args.harness, &stage, &call, &chosen)?;
+            Ok(None)
+        }
+        Event::Stopping(_) | Event::Ignored => Ok(None),
+    }
+}
+
+/// The call's questions, in the ledger under `stage` (each once, however often asked).
+fn logged(ledger: &mut Ledger, stage: &str, call: &Call) -> Result<Vec<Question>> {
+    let news: Vec<_> = call
+        .questions
+        .iter()
+        .map(|q| crate::model::NewQuestion {
+            stage: stage.to_string(),
+            ..q.new.clone()
+        })
+        .collect();
+    let all = ops::log_all(ledger, &news)?;
+    // One per question of the call, in its order (a question asked twice is one row).
+    let ids: Vec<i64> = news
+        .iter()
+        .map(|n| {
+            all.questions
+                .iter()
+                .find(|q| q.question == n.question && q.group_name == n.group_name)
+                .map_or(0, |q| q.id)
+        })
+        .collect();
+    Ok(ids
+        .iter()
+        .filter_map(|id| all.questions.iter().find(|q| q.id == *id).cloned())
+        .collect())
+}
+
+/// Logs the questions; answers the tool when all of them are answered, now or within
+/// `--wait`.
+fn asking(ledger: &mut Ledger, stage: &str, args: &HookArgs, call: Call) -> Result<Option<Value>> {
+    let mut questions = logged(ledger, stage, &call)?;
+    if hook::all_answered(&call, &questions).is_none() && args.wait > 0 {
+        let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
+        ids.dedup();
+        ops::check(
+            ledger,
+            &CheckRequest {
+                stage: None,
+                ids: Some(ids.clone()),
+                strict: false,
+                wait: Wait::Until(Some(Duration::from_secs(args.wait))),
+            },
+        )?;
+        let now = ops::named(ledger, None, Some(&ids))?;
+        questions = questions
+            .iter()
+            .filter_map(|q| now.iter().find(|n| n.id == q.id).cloned())
+            .collect();
+    }
+    Ok(
+        hook::all_answered(&call, &questions).map(|answers| match args.harness {
+            Harness::ClaudeCode => claude_code::reply_answers(&call, &answers),
+        }),
+    )
+}
+
+/// Records what the person chose in the harness's own card, question by question, so a
+/// question someone else answered meanwhile (a conflict, said on stderr) leaves the
+/// others recorded.
+fn answered(
+    ledger: &mut Ledger,
+    who: &Who,
+    harness: Harness,
+    stage: &str,
+    call: &Call,
+    chosen: &[Option<String>],
+) -> Result<()> {
+    let questions = logged(ledger, stage, call)?;
+    let caller = who.via(harness.channel());
+    let mut refused = Vec::new();
+    for (q, answer) in questions.iter().zip(chosen) {
+        let Some(answer) = answer else { continue };
+        let choice = Choice::Answer(AnswerInput {
+            text: Some(answer.clone()),
+            select: Vec::new(),
+        });
+        if let Err(err) = ops::record_choices(ledger, &caller, stage, &[(q.id, choice)]) {
+            refused.push(format!("question {}: {}", q.id, err.message));
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::conflict(format!(
+            "not every answer from the card was recorded: {}",
+            refused.join("; ")
+        )))
+    }
+}
+
+impl Harness {
+    /// Its name: the default stage, and the channel its card records.
+    pub fn name(self) -> &'static str {
+        self.channel().as_str()
+    }
+
+    pub fn channel(self) -> Channel {
+        match self {
+            Harness::ClaudeCode => Channel::ClaudeCode,
+        }
+    }
+}

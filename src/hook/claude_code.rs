@@ -1,0 +1,134 @@
+//! Claude Code: `AskUserQuestion` through `PreToolUse` and `PostToolUse` command hooks,
+//! and `Stop`.
+//!
+//! - `PreToolUse` input: `{"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+//!   "tool_input": {"questions": [{question, header, options: [{label, description}],
+//!   multiSelect}]}, "session_id", "tool_use_id", "transcript_path", "cwd", …}`. The reply
+//!   that answers the tool without showing its card: `permissionDecision: "allow"` with
+//!   `updatedInput` the same input plus `answers: {"<question text>": "<answer>"}`, a
+//!   multi-select answer being its labels joined by ", ".
+//! - `PostToolUse` adds `tool_response: {questions, answers}`: what the person chose.
+//! - `Stop` carries `transcript_path` and `stop_hook_active`; `decision: "block"` with a
+//!   `reason` keeps the turn going, the reason handed to the agent.
+
+use serde_json::{json, Map, Value};
+
+use super::{str_at, Asked, Call, Event, Stop, Unreadable};
+use crate::formats::{question_list, Source};
+
+/// The tool's name in Claude Code.
+pub const TOOL: &str = "AskUserQuestion";
+
+pub fn parse(event: &Value) -> Result<Event, Unreadable> {
+    let name = str_at(event, "hook_event_name")
+        .ok_or_else(|| Unreadable("the event has no hook_event_name".into()))?;
+    match name {
+        "PreToolUse" | "PostToolUse" if str_at(event, "tool_name") == Some(TOOL) => {
+            let input = event
+                .get("tool_input")
+                .ok_or_else(|| Unreadable("the event has no tool_input".into()))?;
+            let call = call(input)?;
+            if name == "PreToolUse" {
+                return Ok(Event::Asking(call));
+            }
+            // What the person chose: the tool's response, else the input a hook or a host
+            // filled in.
+            let answers = event
+                .get("tool_response")
+                .and_then(|r| r.get("answers"))
+                .or_else(|| input.get("answers"))
+                .and_then(Value::as_object);
+            let chosen = call
+                .questions
+                .iter()
+                .map(|q| {
+                    answers
+                        .and_then(|a| a.get(&q.key))
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty())
+                        .map(str::to_string)
+                })
+                .collect();
+            Ok(Event::Answered(call, chosen))
+        }
+        "Stop" | "SubagentStop" => Ok(Event::Stopping(Stop {
+            transcript: str_at(event, "transcript_path").map(Into::into),
+            active: event
+                .get("stop_hook_active")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })),
+        _ => Ok(Event::Ignored),
+    }
+}
+
+/// The questions of one `AskUserQuestion` input.
+pub fn call(input: &Value) -> Result<Call, Unreadable> {
+    let news = question_list(
+        input,
+        "questions",
+        Source::AskUser,
+        "AskUserQuestion asks at least one",
+    )?;
+    let items = input
+        .get("questions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let questions = news
+        .into_iter()
+        .zip(items)
+        .map(|(new, item)| Asked {
+            key: new.question.clone(),
+            shown: shown_labels(&item),
+            new,
+        })
+        .collect();
+    Ok(Call {
+        input: input.clone(),
+        questions,
+    })
+}
+
+/// The labels of a question's options, as written in the tool's input.
+pub(crate) fn shown_labels(item: &Value) -> Vec<String> {
+    item.get("options")
+        .and_then(Value::as_array)
+        .map(|options| {
+            options
+                .iter()
+                .filter_map(|o| str_at(o, "label").or(o.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `PreToolUse` reply that answers the tool with `answers` (one per question, in
+/// order) instead of showing the card.
+pub fn reply_answers(call: &Call, answers: &[String]) -> Value {
+    let mut input = match &call.input {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let by_question: Map<String, Value> = call
+        .questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| (q.key.clone(), Value::String(a.clone())))
+        .collect();
+    input.insert("answers".into(), Value::Object(by_question));
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "answered in the questions ledger",
+            "updatedInput": Value::Object(input),
+        }
+    })
+}
+
+/// The `Stop` reply that keeps the turn going with answers that came in late.
+pub fn reply_stop(reason: &str) -> Value {
+    json!({"decision": "block", "reason": reason})
+}

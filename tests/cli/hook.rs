@@ -1,0 +1,344 @@
+//! `questions hook`: the harnesses' own question tools, over hook events captured from the
+//! real harness (tests/fixtures/hooks/<harness>-<version>/; a change of the harness's
+//! contract adds a folder, never rewrites one). Every branch: answered, not answered, wait
+//! then answered, malformed input, ledger unreachable, multi-select, two questions, a call
+//! already logged. A hook never stands in the agent's way: whatever happens, it exits 0
+//! and prints either a valid reply or nothing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{fixture, Ledger, Run};
+
+const CLAUDE: &str = "hooks/claude-code-2.1.330";
+
+fn event(name: &str) -> String {
+    fixture(&format!("{CLAUDE}/{name}"))
+}
+
+fn hook(ledger: &Ledger, args: &[&str], input: &str) -> Run {
+    let mut all = vec!["hook", "claude-code"];
+    all.extend_from_slice(args);
+    ledger.run_stdin(all, input)
+}
+
+/// Fails open: exit 0, nothing on stdout.
+fn assert_silent(run: &Run) {
+    assert_eq!(run.code, 0, "a hook always exits 0: {run:?}");
+    assert_eq!(
+        run.stdout, "",
+        "a hook that does not answer prints nothing: {run:?}"
+    );
+}
+
+/// The reply that answers the tool, checked for the shape Claude Code reads.
+fn reply(run: &Run) -> Value {
+    assert_eq!(run.code, 0, "{run:?}");
+    let reply: Value = serde_json::from_str(&run.stdout).expect("the reply is JSON");
+    let out = &reply["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse");
+    assert_eq!(out["permissionDecision"], "allow");
+    reply
+}
+
+fn answers(reply: &Value) -> Value {
+    reply["hookSpecificOutput"]["updatedInput"]["answers"].clone()
+}
+
+const DATABASE: &str = "Which database should we use?";
+const FEATURES: &str = "Which features do you want?";
+
+#[test]
+fn a_call_not_answered_is_logged_and_left_to_the_card() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let all = l.all();
+    assert_eq!(all.len(), 2, "both questions are logged: {all:?}");
+    let (db, features) = (&all[0], &all[1]);
+    assert_eq!(db["question"], DATABASE);
+    assert_eq!(db["stage"], "claude-code");
+    assert_eq!(db["source"], "ask-user");
+    assert_eq!(db["header"], "Database");
+    assert_eq!(db["status"], "pending");
+    assert_eq!(db["multi_select"], false);
+    assert_eq!(
+        db["options"],
+        json!([
+            {"label": "SQLite", "description": "Embedded", "recommended": false},
+            {"label": "PostgreSQL", "description": "Server", "recommended": false}
+        ])
+    );
+    assert_eq!(features["question"], FEATURES);
+    assert_eq!(features["multi_select"], true);
+    assert_eq!(features["options"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_call_whose_questions_are_answered_gets_the_answers_in_claude_codes_shape() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok([
+        "answer", "--id", "2", "--select", "Auth", "--select", "Export",
+    ]);
+    let run = hook(&l, &[], &event("pre_tool_use.json"));
+    let got = reply(&run);
+    let golden: Value = serde_json::from_str(&event("pre_tool_use.reply.json")).unwrap();
+    assert_eq!(got, golden, "the reply is the golden one");
+    // The tool's own input comes back whole, with the answers added; a multi-select
+    // answer is its labels joined by ", ", as the card itself answers.
+    let input: Value = serde_json::from_str(&event("pre_tool_use.json")).unwrap();
+    let updated = &got["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(updated["questions"], input["tool_input"]["questions"]);
+    assert_eq!(
+        answers(&got),
+        json!({DATABASE: "SQLite", FEATURES: "Auth, Export"})
+    );
+    assert_eq!(l.all().len(), 2, "nothing logged twice");
+}
+
+#[test]
+fn questions_answered_before_the_agent_asked_them_answer_the_tool() {
+    // An orchestrator (or an earlier session) put the same questions to the person.
+    let l = Ledger::new();
+    l.ok([
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        DATABASE,
+        "--option",
+        "SQLite",
+        "--option",
+        "PostgreSQL",
+    ]);
+    l.ok([
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        FEATURES,
+        "--option",
+        "Auth",
+        "--option",
+        "Search",
+        "--option",
+        "Export",
+        "--multi-select",
+    ]);
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    l.ok(["answer", "--id", "2", "--answer", "search, auth"]);
+    let got = reply(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_eq!(
+        answers(&got),
+        json!({DATABASE: "PostgreSQL", FEATURES: "Search, Auth"})
+    );
+}
+
+#[test]
+fn one_of_two_questions_answered_is_not_enough() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    // A skip is not an answer the tool can be given: the card asks.
+    l.ok(["skip", "--id", "2"]);
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+}
+
+#[test]
+fn the_hook_waits_for_answers_from_another_channel() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let mut cmd = l.command();
+    cmd.args(["hook", "claude-code", "--wait", "20"])
+        .write_stdin(event("pre_tool_use.json"));
+    let started = Instant::now();
+    let waiting = std::thread::spawn(move || crate::common::finish(cmd));
+    std::thread::sleep(Duration::from_millis(600));
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["answer", "--id", "2", "--select", "Search"]);
+    let run = waiting.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it answered as soon as the answers came, not at the end of --wait"
+    );
+    assert_eq!(
+        answers(&reply(&run)),
+        json!({DATABASE: "SQLite", FEATURES: "Search"})
+    );
+}
+
+#[test]
+fn waiting_in_vain_still_fails_open() {
+    let l = Ledger::new();
+    let started = Instant::now();
+    assert_silent(&hook(&l, &["--wait", "1"], &event("pre_tool_use.json")));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(l.all().len(), 2);
+}
+
+#[test]
+fn the_same_call_is_logged_once() {
+    let l = Ledger::new();
+    for _ in 0..3 {
+        assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    }
+    assert_eq!(l.all().len(), 2);
+    let history = l.ok(["history", "--stage", "claude-code"]);
+    let logged = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "logged")
+        .count();
+    assert_eq!(logged, 2, "one logged event per question: {history}");
+}
+
+#[test]
+fn the_stage_comes_from_the_flag_else_the_environment() {
+    let l = Ledger::new();
+    assert_silent(&hook(
+        &l,
+        &["--stage", "design"],
+        &event("pre_tool_use.json"),
+    ));
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_STAGE", "intake")
+        .args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    assert_silent(&crate::common::finish(cmd));
+    let stages: Vec<Value> = l.all().iter().map(|q| q["stage"].clone()).collect();
+    assert_eq!(stages, vec!["design", "design", "intake", "intake"]);
+}
+
+#[test]
+fn answers_given_in_the_card_are_recorded_after_the_tool_ran() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_USER", "dana")
+        .args(["hook", "claude-code"])
+        .write_stdin(event("post_tool_use.json"));
+    assert_silent(&crate::common::finish(cmd));
+    let all = l.all();
+    assert_eq!(all[0]["status"], "answered");
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[0]["channel"], "claude-code");
+    assert_eq!(all[0]["answered_by"], "dana");
+    assert_eq!(all[1]["answer"], "Auth, Export");
+    assert_eq!(all[1]["selected"], json!(["Auth", "Export"]));
+    assert_eq!(all[1]["was_custom"], false);
+    // The same event again changes nothing.
+    assert_silent(&hook(&l, &[], &event("post_tool_use.json")));
+    let history = l.ok(["history", "--stage", "claude-code"]);
+    assert_eq!(history["count"], 4, "two logged, two answered: {history}");
+}
+
+#[test]
+fn the_card_after_a_call_the_hook_answered_records_nothing_new() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    l.ok(["answer", "--id", "2", "--answer", "Auth, Export"]);
+    reply(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_silent(&hook(&l, &[], &event("post_tool_use.json")));
+    let all = l.all();
+    assert_eq!(
+        all[0]["channel"], "cli",
+        "the answer on record stands as it was given"
+    );
+    assert_eq!(l.ok(["history", "--stage", "claude-code"])["count"], 4);
+}
+
+#[test]
+fn a_card_answer_that_differs_from_the_ledgers_keeps_the_ledgers_and_says_so() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    let run = hook(&l, &[], &event("post_tool_use.json"));
+    assert_silent(&run);
+    assert!(run.stderr.contains("question 1"), "{run:?}");
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "SQLite");
+    assert_eq!(
+        all[1]["answer"], "Auth, Export",
+        "the other answer is recorded"
+    );
+}
+
+#[test]
+fn malformed_events_fail_open_and_log_nothing() {
+    let l = Ledger::new();
+    let inputs = [
+        "".to_string(),
+        "{".to_string(),
+        "[]".to_string(),
+        "\u{0}\u{1}binary".to_string(),
+        json!({"tool_name": "AskUserQuestion"}).to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion"}).to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": []}})
+        .to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": [{"question": 7}]}})
+        .to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": "Which?"}})
+        .to_string(),
+    ];
+    for input in inputs {
+        let run = hook(&l, &[], &input);
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "says why on stderr: {input:?}");
+    }
+    l.assert_not_created();
+}
+
+#[test]
+fn other_tools_and_events_are_left_alone() {
+    let l = Ledger::new();
+    let bash = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "tool_use_id": "t"});
+    for input in [bash.to_string(), event("notification.json")] {
+        let run = hook(&l, &[], &input);
+        assert_silent(&run);
+        assert_eq!(run.stderr, "");
+    }
+    l.assert_not_created();
+}
+
+#[test]
+fn an_unreachable_ledger_fails_open() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    // Not a ledger: a file of other bytes.
+    std::fs::write(&l.path, b"this is not a SQLite database, just text").unwrap();
+    let run = hook(&l, &[], &event("pre_tool_use.json"));
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty());
+    // A location the ledger cannot be at, and one it refuses.
+    for db in ["/proc/nowhere/ledger.db", ":memory:"] {
+        let mut cmd = crate::common::bare_command(l.dir.path());
+        cmd.args(["--db", db, "hook", "claude-code"])
+            .write_stdin(event("pre_tool_use.json"));
+        let run = crate::common::finish(cmd);
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{db}: {run:?}");
+    }
+}
+
+#[test]
+fn bad_flags_fail_open_too() {
+    let l = Ledger::new();
+    for args in [
+        vec!["hook", "claude-code", "--wait", "soon"],
+        vec!["hook", "claude-code", "--stage", " "],
+        vec!["hook", "no-such-harness"],
+    ] {
+        let run = l.run_stdin(&args, event("pre_tool_use.json"));
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{args:?}");
+    }
+}
