@@ -177,9 +177,14 @@ pub enum Command {
     Man,
     /// Run as an agent harness's command hook on its own question tool (event JSON on stdin)
     #[command(
-        after_help = "Logs the questions of Claude Code's AskUserQuestion into the ledger and, when every\none is already answered (or within --wait), answers the tool with them; the person's\nanswers from the harness's own card are recorded after it ran. On any error it prints\nnothing and exits 0: the harness then asks the person itself. 'questions init' writes\nthe hook entries.\n\nExample:\n  questions hook claude-code --stage design < event.json"
+        after_help = "Logs the questions of Claude Code's AskUserQuestion into the ledger and, when every\none is already answered (or within --wait), answers the tool with them; the person's\nanswers from the harness's own card are recorded after it ran. On any error it prints\nnothing and exits 0: the harness then asks the person itself. 'questions init' writes\nthe hook entries.\n\nExample:\n  echo '{\"hook_event_name\": \"PreToolUse\", \"tool_name\": \"AskUserQuestion\", \\\n    \"tool_input\": {\"questions\": [{\"question\": \"Which database?\", \"header\": \"Database\", \\\n    \"options\": [{\"label\": \"SQLite\"}, {\"label\": \"PostgreSQL\"}]}]}}' \\\n    | questions hook claude-code --stage design"
     )]
     Hook(HookArgs),
+    /// Write the MCP server entry and the hooks into an agent client's config
+    #[command(
+        after_help = "Writes into the project's config (at the top of the git work tree), or the user's with\n--user, the native path of this binary; other entries are kept, and a second run\nchanges nothing. Files: claude-code .mcp.json and .claude/settings.json (hooks);\ncodex .codex/config.toml; gemini .gemini/settings.json; vscode .vscode/mcp.json;\ncursor .cursor/mcp.json.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init cursor --remove"
+    )]
+    Init(InitArgs),
 }
 
 impl Command {
@@ -207,6 +212,7 @@ impl Command {
         "man",
         "mcp",
         "hook",
+        "init",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -234,6 +240,7 @@ impl Command {
             Command::Man => "man",
             Command::Mcp => "mcp",
             Command::Hook(_) => "hook",
+            Command::Init(_) => "init",
         }
     }
 }
@@ -261,6 +268,32 @@ pub struct HookArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Harness {
     ClaudeCode,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The client whose config gets the entries
+    #[arg(value_enum)]
+    pub client: Client,
+    /// The user's config instead of the project's
+    #[arg(long)]
+    pub user: bool,
+    /// Print what would be written, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Take our entries out again
+    #[arg(long)]
+    pub remove: bool,
+}
+
+/// The agent clients `init` writes configs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Client {
+    ClaudeCode,
+    Codex,
+    Gemini,
+    Vscode,
+    Cursor,
 }
 
 #[derive(Debug, Args)]

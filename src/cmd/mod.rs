@@ -14,6 +14,7 @@ mod hook;
 mod import;
 mod info;
 mod ingest;
+mod init;
 mod list;
 mod log;
 mod mcp;
@@ -163,9 +164,15 @@ fn system_user() -> Option<String> {
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
     let (location, found_by) = match Location::find(cli.db.as_deref(), cli.db_from_env) {
         Ok(found) => found,
-        // A hook fails open, even on a location it cannot use.
-        Err(err) if matches!(cli.command, Command::Hook(_)) => return Ok(hook::failed(&err)),
-        Err(err) => return Err(err),
+        Err(err) => {
+            return match cli.command {
+                // A hook fails open, even on a location it cannot use.
+                Command::Hook(_) => Ok(hook::failed(&err)),
+                // Configs only: the ledger is not used.
+                Command::Init(args) => init::run(args),
+                _ => Err(err),
+            };
+        }
     };
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
@@ -195,6 +202,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Man => completions::man(),
         Command::Mcp => mcp::run(l),
         Command::Hook(args) => Ok(hook::run(l, w, args)),
+        Command::Init(args) => init::run(args),
     }
 }
 

@@ -21,6 +21,7 @@ mod hostile;
 mod import;
 mod info;
 mod ingest;
+mod init;
 mod list;
 mod load;
 mod location;
