@@ -8,6 +8,7 @@ mod answers;
 mod ask;
 mod browser;
 mod check;
+mod claude_code;
 mod clear;
 mod concurrency;
 mod crash;
