@@ -72,8 +72,42 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
             answered(ledger, who, args.harness, &stage, &call, &chosen)?;
             Ok(None)
         }
-        Event::Stopping(_) | Event::Ignored => Ok(None),
+        Event::Stopping(stop) => stopping(ledger, &stage, &stop),
+        Event::Ignored => Ok(None),
     }
+}
+
+/// The most of a transcript a `Stop` hook reads; a longer session is left alone.
+const TRANSCRIPT_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// At the end of a turn: the answers that came in for the session's questions after the
+/// agent stopped waiting for them, handed over once (the transcript then holds them).
+fn stopping(ledger: &mut Ledger, stage: &str, stop: &hook::Stop) -> Result<Option<Value>> {
+    let Some(path) = stop.transcript.as_ref().filter(|_| !stop.active) else {
+        return Ok(None);
+    };
+    let mut transcript = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(TRANSCRIPT_LIMIT).read_to_string(&mut transcript))
+        .map_err(|e| {
+            Error::io(format!(
+                "cannot read the transcript {}: {e}",
+                path.display()
+            ))
+        })?;
+    let mut lines = Vec::new();
+    for call in claude_code::unanswered_calls(&transcript) {
+        let questions = logged(ledger, stage, &call)?;
+        for (asked, q) in call.questions.iter().zip(&questions) {
+            if let Some(answer) = hook::answer_as_shown(q, &asked.shown) {
+                let line = claude_code::late_line(&asked.key, &answer);
+                if !claude_code::delivered(&transcript, &line) && !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    Ok((!lines.is_empty()).then(|| claude_code::reply_stop(&claude_code::late_reason(&lines))))
 }
 
 /// The call's questions, in the ledger under `stage` (each once, however often asked).

@@ -129,6 +129,7 @@ fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>
                         &[
                             ("PreToolUse", Some("AskUserQuestion")),
                             ("PostToolUse", Some("AskUserQuestion")),
+                            ("Stop", None),
                         ],
                         hook,
                         " hook claude-code",

@@ -132,3 +132,67 @@ pub fn reply_answers(call: &Call, answers: &[String]) -> Value {
 pub fn reply_stop(reason: &str) -> Value {
     json!({"decision": "block", "reason": reason})
 }
+
+/// The `AskUserQuestion` calls of a session's transcript (Claude Code's JSON lines) that got
+/// no answers: the card was refused, dismissed or failed, or the call has no result yet.
+pub fn unanswered_calls(transcript: &str) -> Vec<Call> {
+    let mut calls: Vec<(String, Value)> = Vec::new();
+    let mut answered: std::collections::HashSet<String> = Default::default();
+    for line in transcript.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let Some(blocks) = entry
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        for block in blocks {
+            match str_at(block, "type") {
+                Some("tool_use") if str_at(block, "name") == Some(TOOL) => {
+                    if let (Some(id), Some(input)) = (str_at(block, "id"), block.get("input")) {
+                        calls.push((id.to_string(), input.clone()));
+                    }
+                }
+                Some("tool_result") if block.get("is_error") != Some(&Value::Bool(true)) => {
+                    if let Some(id) = str_at(block, "tool_use_id") {
+                        answered.insert(id.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    calls
+        .into_iter()
+        .filter(|(id, _)| !answered.contains(id))
+        .filter_map(|(_, input)| call(&input).ok())
+        .collect()
+}
+
+/// How a late answer is handed to the agent: one line, which the transcript then holds,
+/// so that it is handed over once.
+pub fn late_line(question: &str, answer: &str) -> String {
+    format!("\"{question}\"=\"{answer}\"")
+}
+
+/// Whether the transcript already holds `line` (as JSON text, quotes escaped).
+pub fn delivered(transcript: &str, line: &str) -> bool {
+    let encoded = serde_json::to_string(line).unwrap_or_default();
+    let inner = encoded
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(&encoded);
+    transcript.contains(inner)
+}
+
+/// The reason a `Stop` hook gives for going on: the late answers, one a line.
+pub fn late_reason(lines: &[String]) -> String {
+    format!(
+        "The person answered questions you had asked with AskUserQuestion after you stopped \
+         waiting for them (through the questions ledger): {}. Go on with these answers in mind.",
+        lines.join(", ")
+    )
+}

@@ -140,18 +140,26 @@ fn respond(request: &Value, results: &Mutex<Vec<Value>>) -> (&'static str, Strin
     let result = last["content"]
         .as_array()
         .and_then(|blocks| blocks.iter().find(|b| b["type"] == "tool_result").cloned());
+    let asked_before = request["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|message| {
+            message["content"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+        })
+    });
     let offered = request["tools"]
         .as_array()
         .is_some_and(|tools| tools.iter().any(|t| t["name"] == "AskUserQuestion"));
     let (block, stop) = match result {
-        None if offered => (
+        None if offered && !asked_before => (
             json!({"type": "tool_use", "id": "toolu_e2e", "name": "AskUserQuestion", "input": ask()}),
             "tool_use",
         ),
-        None => (
-            json!({"type": "text", "text": "nothing to ask"}),
-            "end_turn",
-        ),
+        None => {
+            // A turn that goes on after the tool: what it was told, as the result.
+            results.lock().unwrap().push(last);
+            (json!({"type": "text", "text": "going on"}), "end_turn")
+        }
         Some(result) => {
             results.lock().unwrap().push(result);
             (json!({"type": "text", "text": "thanks"}), "end_turn")
@@ -234,6 +242,18 @@ impl Project {
     /// it to show the card (a permission request for `AskUserQuestion`): the answers to
     /// give, or none to refuse. Returns the permission requests it saw.
     fn turn(&self, model: &Model, card: Option<Value>) -> Vec<Value> {
+        self.turn_with(model, &|input: &Value| match &card {
+            Some(answers) => {
+                let mut input = input.clone();
+                input["answers"] = answers.clone();
+                json!({"behavior": "allow", "updatedInput": input})
+            }
+            None => json!({"behavior": "deny", "message": "nobody answered"}),
+        })
+    }
+
+    /// One turn; `card` answers Claude Code's request to show the card.
+    fn turn_with(&self, model: &Model, card: &dyn Fn(&Value) -> Value) -> Vec<Value> {
         let mut child = Command::new(claude())
             .args([
                 "-p",
@@ -281,14 +301,7 @@ impl Project {
             match message["type"].as_str() {
                 Some("control_request") if message["request"]["subtype"] == "can_use_tool" => {
                     requests.push(message["request"].clone());
-                    let response = match &card {
-                        Some(answers) => {
-                            let mut input = message["request"]["input"].clone();
-                            input["answers"] = answers.clone();
-                            json!({"behavior": "allow", "updatedInput": input})
-                        }
-                        None => json!({"behavior": "deny", "message": "nobody answered"}),
-                    };
+                    let response = card(&message["request"]["input"]);
                     let reply = json!({"type": "control_response", "response": {
                         "subtype": "success", "request_id": message["request_id"],
                         "response": response}});
@@ -421,4 +434,35 @@ fn the_binary_init_writes_is_the_native_one() {
         .to_string();
     let native = std::fs::canonicalize(BIN).unwrap();
     assert_eq!(command, format!("{} hook claude-code", native.display()));
+}
+
+#[test]
+fn answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_stop() {
+    crate::sqlite_only!();
+    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new();
+    let model = Model::start();
+    // The card is dismissed; meanwhile the person answers from elsewhere (the inbox).
+    let requests = project.turn_with(&model, &|_input: &Value| {
+        project.ok(&["answer", "--id", "1", "--answer", "SQLite"]);
+        project.ok(&["answer", "--id", "2", "--select", "Export"]);
+        json!({"behavior": "deny", "message": "dismissed"})
+    });
+    assert_eq!(requests.len(), 1);
+    let results = model.results();
+    assert_eq!(
+        results.len(),
+        2,
+        "the refusal, then the turn the Stop hook kept going: {results:?}"
+    );
+    assert_eq!(results[0]["is_error"], true);
+    let told = results[1]["content"].to_string();
+    assert!(
+        told.contains(r#"\"Which database should we use?\"=\"SQLite\""#)
+            && told.contains(r#"\"Which features do you want?\"=\"Export\""#),
+        "the model was handed both late answers: {told}"
+    );
+    // Once: the turn that went on ended without being kept going again (a third request
+    // would be in the results).
+    assert_eq!(project.all().len(), 2);
 }

@@ -342,3 +342,59 @@ fn bad_flags_fail_open_too() {
         assert!(!run.stderr.is_empty(), "{args:?}");
     }
 }
+
+/// A `Stop` event over a copy of a captured transcript.
+fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
+    let path = l.dir.path().join("transcript.jsonl");
+    std::fs::write(&path, event(transcript)).unwrap();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(path);
+    stop["stop_hook_active"] = json!(active);
+    stop.to_string()
+}
+
+#[test]
+fn answers_that_came_after_the_card_was_refused_keep_the_turn_going_once() {
+    let l = Ledger::new();
+    // The session asked, the card was refused: nothing to hand over yet.
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_refused.jsonl", false),
+    ));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok(["answer", "--id", "2", "--answer", "Export"]);
+    let run = hook(&l, &[], &stop_event(&l, "transcript_refused.jsonl", false));
+    assert_eq!(run.code, 0);
+    let reply: Value = serde_json::from_str(&run.stdout).expect("a reply");
+    assert_eq!(reply["decision"], "block");
+    let reason = reply["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(r#""Which database should we use?"="SQLite""#)
+            && reason.contains(r#""Which features do you want?"="Export""#),
+        "{reason}"
+    );
+    // The transcript now holds them (as Claude Code writes a stop hook's reason): once.
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_delivered.jsonl", false),
+    ));
+    // Never while Claude Code is already going on because of a stop hook.
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_refused.jsonl", true),
+    ));
+}
+
+#[test]
+fn a_stop_without_a_readable_transcript_fails_open() {
+    let l = Ledger::new();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(l.dir.path().join("gone.jsonl"));
+    let run = hook(&l, &[], &stop.to_string());
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty());
+}
