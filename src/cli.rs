@@ -268,6 +268,8 @@ pub struct HookArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Harness {
     ClaudeCode,
+    Codex,
+    Gemini,
 }
 
 #[derive(Debug, Args)]

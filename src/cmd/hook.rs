@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{Outcome, Who};
 use crate::cli::{Harness, HookArgs};
 use crate::error::{Error, Result};
-use crate::hook::{self, claude_code, Call, Event};
+use crate::hook::{self, claude_code, codex, gemini, Call, Event};
 use crate::model::{AnswerInput, Channel, Question};
 use crate::ops::{self, CheckRequest, Choice, Wait};
 use crate::store::Ledger;
@@ -60,6 +60,8 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
         .map_err(|e| Error::parse(format!("the event is not JSON: {e}")))?;
     let event = match args.harness {
         Harness::ClaudeCode => claude_code::parse(&event),
+        Harness::Codex => codex::parse(&event),
+        Harness::Gemini => gemini::parse(&event),
     }
     .map_err(|e| Error::parse(format!("the event cannot be read: {}", e.0)))?;
     let stage = args
@@ -162,6 +164,8 @@ fn asking(ledger: &mut Ledger, stage: &str, args: &HookArgs, call: Call) -> Resu
     Ok(
         hook::all_answered(&call, &questions).map(|answers| match args.harness {
             Harness::ClaudeCode => claude_code::reply_answers(&call, &answers),
+            Harness::Codex => codex::reply_answers(&call, &answers),
+            Harness::Gemini => gemini::reply_answers(&call, &answers),
         }),
     )
 }
@@ -209,6 +213,8 @@ impl Harness {
     pub fn channel(self) -> Channel {
         match self {
             Harness::ClaudeCode => Channel::ClaudeCode,
+            Harness::Codex => Channel::Codex,
+            Harness::Gemini => Channel::Gemini,
         }
     }
 }

@@ -137,10 +137,22 @@ fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>
                 ),
             ]
         }
-        Client::Gemini => vec![json_edit(
-            base.join(".gemini/settings.json"),
-            server_entry("mcpServers", server),
-        )],
+        Client::Gemini => {
+            let settings = base.join(".gemini/settings.json");
+            let servers = server_entry("mcpServers", server);
+            let hooks = hook_entries(
+                &[
+                    ("BeforeTool", Some("ask_user")),
+                    ("AfterTool", Some("ask_user")),
+                ],
+                shell_command(exe, "hook gemini"),
+                " hook gemini",
+            );
+            vec![json_edit(settings, move |doc, remove| {
+                servers(doc, remove);
+                hooks(doc, remove);
+            })]
+        }
         Client::Cursor => vec![json_edit(
             base.join(".cursor/mcp.json"),
             server_entry("mcpServers", server),
@@ -168,10 +180,14 @@ fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>
         }
         Client::Codex => {
             let exe_text = exe_text.clone();
+            let hook = shell_command(exe, "hook codex");
             vec![Edit {
                 path: base.join(".codex/config.toml"),
                 kind: Kind::Toml(Box::new(move |doc, remove| {
-                    codex_server(doc, &exe_text, remove)
+                    codex_server(doc, &exe_text, remove);
+                    for event in ["PreToolUse", "PostToolUse"] {
+                        codex_hook(doc, event, &hook, remove);
+                    }
                 })),
             }]
         }
@@ -318,6 +334,89 @@ fn codex_server(doc: &mut toml_edit::DocumentMut, exe: &str, remove: bool) {
         let mut args = Array::new();
         args.push("mcp");
         ours.insert("args", value(args));
+    }
+}
+
+/// Codex's `[[hooks.<event>]]` for `request_user_input`, with ours as its command hook
+/// (`[[hooks.<event>.hooks]]`); ours is the hook whose command ends with ` hook codex`.
+fn codex_hook(doc: &mut toml_edit::DocumentMut, event: &str, command: &str, remove: bool) {
+    use toml_edit::{value, ArrayOfTables, Item, Table};
+    let ours = |t: &Table| {
+        t.get("command")
+            .and_then(Item::as_str)
+            .is_some_and(|c| c.ends_with(" hook codex"))
+    };
+    let matcher = crate::hook::codex::TOOL;
+    let mut placed = false;
+    if let Some(groups) = doc
+        .get_mut("hooks")
+        .and_then(|h| h.get_mut(event))
+        .and_then(Item::as_array_of_tables_mut)
+    {
+        for group in groups.iter_mut() {
+            let same = group.get("matcher").and_then(Item::as_str) == Some(matcher);
+            let Some(list) = group
+                .get_mut("hooks")
+                .and_then(Item::as_array_of_tables_mut)
+            else {
+                continue;
+            };
+            if remove || !same || placed {
+                list.retain(|h| !ours(h));
+                continue;
+            }
+            let mut seen = false;
+            list.retain(|h| !ours(h) || !std::mem::replace(&mut seen, true));
+            if let Some(h) = list.iter_mut().find(|h| ours(h)) {
+                if h.get("command").and_then(Item::as_str) != Some(command) {
+                    h.insert("command", value(command));
+                }
+                placed = true;
+            }
+        }
+        groups.retain(|g| {
+            g.get("hooks")
+                .and_then(Item::as_array_of_tables)
+                .is_none_or(|l| !l.is_empty())
+        });
+    }
+    if !remove && !placed {
+        if !doc.contains_key("hooks") {
+            let mut hooks = Table::new();
+            hooks.set_implicit(true);
+            doc.insert("hooks", Item::Table(hooks));
+        }
+        let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_mut) else {
+            return;
+        };
+        if !hooks.contains_key(event) {
+            hooks.insert(event, Item::ArrayOfTables(ArrayOfTables::new()));
+        }
+        let Some(groups) = hooks.get_mut(event).and_then(Item::as_array_of_tables_mut) else {
+            return;
+        };
+        let mut hook = Table::new();
+        hook.insert("type", value("command"));
+        hook.insert("command", value(command));
+        let mut list = ArrayOfTables::new();
+        list.push(hook);
+        let mut group = Table::new();
+        group.insert("matcher", value(matcher));
+        group.insert("hooks", Item::ArrayOfTables(list));
+        groups.push(group);
+    }
+    // Nothing of ours, or of anyone's, left: the empty tables go too.
+    if let Some(hooks) = doc.get_mut("hooks").and_then(Item::as_table_mut) {
+        if hooks
+            .get(event)
+            .and_then(Item::as_array_of_tables)
+            .is_some_and(|g| g.is_empty())
+        {
+            hooks.remove(event);
+        }
+        if hooks.is_empty() {
+            doc.remove("hooks");
+        }
     }
 }
 

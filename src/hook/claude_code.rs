@@ -106,7 +106,7 @@ pub(crate) fn shown_labels(item: &Value) -> Vec<String> {
 
 /// The `PreToolUse` reply that answers the tool with `answers` (one per question, in
 /// order) instead of showing the card.
-pub fn reply_answers(call: &Call, answers: &[String]) -> Value {
+pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
     let mut input = match &call.input {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -115,7 +115,7 @@ pub fn reply_answers(call: &Call, answers: &[String]) -> Value {
         .questions
         .iter()
         .zip(answers)
-        .map(|(q, a)| (q.key.clone(), Value::String(a.clone())))
+        .map(|(q, a)| (q.key.clone(), Value::String(a.join(", "))))
         .collect();
     input.insert("answers".into(), Value::Object(by_question));
     json!({

@@ -5,6 +5,8 @@
 //! no printing.
 
 pub mod claude_code;
+pub mod codex;
+pub mod gemini;
 
 use serde_json::Value;
 
@@ -71,12 +73,18 @@ pub(crate) fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
 /// chosen labels first, then any text of the person's own, joined by ", " (how the
 /// harnesses join a multi-select answer). None while `q` is not answered.
 pub fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
+    answer_parts(q, shown).map(|parts| parts.join(", "))
+}
+
+/// The answer to `q` as a list: each chosen option under the label the tool showed for
+/// it, then any text of the person's own. None while `q` is not answered.
+pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
     if q.status != Status::Answered {
         return None;
     }
     let answer = q.answer.clone()?;
     if q.selected.is_empty() {
-        return Some(answer);
+        return Some(vec![answer]);
     }
     let key = |label: &str| split_recommended(label).0.to_lowercase();
     let mut parts: Vec<String> = q
@@ -101,19 +109,28 @@ pub fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
             parts.push(custom);
         }
     }
-    Some(parts.join(", "))
+    Some(parts)
 }
 
-/// Every question's answer as shown, or none unless all of them are answered.
-pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<String>> {
+/// Every question's answer as shown, as a list, or none unless all of them are answered.
+pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<String>>> {
     if questions.len() != call.questions.len() {
         return None;
     }
     call.questions
         .iter()
         .zip(questions)
-        .map(|(asked, q)| answer_as_shown(q, &asked.shown))
+        .map(|(asked, q)| answer_parts(q, &asked.shown))
         .collect()
+}
+
+/// The harness's own answer JSON, when it is a string holding JSON (Codex's and Gemini's
+/// tool results are), else as it is.
+pub(crate) fn json_or_string(value: &Value) -> Value {
+    match value {
+        Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| value.clone()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -398,3 +398,140 @@ fn a_stop_without_a_readable_transcript_fails_open() {
     assert_silent(&run);
     assert!(!run.stderr.is_empty());
 }
+
+const CODEX: &str = "hooks/codex-0.169.0";
+const GEMINI: &str = "hooks/gemini-0.61.0";
+
+fn harness(l: &Ledger, name: &str, input: &str) -> Run {
+    l.run_stdin(["hook", name], input)
+}
+
+/// The JSON the reason carries after its sentence: the tool's own result shape.
+fn carried(reason: &str) -> Value {
+    let at = reason.find('{').expect("the reason carries JSON");
+    serde_json::from_str(&reason[at..]).expect("valid JSON")
+}
+
+#[test]
+fn codex_questions_are_logged_then_answered_by_a_deny_that_carries_the_answers() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX}/pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    let all = l.all();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["stage"], "codex");
+    assert_eq!(all[0]["options"][0]["label"], "SQLite");
+    assert_eq!(all[0]["options"][0]["recommended"], true);
+    assert_eq!(all[0]["allow_freeform"], false, "isOther: false");
+    assert_eq!(all[1]["allow_freeform"], true, "isOther: true");
+    assert_silent(&harness(&l, "codex", &pre));
+    assert_eq!(l.all().len(), 2, "the same call is logged once");
+
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["answer", "--id", "2", "--answer", "ledger"]);
+    let run = harness(&l, "codex", &pre);
+    assert_eq!(run.code, 0);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value =
+        serde_json::from_str(&fixture(&format!("{CODEX}/pre_tool_use.reply.json"))).unwrap();
+    assert_eq!(reply, golden);
+    let out = &reply["hookSpecificOutput"];
+    assert_eq!(out["permissionDecision"], "deny");
+    assert_eq!(
+        carried(out["permissionDecisionReason"].as_str().unwrap()),
+        json!({"answers": {"database": {"answers": ["SQLite (Recommended)"]},
+                           "name": {"answers": ["ledger"]}}})
+    );
+}
+
+#[test]
+fn codex_answers_from_its_own_prompt_are_recorded() {
+    let l = Ledger::new();
+    let post = fixture(&format!("{CODEX}/post_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &post));
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[0]["channel"], "codex");
+    assert_eq!(all[1]["answer"], "ledger");
+    assert_eq!(all[1]["channel"], "codex");
+}
+
+#[test]
+fn gemini_questions_are_logged_by_position_then_answered_by_a_deny() {
+    let l = Ledger::new();
+    let before = fixture(&format!("{GEMINI}/before_tool.json"));
+    assert_silent(&harness(&l, "gemini", &before));
+    let all = l.all();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0]["stage"], "gemini");
+    assert_eq!(all[1]["multi_select"], true);
+    let yes_no: Vec<Value> = all[2]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["label"].clone())
+        .collect();
+    assert_eq!(yes_no, vec!["Yes", "No"], "a yesno question's own options");
+
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok([
+        "answer", "--id", "2", "--select", "Auth", "--select", "Export",
+    ]);
+    assert_silent(&harness(&l, "gemini", &before));
+    l.ok(["answer", "--id", "3", "--answer", "yes"]);
+    let run = harness(&l, "gemini", &before);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value =
+        serde_json::from_str(&fixture(&format!("{GEMINI}/before_tool.reply.json"))).unwrap();
+    assert_eq!(reply, golden);
+    assert_eq!(reply["decision"], "deny");
+    assert_eq!(
+        carried(reply["reason"].as_str().unwrap()),
+        json!({"answers": {"0": "SQLite", "1": "Auth, Export", "2": "Yes"}})
+    );
+}
+
+#[test]
+fn gemini_answers_from_its_own_dialog_are_recorded() {
+    let l = Ledger::new();
+    let after = fixture(&format!("{GEMINI}/after_tool.json"));
+    assert_silent(&harness(&l, "gemini", &after));
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[1]["selected"], json!(["Auth", "Export"]));
+    assert_eq!(all[2]["answer"], "Yes");
+    assert!(all.iter().all(|q| q["channel"] == "gemini"), "{all:?}");
+    // A dismissed dialog records nothing.
+    let mut dismissed: Value = serde_json::from_str(&after).unwrap();
+    dismissed["tool_response"]["llmContent"] =
+        json!("User dismissed ask_user dialog without answering.");
+    let other = Ledger::new();
+    assert_silent(&harness(&other, "gemini", &dismissed.to_string()));
+    assert!(other.all().iter().all(|q| q["status"] == "pending"));
+}
+
+#[test]
+fn codex_and_gemini_fail_open_on_malformed_events() {
+    let l = Ledger::new();
+    for (name, tool, event_name) in [
+        ("codex", "request_user_input", "PreToolUse"),
+        ("gemini", "ask_user", "BeforeTool"),
+    ] {
+        for input in [
+            "not json".to_string(),
+            json!({"hook_event_name": event_name, "tool_name": tool}).to_string(),
+            json!({"hook_event_name": event_name, "tool_name": tool,
+                   "tool_input": {"questions": [{"header": "x"}]}})
+            .to_string(),
+        ] {
+            let run = harness(&l, name, &input);
+            assert_silent(&run);
+            assert!(!run.stderr.is_empty(), "{name}: {input}");
+        }
+    }
+    // Codex's questions need their ids: its answers are keyed by them.
+    let no_id = json!({"hook_event_name": "PreToolUse", "tool_name": "request_user_input",
+        "tool_input": {"questions": [{"header": "H", "question": "Q?"}]}});
+    assert_silent(&harness(&l, "codex", &no_id.to_string()));
+    l.assert_not_created();
+}

@@ -129,6 +129,11 @@ fn claude_code_gets_the_server_and_both_hooks_and_keeps_the_rest() {
         settings["hooks"]["Stop"][0]["hooks"][0]["command"],
         "notify-send done"
     );
+    assert_eq!(
+        settings["hooks"]["Stop"][1],
+        json!({"hooks": [{"type": "command", "command": hook}]}),
+        "ours beside theirs, not inside it"
+    );
 
     // Taken out again: the other entries are as they were.
     let removed = place.ok(&["claude-code", "--remove"]);
@@ -205,6 +210,15 @@ fn every_client_keeps_other_servers_twice() {
             "{client}"
         );
     }
+    let gemini = read_json(&place.p(".gemini/settings.json"));
+    for event in ["BeforeTool", "AfterTool"] {
+        assert_eq!(
+            gemini["hooks"][event],
+            json!([{"matcher": "ask_user", "hooks": [
+                {"type": "command", "command": format!("{} hook gemini", native())}]}]),
+            "{gemini}"
+        );
+    }
     write(
         &place.p(".vscode/mcp.json"),
         r#"{"servers": {"other": {"type": "http", "url": "http://127.0.0.1:1/"}}, "inputs": []}"#,
@@ -240,6 +254,17 @@ fn codex_keeps_other_tables_and_comments_as_written() {
         doc["mcp_servers"]["questions"]["args"][0].as_str(),
         Some("mcp")
     );
+    let hook = format!("{} hook codex", native());
+    for event in ["PreToolUse", "PostToolUse"] {
+        let group = &doc["hooks"][event][0];
+        assert_eq!(
+            group["matcher"].as_str(),
+            Some("request_user_input"),
+            "{text}"
+        );
+        assert_eq!(group["hooks"][0]["command"].as_str(), Some(hook.as_str()));
+        assert_eq!(group["hooks"][0]["type"].as_str(), Some("command"));
+    }
     place.ok(&["codex", "--user", "--remove"]);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
 }
