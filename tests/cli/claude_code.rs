@@ -466,3 +466,36 @@ fn answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_st
     // would be in the results).
     assert_eq!(project.all().len(), 2);
 }
+
+#[test]
+fn the_plugin_passes_claude_codes_own_validation() {
+    crate::sqlite_only!();
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/claude-code-plugin");
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(claude())
+        .args(["plugin", "validate"])
+        .arg(&plugin)
+        .env("HOME", home.path())
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Validation passed"), "{text}");
+    assert!(!text.to_lowercase().contains("error"), "{text}");
+    // What it provides: the three hooks on the hook command, and the MCP server.
+    for part in [
+        r#"PreToolUse AskUserQuestion command "questions hook claude-code""#,
+        r#"PostToolUse AskUserQuestion command "questions hook claude-code""#,
+        r#"Stop command "questions hook claude-code""#,
+        r#"mcpServers: questions stdio questions ["mcp"]"#,
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}
