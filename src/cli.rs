@@ -182,7 +182,7 @@ pub enum Command {
     Hook(HookArgs),
     /// Write the MCP server entry and the hooks into an agent client's config
     #[command(
-        after_help = "Writes into the project's config (at the top of the git work tree), or the user's with\n--user, the native path of this binary; other entries are kept, and a second run\nchanges nothing. Files: claude-code .mcp.json and .claude/settings.json (hooks);\ncodex .codex/config.toml; gemini .gemini/settings.json; vscode .vscode/mcp.json;\ncursor .cursor/mcp.json.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init cursor --remove"
+        after_help = "Writes into the project's config (at the top of the git work tree), or the user's with\n--user, the native path of this binary; other entries are kept, and a second run\nchanges nothing. Files: claude-code .mcp.json and .claude/settings.json (hooks);\ncodex .codex/config.toml; gemini .gemini/settings.json; vscode .vscode/mcp.json;\ncursor .cursor/mcp.json; uwf: the docs under .github/ that run node …/questions.mjs.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init cursor --remove"
     )]
     Init(InitArgs),
 }
@@ -296,6 +296,8 @@ pub enum Client {
     Gemini,
     Vscode,
     Cursor,
+    /// A uwf repository: its docs run `questions` instead of its questions.mjs
+    Uwf,
 }
 
 #[derive(Debug, Args)]

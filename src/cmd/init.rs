@@ -36,6 +36,9 @@ struct FileChange {
     /// With --dry-run: the text that would be written (none for `deleted`/`unchanged`).
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<String>,
+    /// `init uwf`: how many commands in the file were switched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replaced: Option<usize>,
 }
 
 /// One config file and what to do to it.
@@ -57,6 +60,9 @@ enum Kind {
 
 pub fn run(args: InitArgs) -> Result<Outcome> {
     let exe = native_binary()?;
+    if args.client == Client::Uwf {
+        return uwf(&args, &exe);
+    }
     let base = if args.user { home()? } else { project_root()? };
     let edits = plan(args.client, args.user, &base, &exe)?;
     let mut files = Vec::new();
@@ -114,6 +120,8 @@ fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>
     let exe_text = exe.display().to_string();
     let server = json!({"command": exe_text, "args": ["mcp"]});
     Ok(match client {
+        // Docs, not configs: `uwf` edits them itself.
+        Client::Uwf => Vec::new(),
         Client::ClaudeCode => {
             let hook = shell_command(exe, "hook claude-code");
             let mcp_file = if user {
@@ -497,7 +505,152 @@ fn apply(edit: &Edit, remove: bool, dry_run: bool) -> Result<FileChange> {
         } else {
             None
         },
+        replaced: None,
     })
+}
+
+/// The uwf question protocol's folder, and how its docs run its script.
+const UWF_SKILL: &str = ".github/skills/uwf-question-protocol";
+const UWF_SCRIPTS: [&str; 2] = [
+    "node ./.github/skills/uwf-question-protocol/questions.mjs",
+    "node .github/skills/uwf-question-protocol/questions.mjs",
+];
+/// The script's commands, the ones `--remove` switches back.
+const UWF_COMMANDS: [&str; 7] = ["log", "answer", "skip", "list", "check", "clear", "reset"];
+
+#[derive(Debug, Serialize)]
+struct UwfReport {
+    client: &'static str,
+    scope: &'static str,
+    dry_run: bool,
+    /// The ledger `questions` uses there (§1): the uwf protocol's own.
+    ledger: String,
+    files: Vec<FileChange>,
+    note: &'static str,
+}
+
+/// `init uwf`: in the uwf repository here, the docs that run `node …/questions.mjs` run
+/// `questions` instead (`--remove`: back again). The ledger stays the protocol's own
+/// `uwf-questions.db`, which `questions` finds by walking up.
+fn uwf(args: &InitArgs, _exe: &Path) -> Result<Outcome> {
+    if args.user {
+        return Err(Error::usage(
+            "init uwf switches a repository, not a user: run it inside the repository, without --user",
+        ));
+    }
+    let here = std::env::current_dir()
+        .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))?;
+    let root = here
+        .ancestors()
+        .find(|d| d.join(UWF_SKILL).is_dir())
+        .ok_or_else(|| {
+            Error::not_found(format!(
+                "no uwf repository here: no {UWF_SKILL}/ in this directory or above"
+            ))
+        })?;
+    let mut docs = Vec::new();
+    markdown_under(&root.join(".github"), &mut docs)?;
+    docs.sort();
+    let mut files = Vec::new();
+    for path in docs {
+        let shown = path.display().to_string();
+        let before = std::fs::read_to_string(&path)
+            .map_err(|e| Error::io(format!("cannot read {shown}: {e}")))?;
+        let (after, replaced) = if args.remove {
+            uwf_back(&before)
+        } else {
+            uwf_forward(&before)
+        };
+        if replaced == 0 {
+            continue;
+        }
+        if !args.dry_run {
+            write_config(&path, &after)?;
+        }
+        files.push(FileChange {
+            path: shown,
+            action: if args.remove { "removed" } else { "updated" },
+            content: args.dry_run.then_some(after),
+            replaced: Some(replaced),
+        });
+    }
+    Ok(Outcome::ok(UwfReport {
+        client: "uwf",
+        scope: "project",
+        dry_run: args.dry_run,
+        ledger: root
+            .join(UWF_SKILL)
+            .join("uwf-questions.db")
+            .display()
+            .to_string(),
+        files,
+        note: "the docs run `questions` from PATH, as every machine of the repository has it; \
+               the ledger stays the protocol's own uwf-questions.db",
+    }))
+}
+
+/// Every `.md` file under `dir`, symlinks not followed.
+fn markdown_under(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot read {}: {e}", dir.display()))),
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            markdown_under(&path, found)?;
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "md") {
+            found.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `node …/questions.mjs` becomes `questions`.
+fn uwf_forward(text: &str) -> (String, usize) {
+    let mut out = text.to_string();
+    let mut count = 0;
+    for script in UWF_SCRIPTS {
+        count += out.matches(script).count();
+        out = out.replace(script, "questions");
+    }
+    (out, count)
+}
+
+/// `questions <command>` (one of the script's) becomes `node …/questions.mjs <command>`
+/// again, where `questions` stands as a word of its own.
+fn uwf_back(text: &str) -> (String, usize) {
+    let mut out = String::with_capacity(text.len());
+    let mut count = 0;
+    let mut rest = text;
+    while let Some(at) = rest.find("questions ") {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        let before = out.chars().last();
+        let standalone = before.is_none_or(|c| c.is_whitespace() || "`$(|;&".contains(c));
+        let after = &tail["questions ".len()..];
+        let command = UWF_COMMANDS.iter().any(|c| {
+            after.starts_with(c)
+                && after[c.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|n| n.is_whitespace() || n == '`')
+        });
+        if standalone && command {
+            out.push_str(UWF_SCRIPTS[1]);
+            out.push(' ');
+            count += 1;
+        } else {
+            out.push_str("questions ");
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    (out, count)
 }
 
 /// Writes a config file whole or not at all (a temp file beside it, then a rename),
@@ -531,6 +684,7 @@ fn write_config(path: &Path, text: &str) -> Result<()> {
 impl Client {
     pub fn name(self) -> &'static str {
         match self {
+            Client::Uwf => "uwf",
             Client::ClaudeCode => "claude-code",
             Client::Codex => "codex",
             Client::Gemini => "gemini",

@@ -321,3 +321,82 @@ fn a_config_that_cannot_be_read_is_left_alone() {
     assert_eq!(run.code, 2);
     assert_eq!(run.error_code(), "usage");
 }
+
+const UWF_SKILL: &str = "Questions are kept in uwf-questions.db via questions.mjs.\n\n\
+```sh\nnode .github/skills/uwf-question-protocol/questions.mjs log \\\n  --stage intake --question \"What is the goal?\"\n\
+node .github/skills/uwf-question-protocol/questions.mjs check --stage intake --ids 7,8,9\n```\n\n\
+Run `node .github/skills/uwf-question-protocol/questions.mjs answer --id 7 --answer x` after asking.\n";
+
+#[test]
+fn uwf_docs_switch_to_questions_and_back() {
+    let place = Place::new();
+    let skill = place.p(".github/skills/uwf-question-protocol/SKILL.md");
+    let agent = place.p(".github/agents/orchestrator.agent.md");
+    let other = place.p(".github/README.md");
+    write(&skill, UWF_SKILL);
+    write(
+        &agent,
+        "Gate with `node ./.github/skills/uwf-question-protocol/questions.mjs check --stage design`.\n",
+    );
+    write(&other, "Nothing about questions here.\n");
+    let report = place.ok(&["uwf"]);
+    assert_eq!(report["client"], "uwf");
+    let ledger = place.p(".github/skills/uwf-question-protocol/uwf-questions.db");
+    assert_eq!(report["ledger"], ledger.display().to_string());
+    let files = report["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2, "{report}");
+    let replaced: Vec<i64> = files
+        .iter()
+        .map(|f| f["replaced"].as_i64().unwrap())
+        .collect();
+    assert_eq!(replaced, vec![1, 3], "{report}");
+    let text = std::fs::read_to_string(&skill).unwrap();
+    assert!(!text.contains("questions.mjs log"), "{text}");
+    assert!(
+        text.contains("questions log \\\n  --stage intake"),
+        "{text}"
+    );
+    assert!(text.contains("questions check --stage intake --ids 7,8,9"));
+    assert!(text.contains("Run `questions answer --id 7"));
+    assert!(text.contains("via questions.mjs."), "prose is left alone");
+    assert_eq!(
+        std::fs::read_to_string(&other).unwrap(),
+        "Nothing about questions here.\n"
+    );
+    // Again: nothing left to switch.
+    assert_eq!(place.ok(&["uwf"])["files"], json!([]));
+    // Back: the docs are as they were, byte for byte.
+    let back = place.ok(&["uwf", "--remove"]);
+    assert_eq!(back["files"].as_array().unwrap().len(), 2);
+    assert_eq!(std::fs::read_to_string(&skill).unwrap(), UWF_SKILL);
+    // The `./` spelling comes back in the protocol's usual one.
+    assert_eq!(
+        std::fs::read_to_string(&agent).unwrap(),
+        "Gate with `node .github/skills/uwf-question-protocol/questions.mjs check --stage design`.\n"
+    );
+}
+
+#[test]
+fn uwf_needs_a_uwf_repository() {
+    let place = Place::new();
+    let run = place.init(&["uwf"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.error_code(), "not_found");
+    write(
+        &place.p(".github/skills/uwf-question-protocol/SKILL.md"),
+        UWF_SKILL,
+    );
+    let run = place.init(&["uwf", "--user"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.error_code(), "usage");
+    // A dry run shows the switched text and writes nothing.
+    let report = place.ok(&["uwf", "--dry-run"]);
+    assert!(report["files"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("questions check --stage intake"));
+    assert_eq!(
+        std::fs::read_to_string(place.p(".github/skills/uwf-question-protocol/SKILL.md")).unwrap(),
+        UWF_SKILL
+    );
+}
