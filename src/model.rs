@@ -247,7 +247,31 @@ pub struct Question {
     pub decline_reason: Option<String>,
 }
 
+/// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
+/// question again (an index lookup whatever the texts have in common). Never changes:
+/// ledgers keep it.
+pub fn text_hash(text: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    i64::from(i32::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3],
+    ]))
+}
+
 impl Question {
+    /// What a front end that showed this question to a person sends back with the
+    /// change it makes: 16 hex digits of SHA-256 of its stage and text. A change that
+    /// names another fingerprint was meant for another question (see `ops::Shown`).
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(self.stage.trim().as_bytes());
+        hasher.update([0]);
+        hasher.update(self.question.as_bytes());
+        let digest = hasher.finalize();
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Required and not yet settled (pending, or declined until it is rephrased): what
     /// holds a gate shut.
     pub fn blocks_gate(&self) -> bool {
@@ -298,9 +322,12 @@ impl Question {
     /// The conflict message for replacing the answer on record.
     fn conflict(&self, action: &str) -> Error {
         Error::conflict(format!(
-            "question {} is already answered: \"{}\"; pass --force to {action} (the earlier answer stays in the history)",
+            "question {} is already answered: \"{}\"",
             self.id,
             self.answer.as_deref().unwrap_or("")
+        ))
+        .with_flag_hint(format!(
+            "pass --force to {action} (the earlier answer stays in the history)"
         ))
     }
 
@@ -408,6 +435,24 @@ impl Question {
                 ..self.changed(Status::Declined, actor)
             }),
         }))
+    }
+
+    /// A decline chosen by a person to whom the pending question was put (`ask`, a form):
+    /// someone else settling it meanwhile is a conflict, not a decline over their answer.
+    pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
+        if self.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} was {} by someone else meanwhile; nothing was recorded for it",
+                self.id,
+                self.status.as_str()
+            )));
+        }
+        self.decline(reason, false, actor)
+    }
+
+    /// Whether `shown` (a fingerprint, or the text itself) names this question.
+    pub fn is_the_one(&self, shown: &str) -> bool {
+        shown == self.fingerprint() || shown == self.question
     }
 
     /// What happens when this question's time is up at `now`: answered with its proposed
@@ -566,6 +611,37 @@ pub enum Transition {
 }
 
 impl NewQuestion {
+    /// The question as the ledger will hold it once logged at `now` (its id not known yet).
+    pub fn as_logged(&self, now: &str) -> Question {
+        Question {
+            id: 0,
+            stage: self.stage.clone(),
+            group_name: self.group_name.clone(),
+            question: self.question.clone(),
+            proposed: self.proposed.clone(),
+            required: self.required,
+            status: Status::Pending,
+            answer: None,
+            created_at: now.to_string(),
+            answered_at: None,
+            updated_at: now.to_string(),
+            header: self.header.clone(),
+            context: self.context.clone(),
+            options: self.options.clone(),
+            multi_select: self.multi_select,
+            allow_freeform: self.allow_freeform,
+            selected: Vec::new(),
+            was_custom: None,
+            skip_reason: None,
+            source: self.source,
+            answered_by: None,
+            channel: None,
+            expires_at: self.expires_at.clone(),
+            on_expiry: self.on_expiry,
+            decline_reason: None,
+        }
+    }
+
     /// Logging this question at `now`.
     pub fn log(self, now: &str) -> Transition {
         Transition::Logged {
@@ -892,8 +968,20 @@ pub fn normalize_timestamp(text: &str) -> String {
             return t.and_utc().to_rfc3339_opts(SecondsFormat::Millis, true);
         }
     }
-    text.to_string()
+    // A number: seconds since the epoch, or milliseconds (JavaScript's Date.now()).
+    if let Ok(n) = text.trim().parse::<f64>() {
+        let millis = if n.abs() >= 1e11 { n } else { n * 1000.0 };
+        if let Some(t) = DateTime::<Utc>::from_timestamp_millis(millis as i64) {
+            return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+    }
+    // Nothing a time can be read from (an empty text): the contract's shape still, at
+    // the earliest instant, which no real question has.
+    UNKNOWN_TIME.to_string()
 }
+
+/// What a stored time that cannot be read is shown as.
+pub const UNKNOWN_TIME: &str = "1970-01-01T00:00:00.000Z";
 
 /// `2026-11-21T23:47:04.692Z`: what we write, so what almost every row holds.
 fn is_canonical(text: &str) -> bool {
@@ -1076,6 +1164,16 @@ mod tests {
             normalize_timestamp("2026-11-22T01:47:04+02:00"),
             "2026-11-21T23:47:04.000Z"
         );
-        assert_eq!(normalize_timestamp("yesterday"), "yesterday");
+        assert_eq!(
+            normalize_timestamp("1732233600"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        assert_eq!(
+            normalize_timestamp("1732233600000"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        // Nothing to read a time from: the contract's shape still, at the unknown instant.
+        assert_eq!(normalize_timestamp("yesterday"), UNKNOWN_TIME);
+        assert_eq!(normalize_timestamp(""), UNKNOWN_TIME);
     }
 }

@@ -170,9 +170,9 @@ fn asking(ledger: &mut Ledger, stage: &str, args: &HookArgs, call: Call) -> Resu
     )
 }
 
-/// Records what the person chose in the harness's own card, question by question, so a
-/// question someone else answered meanwhile (a conflict, said on stderr) leaves the
-/// others recorded.
+/// Records what the person chose in the harness's own card; a question someone else
+/// answered otherwise meanwhile keeps that answer (said on stderr), the others are
+/// recorded.
 fn answered(
     ledger: &mut Ledger,
     who: &Who,
@@ -183,25 +183,45 @@ fn answered(
 ) -> Result<()> {
     let questions = logged(ledger, stage, call)?;
     let caller = who.via(harness.channel());
-    let mut refused = Vec::new();
-    for (q, answer) in questions.iter().zip(chosen) {
-        let Some(answer) = answer else { continue };
-        let choice = Choice::Answer(AnswerInput {
-            text: Some(answer.clone()),
-            select: Vec::new(),
-        });
-        if let Err(err) = ops::record_choices(ledger, &caller, stage, &[(q.id, choice)]) {
-            refused.push(format!("question {}: {}", q.id, err.message));
-        }
+    let choices: Vec<(i64, Choice)> = questions
+        .iter()
+        .zip(chosen)
+        .filter_map(|(q, answer)| {
+            let text = answer.clone()?;
+            Some((
+                q.id,
+                Choice::Answer(AnswerInput {
+                    text: Some(text),
+                    select: Vec::new(),
+                }),
+            ))
+        })
+        .collect();
+    if choices.is_empty() {
+        return Ok(());
     }
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::conflict(format!(
-            "not every answer from the card was recorded: {}",
-            refused.join("; ")
-        )))
+    // The card showed these questions, found in the ledger by their text just now.
+    let shown = ops::Shown::all(None, &questions);
+    let asked = ops::record_choices(
+        ledger,
+        &caller,
+        stage,
+        &choices,
+        &shown,
+        ops::Together::Each,
+    )?;
+    if asked.not_recorded.is_empty() {
+        return Ok(());
     }
+    let refused: Vec<String> = asked
+        .not_recorded
+        .iter()
+        .map(|n| format!("question {}: {}", n.question_id, n.reason))
+        .collect();
+    Err(Error::conflict(format!(
+        "not every answer from the card was recorded: {}",
+        refused.join("; ")
+    )))
 }
 
 impl Harness {

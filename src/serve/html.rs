@@ -30,6 +30,9 @@ pub enum Flash {
 
 pub struct Page<'a> {
     pub seq: i64,
+    /// The ledger's id: every form sends it back with the question's fingerprint, so an
+    /// answer never lands on another question that took its id (see `ops::Shown`).
+    pub ledger: Option<&'a str>,
     pub stage: Option<&'a str>,
     pub questions: &'a [(Question, Vec<Event>)],
     pub flash: Option<Flash>,
@@ -50,9 +53,10 @@ pub fn inbox(page: &Page) -> String {
          <title>{title} ({count} pending)</title>\
          <link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
          <script src=\"/assets/inbox.js\" defer></script></head>\
-         <body data-seq=\"{seq}\"><header class=\"top\"><h1>{title}</h1>\
+         <body data-seq=\"{seq}\" data-ledger=\"{ledger}\"><header class=\"top\"><h1>{title}</h1>\
          <p id=\"summary\" aria-live=\"polite\">{summary}</p></header><main>",
         seq = page.seq,
+        ledger = esc(page.ledger.unwrap_or("")),
         summary = summary(count, required),
     );
     match &page.flash {
@@ -74,7 +78,7 @@ pub fn inbox(page: &Page) -> String {
     }
     out.push_str("<section id=\"questions\">");
     for (q, history) in page.questions {
-        question(&mut out, q, history);
+        question(&mut out, q, history, page.ledger);
     }
     out.push_str("</section><p id=\"empty\" class=\"empty\"");
     if count > 0 {
@@ -95,8 +99,15 @@ fn summary(count: usize, required: usize) -> String {
     }
 }
 
-fn question(out: &mut String, q: &Question, history: &[Event]) {
+fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&str>) {
     let id = q.id;
+    // What this page showed, sent back with every change (see `Page::ledger`).
+    let shown = format!(
+        "<input type=\"hidden\" name=\"ledger\" value=\"{}\">\
+         <input type=\"hidden\" name=\"fingerprint\" value=\"{}\">",
+        esc(ledger.unwrap_or("")),
+        q.fingerprint()
+    );
     let _ = write!(
         out,
         "<article id=\"q-{id}\" class=\"question{req}\" data-id=\"{id}\">\
@@ -131,7 +142,7 @@ fn question(out: &mut String, q: &Question, history: &[Event]) {
 
     let _ = write!(
         out,
-        "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">"
+        "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">{shown}"
     );
     if !q.options.is_empty() {
         let kind = if q.multi_select { "checkbox" } else { "radio" };
@@ -185,7 +196,7 @@ fn question(out: &mut String, q: &Question, history: &[Event]) {
     let _ = write!(
         out,
         "<details class=\"other\"><summary>Skip or decline</summary>\
-         <form method=\"post\" action=\"/q/{id}/skip\">\
+         <form method=\"post\" action=\"/q/{id}/skip\">{shown}\
          <label for=\"q{id}r\">Reason</label>\
          <input id=\"q{id}r\" name=\"reason\" type=\"text\" placeholder=\"Why (needed to decline)\">\
          <div class=\"actions\"><button type=\"submit\">Skip</button>\

@@ -56,6 +56,7 @@ async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Res
         Ok(inbox) => {
             let body = html::inbox(&html::Page {
                 seq: inbox.seq,
+                ledger: inbox.ledger.as_deref(),
                 stage: app.stage.as_deref(),
                 questions: &inbox.questions,
                 flash,
@@ -100,7 +101,7 @@ pub async fn answer(
             .map(|(_, v)| v.clone())
             .collect(),
     };
-    submit(app, id, Ok(Change::Answer(input))).await
+    submit(app, id, Ok(Change::Answer(input)), &fields).await
 }
 
 pub async fn skip(
@@ -108,7 +109,7 @@ pub async fn skip(
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, id, Ok(Change::Skip(field(&fields, "reason")))).await
+    submit(app, id, Ok(Change::Skip(field(&fields, "reason"))), &fields).await
 }
 
 pub async fn decline(
@@ -123,12 +124,19 @@ pub async fn decline(
                 "Question {id} was not declined: say why in the reason, so it can be asked better."
             ))
         });
-    submit(app, id, change).await
+    submit(app, id, change, &fields).await
 }
 
 /// Records the change and redirects back to the inbox; a refusal is shown on the inbox
 /// with its status (409 when someone else answered first).
-async fn submit(app: Arc<App>, id: i64, change: Result<Change, Error>) -> Response {
+async fn submit(
+    app: Arc<App>,
+    id: i64,
+    change: Result<Change, Error>,
+    fields: &Fields,
+) -> Response {
+    // The page names the ledger and the question it showed (hidden fields).
+    let shown = api::shown(id, field(fields, "ledger"), field(fields, "fingerprint"));
     let change = match change {
         Ok(c) => c,
         Err(e) => {
@@ -140,7 +148,7 @@ async fn submit(app: Arc<App>, id: i64, change: Result<Change, Error>) -> Respon
         Change::Skip(_) => "skipped",
         Change::Decline(_) => "declined",
     };
-    match api::apply(&app, id, change).await {
+    match api::apply(&app, id, change, shown).await {
         Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
         Err((e, on_record)) => {
             let message = match e.code {

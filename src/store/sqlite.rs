@@ -49,10 +49,17 @@ impl Sqlite {
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
     pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
-        if !check_path(path)? {
-            create_file(path, make_folder)?;
+        let mut tries = 0;
+        loop {
+            if !check_path(path)? {
+                create_file(path, make_folder)?;
+            }
+            match Sqlite::open_existing(path, true) {
+                // `reset` deleted it between our creating it and opening it: again.
+                Err(_) if tries < 5 && !path.exists() => tries += 1,
+                opened => return opened,
+            }
         }
-        Sqlite::open_existing(path, true)
     }
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
@@ -77,6 +84,15 @@ impl Sqlite {
             wal: None,
             file: None,
         })
+    }
+
+    /// The ledger at `path` is not the file open here: it was deleted or replaced, or
+    /// (for the in-memory stand-in) created since.
+    pub fn is_replaced(&self, path: &Path) -> bool {
+        match &self.file {
+            Some((_, dev, ino)) => identity(path) != Some((*dev, *ino)),
+            None => fs::symlink_metadata(path).is_ok(),
+        }
     }
 
     /// False for the in-memory stand-in of `empty`.
@@ -106,7 +122,7 @@ impl Sqlite {
         if checkpoint {
             self.conn.execute_batch("PRAGMA synchronous = NORMAL")?;
         }
-        let written = self.transaction(f);
+        let written = self.transaction(f).map_err(|e| self.explain(e));
         if checkpoint {
             let synced = written.is_ok() && self.checkpoint();
             if written.is_ok() && !synced {
@@ -137,8 +153,27 @@ impl Sqlite {
             }
         }
         let value = f(&Tx::new(&*tx))?;
+        crate::fault("before-commit");
         tx.commit()?;
         Ok(value)
+    }
+
+    /// A database error while the ledger file was deleted or replaced under this process
+    /// (`reset` by another one: SQLite then reports a bare "disk I/O error") says so.
+    fn explain(&self, err: Error) -> Error {
+        match &self.file {
+            Some((path, dev, ino))
+                if err.code == crate::error::ErrorCode::DbError
+                    && identity(path) != Some((*dev, *ino)) =>
+            {
+                Error::db(format!(
+                    "the ledger {} was reset or replaced while this command ran; nothing \
+                     was recorded: run it again",
+                    path.display()
+                ))
+            }
+            _ => err,
+        }
     }
 
     /// Copies the whole log into the ledger and empties it, without waiting for readers;
@@ -210,6 +245,13 @@ fn check_path(path: &Path) -> Result<bool> {
             "the ledger path {} is a directory; give the path of a ledger file",
             path.display()
         ))),
+        // A device or a pipe (/dev/null): SQLite would leave its -journal and -wal files
+        // beside it.
+        Ok(meta) if !meta.is_file() => Err(Error::io(format!(
+            "the ledger path {} is not a regular file (a device or a pipe); give the path \
+             of a ledger file",
+            path.display()
+        ))),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(format!(
@@ -233,7 +275,8 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
         .mode(0o600)
         .open(path)
     {
-        Ok(_) => Ok(()),
+        // Its name must survive a power cut too (the -wal may be there from before).
+        Ok(_) => sync_folder_of(path),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::io(format!(
             "cannot create the ledger {}: its folder does not exist; create it first or choose another --db",
@@ -262,26 +305,36 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
 /// power cut; SQLite itself is built not to sync the folder on every open (see
 /// `.cargo/config.toml`), and the log is never deleted after that.
 fn create_log(wal: &Path) -> Result<()> {
+    if fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::io(format!(
+            "the ledger's log {} is a symbolic link, which questions does not follow (it \
+             could point the ledger's writes at another file); remove it",
+            wal.display()
+        )));
+    }
     let created = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(wal);
     match created {
-        Ok(_) => {
-            let folder = wal
-                .parent()
-                .filter(|f| !f.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            fs::File::open(folder)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
-        }
+        Ok(_) => sync_folder_of(wal),
         // There already (or a symbolic link, which create_new never follows: SQLite's
         // own open then refuses it).
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io(format!("cannot create {}: {e}", wal.display()))),
     }
+}
+
+/// Syncs the folder holding `path`, so that a name just created in it is durable.
+pub(super) fn sync_folder_of(path: &Path) -> Result<()> {
+    let folder = path
+        .parent()
+        .filter(|f| !f.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::File::open(folder)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
 }
 
 /// Returns the schema version the ledger has.
@@ -293,7 +346,11 @@ fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
     // Reads page 1 first: a file that is not a database fails here, before anything
     // writes; and a ledger from a newer questions is refused before anything, even the
     // journal mode, changes.
-    let found = migrate::refuse_too_new(conn)?;
+    let found = match migrate::refuse_too_new(conn) {
+        // Unknown version: read as it is (what can be read is), never migrated or written.
+        Err(e) if !writing && migrate::history_is_damaged(&e) => migrate::latest_version(),
+        other => other?,
+    };
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         set_wal(conn)?;

@@ -7,6 +7,9 @@
   const list = document.getElementById("questions");
   if (!list) return;
   let seq = Number(document.body.dataset.seq || "0");
+  // The ledger's id: a ledger reset or replaced has another one, and its ids name other
+  // questions, so no card of the old one is kept.
+  let ledger = document.body.dataset.ledger || "";
 
   list.addEventListener("input", (e) => {
     const card = e.target.closest("article");
@@ -21,7 +24,8 @@
     const doc = new DOMParser().parseFromString(await response.text(), "text/html");
     const fresh = doc.getElementById("questions");
     if (!fresh) return;
-    const old = new Map(Array.from(list.children).map((el) => [el.id, el]));
+    const same = (doc.body.dataset.ledger || "") === ledger;
+    const old = new Map(same ? Array.from(list.children).map((el) => [el.id, el]) : []);
     const next = [];
     for (const el of Array.from(fresh.children)) {
       const mine = old.get(el.id);
@@ -45,16 +49,17 @@
     const title = doc.querySelector("title");
     if (title) document.title = title.textContent;
     seq = Number(doc.body.dataset.seq || seq);
+    ledger = doc.body.dataset.ledger || "";
   }
 
   async function follow() {
     for (;;) {
       try {
-        const response = await fetch("/api/changes?since=" + seq, { credentials: "same-origin" });
+        const query = "since=" + seq + "&ledger=" + encodeURIComponent(ledger);
+        const response = await fetch("/api/changes?" + query, { credentials: "same-origin" });
         if (!response.ok) throw new Error("changes " + response.status);
         const body = await response.json();
-        if (body.seq > seq) {
-          seq = body.seq;
+        if (body.seq !== seq || (body.ledger || "") !== ledger) {
           await refresh();
         }
       } catch (err) {
