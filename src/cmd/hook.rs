@@ -81,6 +81,8 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
 
 /// The most of a transcript a `Stop` hook reads; a longer session is left alone.
 const TRANSCRIPT_LIMIT: u64 = 64 * 1024 * 1024;
+/// How long a `Stop` hook waits for a question tool's result to reach the transcript.
+const TRANSCRIPT_WAIT: Duration = Duration::from_secs(2);
 
 /// At the end of a turn: the answers that came in for the session's questions after the
 /// agent stopped waiting for them, handed over once (the transcript then holds them).
@@ -88,17 +90,27 @@ fn stopping(ledger: &mut Ledger, stage: &str, stop: &hook::Stop) -> Result<Optio
     let Some(path) = stop.transcript.as_ref().filter(|_| !stop.active) else {
         return Ok(None);
     };
-    let mut transcript = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(TRANSCRIPT_LIMIT).read_to_string(&mut transcript))
-        .map_err(|e| {
-            Error::io(format!(
-                "cannot read the transcript {}: {e}",
-                path.display()
-            ))
-        })?;
+    // Claude Code writes a tool's result to the transcript on its own time, possibly after
+    // this hook started: a call without one is waited for a little, then left alone.
+    let deadline = std::time::Instant::now() + TRANSCRIPT_WAIT;
+    let (transcript, calls) = loop {
+        let mut transcript = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(TRANSCRIPT_LIMIT).read_to_string(&mut transcript))
+            .map_err(|e| {
+                Error::io(format!(
+                    "cannot read the transcript {}: {e}",
+                    path.display()
+                ))
+            })?;
+        let calls = claude_code::unanswered_calls(&transcript);
+        if calls.without_result == 0 || std::time::Instant::now() >= deadline {
+            break (transcript, calls);
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
     let mut lines = Vec::new();
-    for call in claude_code::unanswered_calls(&transcript) {
+    for call in calls.unanswered {
         let questions = logged(ledger, stage, &call)?;
         for (asked, q) in call.questions.iter().zip(&questions) {
             if let Some(answer) = hook::answer_as_shown(q, &asked.shown) {

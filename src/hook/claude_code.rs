@@ -133,11 +133,18 @@ pub fn reply_stop(reason: &str) -> Value {
     json!({"decision": "block", "reason": reason})
 }
 
-/// The `AskUserQuestion` calls of a session's transcript (Claude Code's JSON lines) that got
-/// no answers: the card was refused, dismissed or failed, or the call has no result yet.
-pub fn unanswered_calls(transcript: &str) -> Vec<Call> {
+/// What a session's transcript (Claude Code's JSON lines) says of its `AskUserQuestion`
+/// calls: those that got no answers (the card was refused, dismissed or failed), and how
+/// many have no result in it yet (Claude Code may write that line after a hook started).
+pub struct Calls {
+    pub unanswered: Vec<Call>,
+    pub without_result: usize,
+}
+
+pub fn unanswered_calls(transcript: &str) -> Calls {
     let mut calls: Vec<(String, Value)> = Vec::new();
     let mut answered: std::collections::HashSet<String> = Default::default();
+    let mut failed: std::collections::HashSet<String> = Default::default();
     for line in transcript.lines() {
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -156,20 +163,32 @@ pub fn unanswered_calls(transcript: &str) -> Vec<Call> {
                         calls.push((id.to_string(), input.clone()));
                     }
                 }
-                Some("tool_result") if block.get("is_error") != Some(&Value::Bool(true)) => {
+                Some("tool_result") => {
                     if let Some(id) = str_at(block, "tool_use_id") {
-                        answered.insert(id.to_string());
+                        if block.get("is_error") == Some(&Value::Bool(true)) {
+                            failed.insert(id.to_string());
+                        } else {
+                            answered.insert(id.to_string());
+                        }
                     }
                 }
                 _ => {}
             }
         }
     }
-    calls
+    let without_result = calls
+        .iter()
+        .filter(|(id, _)| !failed.contains(id) && !answered.contains(id))
+        .count();
+    let unanswered = calls
         .into_iter()
-        .filter(|(id, _)| !answered.contains(id))
+        .filter(|(id, _)| failed.contains(id) && !answered.contains(id))
         .filter_map(|(_, input)| call(&input).ok())
-        .collect()
+        .collect();
+    Calls {
+        unanswered,
+        without_result,
+    }
 }
 
 /// How a late answer is handed to the agent: one line, which the transcript then holds,

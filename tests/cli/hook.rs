@@ -535,3 +535,23 @@ fn codex_and_gemini_fail_open_on_malformed_events() {
     assert_silent(&harness(&l, "codex", &no_id.to_string()));
     l.assert_not_created();
 }
+
+#[test]
+fn a_call_whose_result_is_not_in_the_transcript_yet_is_left_alone() {
+    // Claude Code may write the tool's result line after the Stop hook ran: a call without
+    // one is not taken for a refused card.
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok(["answer", "--id", "2", "--answer", "Export"]);
+    let first_line = event("transcript_refused.jsonl")
+        .lines()
+        .find(|line| line.contains("\"tool_use\""))
+        .unwrap()
+        .to_string();
+    let path = l.dir.path().join("transcript.jsonl");
+    std::fs::write(&path, first_line + "\n").unwrap();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(path);
+    assert_silent(&hook(&l, &[], &stop.to_string()));
+}
