@@ -145,7 +145,22 @@ pub fn unanswered_calls(transcript: &str) -> Calls {
     let mut calls: Vec<(String, Value)> = Vec::new();
     let mut answered: std::collections::HashSet<String> = Default::default();
     let mut failed: std::collections::HashSet<String> = Default::default();
+    // A Stop hook runs at the end of every turn, over a transcript that grows with the
+    // session: only the lines that can matter are parsed.
+    if !transcript.contains(TOOL) {
+        return Calls {
+            unanswered: Vec::new(),
+            without_result: 0,
+        };
+    }
     for line in transcript.lines() {
+        // A call's result comes after the call: a line that is neither a call nor the
+        // result of one seen is not parsed.
+        let result_of_a_call = line.contains("\"tool_result\"")
+            && calls.iter().any(|(id, _)| line.contains(id.as_str()));
+        if !line.contains(TOOL) && !result_of_a_call {
+            continue;
+        }
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
             continue;
         };
