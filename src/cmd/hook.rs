@@ -79,7 +79,7 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
     }
 }
 
-/// The most of a transcript a `Stop` hook reads; a longer session is left alone.
+/// The most of a transcript a `Stop` hook reads (its beginning, in a longer session).
 const TRANSCRIPT_LIMIT: u64 = 64 * 1024 * 1024;
 /// How long a `Stop` hook waits for a question tool's result to reach the transcript.
 const TRANSCRIPT_WAIT: Duration = Duration::from_secs(2);
