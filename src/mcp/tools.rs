@@ -606,12 +606,20 @@ impl Server {
             .spawn(move || {
                 let deadline = Instant::now() + limit;
                 let mut ledger = crate::store::Ledger::new(location);
+                let generation = ledger.generation();
                 let outcome = loop {
                     let questions = match ops::named(&mut ledger, stage.as_deref(), ids.as_deref())
                     {
                         Ok(q) => q,
                         Err(e) => break Err(e),
                     };
+                    if ledger.generation() != generation {
+                        // A ledger reset meanwhile holds none of these questions any more.
+                        break Err(Error::conflict(
+                            "the ledger was reset or replaced while waiting: the questions \
+                             waited for are gone; log them again",
+                        ));
+                    }
                     if questions.is_empty() {
                         // A stage with no question: nothing will ever be answered there.
                         break Err(Error::not_found(format!(
@@ -635,14 +643,7 @@ impl Server {
                         break Ok((questions, true));
                     }
                     // A failed wait is only a shorter pause: the next read reports errors.
-                    // A ledger reset meanwhile holds none of these questions any more.
-                    let pause = (deadline - now).min(Duration::from_secs(1));
-                    if ledger.wait_for_change(pause).unwrap_or(false) {
-                        break Err(Error::conflict(
-                            "the ledger was reset or replaced while waiting: the questions \
-                             waited for are gone; log them again",
-                        ));
-                    }
+                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
                 };
                 let _ = tx.send(Report::Done(outcome));
             })

@@ -185,11 +185,6 @@ pub trait Conn {
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows>;
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64>;
     fn dialect(&self) -> Dialect;
-    /// Called before each event is appended. PostgreSQL hands out event seqs in commit
-    /// order there (see its engine); SQLite's single writer does so already.
-    fn before_event(&self) -> Result<()> {
-        Ok(())
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -497,7 +492,6 @@ impl<'a> Tx<'a> {
     /// changes), and `cleared` holds the whole row, which is gone from `questions` after
     /// it, with its stage.
     fn insert_event(&self, row: &Row) -> Result<()> {
-        self.conn.before_event()?;
         self.conn.execute(
             "INSERT INTO question_events \
              (at, event, question_id, stage, answered_by, channel, before, after) \
