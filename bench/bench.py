@@ -5,7 +5,7 @@ questions, plus ingest, render and concurrent throughput.
 
 Run from the repository root:  scripts/with-postgres python3 bench/bench.py
 (or python3 bench/bench.py for SQLite alone; python3 bench/bench.py serve measures
-only the web inbox's page)
+only the web inbox's page, python3 bench/bench.py hook only the harness hook)
 It builds the release binary, needs hyperfine (installed with apt-get when missing and
 run as root), prints a table and writes it to bench/RESULTS.md. Ratios are measured
 within one run: the machine is noisy, the floor moves with it.
@@ -204,6 +204,36 @@ def ingest_and_render(work):
     return ingest_median, render_median
 
 
+def hook_call(work, size=10_000):
+    """`questions hook claude-code` on the path every AskUserQuestion call of a session takes
+    when nobody has answered yet: Claude Code's captured PreToolUse event (two questions) on
+    stdin, the questions logged (once) and no reply, on a ledger of `size` questions. Timed
+    here, each call started the same way as the floor (`--version`) with the event file on
+    its stdin (hyperfine cannot redirect stdin without a shell)."""
+    db = os.path.join(work, "hook.db")
+    make_ledger(db, size)
+    event = os.path.join(ROOT, "tests", "fixtures", "hooks", "claude-code-2.1.330", "pre_tool_use.json")
+
+    def median_of(args):
+        times = []
+        for i in range(RUNS + 3):
+            with open(event, "rb") as stdin:
+                start = time.perf_counter()
+                out = subprocess.run(args, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                elapsed = time.perf_counter() - start
+            if out.returncode != 0 or (args[-1] == "claude-code" and out.stdout):
+                sys.exit(f"{args}: unexpected {out}")
+            if i >= 3:
+                times.append(elapsed)
+        times.sort()
+        return times[len(times) // 2]
+
+    floor = median_of([BIN, "--version"])
+    hook = median_of([BIN, "--db", db, "hook", "claude-code"])
+    os.unlink(db)
+    return floor, hook
+
+
 def shared_prefix_ingest(work, total=20_000):
     """One ingest of `total` questions of one template (same length, same first 12
     characters), against as many of different texts: the duplicate check must stay an index
@@ -354,6 +384,7 @@ def main():
         inbox_s, inbox_bytes = serve_inbox(work)
         pg = postgres_calls(work)
         ops, errors = concurrent(work)
+        hook_floor, hook_s = hook_call(work)
         syncs = sync_counts(work)
         per_q, mjs_per_q = bytes_per_question(work, int(os.environ.get("BENCH_BYTES_QUESTIONS", "1000000")))
     finally:
@@ -389,6 +420,8 @@ def main():
         f"- ingest of one envelope of 1 000 questions (new ledger each run): {ingest_s * 1000:.1f} ms median",
         f"- render of a 1 000-question stage (ask-user): {render_s * 1000:.1f} ms median",
         f"- 8 concurrent processes logging and answering: {ops:.0f} operations/s, {errors} errors",
+        f"- `hook claude-code` on an AskUserQuestion call nobody has answered yet (10k ledger): "
+        f"{hook_s * 1000:.2f} ms median, {hook_s / hook_floor:.2f} × floor",
         f"- `serve`: the inbox page with 1 000 pending questions ({inbox_bytes // 1024} KiB of HTML): {inbox_s * 1000:.1f} ms median, request on loopback included",
     ]
     lines += ["", "Durability costs, counted with `strace -f -c` (a write is durable when the call exits 0):", "",
@@ -408,6 +441,7 @@ def main():
         ("the inbox of 1 000 pending questions served under 50 ms", inbox_s < 0.05),
         ("concurrent throughput above 400 operations/s", ops > 400),
         ("no errors under concurrency", errors == 0),
+        ("hook claude-code, nobody answered yet: under 10 ms", hook_s < 0.010),
     ]
     if pg:
         floor = pg[0][1]
@@ -465,6 +499,15 @@ def static_beside_glibc():
 if __name__ == "__main__":
     if sys.argv[1:] == ["static"]:
         static_beside_glibc()
+    elif sys.argv[1:] == ["hook"]:
+        # One measure alone: python3 bench/bench.py hook
+        ensure_tools()
+        work = tempfile.mkdtemp(prefix="questions-bench-")
+        try:
+            floor, median = hook_call(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"hook claude-code, nobody answered yet: {median * 1000:.2f} ms median ({floor * 1000:.2f} ms floor)")
     elif sys.argv[1:] == ["serve"]:
         # One measure alone, without the whole benchmark: python3 bench/bench.py serve
         sh("cargo", "build", "--release", "--quiet", cwd=ROOT)

@@ -222,6 +222,16 @@ pub enum Command {
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
     )]
     Man,
+    /// Run as an agent harness's command hook on its own question tool (event JSON on stdin)
+    #[command(
+        after_help = "Logs the questions of Claude Code's AskUserQuestion into the ledger and, when every\none is already answered (or within --wait), answers the tool with them; the person's\nanswers from the harness's own card are recorded after it ran. On any error it prints\nnothing and exits 0: the harness then asks the person itself. 'questions init' writes\nthe hook entries.\n\nExample:\n  echo '{\"hook_event_name\": \"PreToolUse\", \"tool_name\": \"AskUserQuestion\", \\\n    \"tool_input\": {\"questions\": [{\"question\": \"Which database?\", \"header\": \"Database\", \\\n    \"options\": [{\"label\": \"SQLite\"}, {\"label\": \"PostgreSQL\"}]}]}}' \\\n    | questions hook claude-code --stage design"
+    )]
+    Hook(HookArgs),
+    /// Write the MCP server entry and the hooks into an agent client's config
+    #[command(
+        after_help = "Writes into the project's config (at the top of the git work tree), or the user's with\n--user, the native path of this binary; other entries are kept, and a second run\nchanges nothing. Files: claude-code .mcp.json and .claude/settings.json (hooks);\ncodex .codex/config.toml; gemini .gemini/settings.json; vscode .vscode/mcp.json;\ncursor .cursor/mcp.json; uwf: the docs under .github/ that run node …/questions.mjs.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init cursor --remove"
+    )]
+    Init(InitArgs),
 }
 
 impl Command {
@@ -248,6 +258,8 @@ impl Command {
         "completions",
         "man",
         "mcp",
+        "hook",
+        "init",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -274,8 +286,65 @@ impl Command {
             Command::Completions(_) => "completions",
             Command::Man => "man",
             Command::Mcp => "mcp",
+            Command::Hook(_) => "hook",
+            Command::Init(_) => "init",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The harness that runs the hook
+    #[arg(value_enum)]
+    pub harness: Harness,
+    /// The stage its questions are logged under; default: the harness's name
+    #[arg(
+        long,
+        env = "QUESTIONS_STAGE",
+        allow_hyphen_values = true,
+        value_parser = non_blank
+    )]
+    pub stage: Option<String>,
+    /// Wait up to this many seconds for answers from any channel before letting the
+    /// harness ask the person itself
+    #[arg(long, value_name = "SECONDS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
+}
+
+/// The agent harnesses whose question tools `hook` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Harness {
+    ClaudeCode,
+    Codex,
+    Gemini,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The client whose config gets the entries
+    #[arg(value_enum)]
+    pub client: Client,
+    /// The user's config instead of the project's
+    #[arg(long)]
+    pub user: bool,
+    /// Print what would be written, and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Take our entries out again
+    #[arg(long)]
+    pub remove: bool,
+}
+
+/// The agent clients `init` writes configs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Client {
+    ClaudeCode,
+    Codex,
+    Gemini,
+    Vscode,
+    Cursor,
+    /// A uwf repository: its docs run `questions` instead of its questions.mjs
+    Uwf,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cmd;
 pub mod error;
 pub mod formats;
+pub mod hook;
 pub mod mcp;
 pub mod model;
 pub mod ops;
@@ -115,6 +116,11 @@ fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let procedure = named_command(args);
+    if procedure == Some("hook") {
+        // A harness reads a hook's exit code 2 as "block the tool": a hook fails open.
+        output::stderr_text(&err.render().to_string());
+        return ExitCode::SUCCESS;
+    }
     let message = cli::usage_message(&err, procedure);
     let error = Error::usage(message);
     output::json(&output::failure_body(procedure, &error));

@@ -51,6 +51,10 @@ pub enum Channel {
     AcceptDefaults,
     /// Time ran out: no person made this change.
     Expiry,
+    /// A harness's own question card, recorded by `questions hook`.
+    ClaudeCode,
+    Codex,
+    Gemini,
 }
 
 impl Channel {
@@ -63,6 +67,9 @@ impl Channel {
             Channel::Import => "import",
             Channel::AcceptDefaults => "accept-defaults",
             Channel::Expiry => "expiry",
+            Channel::ClaudeCode => "claude-code",
+            Channel::Codex => "codex",
+            Channel::Gemini => "gemini",
         }
     }
 
@@ -75,6 +82,9 @@ impl Channel {
             Channel::Import,
             Channel::AcceptDefaults,
             Channel::Expiry,
+            Channel::ClaudeCode,
+            Channel::Codex,
+            Channel::Gemini,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)

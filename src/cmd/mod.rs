@@ -10,9 +10,11 @@ mod completions;
 mod decline;
 mod events;
 mod history;
+mod hook;
 mod import;
 mod info;
 mod ingest;
+mod init;
 mod list;
 mod log;
 mod mcp;
@@ -162,7 +164,19 @@ fn system_user() -> Option<String> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let (location, found_by, also_found) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    let (location, found_by, also_found) = match Location::find(cli.db.as_deref(), cli.db_from_env)
+    {
+        Ok(found) => found,
+        Err(err) => {
+            return match cli.command {
+                // A hook fails open, even on a location it cannot use.
+                Command::Hook(_) => Ok(hook::failed(&err)),
+                // Configs only: the ledger is not used.
+                Command::Init(args) => init::run(args),
+                _ => Err(err),
+            };
+        }
+    };
     for other in &also_found {
         crate::output::note(&format!(
             "warning: using the uwf ledger {}; the ledger {} in the same folder is not used \
@@ -198,6 +212,8 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
         Command::Mcp => mcp::run(l),
+        Command::Hook(args) => Ok(hook::run(l, w, args)),
+        Command::Init(args) => init::run(args),
     }
 }
 

@@ -1,0 +1,117 @@
+//! Codex: `request_user_input` through its `PreToolUse` and `PostToolUse` command hooks
+//! (the same event shape as Claude Code's: `hook_event_name`, `tool_name`, `tool_input`,
+//! `tool_response`, `session_id`, `turn_id`, `cwd`).
+//!
+//! - The tool's input: `{"questions": [{id, header, question, isOther, isSecret,
+//!   options?: [{label, description}]}]}`; its result: `{"answers": {"<id>": {"answers":
+//!   ["<label or text>", …]}}}`.
+//! - A `PreToolUse` hook cannot fill in a tool's result in Codex: it can only deny the call
+//!   with a reason the model reads. So answers from the ledger go back as a deny whose
+//!   reason carries them in the tool's own result shape.
+
+use serde_json::{json, Map, Value};
+
+use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
+use crate::formats::{question_list, Source};
+
+pub const TOOL: &str = "request_user_input";
+
+pub fn parse(event: &Value) -> Result<Event, Unreadable> {
+    let name = str_at(event, "hook_event_name")
+        .ok_or_else(|| Unreadable("the event has no hook_event_name".into()))?;
+    if !matches!(name, "PreToolUse" | "PostToolUse") || str_at(event, "tool_name") != Some(TOOL) {
+        return Ok(Event::Ignored);
+    }
+    let input = event
+        .get("tool_input")
+        .ok_or_else(|| Unreadable("the event has no tool_input".into()))?;
+    let call = call(input)?;
+    if name == "PreToolUse" {
+        return Ok(Event::Asking(call));
+    }
+    let response = event.get("tool_response").map(json_or_string);
+    let answers = response
+        .as_ref()
+        .and_then(|r| r.get("answers"))
+        .and_then(Value::as_object);
+    let chosen = call
+        .questions
+        .iter()
+        .map(|q| {
+            let given: Vec<String> = answers
+                .and_then(|a| a.get(&q.key))
+                .and_then(|a| a.get("answers"))
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            (!given.is_empty()).then(|| given.join(", "))
+        })
+        .collect();
+    Ok(Event::Answered(call, chosen))
+}
+
+/// The questions of one `request_user_input` input.
+pub fn call(input: &Value) -> Result<Call, Unreadable> {
+    let news = question_list(
+        input,
+        "questions",
+        Source::AskUser,
+        "request_user_input asks at least one",
+    )?;
+    let items = input
+        .get("questions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut questions = Vec::new();
+    for (i, (mut new, item)) in news.into_iter().zip(items).enumerate() {
+        let key = str_at(&item, "id")
+            .map(str::to_string)
+            .ok_or_else(|| Unreadable(format!("questions[{i}].id is missing")))?;
+        // Codex offers free text only where the question says so.
+        let other = item
+            .get("isOther")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        new.allow_freeform = other || new.options.is_empty();
+        questions.push(Asked {
+            key,
+            shown: super::claude_code::shown_labels(&item),
+            new,
+        });
+    }
+    Ok(Call {
+        input: input.clone(),
+        questions,
+    })
+}
+
+/// The `PreToolUse` reply that answers the call: a deny whose reason carries the answers
+/// in the tool's own result shape.
+pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
+    let by_id: Map<String, Value> = call
+        .questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| (q.key.clone(), json!({"answers": a})))
+        .collect();
+    let result = json!({"answers": by_id});
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": format!(
+                "The person already answered these questions (through the questions ledger), \
+                 so they were not asked again. Their answers, as request_user_input returns \
+                 them: {result}"
+            ),
+        }
+    })
+}

@@ -1,0 +1,198 @@
+//! The harnesses' own question tools, seen through their command hooks: Claude Code's
+//! `AskUserQuestion`, Codex's `request_user_input`, Gemini CLI's `ask_user`. Each adapter
+//! reads its harness's event JSON into an `Event` and writes the harness's reply from the
+//! ledger's questions; `cmd::hook` carries the event to the operations. Pure: no database,
+//! no printing.
+
+pub mod claude_code;
+pub mod codex;
+pub mod gemini;
+
+use serde_json::Value;
+
+use crate::model::{split_recommended, NewQuestion, Question, Status};
+
+/// What a hook event asks of the ledger.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The agent is about to put these questions to the person: log them, and answer the
+    /// tool when every one is answered.
+    Asking(Call),
+    /// The person answered in the harness's own card: one answer per question of the
+    /// call, in its order (none where they left it unanswered).
+    Answered(Call, Vec<Option<String>>),
+    /// The agent's turn is ending: hand it, once, the answers that came in after it
+    /// stopped waiting for them.
+    Stopping(Stop),
+    /// An event or a tool this hook has nothing to do with.
+    Ignored,
+}
+
+/// One call of a harness's question tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The tool's input as the harness gave it, to hand back with the answers.
+    pub input: Value,
+    pub questions: Vec<Asked>,
+}
+
+/// One question of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Asked {
+    /// The question as the ledger logs it (its stage is set by the caller).
+    pub new: NewQuestion,
+    /// How the harness keys its answer: the question's text, its id, or its position.
+    pub key: String,
+    /// The option labels exactly as the tool shows them.
+    pub shown: Vec<String>,
+}
+
+/// The end of a turn, and where the session's transcript is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub transcript: Option<std::path::PathBuf>,
+    /// The harness is already continuing because of a stop hook: never block twice.
+    pub active: bool,
+}
+
+/// Why an event could not be read: the hook then stays out of the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable(pub String);
+
+impl From<crate::formats::ParseError> for Unreadable {
+    fn from(e: crate::formats::ParseError) -> Self {
+        Unreadable(e.0)
+    }
+}
+
+pub(crate) fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// The answer to `q` with each chosen option under the label the tool showed for it,
+/// chosen labels first, then any text of the person's own, joined by ", " (how the
+/// harnesses join a multi-select answer). None while `q` is not answered.
+pub fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
+    answer_parts(q, shown).map(|parts| parts.join(", "))
+}
+
+/// The answer to `q` as a list: each chosen option under the label the tool showed for
+/// it, then any text of the person's own. None while `q` is not answered.
+pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
+    if q.status != Status::Answered {
+        return None;
+    }
+    let answer = q.answer.clone()?;
+    if q.selected.is_empty() {
+        return Some(vec![answer]);
+    }
+    let key = |label: &str| split_recommended(label).0.to_lowercase();
+    let mut parts: Vec<String> = q
+        .selected
+        .iter()
+        .map(|label| {
+            shown
+                .iter()
+                .find(|s| key(s) == key(label))
+                .cloned()
+                .unwrap_or_else(|| label.clone())
+        })
+        .collect();
+    if q.was_custom == Some(true) {
+        // The stored answer is the chosen labels, then the custom text, joined by ", ".
+        let prefix = q.selected.join(", ");
+        let custom = answer
+            .strip_prefix(&prefix)
+            .map(|rest| rest.trim_start_matches(", ").to_string())
+            .unwrap_or(answer);
+        if !custom.is_empty() {
+            parts.push(custom);
+        }
+    }
+    Some(parts)
+}
+
+/// Every question's answer as shown, as a list, or none unless all of them are answered.
+pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<String>>> {
+    if questions.len() != call.questions.len() {
+        return None;
+    }
+    call.questions
+        .iter()
+        .zip(questions)
+        .map(|(asked, q)| answer_parts(q, &asked.shown))
+        .collect()
+}
+
+/// The harness's own answer JSON, when it is a string holding JSON (Codex's and Gemini's
+/// tool results are), else as it is.
+pub(crate) fn json_or_string(value: &Value) -> Value {
+    match value {
+        Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| value.clone()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OnExpiry, QuestionOption, Source};
+
+    fn answered(selected: &[&str], answer: &str, custom: bool) -> Question {
+        Question {
+            id: 1,
+            stage: "s".into(),
+            group_name: None,
+            question: "q?".into(),
+            proposed: None,
+            required: true,
+            status: Status::Answered,
+            answer: Some(answer.into()),
+            created_at: String::new(),
+            answered_at: None,
+            updated_at: String::new(),
+            header: None,
+            context: None,
+            options: ["Auth", "Search", "Export"]
+                .iter()
+                .map(|l| QuestionOption {
+                    label: l.to_string(),
+                    description: None,
+                    recommended: false,
+                })
+                .collect(),
+            multi_select: true,
+            allow_freeform: true,
+            selected: selected.iter().map(|s| s.to_string()).collect(),
+            was_custom: Some(custom),
+            skip_reason: None,
+            source: Source::AskUser,
+            answered_by: None,
+            channel: None,
+            expires_at: None,
+            on_expiry: OnExpiry::Keep,
+            decline_reason: None,
+        }
+    }
+
+    #[test]
+    fn chosen_labels_come_back_as_the_tool_showed_them_then_custom_text() {
+        let shown: Vec<String> = ["Auth (Recommended)", "Search", "Export"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let q = answered(&["Auth", "Export"], "Auth, Export", false);
+        assert_eq!(
+            answer_as_shown(&q, &shown).as_deref(),
+            Some("Auth (Recommended), Export")
+        );
+        let q = answered(&["Search"], "Search, and SSO", true);
+        assert_eq!(
+            answer_as_shown(&q, &shown).as_deref(),
+            Some("Search, and SSO")
+        );
+        let mut pending = answered(&[], "x", false);
+        pending.status = Status::Pending;
+        assert_eq!(answer_as_shown(&pending, &shown), None);
+    }
+}

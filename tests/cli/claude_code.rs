@@ -1,0 +1,501 @@
+//! End to end with the real Claude Code (the npm package `@anthropic-ai/claude-code`, which
+//! `.ci/run` installs when `claude` is missing): in SDK mode (`-p --input-format
+//! stream-json --output-format stream-json --permission-prompt-tool stdio`, as its SDK runs
+//! it; without a permission prompt tool `AskUserQuestion` is not offered at all), with its
+//! Messages API pointed at a scripted model on loopback that asks two questions through
+//! `AskUserQuestion` (one multi-select) and records the tool result. The hooks are the ones
+//! `questions init claude-code` writes into the project. No API key, no network.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::{bare_command, finish, Run, BIN};
+
+/// One Claude Code at a time: two cores are shared with the rest of the suite.
+static ONE_CLAUDE: Mutex<()> = Mutex::new(());
+
+const DATABASE: &str = "Which database should we use?";
+const FEATURES: &str = "Which features do you want?";
+
+fn ask() -> Value {
+    json!({"questions": [
+        {"question": DATABASE, "header": "Database", "multiSelect": false,
+         "options": [{"label": "SQLite", "description": "Embedded"},
+                     {"label": "PostgreSQL", "description": "A server"}]},
+        {"question": FEATURES, "header": "Features", "multiSelect": true,
+         "options": [{"label": "Auth", "description": "Log in"},
+                     {"label": "Search", "description": "Find things"},
+                     {"label": "Export", "description": "CSV files"}]}
+    ]})
+}
+
+fn claude() -> PathBuf {
+    if let Some(path) = std::env::var_os("QUESTIONS_TEST_CLAUDE") {
+        return path.into();
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("claude"))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "claude is not installed, and the end-to-end hook tests need it: \
+                 npm install -g @anthropic-ai/claude-code (.ci/run does)"
+            )
+        })
+}
+
+/// The scripted model: a Messages API on loopback. While the conversation holds no tool
+/// result it calls `AskUserQuestion`; then it records the result and ends the turn.
+struct Model {
+    url: String,
+    results: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Model {
+    fn start() -> Model {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let seen = results.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let seen = seen.clone();
+                std::thread::spawn(move || serve(stream, &seen));
+            }
+        });
+        Model { url, results }
+    }
+
+    fn results(&self) -> Vec<Value> {
+        self.results.lock().unwrap().clone()
+    }
+}
+
+/// Requests on one connection, kept alive, until the client closes it.
+fn serve(stream: TcpStream, results: &Mutex<Vec<Value>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut head = String::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let (content_type, reply) = if head.starts_with("POST /v1/messages/count_tokens") {
+            ("application/json", json!({"input_tokens": 10}).to_string())
+        } else if head.starts_with("POST /v1/messages") {
+            respond(&request, results)
+        } else {
+            ("application/json", "{}".to_string())
+        };
+        let status = if head.starts_with("POST") {
+            "200 OK"
+        } else {
+            "404 Not Found"
+        };
+        let response = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{reply}",
+            reply.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// The model's turn: the `AskUserQuestion` call, or, once the tool answered, a last word.
+fn respond(request: &Value, results: &Mutex<Vec<Value>>) -> (&'static str, String) {
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let result = last["content"]
+        .as_array()
+        .and_then(|blocks| blocks.iter().find(|b| b["type"] == "tool_result").cloned());
+    let asked_before = request["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|message| {
+            message["content"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+        })
+    });
+    let offered = request["tools"]
+        .as_array()
+        .is_some_and(|tools| tools.iter().any(|t| t["name"] == "AskUserQuestion"));
+    let (block, stop) = match result {
+        None if offered && !asked_before => (
+            json!({"type": "tool_use", "id": "toolu_e2e", "name": "AskUserQuestion", "input": ask()}),
+            "tool_use",
+        ),
+        None => {
+            // A turn that goes on after the tool: what it was told, as the result.
+            results.lock().unwrap().push(last);
+            (json!({"type": "text", "text": "going on"}), "end_turn")
+        }
+        Some(result) => {
+            results.lock().unwrap().push(result);
+            (json!({"type": "text", "text": "thanks"}), "end_turn")
+        }
+    };
+    if request["stream"] != true {
+        let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+            "model": request["model"], "content": [block], "stop_reason": stop,
+            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+        return ("application/json", message.to_string());
+    }
+    let (start, delta) = if block["type"] == "tool_use" {
+        (
+            json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+        )
+    } else {
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": block["text"]}),
+        )
+    };
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_e2e", "type": "message",
+            "role": "assistant", "model": request["model"], "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    let text = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ("text/event-stream", text)
+}
+
+/// A git project whose Claude Code config `questions init claude-code` wrote, and a home
+/// of its own.
+struct Project {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::create_dir(dir.path().join(".questions")).unwrap();
+        let project = Project {
+            dir,
+            home: tempfile::tempdir().unwrap(),
+        };
+        let init = project.questions(&["init", "claude-code"]);
+        assert_eq!(init.code, 0, "{init:?}");
+        project
+    }
+
+    /// `questions` run in the project, as its hooks are: the ledger is found by walking up.
+    fn questions(&self, args: &[&str]) -> Run {
+        let mut cmd = bare_command(self.dir.path());
+        cmd.env("HOME", self.home.path()).args(args);
+        finish(cmd)
+    }
+
+    fn ok(&self, args: &[&str]) -> Value {
+        let run = self.questions(args);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.json
+    }
+
+    fn all(&self) -> Vec<Value> {
+        self.ok(&["list"])["questions"].as_array().unwrap().clone()
+    }
+
+    /// One turn of Claude Code; `card` is what the SDK host does when Claude Code asks
+    /// it to show the card (a permission request for `AskUserQuestion`): the answers to
+    /// give, or none to refuse. Returns the permission requests it saw.
+    fn turn(&self, model: &Model, card: Option<Value>) -> Vec<Value> {
+        self.turn_with(model, &|input: &Value| match &card {
+            Some(answers) => {
+                let mut input = input.clone();
+                input["answers"] = answers.clone();
+                json!({"behavior": "allow", "updatedInput": input})
+            }
+            None => json!({"behavior": "deny", "message": "nobody answered"}),
+        })
+    }
+
+    /// One turn; `card` answers Claude Code's request to show the card.
+    fn turn_with(&self, model: &Model, card: &dyn Fn(&Value) -> Value) -> Vec<Value> {
+        let mut child = Command::new(claude())
+            .args([
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-prompt-tool",
+                "stdio",
+            ])
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("ANTHROPIC_BASE_URL", &model.url)
+            .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("QUESTIONS_USER", "dana")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("claude starts");
+        let mut stdin = child.stdin.take().unwrap();
+        let prompt = json!({"type": "user", "message": {"role": "user",
+            "content": "Set up the project; ask me what you need."}});
+        writeln!(stdin, "{prompt}").unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut requests = Vec::new();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let pid = child.id();
+        std::thread::spawn(move || {
+            // A run that hangs is ended, and the test fails on what it saw.
+            if done_rx.recv_timeout(Duration::from_secs(90)).is_err() {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        });
+        for line in stdout.lines() {
+            let Ok(line) = line else { break };
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            match message["type"].as_str() {
+                Some("control_request") if message["request"]["subtype"] == "can_use_tool" => {
+                    requests.push(message["request"].clone());
+                    let response = card(&message["request"]["input"]);
+                    let reply = json!({"type": "control_response", "response": {
+                        "subtype": "success", "request_id": message["request_id"],
+                        "response": response}});
+                    writeln!(stdin, "{reply}").unwrap();
+                }
+                Some("result") => break,
+                _ => {}
+            }
+        }
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let _ = done_tx.send(());
+        let mut stderr = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        assert!(status.success(), "claude failed: {status:?}\n{stderr}");
+        requests
+    }
+}
+
+fn tool_result_text(result: &Value) -> String {
+    match &result["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+fn hooks_in(project: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(project.join(".claude/settings.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn answers_already_in_the_ledger_reach_the_model_without_the_card() {
+    crate::sqlite_only!();
+    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new();
+    assert!(hooks_in(project.dir.path())["hooks"]["PreToolUse"].is_array());
+    // The person answered these before the agent got to them (say, from a phone).
+    project.ok(&[
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        DATABASE,
+        "--option",
+        "SQLite",
+        "--option",
+        "PostgreSQL",
+    ]);
+    project.ok(&[
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        FEATURES,
+        "--option",
+        "Auth",
+        "--option",
+        "Search",
+        "--option",
+        "Export",
+        "--multi-select",
+    ]);
+    project.ok(&["answer", "--id", "1", "--answer", "SQLite"]);
+    project.ok(&[
+        "answer", "--id", "2", "--select", "Auth", "--select", "Export",
+    ]);
+
+    let model = Model::start();
+    let requests = project.turn(&model, None);
+    assert!(requests.is_empty(), "the card was not shown: {requests:?}");
+    let results = model.results();
+    assert_eq!(results.len(), 1, "{results:?}");
+    let text = tool_result_text(&results[0]);
+    assert!(
+        text.contains(&format!("\"{DATABASE}\"=\"SQLite\""))
+            && text.contains(&format!("\"{FEATURES}\"=\"Auth, Export\"")),
+        "the tool result holds both answers: {text}"
+    );
+    assert_eq!(project.all().len(), 2, "nothing logged twice");
+}
+
+#[test]
+fn unanswered_questions_fall_through_to_the_card_and_its_answers_are_recorded() {
+    crate::sqlite_only!();
+    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new();
+    let model = Model::start();
+
+    // Nobody has answered: the hook logs the questions and stays out of the way, so
+    // Claude Code asks its host to show the card. Here the host refuses.
+    let requests = project.turn(&model, None);
+    assert_eq!(requests.len(), 1, "the card was asked for: {requests:?}");
+    assert_eq!(requests[0]["tool_name"], "AskUserQuestion");
+    let all = project.all();
+    assert_eq!(all.len(), 2);
+    assert!(all.iter().all(|q| q["status"] == "pending"), "{all:?}");
+    assert!(all[1]["multi_select"] == true);
+    let results = model.results();
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+
+    // Asked again, the person answers in the card: PostToolUse records the answers.
+    let answers = json!({DATABASE: "PostgreSQL", FEATURES: "Search, Export"});
+    let requests = project.turn(&model, Some(answers));
+    assert_eq!(requests.len(), 1);
+    let text = tool_result_text(&model.results()[1]);
+    assert!(text.contains("\"PostgreSQL\""), "{text}");
+    let all = project.all();
+    assert_eq!(all.len(), 2, "the same questions, not new ones: {all:?}");
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[0]["channel"], "claude-code");
+    assert_eq!(all[0]["answered_by"], "dana");
+    assert_eq!(all[1]["selected"], json!(["Search", "Export"]));
+    assert_eq!(all[1]["channel"], "claude-code");
+}
+
+#[test]
+fn the_binary_init_writes_is_the_native_one() {
+    crate::sqlite_only!();
+    let project = Project::new();
+    let hooks = hooks_in(project.dir.path());
+    let command = hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let native = std::fs::canonicalize(BIN).unwrap();
+    assert_eq!(command, format!("{} hook claude-code", native.display()));
+}
+
+#[test]
+fn answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_stop() {
+    crate::sqlite_only!();
+    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new();
+    let model = Model::start();
+    // The card is dismissed; meanwhile the person answers from elsewhere (the inbox).
+    let requests = project.turn_with(&model, &|_input: &Value| {
+        project.ok(&["answer", "--id", "1", "--answer", "SQLite"]);
+        project.ok(&["answer", "--id", "2", "--select", "Export"]);
+        json!({"behavior": "deny", "message": "dismissed"})
+    });
+    assert_eq!(requests.len(), 1);
+    let results = model.results();
+    assert_eq!(
+        results.len(),
+        2,
+        "the refusal, then the turn the Stop hook kept going: {results:?}"
+    );
+    assert_eq!(results[0]["is_error"], true);
+    let told = results[1]["content"].to_string();
+    assert!(
+        told.contains(r#"\"Which database should we use?\"=\"SQLite\""#)
+            && told.contains(r#"\"Which features do you want?\"=\"Export\""#),
+        "the model was handed both late answers: {told}"
+    );
+    // Once: the turn that went on ended without being kept going again (a third request
+    // would be in the results).
+    assert_eq!(project.all().len(), 2);
+}
+
+#[test]
+fn the_plugin_passes_claude_codes_own_validation() {
+    crate::sqlite_only!();
+    let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/claude-code-plugin");
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(claude())
+        .args(["plugin", "validate"])
+        .arg(&plugin)
+        .env("HOME", home.path())
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Validation passed"), "{text}");
+    assert!(!text.to_lowercase().contains("error"), "{text}");
+    // What it provides: the three hooks on the hook command, and the MCP server.
+    for part in [
+        r#"PreToolUse AskUserQuestion command "questions hook claude-code""#,
+        r#"PostToolUse AskUserQuestion command "questions hook claude-code""#,
+        r#"Stop command "questions hook claude-code""#,
+        r#"mcpServers: questions stdio questions ["mcp"]"#,
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+}

@@ -1,0 +1,557 @@
+//! `questions hook`: the harnesses' own question tools, over hook events captured from the
+//! real harness (tests/fixtures/hooks/<harness>-<version>/; a change of the harness's
+//! contract adds a folder, never rewrites one). Every branch: answered, not answered, wait
+//! then answered, malformed input, ledger unreachable, multi-select, two questions, a call
+//! already logged. A hook never stands in the agent's way: whatever happens, it exits 0
+//! and prints either a valid reply or nothing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{fixture, Ledger, Run};
+
+const CLAUDE: &str = "hooks/claude-code-2.1.330";
+
+fn event(name: &str) -> String {
+    fixture(&format!("{CLAUDE}/{name}"))
+}
+
+fn hook(ledger: &Ledger, args: &[&str], input: &str) -> Run {
+    let mut all = vec!["hook", "claude-code"];
+    all.extend_from_slice(args);
+    ledger.run_stdin(all, input)
+}
+
+/// Fails open: exit 0, nothing on stdout.
+fn assert_silent(run: &Run) {
+    assert_eq!(run.code, 0, "a hook always exits 0: {run:?}");
+    assert_eq!(
+        run.stdout, "",
+        "a hook that does not answer prints nothing: {run:?}"
+    );
+}
+
+/// The reply that answers the tool, checked for the shape Claude Code reads.
+fn reply(run: &Run) -> Value {
+    assert_eq!(run.code, 0, "{run:?}");
+    let reply: Value = serde_json::from_str(&run.stdout).expect("the reply is JSON");
+    let out = &reply["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse");
+    assert_eq!(out["permissionDecision"], "allow");
+    reply
+}
+
+fn answers(reply: &Value) -> Value {
+    reply["hookSpecificOutput"]["updatedInput"]["answers"].clone()
+}
+
+const DATABASE: &str = "Which database should we use?";
+const FEATURES: &str = "Which features do you want?";
+
+#[test]
+fn a_call_not_answered_is_logged_and_left_to_the_card() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let all = l.all();
+    assert_eq!(all.len(), 2, "both questions are logged: {all:?}");
+    let (db, features) = (&all[0], &all[1]);
+    assert_eq!(db["question"], DATABASE);
+    assert_eq!(db["stage"], "claude-code");
+    assert_eq!(db["source"], "ask-user");
+    assert_eq!(db["header"], "Database");
+    assert_eq!(db["status"], "pending");
+    assert_eq!(db["multi_select"], false);
+    assert_eq!(
+        db["options"],
+        json!([
+            {"label": "SQLite", "description": "Embedded", "recommended": false},
+            {"label": "PostgreSQL", "description": "Server", "recommended": false}
+        ])
+    );
+    assert_eq!(features["question"], FEATURES);
+    assert_eq!(features["multi_select"], true);
+    assert_eq!(features["options"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_call_whose_questions_are_answered_gets_the_answers_in_claude_codes_shape() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok([
+        "answer", "--id", "2", "--select", "Auth", "--select", "Export",
+    ]);
+    let run = hook(&l, &[], &event("pre_tool_use.json"));
+    let got = reply(&run);
+    let golden: Value = serde_json::from_str(&event("pre_tool_use.reply.json")).unwrap();
+    assert_eq!(got, golden, "the reply is the golden one");
+    // The tool's own input comes back whole, with the answers added; a multi-select
+    // answer is its labels joined by ", ", as the card itself answers.
+    let input: Value = serde_json::from_str(&event("pre_tool_use.json")).unwrap();
+    let updated = &got["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(updated["questions"], input["tool_input"]["questions"]);
+    assert_eq!(
+        answers(&got),
+        json!({DATABASE: "SQLite", FEATURES: "Auth, Export"})
+    );
+    assert_eq!(l.all().len(), 2, "nothing logged twice");
+}
+
+#[test]
+fn questions_answered_before_the_agent_asked_them_answer_the_tool() {
+    // An orchestrator (or an earlier session) put the same questions to the person.
+    let l = Ledger::new();
+    l.ok([
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        DATABASE,
+        "--option",
+        "SQLite",
+        "--option",
+        "PostgreSQL",
+    ]);
+    l.ok([
+        "log",
+        "--stage",
+        "claude-code",
+        "--question",
+        FEATURES,
+        "--option",
+        "Auth",
+        "--option",
+        "Search",
+        "--option",
+        "Export",
+        "--multi-select",
+    ]);
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    l.ok(["answer", "--id", "2", "--answer", "search, auth"]);
+    let got = reply(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_eq!(
+        answers(&got),
+        json!({DATABASE: "PostgreSQL", FEATURES: "Search, Auth"})
+    );
+}
+
+#[test]
+fn one_of_two_questions_answered_is_not_enough() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    // A skip is not an answer the tool can be given: the card asks.
+    l.ok(["skip", "--id", "2"]);
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+}
+
+#[test]
+fn the_hook_waits_for_answers_from_another_channel() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let mut cmd = l.command();
+    cmd.args(["hook", "claude-code", "--wait", "20"])
+        .write_stdin(event("pre_tool_use.json"));
+    let started = Instant::now();
+    let waiting = std::thread::spawn(move || crate::common::finish(cmd));
+    std::thread::sleep(Duration::from_millis(600));
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["answer", "--id", "2", "--select", "Search"]);
+    let run = waiting.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it answered as soon as the answers came, not at the end of --wait"
+    );
+    assert_eq!(
+        answers(&reply(&run)),
+        json!({DATABASE: "SQLite", FEATURES: "Search"})
+    );
+}
+
+#[test]
+fn waiting_in_vain_still_fails_open() {
+    let l = Ledger::new();
+    let started = Instant::now();
+    assert_silent(&hook(&l, &["--wait", "1"], &event("pre_tool_use.json")));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(l.all().len(), 2);
+}
+
+#[test]
+fn the_same_call_is_logged_once() {
+    let l = Ledger::new();
+    for _ in 0..3 {
+        assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    }
+    assert_eq!(l.all().len(), 2);
+    let history = l.ok(["history", "--stage", "claude-code"]);
+    let logged = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "logged")
+        .count();
+    assert_eq!(logged, 2, "one logged event per question: {history}");
+}
+
+#[test]
+fn the_stage_comes_from_the_flag_else_the_environment() {
+    let l = Ledger::new();
+    assert_silent(&hook(
+        &l,
+        &["--stage", "design"],
+        &event("pre_tool_use.json"),
+    ));
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_STAGE", "intake")
+        .args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    assert_silent(&crate::common::finish(cmd));
+    let stages: Vec<Value> = l.all().iter().map(|q| q["stage"].clone()).collect();
+    assert_eq!(stages, vec!["design", "design", "intake", "intake"]);
+}
+
+#[test]
+fn answers_given_in_the_card_are_recorded_after_the_tool_ran() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let mut cmd = l.command();
+    cmd.env("QUESTIONS_USER", "dana")
+        .args(["hook", "claude-code"])
+        .write_stdin(event("post_tool_use.json"));
+    assert_silent(&crate::common::finish(cmd));
+    let all = l.all();
+    assert_eq!(all[0]["status"], "answered");
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[0]["channel"], "claude-code");
+    assert_eq!(all[0]["answered_by"], "dana");
+    assert_eq!(all[1]["answer"], "Auth, Export");
+    assert_eq!(all[1]["selected"], json!(["Auth", "Export"]));
+    assert_eq!(all[1]["was_custom"], false);
+    // The same event again changes nothing.
+    assert_silent(&hook(&l, &[], &event("post_tool_use.json")));
+    let history = l.ok(["history", "--stage", "claude-code"]);
+    assert_eq!(history["count"], 4, "two logged, two answered: {history}");
+}
+
+#[test]
+fn the_card_after_a_call_the_hook_answered_records_nothing_new() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    l.ok(["answer", "--id", "2", "--answer", "Auth, Export"]);
+    reply(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_silent(&hook(&l, &[], &event("post_tool_use.json")));
+    let all = l.all();
+    assert_eq!(
+        all[0]["channel"], "cli",
+        "the answer on record stands as it was given"
+    );
+    assert_eq!(l.ok(["history", "--stage", "claude-code"])["count"], 4);
+}
+
+#[test]
+fn a_card_answer_that_differs_from_the_ledgers_keeps_the_ledgers_and_says_so() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    let run = hook(&l, &[], &event("post_tool_use.json"));
+    assert_silent(&run);
+    assert!(run.stderr.contains("question 1"), "{run:?}");
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "SQLite");
+    assert_eq!(
+        all[1]["answer"], "Auth, Export",
+        "the other answer is recorded"
+    );
+}
+
+#[test]
+fn malformed_events_fail_open_and_log_nothing() {
+    let l = Ledger::new();
+    let inputs = [
+        "".to_string(),
+        "{".to_string(),
+        "[]".to_string(),
+        "\u{0}\u{1}binary".to_string(),
+        json!({"tool_name": "AskUserQuestion"}).to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion"}).to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": []}})
+        .to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": [{"question": 7}]}})
+        .to_string(),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion",
+               "tool_input": {"questions": "Which?"}})
+        .to_string(),
+    ];
+    for input in inputs {
+        let run = hook(&l, &[], &input);
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "says why on stderr: {input:?}");
+    }
+    l.assert_not_created();
+}
+
+#[test]
+fn other_tools_and_events_are_left_alone() {
+    let l = Ledger::new();
+    let bash = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "tool_use_id": "t"});
+    for input in [bash.to_string(), event("notification.json")] {
+        let run = hook(&l, &[], &input);
+        assert_silent(&run);
+        assert_eq!(run.stderr, "");
+    }
+    l.assert_not_created();
+}
+
+#[test]
+fn an_unreachable_ledger_fails_open() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    // Not a ledger: a file of other bytes.
+    std::fs::write(&l.path, b"this is not a SQLite database, just text").unwrap();
+    let run = hook(&l, &[], &event("pre_tool_use.json"));
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty());
+    // A location the ledger cannot be at, and one it refuses.
+    for db in ["/proc/nowhere/ledger.db", ":memory:"] {
+        let mut cmd = crate::common::bare_command(l.dir.path());
+        cmd.args(["--db", db, "hook", "claude-code"])
+            .write_stdin(event("pre_tool_use.json"));
+        let run = crate::common::finish(cmd);
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{db}: {run:?}");
+    }
+}
+
+#[test]
+fn bad_flags_fail_open_too() {
+    let l = Ledger::new();
+    for args in [
+        vec!["hook", "claude-code", "--wait", "soon"],
+        vec!["hook", "claude-code", "--stage", " "],
+        vec!["hook", "no-such-harness"],
+    ] {
+        let run = l.run_stdin(&args, event("pre_tool_use.json"));
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{args:?}");
+    }
+}
+
+/// A `Stop` event over a copy of a captured transcript.
+fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
+    let path = l.dir.path().join("transcript.jsonl");
+    std::fs::write(&path, event(transcript)).unwrap();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(path);
+    stop["stop_hook_active"] = json!(active);
+    stop.to_string()
+}
+
+#[test]
+fn answers_that_came_after_the_card_was_refused_keep_the_turn_going_once() {
+    let l = Ledger::new();
+    // The session asked, the card was refused: nothing to hand over yet.
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_refused.jsonl", false),
+    ));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok(["answer", "--id", "2", "--answer", "Export"]);
+    let run = hook(&l, &[], &stop_event(&l, "transcript_refused.jsonl", false));
+    assert_eq!(run.code, 0);
+    let reply: Value = serde_json::from_str(&run.stdout).expect("a reply");
+    assert_eq!(reply["decision"], "block");
+    let reason = reply["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(r#""Which database should we use?"="SQLite""#)
+            && reason.contains(r#""Which features do you want?"="Export""#),
+        "{reason}"
+    );
+    // The transcript now holds them (as Claude Code writes a stop hook's reason): once.
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_delivered.jsonl", false),
+    ));
+    // Never while Claude Code is already going on because of a stop hook.
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_refused.jsonl", true),
+    ));
+}
+
+#[test]
+fn a_stop_without_a_readable_transcript_fails_open() {
+    let l = Ledger::new();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(l.dir.path().join("gone.jsonl"));
+    let run = hook(&l, &[], &stop.to_string());
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty());
+}
+
+const CODEX: &str = "hooks/codex-0.169.0";
+const GEMINI: &str = "hooks/gemini-0.61.0";
+
+fn harness(l: &Ledger, name: &str, input: &str) -> Run {
+    l.run_stdin(["hook", name], input)
+}
+
+/// The JSON the reason carries after its sentence: the tool's own result shape.
+fn carried(reason: &str) -> Value {
+    let at = reason.find('{').expect("the reason carries JSON");
+    serde_json::from_str(&reason[at..]).expect("valid JSON")
+}
+
+#[test]
+fn codex_questions_are_logged_then_answered_by_a_deny_that_carries_the_answers() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX}/pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    let all = l.all();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["stage"], "codex");
+    assert_eq!(all[0]["options"][0]["label"], "SQLite");
+    assert_eq!(all[0]["options"][0]["recommended"], true);
+    assert_eq!(all[0]["allow_freeform"], false, "isOther: false");
+    assert_eq!(all[1]["allow_freeform"], true, "isOther: true");
+    assert_silent(&harness(&l, "codex", &pre));
+    assert_eq!(l.all().len(), 2, "the same call is logged once");
+
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["answer", "--id", "2", "--answer", "ledger"]);
+    let run = harness(&l, "codex", &pre);
+    assert_eq!(run.code, 0);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value =
+        serde_json::from_str(&fixture(&format!("{CODEX}/pre_tool_use.reply.json"))).unwrap();
+    assert_eq!(reply, golden);
+    let out = &reply["hookSpecificOutput"];
+    assert_eq!(out["permissionDecision"], "deny");
+    assert_eq!(
+        carried(out["permissionDecisionReason"].as_str().unwrap()),
+        json!({"answers": {"database": {"answers": ["SQLite (Recommended)"]},
+                           "name": {"answers": ["ledger"]}}})
+    );
+}
+
+#[test]
+fn codex_answers_from_its_own_prompt_are_recorded() {
+    let l = Ledger::new();
+    let post = fixture(&format!("{CODEX}/post_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &post));
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[0]["channel"], "codex");
+    assert_eq!(all[1]["answer"], "ledger");
+    assert_eq!(all[1]["channel"], "codex");
+}
+
+#[test]
+fn gemini_questions_are_logged_by_position_then_answered_by_a_deny() {
+    let l = Ledger::new();
+    let before = fixture(&format!("{GEMINI}/before_tool.json"));
+    assert_silent(&harness(&l, "gemini", &before));
+    let all = l.all();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0]["stage"], "gemini");
+    assert_eq!(all[1]["multi_select"], true);
+    let yes_no: Vec<Value> = all[2]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["label"].clone())
+        .collect();
+    assert_eq!(yes_no, vec!["Yes", "No"], "a yesno question's own options");
+
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok([
+        "answer", "--id", "2", "--select", "Auth", "--select", "Export",
+    ]);
+    assert_silent(&harness(&l, "gemini", &before));
+    l.ok(["answer", "--id", "3", "--answer", "yes"]);
+    let run = harness(&l, "gemini", &before);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value =
+        serde_json::from_str(&fixture(&format!("{GEMINI}/before_tool.reply.json"))).unwrap();
+    assert_eq!(reply, golden);
+    assert_eq!(reply["decision"], "deny");
+    assert_eq!(
+        carried(reply["reason"].as_str().unwrap()),
+        json!({"answers": {"0": "SQLite", "1": "Auth, Export", "2": "Yes"}})
+    );
+}
+
+#[test]
+fn gemini_answers_from_its_own_dialog_are_recorded() {
+    let l = Ledger::new();
+    let after = fixture(&format!("{GEMINI}/after_tool.json"));
+    assert_silent(&harness(&l, "gemini", &after));
+    let all = l.all();
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_eq!(all[1]["selected"], json!(["Auth", "Export"]));
+    assert_eq!(all[2]["answer"], "Yes");
+    assert!(all.iter().all(|q| q["channel"] == "gemini"), "{all:?}");
+    // A dismissed dialog records nothing.
+    let mut dismissed: Value = serde_json::from_str(&after).unwrap();
+    dismissed["tool_response"]["llmContent"] =
+        json!("User dismissed ask_user dialog without answering.");
+    let other = Ledger::new();
+    assert_silent(&harness(&other, "gemini", &dismissed.to_string()));
+    assert!(other.all().iter().all(|q| q["status"] == "pending"));
+}
+
+#[test]
+fn codex_and_gemini_fail_open_on_malformed_events() {
+    let l = Ledger::new();
+    for (name, tool, event_name) in [
+        ("codex", "request_user_input", "PreToolUse"),
+        ("gemini", "ask_user", "BeforeTool"),
+    ] {
+        for input in [
+            "not json".to_string(),
+            json!({"hook_event_name": event_name, "tool_name": tool}).to_string(),
+            json!({"hook_event_name": event_name, "tool_name": tool,
+                   "tool_input": {"questions": [{"header": "x"}]}})
+            .to_string(),
+        ] {
+            let run = harness(&l, name, &input);
+            assert_silent(&run);
+            assert!(!run.stderr.is_empty(), "{name}: {input}");
+        }
+    }
+    // Codex's questions need their ids: its answers are keyed by them.
+    let no_id = json!({"hook_event_name": "PreToolUse", "tool_name": "request_user_input",
+        "tool_input": {"questions": [{"header": "H", "question": "Q?"}]}});
+    assert_silent(&harness(&l, "codex", &no_id.to_string()));
+    l.assert_not_created();
+}
+
+#[test]
+fn a_call_whose_result_is_not_in_the_transcript_yet_is_left_alone() {
+    // Claude Code may write the tool's result line after the Stop hook ran: a call without
+    // one is not taken for a refused card.
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    l.ok(["answer", "--id", "2", "--answer", "Export"]);
+    let first_line = event("transcript_refused.jsonl")
+        .lines()
+        .find(|line| line.contains("\"tool_use\""))
+        .unwrap()
+        .to_string();
+    let path = l.dir.path().join("transcript.jsonl");
+    std::fs::write(&path, first_line + "\n").unwrap();
+    let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+    stop["transcript_path"] = json!(path);
+    assert_silent(&hook(&l, &[], &stop.to_string()));
+}
