@@ -157,6 +157,31 @@ pub fn decline(
     })
 }
 
+/// A person takes a pending question's proposal as their answer (the inbox's "Accept
+/// proposed"): recorded as `defaulted`, by them, so the history says the proposal was
+/// accepted rather than chosen. No proposal is `invalid_answer`; a question no longer
+/// pending is a `conflict`, its answer untouched.
+pub fn accept_proposed(ledger: &mut Ledger, caller: &Caller, id: i64) -> Result<Recorded> {
+    change_one(ledger, caller, id, |q, actor| {
+        let Some(proposed) = q.proposed.clone().filter(|p| !p.trim().is_empty()) else {
+            return Err(Error::invalid_answer(format!(
+                "question {id} has no proposed value to accept; answer it instead"
+            )));
+        };
+        if q.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {id} is already {}; its proposal was not taken",
+                q.status.as_str()
+            )));
+        }
+        let input = AnswerInput {
+            text: Some(proposed),
+            select: Vec::new(),
+        };
+        q.answer(&input, Mode::Default, actor)
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct Cleared {
     pub stage: String,
