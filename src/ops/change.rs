@@ -268,6 +268,8 @@ pub fn accept_defaults(
 #[derive(Debug, Clone)]
 pub enum Choice {
     Answer(AnswerInput),
+    /// They take its proposal as their answer (recorded as `defaulted`, by them).
+    Accept,
     /// They will not answer it as asked, for this reason.
     Decline(String),
     /// Left pending: nothing is recorded for it.
@@ -305,6 +307,24 @@ pub fn record_choices(
                     continue;
                 }
                 Choice::Answer(input) => before.answer(input, Mode::Ask, &actor)?,
+                Choice::Accept => {
+                    if before.status != Status::Pending {
+                        return Err(Error::conflict(format!(
+                            "question {id} was {} by someone else meanwhile; nothing was recorded, run ask again",
+                            before.status.as_str()
+                        )));
+                    }
+                    let proposed = before.proposed.clone().ok_or_else(|| {
+                        Error::invalid_answer(format!(
+                            "question {id} has no proposed value to accept; nothing was recorded"
+                        ))
+                    })?;
+                    let input = AnswerInput {
+                        text: Some(proposed),
+                        select: Vec::new(),
+                    };
+                    before.answer(&input, Mode::Default, &actor)?
+                }
                 Choice::Decline(reason) => {
                     if before.status != Status::Pending {
                         return Err(Error::conflict(format!(

@@ -9,7 +9,7 @@ mod guard;
 mod html;
 mod markdown;
 mod page;
-mod strings;
+pub(crate) mod strings;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
