@@ -320,7 +320,7 @@ pub struct DeclineArgs {
 #[derive(Debug, Args)]
 pub struct ExpiryArgs {
     /// The question's time runs out after this long: 90s, 30m, 2h, 1d
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration)]
     pub expires_in: Option<std::time::Duration>,
     /// What happens then: keep it pending (check says so), answer it with its proposed
     /// value (default), or skip it (skip); recorded as channel "expiry", by nobody
@@ -361,7 +361,7 @@ pub struct EventsArgs {
     #[arg(long)]
     pub follow: bool,
     /// With --follow: stop after this many seconds (exit 0); without it, follow until killed
-    #[arg(long, value_name = "SECONDS", requires = "follow", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", requires = "follow", allow_hyphen_values = true, value_parser = seconds)]
     pub timeout: Option<f64>,
 }
 
@@ -375,7 +375,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
     pub exec: Option<String>,
     /// POST each event to this URL
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = webhook_url)]
     pub webhook: Option<String>,
     /// Only these kinds of event (comma-separated: logged,answered,declined,expired,…)
     #[arg(long, value_name = "EVENT,…", value_parser = event_kinds)]
@@ -397,10 +397,10 @@ pub struct WatchArgs {
     #[arg(long)]
     pub from_start: bool,
     /// How long one POST may take before it counts as failed (and is tried again)
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "10", allow_hyphen_values = true, value_parser = seconds)]
     pub webhook_timeout: f64,
     /// Stop after this many seconds (exit 0); without it, watch until killed
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true, value_parser = seconds)]
     pub timeout: Option<f64>,
 }
 
@@ -451,6 +451,7 @@ pub enum StatusArg {
     Pending,
     Answered,
     Skipped,
+    Declined,
 }
 
 impl From<StatusArg> for Status {
@@ -459,6 +460,7 @@ impl From<StatusArg> for Status {
             StatusArg::Pending => Status::Pending,
             StatusArg::Answered => Status::Answered,
             StatusArg::Skipped => Status::Skipped,
+            StatusArg::Declined => Status::Declined,
         }
     }
 }
@@ -506,7 +508,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds (exit 1, "timed_out": true)
-    #[arg(long, value_name = "SECONDS", requires = "wait", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", requires = "wait", allow_hyphen_values = true, value_parser = seconds)]
     pub timeout: Option<f64>,
 }
 
@@ -742,6 +744,25 @@ fn required_flag(text: &str) -> Result<bool, String> {
 
 fn id_list(text: &str) -> Result<IdList, String> {
     model::parse_ids(text).map(IdList)
+}
+
+/// An http(s) URL with a host: one that cannot work is refused now, not retried forever.
+fn webhook_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let rest = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+        .ok_or_else(|| format!("'{text}' is not an http:// or https:// URL"))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!("'{text}' names no host to send events to"));
+    }
+    Ok(text.to_string())
 }
 
 fn seconds(text: &str) -> Result<f64, String> {

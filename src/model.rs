@@ -237,7 +237,31 @@ pub struct Question {
     pub decline_reason: Option<String>,
 }
 
+/// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
+/// question again (an index lookup whatever the texts have in common). Never changes:
+/// ledgers keep it.
+pub fn text_hash(text: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    i64::from(i32::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3],
+    ]))
+}
+
 impl Question {
+    /// What a front end that showed this question to a person sends back with the
+    /// change it makes: 16 hex digits of SHA-256 of its stage and text. A change that
+    /// names another fingerprint was meant for another question (see `ops::Shown`).
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        hasher.update(self.stage.trim().as_bytes());
+        hasher.update([0]);
+        hasher.update(self.question.as_bytes());
+        let digest = hasher.finalize();
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Required and not yet settled (pending, or declined until it is rephrased): what
     /// holds a gate shut.
     pub fn blocks_gate(&self) -> bool {
@@ -400,6 +424,49 @@ impl Question {
         }))
     }
 
+    /// A decline chosen by a person to whom the pending question was put (`ask`, a form):
+    /// someone else settling it meanwhile is a conflict, not a decline over their answer.
+    pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
+        if self.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} was {} by someone else meanwhile; nothing was recorded for it",
+                self.id,
+                self.status.as_str()
+            )));
+        }
+        self.decline(reason, false, actor)
+    }
+
+    /// A person to whom the pending question was put takes its proposal as their answer
+    /// (the inbox's "Accept proposed", `ask`'s "Accept the proposal"): recorded as
+    /// `defaulted`, by them. No proposal is `invalid_answer`; a question someone else
+    /// settled meanwhile is a conflict.
+    pub fn accept_proposal(&self, actor: &Actor) -> Result<Option<Transition>> {
+        if self.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} was {} by someone else meanwhile; its proposal was not taken",
+                self.id,
+                self.status.as_str()
+            )));
+        }
+        let Some(proposed) = self.proposed.clone().filter(|p| !p.trim().is_empty()) else {
+            return Err(Error::invalid_answer(format!(
+                "question {} has no proposed value to accept; answer it instead",
+                self.id
+            )));
+        };
+        let input = AnswerInput {
+            text: Some(proposed),
+            select: Vec::new(),
+        };
+        self.answer(&input, Mode::Default, actor)
+    }
+
+    /// Whether `shown` (a fingerprint, or the text itself) names this question.
+    pub fn is_the_one(&self, shown: &str) -> bool {
+        shown == self.fingerprint() || shown == self.question
+    }
+
     /// What happens when this question's time is up at `now`: answered with its proposed
     /// value (`default`) or skipped (`skip`), by nobody, through `expiry`. None while it is
     /// not due, not pending, or kept.
@@ -556,6 +623,37 @@ pub enum Transition {
 }
 
 impl NewQuestion {
+    /// The question as the ledger will hold it once logged at `now` (its id not known yet).
+    pub fn as_logged(&self, now: &str) -> Question {
+        Question {
+            id: 0,
+            stage: self.stage.clone(),
+            group_name: self.group_name.clone(),
+            question: self.question.clone(),
+            proposed: self.proposed.clone(),
+            required: self.required,
+            status: Status::Pending,
+            answer: None,
+            created_at: now.to_string(),
+            answered_at: None,
+            updated_at: now.to_string(),
+            header: self.header.clone(),
+            context: self.context.clone(),
+            options: self.options.clone(),
+            multi_select: self.multi_select,
+            allow_freeform: self.allow_freeform,
+            selected: Vec::new(),
+            was_custom: None,
+            skip_reason: None,
+            source: self.source,
+            answered_by: None,
+            channel: None,
+            expires_at: self.expires_at.clone(),
+            on_expiry: self.on_expiry,
+            decline_reason: None,
+        }
+    }
+
     /// Logging this question at `now`.
     pub fn log(self, now: &str) -> Transition {
         Transition::Logged {

@@ -100,6 +100,9 @@ impl Watcher {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(self.request_timeout))
             .http_status_as_error(false)
+            // A redirect is not a delivery: followed, it would turn the POST into a GET
+            // whose 200 counted as delivered. It is a failure, retried, that says so.
+            .max_redirects(0)
             .build()
             .new_agent();
         'watching: loop {
@@ -148,7 +151,11 @@ impl Watcher {
                 Some(rest) => rest.min(Duration::from_secs(1)),
                 None => Duration::from_secs(1),
             };
-            ledger.wait_for_change(wait)?;
+            // A ledger reset or replaced meanwhile starts its seqs again, and holds no
+            // position of this watcher: all of its events are new.
+            if ledger.wait_for_change(wait)? {
+                position = 0;
+            }
         }
         done.position = position;
         Ok(done)
@@ -220,6 +227,10 @@ impl Watcher {
         }
         match request.send(body.as_bytes()) {
             Ok(response) if response.status().is_success() => Ok(()),
+            Ok(response) if response.status().is_redirection() => Err(format!(
+                "the webhook answered {} (a redirect, which is not followed: give the URL it points to)",
+                response.status()
+            )),
             Ok(response) => Err(format!("the webhook answered {}", response.status())),
             Err(e) => Err(e.to_string()),
         }

@@ -14,6 +14,7 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> 
         ledger,
         &who.via(Channel::Cli),
         args.id,
+        &ops::Shown::default(),
         &input,
         args.force,
     )?))

@@ -22,10 +22,19 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
     }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
     let questions = ops::pending(ledger, &args.stage, ids)?;
+    // The ledger's id, read now: what is recorded must be what was shown.
+    let shown = ops::Shown::all(ledger.id()?, &questions);
     let Some(chosen) = terminal::ask_all(&questions)? else {
         return Err(Error::cancelled("cancelled; no answer was recorded"));
     };
-    let asked = ops::record_choices(ledger, &who.via(Channel::Ask), &args.stage, &chosen)?;
+    let asked = ops::record_choices(
+        ledger,
+        &who.via(Channel::Ask),
+        &args.stage,
+        &chosen,
+        &shown,
+        ops::Together::All,
+    )?;
     if args.json || !std::io::stdout().is_terminal() {
         return Ok(Outcome::ok(asked));
     }

@@ -18,8 +18,10 @@ pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     };
     let report = ops::check(ledger, &req)?;
     let passes = report.gate.passes();
+    // A new stage is checked before anything is logged into it (uwf does so at every
+    // step): only a name close to a known one, perhaps a typo, is worth a line.
     let note = if report.known_stage == Some(false) {
-        Some(unknown(&report, ledger))
+        (!report.nearest.is_empty()).then(|| unknown(&report, ledger))
     } else {
         (!passes).then(|| note(&report))
     };

@@ -11,6 +11,7 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: DeclineArgs) -> Result<Outcome>
         ledger,
         &caller,
         args.id,
+        &ops::Shown::default(),
         &args.reason,
         args.force,
     )?))

@@ -39,7 +39,11 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             },
             None => Duration::from_secs(1),
         };
-        ledger.wait_for_change(left.min(Duration::from_secs(1)))?;
+        // A ledger reset or replaced meanwhile is followed from its first event: its seqs
+        // start again.
+        if ledger.wait_for_change(left.min(Duration::from_secs(1)))? {
+            since = 0;
+        }
     }
     Ok(Outcome::text(String::new()))
 }

@@ -5,6 +5,10 @@ use crate::error::Result;
 use crate::ops;
 use crate::store::{FoundBy, Ledger};
 
-pub fn run(ledger: &mut Ledger, found_by: FoundBy) -> Result<Outcome> {
-    Ok(Outcome::ok(ops::info(ledger, found_by)?))
+pub fn run(
+    ledger: &mut Ledger,
+    found_by: FoundBy,
+    also_found: &[std::path::PathBuf],
+) -> Result<Outcome> {
+    Ok(Outcome::ok(ops::info(ledger, found_by, also_found)?))
 }

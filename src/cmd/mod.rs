@@ -146,21 +146,31 @@ fn named(name: Option<String>) -> Option<String> {
     name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
 }
 
-/// The name of the user this process runs as, from the password file.
+/// The name of the user this process runs as, from the password file; a user without
+/// one (a container's arbitrary uid) is `uid:<n>`, never nobody: nobody is expiry.
 fn system_user() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let name = passwd.lines().find_map(|line| {
         let mut fields = line.split(':');
         let name = fields.next()?;
         let id: u32 = fields.nth(1)?.parse().ok()?;
-        (id == uid).then(|| name.to_string())
-    })
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    });
+    Some(name.unwrap_or_else(|| format!("uid:{uid}")))
 }
 
 pub fn dispatch(cli: Cli) -> Result<Outcome> {
-    let (location, found_by) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    let (location, found_by, also_found) = Location::find(cli.db.as_deref(), cli.db_from_env)?;
+    for other in &also_found {
+        crate::output::note(&format!(
+            "warning: using the uwf ledger {}; the ledger {} in the same folder is not used \
+             (move its questions over, or remove it)",
+            location.display(),
+            other.display()
+        ));
+    }
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
     let who = Who::new(cli.by);
@@ -181,7 +191,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Answers(args) => answers::run(l, args),
         Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
         Command::Ask(args) => ask::run(l, w, args),
-        Command::Info => info::run(l, found_by),
+        Command::Info => info::run(l, found_by, &also_found),
         Command::Events(args) => events::run(l, args),
         Command::Watch(args) => watch::run(l, args),
         Command::Serve(args) => serve::run(l, w, args),

@@ -212,7 +212,7 @@ pub fn render_ask_user(
             }
         };
         let full = base_header(q);
-        let header = ask_user_header(q);
+        let mut header = ask_user_header(q);
         if header != full {
             warnings.push(format!(
                 "question {}: header \"{full}\" shortened to \"{header}\" (AskUserQuestion allows {HEADER_CHARS} characters)",
@@ -221,19 +221,7 @@ pub fn render_ask_user(
         }
         let text = q.question.trim().to_string();
         let made_up = shown.iter().any(|s| !matches!(s.meaning, Meaning::Own(_)));
-        let item = json!({
-            "question": q.question,
-            "header": header,
-            "options": shown
-                .iter()
-                .map(|s| json!({ "label": s.label, "description": s.description }))
-                .collect::<Vec<_>>(),
-            // Made-up options are alternatives to each other, never picked together.
-            "multiSelect": q.multi_select && !made_up,
-        });
-        let fits = |b: &Open| {
-            b.ids.len() < BATCH && !b.texts.contains(&text) && !b.headers.contains(&header)
-        };
+        let fits = |b: &Open| b.ids.len() < BATCH && !b.texts.contains(&text);
         let at = match open.iter().position(fits) {
             Some(at) => at,
             None => {
@@ -247,6 +235,39 @@ pub fn render_ask_user(
             }
         };
         let batch = &mut open[at];
+        if batch.headers.contains(&header) {
+            // Headers must be unique in a call: a short suffix keeps the batch full (one
+            // batch of four, not four of one). Answers come back keyed by question text.
+            let base = match full.is_empty() {
+                true => one_line(&q.question),
+                false => full.clone(),
+            };
+            let unique = (2..)
+                .map(|n| {
+                    let suffix = format!(" {n}");
+                    format!(
+                        "{}{suffix}",
+                        shorten(&base, HEADER_CHARS - suffix.chars().count())
+                    )
+                })
+                .find(|h| !batch.headers.contains(h))
+                .expect("a free suffix");
+            warnings.push(format!(
+                "question {}: header \"{header}\" is shared in its batch, so it is sent as \"{unique}\"",
+                q.id
+            ));
+            header = unique;
+        }
+        let item = json!({
+            "question": q.question,
+            "header": header,
+            "options": shown
+                .iter()
+                .map(|s| json!({ "label": s.label, "description": s.description }))
+                .collect::<Vec<_>>(),
+            // Made-up options are alternatives to each other, never picked together.
+            "multiSelect": q.multi_select && !made_up,
+        });
         batch.ids.push(q.id);
         batch.texts.push(text);
         batch.headers.push(header);

@@ -123,6 +123,8 @@ pub struct AskInput {
     stage: String,
     questions: Vec<NewItem>,
     /// Wait up to this many seconds (at most 50) for the answers before returning.
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schemars(with = "f64")]
     wait_seconds: Option<f64>,
     /// Put the pending questions to the person through the client's form (elicitation);
     /// default: true when the client supports it.
@@ -137,6 +139,8 @@ pub struct WaitInput {
     /// Wait for these questions.
     ids: Option<Vec<i64>>,
     /// Return after this many seconds at most (capped at 50; default 50).
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schemars(with = "f64")]
     timeout_seconds: Option<f64>,
 }
 
@@ -260,6 +264,12 @@ pub enum Elicited {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+pub struct NotRecorded {
+    question_id: i64,
+    reason: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Asked {
     question_ids: Vec<i64>,
     created_ids: Vec<i64>,
@@ -267,6 +277,10 @@ pub struct Asked {
     elicitation: Elicited,
     #[serde(skip_serializing_if = "Option::is_none")]
     elicitation_error: Option<String>,
+    /// Questions of an accepted form whose answer could not be recorded (someone answered
+    /// them elsewhere while the form was open), and why; the others were recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_recorded: Vec<NotRecorded>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -341,10 +355,31 @@ fn inline_refs(value: &mut Value, question: &Value) {
     }
 }
 
+/// A number, or a number written as text (some clients send every argument they cannot
+/// type as a string); null is absent.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(Value::String(t)) if t.trim().is_empty() => Ok(None),
+        Some(Value::String(t)) => t
+            .trim()
+            .parse::<f64>()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not a number"))),
+        Some(other) => Err(serde::de::Error::custom(format!("{other} is not a number"))),
+    }
+}
+
 fn seconds(value: Option<f64>, default: Duration, name: &str) -> Result<Duration> {
     match value {
         None => Ok(default),
-        Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s).min(MOST_WAIT)),
+        // Longer waits are capped; beyond a year the number is a mistake, not a wait.
+        Some(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => {
+            Ok(Duration::from_secs_f64(s.min(MOST_WAIT.as_secs_f64())))
+        }
         Some(s) => Err(Error::usage(format!(
             "{name} must be a number of seconds, 0 or more (at most 50 are waited); got {s}"
         ))),
@@ -498,6 +533,13 @@ impl Server {
                         Ok(q) => q,
                         Err(e) => break Err(e),
                     };
+                    if questions.is_empty() {
+                        // A stage with no question: nothing will ever be answered there.
+                        break Err(Error::not_found(format!(
+                            "stage '{}' holds no question to wait for; ask_questions logs them",
+                            stage.as_deref().unwrap_or("")
+                        )));
+                    }
                     let pending = questions
                         .iter()
                         .filter(|q| q.status == Status::Pending)
@@ -514,7 +556,14 @@ impl Server {
                         break Ok((questions, true));
                     }
                     // A failed wait is only a shorter pause: the next read reports errors.
-                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
+                    // A ledger reset meanwhile holds none of these questions any more.
+                    let pause = (deadline - now).min(Duration::from_secs(1));
+                    if ledger.wait_for_change(pause).unwrap_or(false) {
+                        break Err(Error::conflict(
+                            "the ledger was reset or replaced while waiting: the questions \
+                             waited for are gone; log them again",
+                        ));
+                    }
                 };
                 let _ = tx.send(Report::Done(outcome));
             })
@@ -556,14 +605,14 @@ impl Server {
             .peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form);
-        let (elicitation, elicitation_error) = match (input.elicit, supported) {
-            (Some(false), _) => (Elicited::NotRequested, None),
-            (_, false) => (Elicited::Unsupported, None),
+        let ((elicitation, not_recorded), elicitation_error) = match (input.elicit, supported) {
+            (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
+            (_, false) => ((Elicited::Unsupported, Vec::new()), None),
             (_, true) => match self.elicit(&stage, &question_ids, context).await {
                 Ok(done) => (done, None),
                 Err(e) => {
                     crate::output::note(&format!("ask_questions: the form failed: {e}"));
-                    (Elicited::Failed, Some(e.message))
+                    ((Elicited::Failed, Vec::new()), Some(e.message))
                 }
             },
         };
@@ -577,6 +626,7 @@ impl Server {
             outcomes: outcomes(&questions),
             elicitation,
             elicitation_error,
+            not_recorded,
         })
     }
 
@@ -587,14 +637,14 @@ impl Server {
         stage: &str,
         ids: &[i64],
         context: &RequestContext<RoleServer>,
-    ) -> Result<Elicited> {
+    ) -> Result<(Elicited, Vec<NotRecorded>)> {
         let (s, i) = (stage.to_string(), ids.to_vec());
-        let pending = blocking(self.location.clone(), move |ledger| {
-            ops::pending(ledger, &s, Some(&i))
+        let (pending, ledger_id) = blocking(self.location.clone(), move |ledger| {
+            Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
         })
         .await?;
         if pending.is_empty() {
-            return Ok(Elicited::NothingPending);
+            return Ok((Elicited::NothingPending, Vec::new()));
         }
         let (message, schema) = form::build(&pending)?;
         let params = ElicitRequestParams::FormElicitationParams {
@@ -609,17 +659,37 @@ impl Server {
             .map_err(|e| Error::io(format!("the client did not show the form: {e}")))?;
         match reply.action {
             ElicitationAction::Accept => {}
-            ElicitationAction::Decline => return Ok(Elicited::Declined),
-            _ => return Ok(Elicited::Cancelled),
+            ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),
+            _ => return Ok((Elicited::Cancelled, Vec::new())),
         }
         let chosen = form::read(&pending, reply.content.as_ref())?;
         let caller = caller(&context.peer);
         let stage = stage.to_string();
-        blocking(self.location.clone(), move |ledger| {
-            ops::record_choices(ledger, &caller, &stage, &chosen)
+        // What the form showed is what is recorded; a question answered elsewhere while
+        // the form was open is reported, and the others are recorded.
+        let shown = ops::Shown::all(ledger_id, &pending);
+        let asked = blocking(self.location.clone(), move |ledger| {
+            ops::record_choices(
+                ledger,
+                &caller,
+                &stage,
+                &chosen,
+                &shown,
+                ops::Together::Each,
+            )
         })
         .await?;
-        Ok(Elicited::Accepted)
+        Ok((
+            Elicited::Accepted,
+            asked
+                .not_recorded
+                .into_iter()
+                .map(|n| NotRecorded {
+                    question_id: n.question_id,
+                    reason: n.reason,
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -662,6 +732,12 @@ impl Server {
             if stage.is_none() && input.ids.is_none() {
                 return Err(Error::usage(
                     "name the questions to wait for: give stage, ids, or both",
+                ));
+            }
+            if input.ids.as_ref().is_some_and(Vec::is_empty) {
+                return Err(Error::usage(
+                    "ids is empty: name the questions to wait for (nothing to wait for is \
+                     not an answer)",
                 ));
             }
             let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;

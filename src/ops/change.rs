@@ -92,17 +92,70 @@ pub struct Recorded {
     pub question: Question,
 }
 
+/// What a front end showed the person whose change it records: the ledger's id and, per
+/// question, its fingerprint (`Question::fingerprint`) or its text. A change of a
+/// question that is no longer the one shown (the ledger was reset or replaced and the id
+/// names another question now) is refused as a conflict, and nothing is recorded. The
+/// command line shows nothing: its `Shown::default()` checks nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Shown {
+    pub ledger: Option<String>,
+    pub questions: std::collections::BTreeMap<i64, String>,
+}
+
+impl Shown {
+    /// One question, as a page or an API client names it.
+    pub fn one(ledger: Option<String>, id: i64, fingerprint: Option<String>) -> Shown {
+        Shown {
+            ledger,
+            questions: fingerprint.into_iter().map(|f| (id, f)).collect(),
+        }
+    }
+
+    /// Every question of a set put before a person (`ask`, a form).
+    pub fn all(ledger: Option<String>, questions: &[Question]) -> Shown {
+        Shown {
+            ledger,
+            questions: questions.iter().map(|q| (q.id, q.fingerprint())).collect(),
+        }
+    }
+
+    /// Refuses a change of `q` when it is not what was shown.
+    fn check(&self, tx: &Tx, q: &Question) -> Result<()> {
+        if let Some(shown) = &self.ledger {
+            if tx.ledger_id()?.as_deref() != Some(shown.as_str()) {
+                return Err(Error::conflict(format!(
+                    "the ledger was reset or replaced since question {} was shown; nothing \
+                     was recorded: load the questions again",
+                    q.id
+                )));
+            }
+        }
+        match self.questions.get(&q.id) {
+            Some(shown) if !q.is_the_one(shown) => Err(Error::conflict(format!(
+                "question {} is no longer the question that was shown (it now asks \"{}\"); \
+                 nothing was recorded: load the questions again",
+                q.id,
+                crate::error::brief(&q.question)
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Changes one question as `change` says, writing it only when something changes.
 fn change_one(
     ledger: &mut Ledger,
     caller: &Caller,
     id: i64,
+    shown: &Shown,
     change: impl Fn(&Question, &crate::model::Actor) -> Result<Option<Transition>>,
 ) -> Result<Recorded> {
     let actor = caller.actor(&clock::now());
     let question = ledger.write(|tx| {
         expire_due(tx, &actor.at)?;
         let before = existing(tx, id)?;
+        shown.check(tx, &before)?;
         match change(&before, &actor)? {
             Some(t) => Ok(tx.apply(&t)?.unwrap_or(before)),
             None => Ok(before),
@@ -119,10 +172,11 @@ pub fn answer(
     ledger: &mut Ledger,
     caller: &Caller,
     id: i64,
+    shown: &Shown,
     input: &AnswerInput,
     force: bool,
 ) -> Result<Recorded> {
-    change_one(ledger, caller, id, |q, actor| {
+    change_one(ledger, caller, id, shown, |q, actor| {
         q.answer(input, Mode::Direct { force }, actor)
     })
 }
@@ -132,13 +186,14 @@ pub fn skip(
     ledger: &mut Ledger,
     caller: &Caller,
     id: i64,
+    shown: &Shown,
     reason: Option<String>,
     force: bool,
 ) -> Result<Recorded> {
     let reason = reason
         .map(|r| r.trim().to_string())
         .filter(|r| !r.is_empty());
-    change_one(ledger, caller, id, |q, actor| {
+    change_one(ledger, caller, id, shown, |q, actor| {
         q.skip(reason.clone(), Mode::Direct { force }, actor)
     })
 }
@@ -149,10 +204,11 @@ pub fn decline(
     ledger: &mut Ledger,
     caller: &Caller,
     id: i64,
+    shown: &Shown,
     reason: &str,
     force: bool,
 ) -> Result<Recorded> {
-    change_one(ledger, caller, id, |q, actor| {
+    change_one(ledger, caller, id, shown, |q, actor| {
         q.decline(reason, force, actor)
     })
 }
@@ -161,24 +217,14 @@ pub fn decline(
 /// proposed"): recorded as `defaulted`, by them, so the history says the proposal was
 /// accepted rather than chosen. No proposal is `invalid_answer`; a question no longer
 /// pending is a `conflict`, its answer untouched.
-pub fn accept_proposed(ledger: &mut Ledger, caller: &Caller, id: i64) -> Result<Recorded> {
-    change_one(ledger, caller, id, |q, actor| {
-        let Some(proposed) = q.proposed.clone().filter(|p| !p.trim().is_empty()) else {
-            return Err(Error::invalid_answer(format!(
-                "question {id} has no proposed value to accept; answer it instead"
-            )));
-        };
-        if q.status != Status::Pending {
-            return Err(Error::conflict(format!(
-                "question {id} is already {}; its proposal was not taken",
-                q.status.as_str()
-            )));
-        }
-        let input = AnswerInput {
-            text: Some(proposed),
-            select: Vec::new(),
-        };
-        q.answer(&input, Mode::Default, actor)
+pub fn accept_proposed(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    id: i64,
+    shown: &Shown,
+) -> Result<Recorded> {
+    change_one(ledger, caller, id, shown, |q, actor| {
+        q.accept_proposal(actor)
     })
 }
 
@@ -283,64 +329,74 @@ pub struct Asked {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub declined_ids: Vec<i64>,
     pub left_pending_ids: Vec<i64>,
+    /// With `Together::Each`: the questions whose choice could not be recorded, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_recorded: Vec<NotRecorded>,
     pub questions: Vec<Question>,
 }
 
-/// Records what a person chose for each question, all in one transaction: a question
-/// someone else changed meanwhile refuses the whole set.
+#[derive(Debug, Serialize)]
+pub struct NotRecorded {
+    pub question_id: i64,
+    pub reason: String,
+}
+
+/// How a set of choices is recorded when one of them cannot be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Together {
+    /// All or none (`ask`: the person answered them as one set).
+    All,
+    /// Each that can be (a form whose questions someone else may have answered
+    /// meanwhile): the others are reported in `not_recorded`.
+    Each,
+}
+
+/// Records what a person chose for each question, in one transaction: with
+/// `Together::All` a question someone else changed meanwhile refuses the whole set; with
+/// `Together::Each` it is reported and the others are recorded.
 pub fn record_choices(
     ledger: &mut Ledger,
     caller: &Caller,
     stage: &str,
     chosen: &[(i64, Choice)],
+    shown: &Shown,
+    together: Together,
 ) -> Result<Asked> {
     let actor = caller.actor(&clock::now());
-    let (questions, declined, left) = ledger.write(|tx| {
+    let (questions, declined, left, refused) = ledger.write(|tx| {
         let mut changed = Vec::new();
         let mut declined = Vec::new();
         let mut left = Vec::new();
+        let mut refused = Vec::new();
         for (id, choice) in chosen {
-            let before = existing(tx, *id)?;
-            let transition = match choice {
-                Choice::Leave => {
-                    left.push(*id);
-                    continue;
+            let transition = existing(tx, *id).and_then(|before| {
+                shown.check(tx, &before)?;
+                match choice {
+                    Choice::Leave => Ok(None),
+                    Choice::Answer(input) => before.answer(input, Mode::Ask, &actor),
+                    Choice::Accept => before.accept_proposal(&actor),
+                    Choice::Decline(reason) => before.decline_asked(reason, &actor),
                 }
-                Choice::Answer(input) => before.answer(input, Mode::Ask, &actor)?,
-                Choice::Accept => {
-                    if before.status != Status::Pending {
-                        return Err(Error::conflict(format!(
-                            "question {id} was {} by someone else meanwhile; nothing was recorded, run ask again",
-                            before.status.as_str()
-                        )));
+            });
+            match transition {
+                Ok(_) if matches!(choice, Choice::Leave) => left.push(*id),
+                Ok(t) => {
+                    if matches!(choice, Choice::Decline(_)) {
+                        declined.push(*id);
                     }
-                    let proposed = before.proposed.clone().ok_or_else(|| {
-                        Error::invalid_answer(format!(
-                            "question {id} has no proposed value to accept; nothing was recorded"
-                        ))
-                    })?;
-                    let input = AnswerInput {
-                        text: Some(proposed),
-                        select: Vec::new(),
-                    };
-                    before.answer(&input, Mode::Default, &actor)?
-                }
-                Choice::Decline(reason) => {
-                    if before.status != Status::Pending {
-                        return Err(Error::conflict(format!(
-                            "question {id} was {} by someone else meanwhile; nothing was recorded, run ask again",
-                            before.status.as_str()
-                        )));
+                    if let Some(t) = t {
+                        changed.extend(tx.apply(&t)?);
                     }
-                    declined.push(*id);
-                    before.decline(reason, false, &actor)?
                 }
-            };
-            if let Some(t) = transition {
-                changed.extend(tx.apply(&t)?);
+                Err(e) if together == Together::Each && e.code != ErrorCode::DbError => refused
+                    .push(NotRecorded {
+                        question_id: *id,
+                        reason: e.message,
+                    }),
+                Err(e) => return Err(e),
             }
         }
-        Ok((changed, declined, left))
+        Ok((changed, declined, left, refused))
     })?;
     Ok(Asked {
         stage: stage.to_string(),
@@ -351,6 +407,7 @@ pub fn record_choices(
             .collect(),
         declined_ids: declined,
         left_pending_ids: left,
+        not_recorded: refused,
         questions,
     })
 }

@@ -99,8 +99,16 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
             Some(end) => POLL.min(end - now),
             None => POLL,
         };
-        // Woken at once by another machine's change on PostgreSQL (NOTIFY).
-        ledger.wait_for_change(pause)?;
+        // Woken at once by another machine's change on PostgreSQL (NOTIFY). A stage is
+        // followed into a ledger that replaced this one (reset); ids are not, since they
+        // name questions of the old one.
+        if ledger.wait_for_change(pause)? && req.ids.is_some() {
+            return Err(crate::error::Error::conflict(format!(
+                "the ledger {} was reset or replaced while check waited: the ids given \
+                 named questions of the ledger that is gone",
+                ledger.location().display()
+            )));
+        }
     }
 }
 
@@ -139,10 +147,10 @@ pub fn quoted(names: &[String]) -> String {
     }
 }
 
-/// Up to three names within a few edits of `name`, nearest first.
+/// Up to three names within two edits of `name`, nearest first.
 fn nearest(name: &str, names: &[String]) -> Vec<String> {
     let wanted = name.to_lowercase();
-    let limit = (wanted.chars().count() / 3).max(2);
+    let limit = 2;
     let mut close: Vec<(usize, &String)> = names
         .iter()
         .map(|n| (edits(&wanted, &n.to_lowercase()), n))

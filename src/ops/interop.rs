@@ -46,7 +46,35 @@ impl Expiry {
                 crate::output::sanitize(&new.question, false)
             )));
         }
-        new.expires_at = Some(clock::after(now, within));
+        if let Some(proposed) = new
+            .proposed
+            .clone()
+            .filter(|_| self.on_expiry == OnExpiry::Default)
+        {
+            // What expiry will record must be an answer `answer` takes, or it would be
+            // dropped at expiry without a word.
+            let input = crate::model::AnswerInput {
+                text: Some(proposed),
+                select: Vec::new(),
+            };
+            if let Err(why) = crate::model::resolve_answer(&new.as_logged(now), &input) {
+                return Err(Error::usage(format!(
+                    "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {why}",
+                    crate::output::sanitize(&new.question, false)
+                )));
+            }
+        }
+        let end = clock::after(now, within);
+        // Past the year 9999 a timestamp no longer compares as one.
+        if end.as_str() > "9999-12-31T23:59:59.999Z"
+            || !end.starts_with(|c: char| c.is_ascii_digit())
+        {
+            return Err(Error::usage(format!(
+                "--expires-in {}s ends after the year 9999: give a shorter duration",
+                within.as_secs()
+            )));
+        }
+        new.expires_at = Some(end);
         new.on_expiry = self.on_expiry;
         Ok(())
     }

@@ -9,7 +9,7 @@ mod interop;
 
 pub use change::{
     accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices, skip,
-    Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, Recorded,
+    Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded, Recorded, Shown, Together,
 };
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
@@ -184,6 +184,8 @@ pub struct LedgerInfo {
     pub exists: bool,
     /// 0 when the ledger does not exist yet.
     pub schema_version: i64,
+    /// Ledgers the walk-up found and passed over (see `Location::find`).
+    pub also_found: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -197,7 +199,11 @@ pub struct StageCounts {
     pub declined: i64,
 }
 
-pub fn info(ledger: &mut Ledger, found_by: FoundBy) -> Result<Info> {
+pub fn info(
+    ledger: &mut Ledger,
+    found_by: FoundBy,
+    also_found: &[std::path::PathBuf],
+) -> Result<Info> {
     let location = match ledger.location() {
         Location::File { path, .. } => std::path::absolute(path)
             .unwrap_or_else(|_| path.clone())
@@ -239,6 +245,11 @@ pub fn info(ledger: &mut Ledger, found_by: FoundBy) -> Result<Info> {
             found_by,
             exists,
             schema_version,
+            also_found: also_found
+                .iter()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+                .map(|p| p.display().to_string())
+                .collect(),
         },
         stages,
     })
@@ -291,6 +302,8 @@ pub fn last_seq(ledger: &mut Ledger) -> Result<i64> {
 #[derive(Debug)]
 pub struct Inbox {
     pub seq: i64,
+    /// The ledger's id (see `Shown`).
+    pub ledger: Option<String>,
     pub questions: Vec<(Question, Vec<Event>)>,
 }
 
@@ -323,7 +336,11 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
             })
             .collect();
         questions.sort_by_key(|(q, _)| (!q.required, q.id));
-        Ok(Inbox { seq, questions })
+        Ok(Inbox {
+            seq,
+            ledger: tx.ledger_id()?,
+            questions,
+        })
     })
 }
 

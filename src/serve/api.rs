@@ -90,6 +90,8 @@ fn stage_within(app: &App, asked: Option<String>) -> Result<Option<String>> {
 
 #[derive(serde::Serialize)]
 struct Listed {
+    /// The ledger's id, to send back with a change (see `shown`).
+    ledger: Option<String>,
     count: usize,
     questions: Vec<Question>,
 }
@@ -106,10 +108,14 @@ pub async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -
         Ok(f) => f,
         Err(e) => return failure("list", &e, None),
     };
-    match app.ledger(move |l| ops::list(l, &filter)).await {
-        Ok(questions) => success(
+    match app
+        .ledger(move |l| Ok((ops::list(l, &filter)?, l.id()?)))
+        .await
+    {
+        Ok((questions, ledger)) => success(
             "list",
             &Listed {
+                ledger,
                 count: questions.len(),
                 questions,
             },
@@ -133,6 +139,7 @@ pub async fn apply(
     app: &Arc<App>,
     id: i64,
     change: Change,
+    shown: ops::Shown,
 ) -> std::result::Result<ops::Recorded, (Error, Option<Box<Question>>)> {
     let caller = app.caller.clone();
     let stage = app.stage.clone();
@@ -144,10 +151,10 @@ pub async fn apply(
             })?;
         }
         let done = match &change {
-            Change::Answer(input) => ops::answer(l, &caller, id, input, false),
-            Change::Skip(reason) => ops::skip(l, &caller, id, reason.clone(), false),
-            Change::Decline(reason) => ops::decline(l, &caller, id, reason, false),
-            Change::Accept => ops::accept_proposed(l, &caller, id),
+            Change::Answer(input) => ops::answer(l, &caller, id, &shown, input, false),
+            Change::Skip(reason) => ops::skip(l, &caller, id, &shown, reason.clone(), false),
+            Change::Decline(reason) => ops::decline(l, &caller, id, &shown, reason, false),
+            Change::Accept => ops::accept_proposed(l, &caller, id, &shown),
         };
         match done {
             Err(e) if e.code == ErrorCode::Conflict => {
@@ -171,7 +178,8 @@ pub async fn apply(
 /// The message a person reads when someone else was first.
 pub fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
     match on_record {
-        Some(q) if q.status == Status::Answered => {
+        // Someone answered first (not: the question shown is gone, which says so itself).
+        Some(q) if q.status == Status::Answered && !err.message.contains("shown") => {
             let by = match (&q.answered_by, &q.channel) {
                 (Some(by), Some(ch)) => format!(" (by {by}, via {})", ch.as_str()),
                 (Some(by), None) => format!(" (by {by})"),
@@ -229,12 +237,38 @@ fn answer_input(body: &Bytes) -> Result<AnswerInput> {
     })
 }
 
-async fn change(app: Arc<App>, id: i64, change: Result<Change>, procedure: &str) -> Response {
-    let change = match change {
+/// What the client says it showed the person (all optional): `"ledger"`, the ledger's id
+/// (`GET /api/questions` gives it), and `"fingerprint"` or `"question"`, the question's
+/// fingerprint or its text. A change of a question that is no longer that one is refused
+/// with 409.
+pub fn shown(id: i64, ledger: Option<String>, fingerprint: Option<String>) -> ops::Shown {
+    ops::Shown::one(ledger, id, fingerprint)
+}
+
+fn shown_in(id: i64, body: &Bytes) -> Result<ops::Shown> {
+    if body.is_empty() {
+        return Ok(ops::Shown::default());
+    }
+    let map = read_body(body)?;
+    let fingerprint = match text_field(&map, "fingerprint")? {
+        Some(f) => Some(f),
+        None => text_field(&map, "question")?,
+    };
+    Ok(shown(id, text_field(&map, "ledger")?, fingerprint))
+}
+
+async fn change(
+    app: Arc<App>,
+    id: i64,
+    change: Result<Change>,
+    body: &Bytes,
+    procedure: &str,
+) -> Response {
+    let (change, shown) = match change.and_then(|c| Ok((c, shown_in(id, body)?))) {
         Ok(c) => c,
         Err(e) => return failure(procedure, &e, None),
     };
-    match apply(&app, id, change).await {
+    match apply(&app, id, change, shown).await {
         Ok(recorded) => success(procedure, &recorded),
         Err((e, q)) => {
             let e = match e.code {
@@ -248,7 +282,7 @@ async fn change(app: Arc<App>, id: i64, change: Result<Change>, procedure: &str)
 
 pub async fn answer(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
     let input = answer_input(&body).map(Change::Answer);
-    change(app, id, input, "answer").await
+    change(app, id, input, &body, "answer").await
 }
 
 pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
@@ -257,7 +291,7 @@ pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes)
     } else {
         read_body(&body).and_then(|m| text_field(&m, "reason"))
     };
-    change(app, id, reason.map(Change::Skip), "skip").await
+    change(app, id, reason.map(Change::Skip), &body, "skip").await
 }
 
 pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
@@ -268,13 +302,16 @@ pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Byt
                 Error::usage("a decline needs a \"reason\": what is wrong with the question")
             })
         });
-    change(app, id, reason.map(Change::Decline), "decline").await
+    change(app, id, reason.map(Change::Decline), &body, "decline").await
 }
 
 #[derive(Deserialize)]
 pub struct Since {
     #[serde(default)]
     since: i64,
+    /// The ledger's id the page was drawn from; a ledger with another id is a change.
+    #[serde(default)]
+    ledger: Option<String>,
 }
 
 /// A long poll: answers as soon as the ledger has an event after `since`, or after 20
@@ -282,18 +319,18 @@ pub struct Since {
 pub async fn changes(State(app): State<Arc<App>>, Query(q): Query<Since>) -> Response {
     let mut seq = app.seq.clone();
     let mut stopping = app.stopping.clone();
-    let since = q.since;
+    let since = (q.ledger.filter(|l| !l.is_empty()), q.since);
     let newer = async {
-        let _ = seq.wait_for(|s| *s > since).await;
+        let _ = seq.wait_for(|s| *s != since).await;
     };
     tokio::select! {
         _ = newer => {}
         _ = tokio::time::sleep(Duration::from_secs(20)) => {}
         _ = stopping.wait_for(|s| *s) => {}
     }
-    let last = *app.seq.borrow();
+    let (ledger, last) = app.seq.borrow().clone();
     json(
         StatusCode::OK,
-        serde_json::json!({ "seq": last }).to_string(),
+        serde_json::json!({ "seq": last, "ledger": ledger }).to_string(),
     )
 }

@@ -160,6 +160,10 @@ fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 fn host_allowed(app: &App, headers: &HeaderMap) -> bool {
+    // Two Host headers: which one a proxy in front read is anyone's guess.
+    if headers.get_all(header::HOST).iter().count() != 1 {
+        return false;
+    }
     headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())

@@ -33,6 +33,9 @@ pub struct Page<'a> {
     pub seq: i64,
     /// The server's now, from the one clock: deadlines are counted from it.
     pub now: &'a str,
+    /// The ledger's id: every form sends it back with the question's fingerprint, so an
+    /// answer never lands on another question that took its id (see `ops::Shown`).
+    pub ledger: Option<&'a str>,
     pub stage: Option<&'a str>,
     pub questions: &'a [(Question, Vec<Event>)],
     pub flash: Option<Flash>,
@@ -81,10 +84,12 @@ pub fn inbox(page: &Page) -> String {
          <title>{page_title}</title>\
          <link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
          <script src=\"/assets/inbox.js\" defer></script></head>\
-         <body data-seq=\"{seq}\" data-now=\"{now}\" data-strings=\"{words}\">\
+         <body data-seq=\"{seq}\" data-ledger=\"{ledger}\" data-now=\"{now}\" \
+         data-strings=\"{words}\">\
          <header class=\"top\"><div class=\"bar\"><h1>{title}</h1>",
         page_title = strings::page_title(&title, count),
         seq = page.seq,
+        ledger = esc(page.ledger.unwrap_or("")),
         now = esc(page.now),
         words = esc(&strings::script_words()),
     );
@@ -133,7 +138,8 @@ pub fn inbox(page: &Page) -> String {
             count = strings::stage_count(items.len(), required),
         );
         for (q, history) in items {
-            question(&mut out, q, history, now, Some(q.id) == first_required);
+            let open = Some(q.id) == first_required;
+            question(&mut out, q, history, now, open, page.ledger);
         }
         out.push_str("</section>");
     }
@@ -172,8 +178,22 @@ fn deadline(q: &Question, now: Option<i64>) -> Option<(String, String, String)> 
     Some((esc(expires), left, esc(&then)))
 }
 
-fn question(out: &mut String, q: &Question, history: &[Event], now: Option<i64>, open: bool) {
+fn question(
+    out: &mut String,
+    q: &Question,
+    history: &[Event],
+    now: Option<i64>,
+    open: bool,
+    ledger: Option<&str>,
+) {
     let id = q.id;
+    // What this page showed, sent back with every change (see `Page::ledger`).
+    let shown = format!(
+        "<input type=\"hidden\" name=\"ledger\" value=\"{}\">\
+         <input type=\"hidden\" name=\"fingerprint\" value=\"{}\">",
+        esc(ledger.unwrap_or("")),
+        q.fingerprint()
+    );
     let due = deadline(q, now);
     let _ = write!(
         out,
@@ -238,7 +258,7 @@ fn question(out: &mut String, q: &Question, history: &[Event], now: Option<i64>,
     // own button, and recorded as such.
     let _ = write!(
         out,
-        "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">"
+        "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">{shown}"
     );
     if !q.options.is_empty() {
         let kind = if q.multi_select { "checkbox" } else { "radio" };
@@ -300,7 +320,7 @@ fn question(out: &mut String, q: &Question, history: &[Event], now: Option<i64>,
     let _ = write!(
         out,
         "<details class=\"other\"><summary>{skip_or_decline}</summary>\
-         <form method=\"post\" action=\"/q/{id}/skip\">\
+         <form method=\"post\" action=\"/q/{id}/skip\">{shown}\
          <label for=\"q{id}r\">{reason}</label>\
          <input id=\"q{id}r\" name=\"reason\" type=\"text\" placeholder=\"{hint}\">\
          <div class=\"actions\"><button type=\"submit\">{skip}</button>\

@@ -48,8 +48,8 @@ pub(crate) struct App {
     token: String,
     /// The address actually bound (port 0 resolved).
     bound: SocketAddr,
-    /// The newest event's seq, as the watcher thread last saw it.
-    seq: watch::Receiver<i64>,
+    /// The ledger's id and its newest event's seq, as the watcher thread last saw them.
+    seq: watch::Receiver<(Option<String>, i64)>,
     /// Becomes true when the server is asked to stop: long polls end at once.
     stopping: watch::Receiver<bool>,
 }
@@ -67,7 +67,8 @@ impl Pool {
     fn with<T>(&self, f: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
         let taken = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         let mut ledger = taken.unwrap_or_else(|| Ledger::new(self.location.clone()));
-        let out = f(&mut ledger);
+        // A ledger kept open since an earlier request may have been reset or replaced.
+        let out = ledger.follow().and_then(|_| f(&mut ledger));
         // A ledger whose connection failed is not handed out again.
         let healthy = !matches!(&out, Err(e) if e.code == crate::error::ErrorCode::DbError);
         if healthy {
@@ -105,9 +106,23 @@ pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         )));
     }
     let token = match config.token {
+        Some(t) if t.trim().chars().count() < 16 => {
+            return Err(Error::usage(
+                "QUESTIONS_SERVE_TOKEN is shorter than 16 characters: anyone could guess it. \
+                 Give a longer one, or leave it unset for a new random token each start",
+            ))
+        }
         Some(t) => t.trim().to_string(),
         None => new_token()?,
     };
+    if config.allow_remote && !config.bind.ip().is_loopback() {
+        crate::output::note(&format!(
+            "warning: the inbox listens on {} and answers anyone who can reach it and \
+             holds the token; the token travels in plain HTTP. Prefer a loopback address \
+             with an SSH tunnel, or put it behind a TLS proxy",
+            config.bind
+        ));
+    }
     // It goes into a URL and a cookie as it is.
     let safe = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
     if !token.chars().all(safe) {
@@ -152,7 +167,7 @@ async fn serve(
     let bound = listener
         .local_addr()
         .map_err(|e| Error::io(format!("cannot read the address bound: {e}")))?;
-    let (seq_tx, seq) = watch::channel(-1);
+    let (seq_tx, seq) = watch::channel((None, -1));
     let (stop_tx, stopping) = watch::channel(false);
     spawn_watcher(location.clone(), seq_tx);
     let app = Arc::new(App {
@@ -181,20 +196,78 @@ async fn serve(
     });
     crate::output::text_out(&format!("{line}\n"));
 
-    let shutdown = async move {
-        stop.await;
-        let _ = stop_tx.send(true);
-    };
-    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
-    server
-        .await
-        .map_err(|e| Error::io(format!("the server stopped: {e}")))?;
+    accept(listener, router, stop, stop_tx).await;
     let kept = app
         .pool
         .idle
         .lock()
         .map(|mut idle| std::mem::take(&mut *idle));
     Ok(kept.unwrap_or_default())
+}
+
+/// The most connections served at once; more are closed as they arrive.
+const MAX_CONNECTIONS: usize = 256;
+/// How long a request's header may take to arrive (a connection kept open between
+/// requests waits as long for the next one).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves connections until `stop` resolves, then lets those in flight finish (long
+/// polls end at once: `stopping` is set). Each connection is bounded: its header must
+/// arrive within `HEADER_TIMEOUT`, and at most `MAX_CONNECTIONS` are open, so that
+/// half-sent requests cannot use up the process's files and lock everyone out.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    stop: impl std::future::Future<Output = ()>,
+    stopping: watch::Sender<bool>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of files, say: the connections in flight end and free some.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut ending = stopping.subscribe();
+        tokio::spawn(async move {
+            let ended = async move {
+                let _ = ending.wait_for(|s| *s).await;
+            };
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = ended => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(permit);
+        });
+    }
+    let _ = stopping.send(true);
+    // Every connection hands its permit back when it has finished.
+    let _ = tokio::time::timeout(
+        Duration::from_secs(5),
+        open.acquire_many(MAX_CONNECTIONS as u32),
+    )
+    .await;
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, so a
@@ -237,14 +310,20 @@ fn routes(app: Arc<App>) -> Router {
 /// Follows the ledger on a thread of its own: each new event's seq is published, and
 /// long-polling pages wake on it. Expiries that fall due are applied here too, so a
 /// question whose time ran out leaves the inbox without anyone looking.
-fn spawn_watcher(location: Location, seq: watch::Sender<i64>) {
+/// A ledger reset or replaced has another id (and its seqs start again): pages reload.
+fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) {
     std::thread::spawn(move || {
         let mut ledger = Ledger::new(location.clone());
         loop {
-            let seen = ops::settle(&mut ledger).and_then(|_| ops::last_seq(&mut ledger));
+            let seen = ops::settle(&mut ledger)
+                .and_then(|_| Ok((ledger.id()?, ops::last_seq(&mut ledger)?)));
             match seen {
                 Ok(last) => {
-                    seq.send_if_modified(|s| std::mem::replace(s, last) != last);
+                    seq.send_if_modified(|s| {
+                        let changed = *s != last;
+                        *s = last;
+                        changed
+                    });
                     let _ = ledger.wait_for_change(Duration::from_secs(1));
                 }
                 Err(_) => {

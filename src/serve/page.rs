@@ -63,6 +63,7 @@ async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Res
             let body = html::inbox(&html::Page {
                 seq: inbox.seq,
                 now: &now,
+                ledger: inbox.ledger.as_deref(),
                 stage: app.stage.as_deref(),
                 questions: &inbox.questions,
                 flash,
@@ -107,7 +108,7 @@ pub async fn answer(
             .map(|(_, v)| v.clone())
             .collect(),
     };
-    submit(app, id, Ok(Change::Answer(input))).await
+    submit(app, id, Ok(Change::Answer(input)), &fields).await
 }
 
 pub async fn skip(
@@ -115,7 +116,7 @@ pub async fn skip(
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, id, Ok(Change::Skip(field(&fields, "reason")))).await
+    submit(app, id, Ok(Change::Skip(field(&fields, "reason"))), &fields).await
 }
 
 pub async fn decline(
@@ -126,21 +127,28 @@ pub async fn decline(
     let change = field(&fields, "reason")
         .map(Change::Decline)
         .ok_or_else(|| Error::usage(strings::decline_needs_reason(id)));
-    submit(app, id, change).await
+    submit(app, id, change, &fields).await
 }
 
 /// "Accept proposed": the person takes the question's proposal as their answer.
 pub async fn accept(
     State(app): State<Arc<App>>,
     Path(id): Path<i64>,
-    Form(_fields): Form<Fields>,
+    Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, id, Ok(Change::Accept)).await
+    submit(app, id, Ok(Change::Accept), &fields).await
 }
 
 /// Records the change and redirects back to the inbox; a refusal is shown on the inbox
 /// with its status (409 when someone else answered first).
-async fn submit(app: Arc<App>, id: i64, change: Result<Change, Error>) -> Response {
+async fn submit(
+    app: Arc<App>,
+    id: i64,
+    change: Result<Change, Error>,
+    fields: &Fields,
+) -> Response {
+    // The page names the ledger and the question it showed (hidden fields).
+    let shown = api::shown(id, field(fields, "ledger"), field(fields, "fingerprint"));
     let change = match change {
         Ok(c) => c,
         Err(e) => {
@@ -153,7 +161,7 @@ async fn submit(app: Arc<App>, id: i64, change: Result<Change, Error>) -> Respon
         Change::Decline(_) => "declined",
         Change::Accept => "accepted",
     };
-    match api::apply(&app, id, change).await {
+    match api::apply(&app, id, change, shown).await {
         Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
         Err((e, on_record)) => {
             let message = match e.code {

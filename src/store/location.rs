@@ -52,15 +52,16 @@ pub enum Location {
 }
 
 impl Location {
-    /// The ledger and how it was found; `from_env` says that `db` came from `QUESTIONS_DB`.
-    pub fn find(db: Option<&OsStr>, from_env: bool) -> Result<(Location, FoundBy)> {
+    /// The ledger, how it was found, and the other ledgers the walk-up passed over;
+    /// `from_env` says that `db` came from `QUESTIONS_DB`.
+    pub fn find(db: Option<&OsStr>, from_env: bool) -> Result<(Location, FoundBy, Vec<PathBuf>)> {
         if let Some(db) = db {
             let by = if from_env {
                 FoundBy::Env
             } else {
                 FoundBy::Flag
             };
-            return Ok((Location::named(db)?, by));
+            return Ok((Location::named(db)?, by, Vec::new()));
         }
         let cwd = std::env::current_dir()
             .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))?;
@@ -79,6 +80,18 @@ impl Location {
         if let Some(url) = text.and_then(postgres_location) {
             return Ok(Location::Postgres { url });
         }
+        // `postgresql:/host/db`, `postgres:db`: meant for PostgreSQL, and never a file to
+        // create (nor a text to print: it may hold a password).
+        let scheme = |t: &str| {
+            let lower = t.get(..11).unwrap_or(t).to_ascii_lowercase();
+            lower.starts_with("postgres:") || lower.starts_with("postgresql:")
+        };
+        if text.is_some_and(scheme) {
+            return Err(Error::usage(
+                "the ledger location starts like a PostgreSQL URL but is not one: write \
+                 postgres://USER:PASSWORD@HOST:PORT/DATABASE (two slashes after the colon)",
+            ));
+        }
         if let Some(text) = text.filter(|t| is_sqlite_special(t)) {
             return Err(Error::usage(format!(
                 "the ledger location '{text}' is one of SQLite's in-memory or URI forms, \
@@ -91,28 +104,40 @@ impl Location {
             make_folder: false,
         })
     }
-    /// At each directory upwards: its `.questions/ledger.db` when the folder is there, else
-    /// the uwf protocol's ledger when that file exists; else the default beside `cwd`.
-    fn nearest(cwd: &Path) -> (Location, FoundBy) {
+    /// At each directory upwards, the first that holds a `.questions/` folder or a uwf
+    /// skill folder decides: the uwf protocol's ledger in the latter (created by the first
+    /// write, as uwf repositories git-ignore it), which wins when both are there (the
+    /// other is returned, to be named); else `.questions/ledger.db`. Outside both, a new
+    /// `.questions/` at the top of the enclosing git work tree, or beside `cwd`.
+    fn nearest(cwd: &Path) -> (Location, FoundBy, Vec<PathBuf>) {
         let existing = |path: PathBuf| Location::File {
             path,
             make_folder: false,
         };
         for dir in cwd.ancestors() {
             let folder = dir.join(FOLDER);
-            if folder.is_dir() {
-                return (existing(folder.join(FILE)), FoundBy::WalkUp);
-            }
             let uwf = dir.join(UWF_LEDGER);
-            if fs::symlink_metadata(&uwf).is_ok() {
-                return (existing(uwf), FoundBy::Uwf);
+            let uwf_folder = uwf.parent().is_some_and(Path::is_dir);
+            if uwf_folder || fs::symlink_metadata(&uwf).is_ok() {
+                let also = match folder.is_dir() {
+                    true => vec![folder.join(FILE)],
+                    false => Vec::new(),
+                };
+                return (existing(uwf), FoundBy::Uwf, also);
+            }
+            if folder.is_dir() {
+                return (existing(folder.join(FILE)), FoundBy::WalkUp, Vec::new());
             }
         }
+        let top = cwd
+            .ancestors()
+            .find(|dir| dir.join(".git").exists())
+            .unwrap_or(cwd);
         let default = Location::File {
-            path: cwd.join(FOLDER).join(FILE),
+            path: top.join(FOLDER).join(FILE),
             make_folder: true,
         };
-        (default, FoundBy::Default)
+        (default, FoundBy::Default, Vec::new())
     }
 
     /// The ledger file and its `-wal` and `-shm` companions: the files no command writes
@@ -165,18 +190,28 @@ pub fn make_default_folder(folder: &Path) -> Result<()> {
             folder.display()
         ))
     };
+    let existed = folder.is_dir();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(folder)
         .map_err(fail)?;
+    if !existed {
+        // The folder's name lives in its parent: durable only once that is synced.
+        super::sqlite::sync_folder_of(folder)?;
+    }
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(folder.join(".gitignore"))
     {
-        Ok(mut file) => file.write_all(b"*\n").map_err(fail),
+        Ok(mut file) => {
+            file.write_all(b"*\n")
+                .and_then(|_| file.sync_all())
+                .map_err(fail)?;
+            super::sqlite::sync_folder_of(&folder.join(".gitignore"))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(fail(e)),
     }
@@ -307,7 +342,8 @@ mod tests {
                     path: deep.join(FOLDER).join(FILE),
                     make_folder: true
                 },
-                FoundBy::Default
+                FoundBy::Default,
+                vec![]
             )
         );
         // The uwf ledger at the top is found; a .questions/ folder nearer wins over it.
@@ -321,7 +357,8 @@ mod tests {
                     path: uwf.clone(),
                     make_folder: false
                 },
-                FoundBy::Uwf
+                FoundBy::Uwf,
+                vec![]
             )
         );
         std::fs::create_dir(top.path().join("a").join(FOLDER)).unwrap();
@@ -332,12 +369,15 @@ mod tests {
                     path: top.path().join("a").join(FOLDER).join(FILE),
                     make_folder: false
                 },
-                FoundBy::WalkUp
+                FoundBy::WalkUp,
+                vec![]
             )
         );
-        // At one directory, its .questions/ folder comes before its uwf ledger.
+        // At one directory, its uwf ledger comes before its .questions/ folder, named.
         std::fs::create_dir(top.path().join(FOLDER)).unwrap();
-        assert_eq!(Location::nearest(top.path()).1, FoundBy::WalkUp);
+        let (_, by, also) = Location::nearest(top.path());
+        assert_eq!(by, FoundBy::Uwf);
+        assert_eq!(also, vec![top.path().join(FOLDER).join(FILE)]);
     }
 }
 

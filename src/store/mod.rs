@@ -136,21 +136,50 @@ impl Ledger {
     /// Waits until another process may have changed the ledger, or `timeout` passes.
     /// PostgreSQL wakes it at once with a notification of each new event; a file is looked
     /// at again every 100 ms (a sleep, not a spin). The caller reads again either way.
-    pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
-        let engine = match self.open.as_mut() {
-            Some(Open::Reading(e) | Open::Writing(e)) => e,
-            None => {
-                std::thread::sleep(timeout.min(POLL));
-                return Ok(());
+    /// Then, when the ledger at the location is no longer the one open here, the next
+    /// read opens the one there now (see `follow`), and this returns true: a caller that
+    /// holds ids or seqs of the old ledger must not read them in the new one.
+    pub fn wait_for_change(&mut self, timeout: Duration) -> Result<bool> {
+        match self.open.as_mut() {
+            Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) => {
+                pg.wait_for_event(timeout)?
             }
-        };
-        match engine {
-            Engine::Postgres(pg) => pg.wait_for_event(timeout),
-            Engine::Sqlite(_) => {
-                std::thread::sleep(timeout.min(POLL));
-                Ok(())
-            }
+            _ => std::thread::sleep(timeout.min(POLL)),
         }
+        self.follow()
+    }
+
+    /// For a process that keeps the ledger open between reads (`serve`, `mcp`, `watch`,
+    /// `events --follow`, `check --wait`): when the ledger at the location is no longer
+    /// the one open here (it was reset, its file replaced, or it was created since a read
+    /// found none), forgets the one open here, so that the next read or write opens the
+    /// ledger there now. True when it did. A stat for a file, one query for PostgreSQL.
+    pub fn follow(&mut self) -> Result<bool> {
+        let stale = match self.open.as_mut() {
+            None => false,
+            Some(Open::Reading(engine) | Open::Writing(engine)) => match engine {
+                Engine::Sqlite(e) => match &self.location {
+                    Location::File { path, .. } => e.is_replaced(path),
+                    // The stand-in for a database without a ledger: is there one now?
+                    Location::Postgres { url } => postgres::Pg::has_ledger(url)?,
+                },
+                Engine::Postgres(pg) => pg.is_replaced()?,
+            },
+        };
+        if stale {
+            self.open = None;
+        }
+        Ok(stale)
+    }
+
+    /// The id the ledger was given when it was created; none for a ledger that does not
+    /// exist (a read sees an empty stand-in) or that predates ids and was not written to
+    /// since.
+    pub fn id(&mut self) -> Result<Option<String>> {
+        if !self.schema()?.0 {
+            return Ok(None);
+        }
+        self.read(|tx| tx.ledger_id())
     }
 
     /// True when a write has opened the ledger itself (not a stand-in).

@@ -19,11 +19,16 @@ use crate::error::{Error, Result};
 /// Any number fixed for this program: the advisory lock migrations take.
 const MIGRATION_LOCK: i64 = 0x7175_6573_7469_6f6e; // "question" in ASCII, near enough
 const ATTEMPTS: u32 = 30;
+/// The advisory lock a write holds from its first event to its commit, so that events
+/// get their seqs in the order they become visible (see `PgTx::before_event`).
+const EVENT_LOCK: i64 = 0x7175_6573_7469_6f6f;
 
 pub struct Pg {
     client: Client,
     /// LISTEN has been sent on this connection (see `wait_for_event`).
     listening: bool,
+    /// The ledger's id as `is_replaced` first read it.
+    id: Option<String>,
 }
 
 /// The location as it may be printed: no password.
@@ -197,6 +202,7 @@ impl Pg {
         Ok(Pg {
             client,
             listening: false,
+            id: None,
         })
     }
 
@@ -210,7 +216,7 @@ impl Pg {
         let present: Vec<String> = tx
             .query_typed(
                 "SELECT name FROM unnest(ARRAY['questions', 'question_events', 'watchers', \
-                 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
+                 'ledger_identity', 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
                  WHERE to_regclass(name) IS NOT NULL ORDER BY n",
                 &[],
             )
@@ -226,14 +232,41 @@ impl Pg {
             .map_err(pg_error)?;
         }
         tx.batch_execute(
-            "DROP TABLE IF EXISTS question_events, questions, watchers, refinery_schema_history \
-               CASCADE;
+            "DROP TABLE IF EXISTS question_events, questions, watchers, ledger_identity, \
+               refinery_schema_history CASCADE;
              DROP FUNCTION IF EXISTS question_events_append_only();
-             DROP FUNCTION IF EXISTS question_events_notify();",
+             DROP FUNCTION IF EXISTS question_events_notify();
+             NOTIFY questions_events;",
         )
         .map_err(pg_error)?;
         tx.commit().map_err(pg_error)?;
         Ok(!present.is_empty())
+    }
+
+    /// Whether the database at `url` holds a ledger (a reader that found none looks again).
+    pub fn has_ledger(url: &str) -> Result<bool> {
+        Ok(current_version(&mut connect(url)?)? > 0)
+    }
+
+    /// The ledger in this database is no longer the one this connection first saw: it was
+    /// reset (its tables dropped, perhaps made anew with another id). The first call
+    /// notes the id.
+    pub fn is_replaced(&mut self) -> Result<bool> {
+        let now = match self
+            .client
+            .query_typed("SELECT id FROM ledger_identity LIMIT 1", &[])
+        {
+            Ok(rows) => rows.first().map(|row| row.get::<_, String>(0)),
+            Err(e) if reset_meanwhile(&e) => return Ok(true),
+            Err(e) => return Err(pg_error(e)),
+        };
+        match &self.id {
+            None => {
+                self.id = now;
+                Ok(false)
+            }
+            Some(id) => Ok(now.as_ref() != Some(id)),
+        }
     }
 
     /// Waits for a notification of a new event (each insert into the history sends one),
@@ -270,7 +303,7 @@ impl Pg {
             .read_only(true)
             .start()
             .map_err(pg_error)?;
-        let wrapped = PgTx(RefCell::new(tx));
+        let wrapped = PgTx(RefCell::new(tx), std::cell::Cell::new(false));
         let value = f(&Tx::new(&wrapped))?;
         wrapped.0.into_inner().commit().map_err(pg_error)?;
         Ok(value)
@@ -286,8 +319,9 @@ impl Pg {
                 .isolation_level(IsolationLevel::Serializable)
                 .start()
                 .map_err(pg_error)?;
-            let wrapped = PgTx(RefCell::new(tx));
+            let wrapped = PgTx(RefCell::new(tx), std::cell::Cell::new(false));
             let outcome = f(&Tx::new(&wrapped)).and_then(|value| {
+                crate::fault("before-commit");
                 wrapped.0.into_inner().commit().map_err(pg_error)?;
                 Ok(value)
             });
@@ -302,8 +336,9 @@ impl Pg {
     }
 }
 
-/// One transaction; `Tx` takes `&self`, the client wants `&mut`.
-struct PgTx<'a>(RefCell<postgres::Transaction<'a>>);
+/// One transaction; `Tx` takes `&self`, the client wants `&mut`. The flag says whether
+/// it holds the event lock.
+struct PgTx<'a>(RefCell<postgres::Transaction<'a>>, std::cell::Cell<bool>);
 
 impl Conn for PgTx<'_> {
     /// One round trip a statement, and no named statement left on the server (so that a
@@ -347,6 +382,22 @@ impl Conn for PgTx<'_> {
 
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
+    }
+
+    /// Event seqs come from a sequence, and transactions commit in any order: without
+    /// this, seq 11 could be read before seq 10 commits, and a reader resuming after 11
+    /// would never see 10. Holding one lock from a transaction's first event until it
+    /// commits (PostgreSQL releases it only after the commit is visible) makes the seqs
+    /// commit-ordered: whoever reads a seq can already read every lower one.
+    fn before_event(&self) -> Result<()> {
+        if !self.1.get() {
+            self.0
+                .borrow_mut()
+                .batch_execute(&format!("SELECT pg_advisory_xact_lock({EVENT_LOCK})"))
+                .map_err(pg_error)?;
+            self.1.set(true);
+        }
+        Ok(())
     }
 }
 

@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use super::{EventFilter, Filter};
 use crate::error::{Error, Result};
 use crate::model::{
-    normalize_timestamp, parse_bool, Channel, Event, EventKind, NewQuestion, OnExpiry, Question,
-    Source, State, Status, Transition,
+    normalize_timestamp, parse_bool, text_hash, Channel, Event, EventKind, NewQuestion, OnExpiry,
+    Question, Source, State, Status, Transition,
 };
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
@@ -185,6 +185,11 @@ pub trait Conn {
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows>;
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64>;
     fn dialect(&self) -> Dialect;
+    /// Called before each event is appended. PostgreSQL hands out event seqs in commit
+    /// order there (see its engine); SQLite's single writer does so already.
+    fn before_event(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,32 +347,21 @@ impl<'a> Tx<'a> {
         group: Option<&str>,
         text: &str,
     ) -> Result<Option<Question>> {
-        // The first three terms are the index's (questions_stage_text), with the text's
-        // length and first characters worked out here: an index on expressions is used
-        // only when they are compared with values. (SQLite's length() stops at a NUL;
-        // such a text is looked up by the stage alone.)
-        let chars = text.chars().count() as i64;
-        let head: String = text.chars().take(12).collect();
-        let found = if text.contains('\0') {
-            self.questions_where(
-                "WHERE trim(stage) = $1 AND question = $2 \
+        // The first two terms are the index's (questions_stage_hash). Rows written by
+        // another tool (questions.mjs) have no hash: they are looked up among those.
+        let hash = text_hash(text);
+        let mut found = self.questions_where(
+            "WHERE trim(stage) = $1 AND text_hash = $2 AND question = $3 \
+             AND group_name IS NOT DISTINCT FROM $4 ORDER BY id LIMIT 1",
+            &[stage.into(), hash.into(), text.into(), group.into()],
+        )?;
+        if found.is_empty() {
+            found = self.questions_where(
+                "WHERE trim(stage) = $1 AND text_hash IS NULL AND question = $2 \
                  AND group_name IS NOT DISTINCT FROM $3 ORDER BY id LIMIT 1",
                 &[stage.into(), text.into(), group.into()],
-            )?
-        } else {
-            self.questions_where(
-                "WHERE trim(stage) = $1 AND length(question) = $2 \
-                 AND substr(question, 1, 12) = $3 AND question = $4 \
-                 AND group_name IS NOT DISTINCT FROM $5 ORDER BY id LIMIT 1",
-                &[
-                    stage.into(),
-                    chars.into(),
-                    head.as_str().into(),
-                    text.into(),
-                    group.into(),
-                ],
-            )?
-        };
+            )?;
+        }
         Ok(found.into_iter().next())
     }
 
@@ -434,9 +428,9 @@ impl<'a> Tx<'a> {
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source, expires_at, on_expiry) \
+                 selected, source, expires_at, on_expiry, text_hash) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14) \
+                 $13, $14, $15) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -454,6 +448,7 @@ impl<'a> Tx<'a> {
                 new.source.as_str().into(),
                 (&new.expires_at).into(),
                 new.on_expiry.stored().into(),
+                text_hash(&new.question).into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?
@@ -491,6 +486,7 @@ impl<'a> Tx<'a> {
     /// changes), and `cleared` holds the whole row, which is gone from `questions` after
     /// it, with its stage.
     fn insert_event(&self, row: &Row) -> Result<()> {
+        self.conn.before_event()?;
         self.conn.execute(
             "INSERT INTO question_events \
              (at, event, question_id, stage, answered_by, channel, before, after) \
@@ -518,6 +514,15 @@ impl<'a> Tx<'a> {
              AND on_expiry IS NOT NULL ORDER BY id",
             &[now.into()],
         )
+    }
+
+    /// The id this ledger was given when it was created (see migration 6); none for a
+    /// ledger that has none (it never was).
+    pub fn ledger_id(&self) -> Result<Option<String>> {
+        let rows = self
+            .conn
+            .query("SELECT id FROM ledger_identity LIMIT 1", &[])?;
+        Ok(rows.each(|r| Ok(r.text("id")), &["id"])?.pop().flatten())
     }
 
     /// The newest event's seq; 0 for an empty history.

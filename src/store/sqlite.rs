@@ -79,6 +79,15 @@ impl Sqlite {
         })
     }
 
+    /// The ledger at `path` is not the file open here: it was deleted or replaced, or
+    /// (for the in-memory stand-in) created since.
+    pub fn is_replaced(&self, path: &Path) -> bool {
+        match &self.file {
+            Some((_, dev, ino)) => identity(path) != Some((*dev, *ino)),
+            None => fs::symlink_metadata(path).is_ok(),
+        }
+    }
+
     /// False for the in-memory stand-in of `empty`.
     pub fn on_disk(&self) -> bool {
         self.wal.is_some()
@@ -137,6 +146,7 @@ impl Sqlite {
             }
         }
         let value = f(&Tx::new(&*tx))?;
+        crate::fault("before-commit");
         tx.commit()?;
         Ok(value)
     }
@@ -210,6 +220,13 @@ fn check_path(path: &Path) -> Result<bool> {
             "the ledger path {} is a directory; give the path of a ledger file",
             path.display()
         ))),
+        // A device or a pipe (/dev/null): SQLite would leave its -journal and -wal files
+        // beside it.
+        Ok(meta) if !meta.is_file() => Err(Error::io(format!(
+            "the ledger path {} is not a regular file (a device or a pipe); give the path \
+             of a ledger file",
+            path.display()
+        ))),
         Ok(_) => Ok(true),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(format!(
@@ -233,7 +250,8 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
         .mode(0o600)
         .open(path)
     {
-        Ok(_) => Ok(()),
+        // Its name must survive a power cut too (the -wal may be there from before).
+        Ok(_) => sync_folder_of(path),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::io(format!(
             "cannot create the ledger {}: its folder does not exist; create it first or choose another --db",
@@ -268,20 +286,23 @@ fn create_log(wal: &Path) -> Result<()> {
         .mode(0o600)
         .open(wal);
     match created {
-        Ok(_) => {
-            let folder = wal
-                .parent()
-                .filter(|f| !f.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            fs::File::open(folder)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
-        }
+        Ok(_) => sync_folder_of(wal),
         // There already (or a symbolic link, which create_new never follows: SQLite's
         // own open then refuses it).
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::io(format!("cannot create {}: {e}", wal.display()))),
     }
+}
+
+/// Syncs the folder holding `path`, so that a name just created in it is durable.
+pub(super) fn sync_folder_of(path: &Path) -> Result<()> {
+    let folder = path
+        .parent()
+        .filter(|f| !f.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::File::open(folder)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(format!("cannot sync {}: {e}", folder.display())))
 }
 
 /// Returns the schema version the ledger has.

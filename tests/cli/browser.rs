@@ -672,6 +672,7 @@ fn three_questions_answered_from_the_keyboard_in_the_compact_view() {
     );
     let third = l.log("release", "What goes in the release notes?");
     let served = Served::start(&l, &["--user", "erin"]);
+    let lr = &l;
     with_browser(true, |c| async move {
         c.goto(&served.url).await.unwrap();
         eventually(Duration::from_secs(10), "the script runs", || async {
@@ -699,7 +700,20 @@ fn three_questions_answered_from_the_keyboard_in_the_compact_view() {
             tall.as_f64().unwrap() < 60.0,
             "a closed question is {tall} px"
         );
-        // The focus is on the first required question.
+        // The focus is on the first required question, and a question logged meanwhile
+        // does not take it away.
+        assert_eq!(focused(&c).await, format!("q-{first}"));
+        let late = lr.log_with(
+            "release",
+            "Logged while answering?",
+            &["--required", "false"],
+        );
+        eventually(
+            Duration::from_secs(5),
+            "the logged question appears",
+            || async { present(&c, &format!("#q-{late}")).await },
+        )
+        .await;
         assert_eq!(focused(&c).await, format!("q-{first}"));
 
         // 1: the second option by its number, Enter to answer.
@@ -742,16 +756,16 @@ fn three_questions_answered_from_the_keyboard_in_the_compact_view() {
             !present(&c, &format!("#q-{third}")).await
         })
         .await;
-        // No required question left: the optional one is next.
+        // No required question left: the next one in the page has the focus.
         eventually(
             Duration::from_secs(5),
-            "the optional one has the focus",
-            || async { focused(&c).await == format!("q-{optional}") },
+            "the next question has the focus",
+            || async { focused(&c).await == format!("q-{late}") },
         )
         .await;
         assert!(text(&c, "#summary")
             .await
-            .starts_with("1 pending question, 0 required"));
+            .starts_with("2 pending questions, 0 required"));
     });
     assert_eq!(l.question(first)["answer"], "SQLite");
     assert_eq!(l.question(second)["answer"], "3");

@@ -71,10 +71,11 @@ fn the_uwf_ledger_is_found_walking_up_and_keeps_its_gates() {
 }
 
 #[test]
-fn a_dot_questions_folder_comes_first_at_each_directory() {
+fn the_nearest_folder_decides_and_in_one_folder_the_uwf_ledger_wins() {
     crate::sqlite_only!();
     let repo = tempfile::tempdir().unwrap();
     uwf_ledger(repo.path());
+    // A `.questions/` nearer than the uwf folder decides.
     let deep = repo.path().join("pkg");
     std::fs::create_dir_all(deep.join(".questions")).unwrap();
     let info = run_in(&deep, &["info"]);
@@ -83,10 +84,65 @@ fn a_dot_questions_folder_comes_first_at_each_directory() {
         info.json["ledger"]["location"],
         deep.join(".questions/ledger.db").display().to_string()
     );
+    assert_eq!(info.stderr, "");
 
+    // Both in one folder: the uwf ledger, a warning naming the other, and info lists it.
     std::fs::create_dir(repo.path().join(".questions")).unwrap();
     let info = run_in(repo.path(), &["info"]);
+    assert_eq!(info.json["ledger"]["found_by"], "uwf");
+    let other = repo
+        .path()
+        .join(".questions/ledger.db")
+        .display()
+        .to_string();
+    assert_eq!(
+        info.json["ledger"]["also_found"],
+        serde_json::json!([other])
+    );
+    assert_eq!(info.stderr.matches("warning").count(), 1, "{}", info.stderr);
+    assert!(info.stderr.contains(&other), "{}", info.stderr);
+    let check = run_in(repo.path(), &["check", "--stage", "intake"]);
+    assert_eq!(
+        check.code, 1,
+        "the uwf ledger's pending question holds the gate"
+    );
+    assert!(check.stderr.contains(&other), "{}", check.stderr);
+}
+
+#[test]
+fn a_fresh_uwf_clone_writes_to_the_uwf_ledger() {
+    crate::sqlite_only!();
+    // uwf repositories git-ignore *.db: a clone has the skill folder, not the ledger.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let skill = repo.path().join(".github/skills/uwf-question-protocol");
+    std::fs::create_dir_all(&skill).unwrap();
+    let deep = repo.path().join("src/app");
+    std::fs::create_dir_all(&deep).unwrap();
+    let info = run_in(&deep, &["info"]);
+    assert_eq!(info.json["ledger"]["found_by"], "uwf");
+    assert_eq!(info.json["ledger"]["exists"], false);
+    let logged = run_in(&deep, &["log", "--stage", "s", "--question", "Q?"]);
+    assert_eq!(logged.code, 0, "{logged:?}");
+    assert!(repo.path().join(UWF).is_file());
+    assert!(!deep.join(".questions").exists() && !repo.path().join(".questions").exists());
+}
+
+#[test]
+fn outside_any_ledger_folder_the_first_write_goes_to_the_top_of_the_git_work_tree() {
+    crate::sqlite_only!();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    let deep = repo.path().join("a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    let logged = run_in(&deep, &["log", "--stage", "s", "--question", "Q?"]);
+    assert_eq!(logged.code, 0, "{logged:?}");
+    assert!(repo.path().join(".questions/ledger.db").is_file());
+    assert!(!deep.join(".questions").exists());
+    // And from anywhere in the tree, the same ledger.
+    let info = run_in(&repo.path().join("a"), &["info"]);
     assert_eq!(info.json["ledger"]["found_by"], "walk-up");
+    assert_eq!(info.json["stages"][0]["total"], 1);
 }
 
 #[test]

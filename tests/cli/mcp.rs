@@ -753,6 +753,43 @@ fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serv
             .await;
         assert_eq!(negative["error_code"], "usage");
 
+        // Numbers far out of range are tool errors, not a panic without a response.
+        for (tool, args) in [
+            (
+                "wait_for_answers",
+                json!({"ids": [closed], "timeout_seconds": 1e20}),
+            ),
+            (
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}], "wait_seconds": 1e20}),
+            ),
+            (
+                "wait_for_answers",
+                json!({"ids": [closed], "timeout_seconds": "soon"}),
+            ),
+        ] {
+            let far = s.fails(tool, args).await;
+            assert_eq!(far["error_code"], "usage", "{far}");
+        }
+        // A number written as text, as some clients send it, is a number.
+        let text = s
+            .ok(
+                "wait_for_answers",
+                json!({"ids": [closed], "timeout_seconds": "0"}),
+            )
+            .await;
+        assert_eq!(text["timed_out"], true);
+        // Nothing to wait for is an error, never `settled`.
+        let none = s.fails("wait_for_answers", json!({"ids": []})).await;
+        assert_eq!(none["error_code"], "usage");
+        let never = s
+            .fails(
+                "wait_for_answers",
+                json!({"stage": "never-held", "timeout_seconds": 1}),
+            )
+            .await;
+        assert_eq!(never["error_code"], "not_found");
+
         // Nothing of the failed calls was logged, and the server still answers.
         let listed = s.ok("list_questions", json!({})).await;
         assert_eq!(listed["count"], 1);

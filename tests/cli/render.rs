@@ -485,3 +485,40 @@ fn render_never_writes_over_the_ledger_or_its_companions() {
     ]);
     assert!(dir.join("questions.txt").is_file());
 }
+
+#[test]
+fn headers_that_shorten_alike_get_a_suffix_and_the_batches_stay_full() {
+    let l = Ledger::new();
+    for n in 1..=6 {
+        l.log_with(
+            "s",
+            &format!("Question number {n}?"),
+            &["--header", &format!("Deployment target {n}")],
+        );
+    }
+    let out = l.ok(["render", "--stage", "s"]);
+    let batches = out["batches"].as_array().unwrap();
+    let sizes: Vec<usize> = batches
+        .iter()
+        .map(|b| b["question_ids"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, vec![4, 2], "{out}");
+    for batch in batches {
+        let headers: Vec<&str> = batch["payload"]["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["header"].as_str().unwrap())
+            .collect();
+        let mut unique = headers.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), headers.len(), "{headers:?}");
+        assert!(
+            headers.iter().all(|h| h.chars().count() <= 12),
+            "{headers:?}"
+        );
+    }
+    let warnings = out["warnings"].to_string();
+    assert!(warnings.contains("is shared in its batch"), "{warnings}");
+}

@@ -82,6 +82,10 @@ impl Served {
         Served { child, url, port }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
@@ -660,4 +664,110 @@ fn fifty_api_clients_answer_a_thousand_questions_and_lose_nothing() {
         .filter(|e| e["event"] == "answered")
         .count();
     assert_eq!(answered, QUESTIONS, "one answer event each, none repeated");
+}
+
+#[test]
+fn two_host_headers_are_refused() {
+    let l = Ledger::new();
+    let s = Served::start(&l, &[]);
+    let bearer = format!("Authorization: Bearer {TOKEN}");
+    let port = s.port;
+    let reply = s.request(
+        "GET",
+        "/api/questions",
+        &[
+            &format!("Host: 127.0.0.1:{port}"),
+            &format!("Host: evil.example:{port}"),
+            &bearer,
+        ],
+        "",
+    );
+    assert_eq!(reply.status, 403, "{reply:?}");
+}
+
+#[test]
+fn a_short_token_is_refused_and_a_remote_bind_warns() {
+    let l = Ledger::new();
+    let run = l
+        .command()
+        .env("QUESTIONS_SERVE_TOKEN", "short-token")
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2), "{run:?}");
+    let json: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(json["error_code"], "usage");
+    assert!(json["error"].as_str().unwrap().contains("16"), "{json}");
+
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env("QUESTIONS_SERVE_TOKEN", TOKEN)
+        .arg("--db")
+        .arg(l.db())
+        .args(["serve", "--bind", "0.0.0.0:0", "--allow-remote"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains("0.0.0.0"),
+        "{stderr}"
+    );
+}
+
+/// The server's open file descriptors.
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+#[test]
+fn half_sent_requests_are_bounded_in_number_and_time() {
+    let l = Ledger::new();
+    let s = Served::start(&l, &[]);
+    let pid = s.pid();
+    let before = open_files(pid);
+    // Far more half-sent requests than the server keeps: the rest are closed at once.
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        let mut stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        let _ = stream.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        idle.push(stream);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let during = open_files(pid);
+    assert!(
+        during < before + 300,
+        "{before} files before, {during} with 400 idle clients"
+    );
+    // Their headers never come: within the header timeout (10 s) they are closed, and a
+    // person gets the inbox again.
+    std::thread::sleep(Duration::from_secs(11));
+    let (status, _) = s.api("GET", "/api/questions", None);
+    assert_eq!(status, 200);
+    let mut closed = 0;
+    for stream in &mut idle {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 512];
+        match stream.read(&mut buf) {
+            Ok(_) => closed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => closed += 1,
+            Err(_) => {}
+        }
+    }
+    assert_eq!(closed, idle.len(), "every half-sent request was closed");
+    assert!(open_files(pid) < before + 10);
 }

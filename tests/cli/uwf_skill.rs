@@ -106,3 +106,51 @@ fn the_skill_walkthrough_works_unchanged() {
     }
     assert_eq!(cleared["deleted"], 4);
 }
+
+#[test]
+fn the_contrib_script_is_a_drop_in_for_questions_mjs() {
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        panic!("node is needed for this test (the uwf skill runs on it)");
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let skill = repo.path().join(".github/skills/uwf-question-protocol");
+    std::fs::create_dir_all(&skill).unwrap();
+    let script = skill.join("questions.mjs");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/uwf/questions.mjs"),
+        &script,
+    )
+    .unwrap();
+    let node = |args: &[&str]| {
+        let out = std::process::Command::new("node")
+            .arg(&script)
+            .args(args)
+            .current_dir(repo.path())
+            .env("QUESTIONS_BINARY", crate::common::BIN)
+            .env_remove("QUESTIONS_DB")
+            .output()
+            .unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        (out.status.code(), json)
+    };
+    let (code, logged) = node(&["log", "--stage", "intake", "--question", "Goal?"]);
+    assert_eq!(code, Some(0), "{logged}");
+    assert!(skill.join("uwf-questions.db").is_file());
+    assert_eq!(node(&["check", "--stage", "intake"]).0, Some(1));
+    let id = logged["question_id"].to_string();
+    assert_eq!(
+        node(&["answer", "--id", &id, "--answer", "A blog"]).0,
+        Some(0)
+    );
+    assert_eq!(node(&["check", "--stage", "intake"]).0, Some(0));
+    assert_eq!(node(&["log", "--stage"]).0, Some(2));
+    // And `questions` itself, run anywhere in the repository, sees the same ledger.
+    let mut cmd = crate::common::bare_command(repo.path());
+    cmd.args(["check", "--stage", "intake"]);
+    assert_eq!(crate::common::finish(cmd).code, 0);
+}

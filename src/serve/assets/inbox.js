@@ -9,6 +9,9 @@
   const list = document.getElementById("questions");
   if (!list) return;
   let seq = Number(document.body.dataset.seq || "0");
+  // The ledger's id: a ledger reset or replaced has another one, and its ids name other
+  // questions, so no card of the old one is kept.
+  let ledger = document.body.dataset.ledger || "";
   let words = {};
   try {
     words = JSON.parse(document.body.dataset.strings || "{}");
@@ -93,7 +96,10 @@
   function apply(doc) {
     const fresh = doc.getElementById("questions");
     if (!fresh) return;
-    const mine = new Map(questions().map((el) => [el.id, el]));
+    // Moving the person's elements into the new groups takes the focus away: it is put back.
+    const focused = document.activeElement;
+    const same = (doc.body.dataset.ledger || "") === ledger;
+    const mine = new Map(same ? questions().map((el) => [el.id, el]) : []);
     const groups = [];
     for (const group of Array.from(fresh.children)) {
       const g = document.adoptNode(group);
@@ -122,6 +128,9 @@
       home.append(el);
     }
     list.replaceChildren(...groups);
+    if (focused && focused !== document.activeElement && focused.isConnected) {
+      focused.focus({ preventScroll: true });
+    }
     for (const id of ["summary", "empty", "next-required"]) {
       const here = document.getElementById(id);
       const there = doc.getElementById(id);
@@ -132,7 +141,8 @@
     }
     const title = doc.querySelector("title");
     if (title) document.title = title.textContent;
-    seq = Math.max(seq, Number(doc.body.dataset.seq || seq));
+    seq = Number(doc.body.dataset.seq || seq);
+    ledger = doc.body.dataset.ledger || "";
     tick();
   }
 
@@ -278,11 +288,11 @@
   async function follow() {
     for (;;) {
       try {
-        const response = await fetch("/api/changes?since=" + seq, { credentials: "same-origin" });
+        const query = "since=" + seq + "&ledger=" + encodeURIComponent(ledger);
+        const response = await fetch("/api/changes?" + query, { credentials: "same-origin" });
         if (!response.ok) throw new Error("changes " + response.status);
         const body = await response.json();
-        if (body.seq > seq) {
-          seq = body.seq;
+        if (body.seq !== seq || (body.ledger || "") !== ledger) {
           await refresh();
         }
       } catch (err) {
