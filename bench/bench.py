@@ -265,11 +265,11 @@ def serve_inbox(work, runs=None):
         for i in range(1000)
     ]}
     sh(BIN, "--db", db, "ingest", "--stage", "inbox", "--format", "ask-user", input=json.dumps(envelope).encode(), stdout=subprocess.DEVNULL)
-    env = dict(os.environ, QUESTIONS_SERVE_TOKEN="bench")
+    env = dict(os.environ, QUESTIONS_SERVE_TOKEN="bench-inbox-token-16")
     server = subprocess.Popen([BIN, "--db", db, "serve", "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env)
     try:
         url = json.loads(server.stdout.readline())["url"].split("?")[0]
-        request = urllib.request.Request(url, headers={"Authorization": "Bearer bench"})
+        request = urllib.request.Request(url, headers={"Authorization": "Bearer bench-inbox-token-16"})
         times = []
         for i in range(runs + 3):
             started = time.perf_counter()
