@@ -948,3 +948,101 @@ fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
         }
     }
 }
+
+#[test]
+fn on_a_phone_the_two_required_questions_are_answered_without_scrolling_past_the_others() {
+    let l = Ledger::new();
+    eight_questions(&l);
+    let served = Served::start(&l, &["--user", "dana"]);
+    let lr = &l;
+    with_browser(true, |c| async move {
+        c.set_window_size(390, 844).await.unwrap();
+        c.goto(&served.url).await.unwrap();
+        eventually(Duration::from_secs(10), "the script runs", || async {
+            present(&c, "body[data-live]").await
+        })
+        .await;
+        let required: Vec<i64> = lr
+            .all()
+            .iter()
+            .filter(|q| q["required"] == true)
+            .map(|q| q["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(required.len(), 2);
+        // The one about to answer itself is open first; the other follows it.
+        let (beta, db) = (required[1], required[0]);
+        for (id, option) in [(beta, 0), (db, 1)] {
+            let card = format!("#q-{id}");
+            eventually(
+                Duration::from_secs(5),
+                "the required question is open",
+                || {
+                    let c = c.clone();
+                    let card = card.clone();
+                    async move { present(&c, &format!("{card}[open]")).await }
+                },
+            )
+            .await;
+            // It starts on the screen, below the page's header, without the person
+            // scrolling past anything else (what is below is its own).
+            let on_screen = js(
+                &c,
+                &format!(
+                    "const h = document.querySelector('header.top').getBoundingClientRect().bottom; \
+                     const s = document.querySelector('{card} > summary').getBoundingClientRect(); \
+                     return [s.top >= h - 1, s.bottom <= window.innerHeight, h, s.top, window.scrollY];"
+                ),
+            )
+            .await;
+            let on_screen = json!([on_screen[0], on_screen[1]]);
+            assert_eq!(on_screen, json!([true, true]), "{card} needs scrolling");
+            c.find(Locator::Css(&format!("label[for=q{id}o{option}]")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            c.find(Locator::Css(&format!("{card} button.primary")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            eventually(Duration::from_secs(10), "the answer is recorded", || {
+                let c = c.clone();
+                let card = card.clone();
+                async move { !present(&c, &card).await }
+            })
+            .await;
+        }
+        assert!(text(&c, "#summary")
+            .await
+            .starts_with("6 pending questions, 0 required"));
+    });
+    assert_eq!(l.ok(["check", "--stage", "design"])["gate"], "pass");
+    // Only what the person chose was recorded.
+    let answered: Vec<(String, String)> = l
+        .all()
+        .iter()
+        .filter(|q| q["status"] != "pending")
+        .map(|q| {
+            (
+                q["question"].as_str().unwrap().to_string(),
+                q["answer"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answered,
+        vec![
+            (
+                "Which database should we use?".to_string(),
+                "SQLite".to_string()
+            ),
+            (
+                "Ship the beta to external testers on Friday?".to_string(),
+                "Yes".to_string()
+            ),
+        ]
+    );
+}

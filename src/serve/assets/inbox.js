@@ -68,6 +68,11 @@
     const line = q.querySelector("summary");
     line.focus({ preventScroll: true });
     q.scrollIntoView({ block: "nearest" });
+    // Not under the page's sticky header.
+    const header = document.querySelector("header.top");
+    const below = header ? header.getBoundingClientRect().bottom + 8 : 0;
+    const top = line.getBoundingClientRect().top;
+    if (top < below) window.scrollBy(0, top - below);
   }
 
   // The next required question after `from` (from the top when none), wrapping around.
