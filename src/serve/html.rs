@@ -353,10 +353,10 @@ fn event(out: &mut String, e: &Event) {
         kind = strings::event_kind(e.event.as_str()),
     );
     if let Some(by) = &e.answered_by {
-        let _ = write!(out, " by {}", esc(by));
+        let _ = write!(out, " {}", strings::by(&esc(by)));
     }
     if let Some(ch) = &e.channel {
-        let _ = write!(out, " via {}", ch.as_str());
+        let _ = write!(out, " {}", strings::via(ch.as_str()));
     }
     let after = e.after.as_ref();
     let detail = match e.event {

@@ -166,7 +166,7 @@ async fn submit(
         Err((e, on_record)) => {
             let message = match e.code {
                 ErrorCode::Conflict => api::conflict_message(&e, on_record.as_deref()),
-                _ => format!("Question {id}: {}", e.message),
+                _ => strings::refused(id, &e.message),
             };
             render(&app, api::status_of(e.code), Some(Flash::Failed(message))).await
         }

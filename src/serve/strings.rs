@@ -89,6 +89,21 @@ pub fn event_kind(kind: &str) -> &str {
     }
 }
 
+/// Who made a change in the history: "by carol".
+pub fn by(name: &str) -> String {
+    format!("by {name}")
+}
+
+/// Through what: "via web".
+pub fn via(channel: &str) -> String {
+    format!("via {channel}")
+}
+
+/// A change refused, with the reason the ledger gave.
+pub fn refused(id: i64, why: &str) -> String {
+    format!("Question {id}: {why}")
+}
+
 pub fn unreadable(message: &str) -> String {
     format!("The inbox cannot read the ledger: {message}\n")
 }
