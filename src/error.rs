@@ -49,6 +49,10 @@ pub struct Error {
     /// The transaction lost a race with another (a serialization failure or deadlock):
     /// running it again from the start can succeed. Never shown to the user.
     pub(crate) transient: bool,
+    /// What a command-line user can do about it with a flag ("pass --force to …"): the
+    /// command line adds it to the message; other front ends, whose users have no flags,
+    /// leave it out.
+    pub flag_hint: Option<String>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -59,6 +63,21 @@ impl Error {
             code,
             message: message.into(),
             transient: false,
+            flag_hint: None,
+        }
+    }
+
+    /// This error with what a command-line user can do about it (see `flag_hint`).
+    pub fn with_flag_hint(mut self, hint: impl Into<String>) -> Error {
+        self.flag_hint = Some(hint.into());
+        self
+    }
+
+    /// The message as the command line says it: with the flag that helps, if any.
+    pub fn cli_message(&self) -> String {
+        match &self.flag_hint {
+            Some(hint) => format!("{}; {hint}", self.message),
+            None => self.message.clone(),
         }
     }
     pub fn usage(message: impl Into<String>) -> Error {
@@ -116,14 +135,39 @@ impl From<rusqlite::Error> for Error {
             Some(Sql::DatabaseCorrupt) => {
                 "the ledger file is damaged (SQLite reports corruption)".to_string()
             }
-            _ => format!("database error: {}", brief(&engine_words(&err))),
+            _ => {
+                let words = engine_words(&err);
+                match missing_part(&words) {
+                    Some(part) => format!(
+                        "the ledger is damaged: its {part} is missing (changed by another \
+                         tool or by hand?); 'questions reset --yes' starts a new one, or \
+                         restore it from a copy"
+                    ),
+                    None => format!("database error: {}", brief(&words)),
+                }
+            }
         };
         Error::db(message)
     }
 }
 
+/// "table question_events" or "column header" when SQLite says one is missing: a ledger
+/// someone altered, named in one line rather than as a failed statement.
+fn missing_part(words: &str) -> Option<String> {
+    for (said, part) in [("no such table: ", "table"), ("no such column: ", "column")] {
+        if let Some(rest) = words.split(said).nth(1) {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            return Some(format!("{part} {name}"));
+        }
+    }
+    None
+}
+
 /// What SQLite said, without the statement it was given (some errors carry it whole).
-fn engine_words(err: &rusqlite::Error) -> String {
+pub(crate) fn engine_words(err: &rusqlite::Error) -> String {
     match err {
         rusqlite::Error::SqliteFailure(e, Some(message)) => format!("{message} ({e})"),
         rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),

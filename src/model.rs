@@ -312,9 +312,12 @@ impl Question {
     /// The conflict message for replacing the answer on record.
     fn conflict(&self, action: &str) -> Error {
         Error::conflict(format!(
-            "question {} is already answered: \"{}\"; pass --force to {action} (the earlier answer stays in the history)",
+            "question {} is already answered: \"{}\"",
             self.id,
             self.answer.as_deref().unwrap_or("")
+        ))
+        .with_flag_hint(format!(
+            "pass --force to {action} (the earlier answer stays in the history)"
         ))
     }
 
@@ -980,8 +983,20 @@ pub fn normalize_timestamp(text: &str) -> String {
             return t.and_utc().to_rfc3339_opts(SecondsFormat::Millis, true);
         }
     }
-    text.to_string()
+    // A number: seconds since the epoch, or milliseconds (JavaScript's Date.now()).
+    if let Ok(n) = text.trim().parse::<f64>() {
+        let millis = if n.abs() >= 1e11 { n } else { n * 1000.0 };
+        if let Some(t) = DateTime::<Utc>::from_timestamp_millis(millis as i64) {
+            return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+    }
+    // Nothing a time can be read from (an empty text): the contract's shape still, at
+    // the earliest instant, which no real question has.
+    UNKNOWN_TIME.to_string()
 }
+
+/// What a stored time that cannot be read is shown as.
+pub const UNKNOWN_TIME: &str = "1970-01-01T00:00:00.000Z";
 
 /// `2026-11-21T23:47:04.692Z`: what we write, so what almost every row holds.
 fn is_canonical(text: &str) -> bool {

@@ -59,9 +59,13 @@ pub fn failure_body(procedure: Option<&str>, err: &Error) -> Value {
 }
 
 /// The failure document on stdout, and the message on stderr.
+/// The command line's: the message carries the flag that helps (see `Error::flag_hint`).
 pub fn failure(procedure: Option<&str>, err: &Error) {
-    json(&failure_body(procedure, err));
-    note(&format!("error: {}", err.message));
+    let message = err.cli_message();
+    let mut body = failure_body(procedure, err);
+    body["error"] = json!(message);
+    json(&body);
+    note(&format!("error: {message}"));
 }
 
 /// One question object a line.

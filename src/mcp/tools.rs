@@ -137,6 +137,8 @@ pub struct WaitInput {
     /// Wait for this stage's questions (narrowed to `ids` when both are given).
     stage: Option<String>,
     /// Wait for these questions.
+    #[serde(default, deserialize_with = "ids_or_text")]
+    #[schemars(with = "Vec<i64>")]
     ids: Option<Vec<i64>>,
     /// Return after this many seconds at most (capped at 50; default 50).
     #[serde(default, deserialize_with = "number_or_text")]
@@ -150,6 +152,8 @@ pub struct CheckInput {
     /// The stage to gate.
     stage: String,
     /// Only these questions of the stage; an unknown id is not_found.
+    #[serde(default, deserialize_with = "ids_or_text")]
+    #[schemars(with = "Vec<i64>")]
     ids: Option<Vec<i64>>,
 }
 
@@ -334,6 +338,31 @@ fn command_schema(name: &str) -> Arc<JsonObject> {
     }
 }
 
+/// A tool's output schema that also admits the failure document: a failed call's
+/// structured content is that document (contract §2), and clients built on the
+/// TypeScript SDK check structured content against the output schema even on a tool
+/// error, where a schema of successes alone would replace the message with theirs.
+fn or_failure(success: &JsonObject) -> Arc<JsonObject> {
+    let mut success = success.clone();
+    // References are to the root's definitions: they stay at the root.
+    let defs = success.remove("$defs");
+    success.remove("$schema");
+    let mut failure: JsonObject =
+        serde_json::from_str(include_str!("../../schema/error.json")).expect("error.json");
+    failure.remove("$schema");
+    failure.remove("title");
+    let mut both = JsonObject::new();
+    both.insert("type".into(), Value::String("object".into()));
+    both.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(success), Value::Object(failure)]),
+    );
+    if let Some(defs) = defs {
+        both.insert("$defs".into(), defs);
+    }
+    Arc::new(both)
+}
+
 fn inline_refs(value: &mut Value, question: &Value) {
     match value {
         Value::Object(object) => {
@@ -352,6 +381,41 @@ fn inline_refs(value: &mut Value, question: &Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(|v| inline_refs(v, question)),
         _ => {}
+    }
+}
+
+/// A list of ids, or that list written as text (JSON, or ids separated by commas), as
+/// clients that send every argument as a string do.
+fn ids_or_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<i64>>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(t)) => {
+            let t = t.trim();
+            let list = t
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .unwrap_or(t);
+            crate::model::parse_ids(list)
+                .map(Some)
+                .or_else(|_| {
+                    if list.trim().is_empty() {
+                        Ok(Some(Vec::new()))
+                    } else {
+                        Err(format!("\"{t}\" is not a list of ids"))
+                    }
+                })
+                .map_err(serde::de::Error::custom)
+        }
+        // One id, as a client that reads "7" as a number sends it.
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(|id| Some(vec![id]))
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an id"))),
+        Some(other) => serde_json::from_value(other)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
     }
 }
 
@@ -499,9 +563,15 @@ impl Progress {
 
 impl Server {
     pub fn new(location: Location) -> Server {
+        let mut tool_router = Self::tool_router();
+        for route in tool_router.map.values_mut() {
+            if let Some(schema) = &route.attr.output_schema {
+                route.attr.output_schema = Some(or_failure(schema));
+            }
+        }
         Server {
             location,
-            tool_router: Self::tool_router(),
+            tool_router,
         }
     }
 

@@ -57,9 +57,20 @@ pub fn redacted(location: &str) -> String {
 
 fn connect(location: &str) -> Result<Client> {
     let (url, tls) = super::tls::split(location)?;
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e| Error::usage(format!("the PostgreSQL location is not valid: {e}")))?;
+    let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+        // The parser's own words, and the cause under them ("invalid port"), never
+        // the location itself: it may hold a password.
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            why = format!("{why}: {s}");
+            source = s.source();
+        }
+        Error::usage(format!(
+            "the PostgreSQL location is not valid ({why}); write \
+                 postgres://USER:PASSWORD@HOST:PORT/DATABASE or host=HOST dbname=DATABASE …"
+        ))
+    })?;
     config
         .connect_timeout(Duration::from_secs(10))
         .application_name("questions")

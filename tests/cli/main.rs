@@ -27,6 +27,7 @@ mod load;
 mod location;
 mod log;
 mod mcp;
+mod mcp_clients;
 mod migration;
 mod parsers;
 mod people;
