@@ -716,8 +716,13 @@ fn three_questions_answered_from_the_keyboard_in_the_compact_view() {
         .await;
         assert_eq!(focused(&c).await, format!("q-{first}"));
 
+        // "o" closes it; an option's number opens it again and chooses.
+        press(&c, "o").await;
+        assert!(present(&c, &format!("#q-{first}:not([open])")).await);
         // 1: the second option by its number, Enter to answer.
         press(&c, "2").await;
+        assert!(present(&c, &format!("#q-{first}[open]")).await);
+        assert!(present(&c, &format!("#q{first}o1:checked")).await);
         press(&c, &Key::Enter.to_string()).await;
         eventually(Duration::from_secs(10), "the first is answered", || async {
             !present(&c, &format!("#q-{first}")).await

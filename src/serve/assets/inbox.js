@@ -268,7 +268,8 @@
       default:
         break;
     }
-    if (/^[1-9]$/.test(e.key) && q && q.open) {
+    if (/^[1-9]$/.test(e.key) && q) {
+      if (!q.open) go(q, null);
       const input = q.querySelectorAll("form.answer fieldset.options input")[Number(e.key) - 1];
       if (!input) return;
       e.preventDefault();
