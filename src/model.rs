@@ -1179,6 +1179,16 @@ mod tests {
             normalize_timestamp("2026-11-22T01:47:04+02:00"),
             "2026-11-21T23:47:04.000Z"
         );
-        assert_eq!(normalize_timestamp("yesterday"), "yesterday");
+        assert_eq!(
+            normalize_timestamp("1732233600"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        assert_eq!(
+            normalize_timestamp("1732233600000"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        // Nothing to read a time from: the contract's shape still, at the unknown instant.
+        assert_eq!(normalize_timestamp("yesterday"), UNKNOWN_TIME);
+        assert_eq!(normalize_timestamp(""), UNKNOWN_TIME);
     }
 }

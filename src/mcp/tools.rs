@@ -297,6 +297,9 @@ pub struct Waited {
 }
 
 /// The contract's failure document as a tool error; the message goes to stderr too.
+/// A tool's failure. Its `procedure` is the one its success would name: the command whose
+/// document a tool returns (`check`, `list`, `answers`, `import`), else the tool's own name
+/// (`ask_questions`, `wait_for_answers`), so one call never names two procedures.
 fn failure(procedure: &str, err: &Error) -> CallToolResult {
     crate::output::note(&format!("{procedure}: error: {}", err.message));
     CallToolResult::structured_error(crate::output::failure_body(Some(procedure), err))
@@ -347,8 +350,14 @@ fn or_failure(success: &JsonObject) -> Arc<JsonObject> {
     // References are to the root's definitions: they stay at the root.
     let defs = success.remove("$defs");
     success.remove("$schema");
-    let mut failure: JsonObject =
+    let mut failure: Value =
         serde_json::from_str(include_str!("../../schema/error.json")).expect("error.json");
+    let question: Value =
+        serde_json::from_str(include_str!("../../schema/question.json")).expect("question.json");
+    inline_refs(&mut failure, &question);
+    let Value::Object(mut failure) = failure else {
+        unreachable!("error.json is an object")
+    };
     failure.remove("$schema");
     failure.remove("title");
     let mut both = JsonObject::new();
@@ -844,7 +853,7 @@ impl Server {
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
             document(report.gate.passes(), "check", &report)
         };
-        run.await.map_err(|e| failure("check_gate", &e))
+        run.await.map_err(|e| failure("check", &e))
     }
 
     #[tool(
@@ -887,7 +896,7 @@ impl Server {
                 },
             )
         };
-        run.await.map_err(|e| failure("list_questions", &e))
+        run.await.map_err(|e| failure("list", &e))
     }
 
     #[tool(
@@ -904,7 +913,7 @@ impl Server {
             let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
             document(true, "answers", &report)
         };
-        run.await.map_err(|e| failure("get_answers", &e))
+        run.await.map_err(|e| failure("answers", &e))
     }
 
     #[tool(
@@ -928,7 +937,7 @@ impl Server {
             .await?;
             document(true, "import", &imported)
         };
-        run.await.map_err(|e| failure("record_answers", &e))
+        run.await.map_err(|e| failure("import", &e))
     }
 }
 

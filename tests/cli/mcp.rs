@@ -214,14 +214,22 @@ impl Session {
             .structured_content
             .clone()
             .expect("structuredContent");
-        assert_valid(&schema_file("error"), &doc, "error.json");
+        crate::schema::assert_valid("error", &doc);
         // Clients on the TypeScript SDK check a tool error's structured content against
         // the tool's output schema too: it must admit the failure document.
         if let Some(schema) = self.output_schemas.get(tool) {
             assert_valid(schema, &doc, &format!("{tool}'s output schema"));
         }
         assert_eq!(doc["ok"], false);
-        assert_eq!(doc["procedure"], tool);
+        // The procedure its success would name: the command's, for a command's document.
+        let procedure = match tool {
+            "check_gate" => "check",
+            "list_questions" => "list",
+            "get_answers" => "answers",
+            "record_answers" => "import",
+            other => other,
+        };
+        assert_eq!(doc["procedure"], procedure);
         doc
     }
 }
