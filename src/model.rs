@@ -6,6 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod approval;
+pub use approval::{
+    check_name, check_policy, Approval, Ballot, Groups, Verdict, Vote, Voted, GROUP_PREFIX,
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -92,6 +97,8 @@ pub enum OnExpiry {
     Default,
     /// It is skipped, with the reason `expired`.
     Skip,
+    /// An approval only: it is rejected, with the reason `expired`.
+    Reject,
 }
 
 impl OnExpiry {
@@ -100,6 +107,7 @@ impl OnExpiry {
             OnExpiry::Keep => "keep",
             OnExpiry::Default => "default",
             OnExpiry::Skip => "skip",
+            OnExpiry::Reject => "reject",
         }
     }
 
@@ -112,6 +120,7 @@ impl OnExpiry {
         match text.map(str::trim) {
             Some("default") => OnExpiry::Default,
             Some("skip") => OnExpiry::Skip,
+            Some("reject") => OnExpiry::Reject,
             _ => OnExpiry::Keep,
         }
     }
@@ -235,6 +244,9 @@ pub struct Question {
     pub on_expiry: OnExpiry,
     #[serde(default)]
     pub decline_reason: Option<String>,
+    /// Approvals only (§12): who may vote, how many must approve, who asked, the votes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
 }
 
 /// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
@@ -329,6 +341,7 @@ impl Question {
         mode: Mode,
         actor: &Actor,
     ) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.status) {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
@@ -380,6 +393,7 @@ impl Question {
         mode: Mode,
         actor: &Actor,
     ) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         let force = match mode {
             Mode::Direct { force } | Mode::Import { force } => force,
             Mode::Ask | Mode::Default => false,
@@ -405,6 +419,7 @@ impl Question {
     /// The person will not answer this as asked (`reason` says why). Declining an answered
     /// question needs `force`; declining again with the same reason changes nothing.
     pub fn decline(&self, reason: &str, force: bool, actor: &Actor) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(Error::invalid_answer(format!(
@@ -459,6 +474,11 @@ impl Question {
         };
         let after = match self.on_expiry {
             OnExpiry::Keep => return None,
+            OnExpiry::Reject if self.approval.is_none() => return None,
+            OnExpiry::Reject => Question {
+                decline_reason: Some("expired".to_string()),
+                ..self.changed(Status::Declined, &actor)
+            },
             OnExpiry::Skip => self.skipped(Some("expired".to_string()), &actor),
             OnExpiry::Default => {
                 let input = AnswerInput {
@@ -516,6 +536,9 @@ pub struct State {
     pub answered_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
+    /// An approval's votes change without a change of status: its state carries them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
 }
 
 impl Question {
@@ -532,6 +555,7 @@ impl Question {
             decline_reason: self.decline_reason.clone(),
             answered_by: self.answered_by.clone(),
             channel: self.channel,
+            approval: self.approval.clone().map(Box::new),
         }
     }
 
@@ -548,6 +572,10 @@ impl Question {
             decline_reason: None,
             answered_by: None,
             channel: None,
+            approval: self.approval.clone().map(|a| Approval {
+                votes: Vec::new(),
+                ..a
+            }),
             ..self.clone()
         }
     }
@@ -565,6 +593,7 @@ impl Question {
             decline_reason: state.decline_reason,
             answered_by: state.answered_by,
             channel: state.channel,
+            approval: state.approval.map(|a| *a).or_else(|| self.approval.clone()),
             ..self.clone()
         }
     }
@@ -598,6 +627,15 @@ pub enum Transition {
     },
     /// A question taken out of the live ledger.
     Cleared { before: Box<Question>, actor: Actor },
+    /// An event made by `actor` that may change the question (a vote) or not (a refused
+    /// one), with what the event itself says in `detail`.
+    Event {
+        kind: EventKind,
+        before: Box<Question>,
+        after: Box<Question>,
+        actor: Actor,
+        detail: Option<serde_json::Value>,
+    },
 }
 
 impl NewQuestion {
@@ -629,6 +667,7 @@ impl NewQuestion {
             expires_at: self.expires_at.clone(),
             on_expiry: self.on_expiry,
             decline_reason: None,
+            approval: self.approval.clone(),
         }
     }
 
@@ -657,6 +696,8 @@ pub struct NewQuestion {
     pub source: Source,
     pub expires_at: Option<String>,
     pub on_expiry: OnExpiry,
+    /// An approval's policy, its requester resolved; none for an ordinary question.
+    pub approval: Option<Approval>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -671,6 +712,16 @@ pub enum EventKind {
     Cleared,
     Imported,
     Defaulted,
+    /// A vote on an approval, recorded.
+    Voted,
+    /// A vote refused (`forbidden`): who tried is recorded.
+    Refused,
+    /// An approval settled by its quorum.
+    Approved,
+    /// An approval settled by a rejection.
+    Rejected,
+    /// A group of approvers changed (not a question's event: its question_id is 0).
+    Group,
 }
 
 impl EventKind {
@@ -685,6 +736,11 @@ impl EventKind {
             EventKind::Cleared => "cleared",
             EventKind::Imported => "imported",
             EventKind::Defaulted => "defaulted",
+            EventKind::Voted => "voted",
+            EventKind::Refused => "refused",
+            EventKind::Approved => "approved",
+            EventKind::Rejected => "rejected",
+            EventKind::Group => "group",
         }
     }
 }
@@ -702,6 +758,11 @@ impl EventKind {
             EventKind::Cleared,
             EventKind::Imported,
             EventKind::Defaulted,
+            EventKind::Voted,
+            EventKind::Refused,
+            EventKind::Approved,
+            EventKind::Rejected,
+            EventKind::Group,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)
@@ -722,6 +783,9 @@ pub struct Event {
     pub channel: Option<Channel>,
     pub before: Option<Question>,
     pub after: Option<Question>,
+    /// What a vote, a refusal, a settlement or a group change says beyond the question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
 }
 
 /// The proposed value a question carries: its own, else its recommended option's label.
@@ -1013,6 +1077,7 @@ mod tests {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             decline_reason: None,
+            approval: None,
         }
     }
 

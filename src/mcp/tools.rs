@@ -509,6 +509,7 @@ fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
         source: Source::AskUser,
         expires_at: None,
         on_expiry: OnExpiry::Keep,
+        approval: None,
     })
 }
 

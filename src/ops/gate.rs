@@ -48,6 +48,10 @@ pub struct GateReport {
     /// A pending question's time is up and it is kept pending (`--on-expiry keep`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// Each approval among the questions: its votes, who may still vote, how many more
+    /// approvals it needs (or who rejected it and why).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<super::ApprovalReport>,
     /// With a stage: whether it has ever held a question (a typo never has).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_stage: Option<bool>,
@@ -75,26 +79,31 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
     };
     loop {
         settle(ledger)?;
-        let (considered, known) = ledger.read(|tx| {
+        let (considered, known, approvals) = ledger.read(|tx| {
             let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
             let known = match req.stage.as_deref() {
                 None => None,
                 Some(_) if !considered.is_empty() => Some(true),
                 Some(stage) => Some(tx.stage_known(stage)?),
             };
-            Ok((considered, known))
+            let approvals = super::approval::reports(tx, &considered)?;
+            Ok((considered, known, approvals))
         })?;
         if known == Some(false) {
             return unknown_stage(ledger, req, considered);
         }
         let gate = Gate::over(&considered);
         if gate.passes() || req.wait == Wait::No {
-            return Ok(report(req.stage.clone(), considered, known, false));
+            let mut done = report(req.stage.clone(), considered, known, false);
+            done.approvals = approvals;
+            return Ok(done);
         }
         let now = Instant::now();
         let pause = match deadline {
             Some(end) if now >= end => {
-                return Ok(report(req.stage.clone(), considered, known, true))
+                let mut done = report(req.stage.clone(), considered, known, true);
+                done.approvals = approvals;
+                return Ok(done);
             }
             Some(end) => POLL.min(end - now),
             None => POLL,
@@ -219,6 +228,7 @@ fn report(
         expired,
         known_stage,
         timed_out,
+        approvals: Vec::new(),
         nearest: Vec::new(),
     }
 }

@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use super::{EventFilter, Filter};
 use crate::error::{Error, Result};
 use crate::model::{
-    normalize_timestamp, parse_bool, text_hash, Channel, Event, EventKind, NewQuestion, OnExpiry,
-    Question, Source, State, Status, Transition,
+    normalize_timestamp, parse_bool, text_hash, Actor, Channel, Event, EventKind, Groups,
+    NewQuestion, OnExpiry, Question, Source, State, Status, Transition,
 };
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
@@ -213,7 +213,7 @@ impl Dialect {
 const QUESTION: &str = "id, stage, group_name, question, proposed, required, status, answer, \
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
-     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason";
+     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -241,6 +241,7 @@ const QUESTION_NAMES: &[&str] = &[
     "expires_at",
     "on_expiry",
     "decline_reason",
+    "approval",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -270,6 +271,7 @@ fn question(r: &mut Record) -> Result<Question> {
         expires_at: r.text("expires_at").map(|t| normalize_timestamp(&t)),
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         decline_reason: r.text("decline_reason"),
+        approval: r.take("approval").json(),
     })
 }
 
@@ -381,6 +383,7 @@ impl<'a> Tx<'a> {
                     channel: None,
                     before: None,
                     after: None,
+                    detail: None,
                 })?;
                 Ok(Some(q))
             }
@@ -399,6 +402,30 @@ impl<'a> Tx<'a> {
                     channel: after.channel,
                     before: Some(to_json(&before.state())?),
                     after: Some(to_json(&after.state())?),
+                    detail: None,
+                })?;
+                Ok(Some(Question::clone(after)))
+            }
+            Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail,
+            } => {
+                if before != after {
+                    self.update(after)?;
+                }
+                self.insert_event(&Row {
+                    kind: *kind,
+                    at: &actor.at,
+                    question_id: after.id,
+                    stage: None,
+                    by: actor.by.as_deref(),
+                    channel: Some(actor.channel),
+                    before: Some(to_json(&before.state())?),
+                    after: Some(to_json(&after.state())?),
+                    detail: detail.as_ref().map(to_json).transpose()?,
                 })?;
                 Ok(Some(Question::clone(after)))
             }
@@ -416,6 +443,7 @@ impl<'a> Tx<'a> {
                     channel: Some(actor.channel),
                     before: Some(to_json(before)?),
                     after: None,
+                    detail: None,
                 })?;
                 Ok(None)
             }
@@ -424,13 +452,14 @@ impl<'a> Tx<'a> {
 
     fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question> {
         let options = to_json(&new.options)?;
+        let approval = new.approval.as_ref().map(to_json).transpose()?;
         let rows = self.conn.query(
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source, expires_at, on_expiry, text_hash) \
+                 selected, source, expires_at, on_expiry, text_hash, approval) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14, $15) \
+                 $13, $14, $15, $16) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -449,6 +478,7 @@ impl<'a> Tx<'a> {
                 (&new.expires_at).into(),
                 new.on_expiry.stored().into(),
                 text_hash(&new.question).into(),
+                approval.as_deref().into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?
@@ -459,10 +489,11 @@ impl<'a> Tx<'a> {
     /// Writes the fields a transition changes.
     fn update(&self, q: &Question) -> Result<()> {
         let selected = to_json(&q.selected)?;
+        let approval = q.approval.as_ref().map(to_json).transpose()?;
         self.conn.execute(
             "UPDATE questions SET status = $2, answer = $3, answered_at = $4, updated_at = $5, \
              selected = $6, was_custom = $7, skip_reason = $8, answered_by = $9, channel = $10, \
-             decline_reason = $11 WHERE id = $1",
+             decline_reason = $11, approval = $12 WHERE id = $1",
             &[
                 q.id.into(),
                 q.status.as_str().into(),
@@ -475,6 +506,7 @@ impl<'a> Tx<'a> {
                 (&q.answered_by).into(),
                 q.channel.map(Channel::as_str).into(),
                 (&q.decline_reason).into(),
+                approval.as_deref().into(),
             ],
         )?;
         Ok(())
@@ -489,8 +521,8 @@ impl<'a> Tx<'a> {
         self.conn.before_event()?;
         self.conn.execute(
             "INSERT INTO question_events \
-             (at, event, question_id, stage, answered_by, channel, before, after) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             (at, event, question_id, stage, answered_by, channel, before, after, detail) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             &[
                 row.at.into(),
                 row.kind.as_str().into(),
@@ -502,9 +534,68 @@ impl<'a> Tx<'a> {
                 row.channel.map(Channel::as_str).into(),
                 row.before.as_deref().into(),
                 row.after.as_deref().into(),
+                row.detail.as_deref().into(),
             ],
         )?;
         Ok(())
+    }
+
+    /// The database role this connection acts as, on an engine that has roles
+    /// (PostgreSQL's `session_user`); none on SQLite.
+    pub fn session_user(&self) -> Result<Option<String>> {
+        if self.conn.dialect() != Dialect::Postgres {
+            return Ok(None);
+        }
+        let rows = self.conn.query("SELECT session_user::text AS who", &[])?;
+        Ok(rows.each(|r| Ok(r.text("who")), &["who"])?.pop().flatten())
+    }
+
+    /// The members of the groups named, by group (a group without members is absent).
+    pub fn groups<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Groups> {
+        let mut groups = Groups::new();
+        for name in names {
+            let rows = self.conn.query(
+                "SELECT member FROM approval_groups WHERE name = $1 ORDER BY member",
+                &[name.into()],
+            )?;
+            let members = rows.each(|r| Ok(r.text("member").unwrap_or_default()), &["member"])?;
+            if !members.is_empty() {
+                groups.insert(name.to_string(), members.into_iter().collect());
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Sets a group's members, recording the change (who, through what, what changed) as
+    /// a `group` event of no question.
+    pub fn set_group(
+        &self,
+        name: &str,
+        members: &std::collections::BTreeSet<String>,
+        actor: &Actor,
+        detail: &serde_json::Value,
+    ) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM approval_groups WHERE name = $1",
+            &[name.into()],
+        )?;
+        for member in members {
+            self.conn.execute(
+                "INSERT INTO approval_groups (name, member) VALUES ($1, $2)",
+                &[name.into(), member.into()],
+            )?;
+        }
+        self.insert_event(&Row {
+            kind: EventKind::Group,
+            at: &actor.at,
+            question_id: 0,
+            stage: None,
+            by: actor.by.as_deref(),
+            channel: Some(actor.channel),
+            before: None,
+            after: None,
+            detail: Some(to_json(detail)?),
+        })
     }
 
     /// Pending questions whose time is up at `now` and that expiry changes (not `keep`).
@@ -642,7 +733,8 @@ impl<'a> Tx<'a> {
     fn stored_events(&self, clause: &str, params: &[Param]) -> Result<Vec<Stored>> {
         let rows = self.conn.query(
             &format!(
-                "SELECT id, at, event, question_id, stage, answered_by, channel, before, after \
+                "SELECT id, at, event, question_id, stage, answered_by, channel, before, after, \
+                 detail \
                  FROM question_events WHERE {clause}"
             ),
             params,
@@ -657,6 +749,7 @@ impl<'a> Tx<'a> {
             "channel",
             "before",
             "after",
+            "detail",
         ];
         let mut stored = rows.each(
             |r| {
@@ -673,6 +766,7 @@ impl<'a> Tx<'a> {
                     channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
                     before: Snapshot::read(r.take("before")),
                     after: Snapshot::read(r.take("after")),
+                    detail: r.text("detail").and_then(|d| serde_json::from_str(&d).ok()),
                 }))
             },
             names,
@@ -711,6 +805,7 @@ impl<'a> Tx<'a> {
                     channel: e.channel,
                     before: whole(e.before),
                     after,
+                    detail: e.detail,
                 }
             })
             .collect())
@@ -777,6 +872,7 @@ struct Stored {
     channel: Option<Channel>,
     before: Snapshot,
     after: Snapshot,
+    detail: Option<serde_json::Value>,
 }
 
 /// An event as it is written.
@@ -789,6 +885,7 @@ struct Row<'a> {
     channel: Option<Channel>,
     before: Option<String>,
     after: Option<String>,
+    detail: Option<String>,
 }
 
 /// A stored `before` or `after`.
