@@ -169,7 +169,7 @@ pub enum Command {
     #[command(
         after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\". An agent's host starts it, e.g. for Claude Code:\nclaude mcp add questions -- questions --db /path/to/ledger.db mcp\n\nExample:\n  printf '%s%s\\n%s\\n%s\\n' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",' \\\n    '\"capabilities\":{},\"clientInfo\":{\"name\":\"sh\",\"version\":\"1\"}}}' \\\n    '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}' | questions mcp"
     )]
-    Mcp,
+    Mcp(McpArgs),
     /// Serve the inbox: a page where people answer pending questions, and its JSON API
     #[command(
         after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
@@ -250,7 +250,7 @@ impl Command {
             Command::Group(_) => "group",
             Command::Completions(_) => "completions",
             Command::Man => "man",
-            Command::Mcp => "mcp",
+            Command::Mcp(_) => "mcp",
         }
     }
 }
@@ -297,6 +297,14 @@ pub struct LogArgs {
     pub expiry: ExpiryArgs,
     #[command(flatten)]
     pub approval: ApprovalArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Refuse votes on approvals (the vote tool): an agent must never approve its own
+    /// request. Without it, votes count as --by, $QUESTIONS_USER, else the OS user
+    #[arg(long)]
+    pub no_votes: bool,
 }
 
 /// `log --approval`: a required question whose answers are votes (§12).

@@ -208,7 +208,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Serve(args) => serve::run(l, w, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
-        Command::Mcp => mcp::run(l),
+        Command::Mcp(args) => mcp::run(l, w, args),
         Command::Approve(args) => approve::approve(l, by_from_flag, args),
         Command::Reject(args) => approve::reject(l, by_from_flag, args),
         Command::Group(args) => approve::group(l, w, args),

@@ -37,6 +37,9 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 pub struct Server {
     location: Location,
     tool_router: ToolRouter<Server>,
+    /// Whose votes this server casts: the user it was configured with (`--by`,
+    /// `QUESTIONS_USER`, else the operating-system user); none with `mcp --no-votes`.
+    voter: Option<String>,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -322,6 +325,7 @@ fn command_schema(name: &str) -> Arc<JsonObject> {
         "list" => include_str!("../../schema/list.json"),
         "answers" => include_str!("../../schema/answers.json"),
         "import" => include_str!("../../schema/import.json"),
+        "vote" => include_str!("../../schema/vote.json"),
         _ => unreachable!("no schema named {name}"),
     };
     let question: Value =
@@ -563,8 +567,14 @@ impl Progress {
 }
 
 impl Server {
+    /// Votes cast through this server count as `voter`; none refuses every vote.
+    pub fn with_voter(mut self, voter: Option<String>) -> Server {
+        self.voter = voter;
+        self
+    }
+
     pub fn new(location: Location) -> Server {
-        let mut tool_router = Self::tool_router();
+        let mut tool_router = Self::tool_router() + Self::vote_router();
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
                 route.attr.output_schema = Some(or_failure(schema));
@@ -573,6 +583,7 @@ impl Server {
         Server {
             location,
             tool_router,
+            voter: None,
         }
     }
 
@@ -930,6 +941,69 @@ impl Server {
             document(true, "import", &imported)
         };
         run.await.map_err(|e| failure("record_answers", &e))
+    }
+}
+
+/// `vote`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoteInput {
+    /// The approval's id.
+    id: i64,
+    /// "approve" or "reject".
+    vote: String,
+    /// A comment with an approval; the reason of a rejection (required then).
+    comment: Option<String>,
+}
+
+#[tool_router(router = vote_router)]
+impl Server {
+    #[tool(
+        description = "Vote on an approval (a question that only certain people may answer): approve, or reject with a reason. The vote counts as the user this server was configured with, never as the agent, and is refused (forbidden) when that user asked for the approval or is not among its approvers, or when the server runs with --no-votes.",
+        output_schema = command_schema("vote"),
+        annotations(destructive_hint = false, open_world_hint = false)
+    )]
+    async fn vote(
+        &self,
+        Parameters(input): Parameters<Input<VoteInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let verdict = match input.vote.trim() {
+                "approve" => crate::model::Verdict::Approve,
+                "reject" => crate::model::Verdict::Reject,
+                other => {
+                    return Err(Error::usage(format!(
+                        "vote '{other}' is neither \"approve\" nor \"reject\""
+                    )))
+                }
+            };
+            let Some(voter) = self.voter.clone() else {
+                return Err(Error::new(
+                    crate::error::ErrorCode::Forbidden,
+                    "this MCP server refuses votes (it runs with --no-votes): an agent never \
+                     approves a request; a person votes with 'questions approve' or the inbox",
+                ));
+            };
+            let ballot = crate::model::Ballot {
+                verdict,
+                comment: input.comment,
+            };
+            let id = input.id;
+            let recorded = blocking(self.location.clone(), move |l| {
+                ops::vote(
+                    l,
+                    &ops::Identity::Person(voter),
+                    Channel::Mcp,
+                    id,
+                    &ops::Shown::default(),
+                    &ballot,
+                )
+            })
+            .await?;
+            document(true, "vote", &recorded)
+        };
+        run.await.map_err(|e| failure("vote", &e))
     }
 }
 

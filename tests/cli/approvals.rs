@@ -647,3 +647,93 @@ fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
     let missing = l.run(["serve", "--bind", "127.0.0.1:0", "--users", "no-such-file"]);
     assert_eq!(missing.error_code(), "io_error");
 }
+
+/// One tool call to `questions mcp` (started with `more` flags, as the user `user`) over
+/// raw JSON-RPC on stdio: the tool's result.
+fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_USER", user)
+        .env("QUESTIONS_NOW", NOW)
+        .arg("--db")
+        .arg(l.db())
+        .arg("mcp")
+        .args(more)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}),
+    ];
+    for m in messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let result = loop {
+        let line = lines.next().expect("a reply").unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        if reply["id"] == 2 {
+            break reply["result"].clone();
+        }
+    };
+    drop(stdin);
+    child.wait().unwrap();
+    result
+}
+
+#[test]
+fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
+    let l = Ledger::new();
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,carol",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let vote = serde_json::json!({"id": id, "vote": "approve", "comment": "fine"});
+
+    // An agent cannot answer around the vote, nor vote with --no-votes, nor as the requester.
+    let around = mcp_call(
+        &l,
+        "alice",
+        &[],
+        "record_answers",
+        serde_json::json!({"stage": "deploy", "answers": {id.to_string(): "approved"}}),
+    );
+    assert_eq!(around["isError"], true, "{around}");
+    assert_eq!(around["structuredContent"]["error_code"], "forbidden");
+    let refused = mcp_call(&l, "alice", &["--no-votes"], "vote", vote.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["structuredContent"]["error_code"], "forbidden");
+    let own = mcp_call(&l, "carol", &[], "vote", vote.clone());
+    assert_eq!(own["structuredContent"]["error_code"], "forbidden", "{own}");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 1);
+
+    let voted = mcp_call(&l, "alice", &[], "vote", vote);
+    assert_ne!(voted["isError"], true, "{voted}");
+    let q = &voted["structuredContent"]["question"];
+    assert_eq!(q["status"], "answered");
+    assert_eq!(q["approval"]["votes"][0]["by"], "alice");
+    assert_eq!(q["approval"]["votes"][0]["channel"], "mcp");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+}
