@@ -664,6 +664,9 @@ pub struct IngestArgs {
     pub format: IngestFormat,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
+    /// Every question of the envelope is an approval with this policy
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,5 @@
 use super::Outcome;
-use crate::cli::LogArgs;
+use crate::cli::{ApprovalArgs, LogArgs};
 use crate::error::{Error, Result};
 use crate::model::{
     check_policy, proposed_or_recommended, tidy_options, Approval, NewQuestion, OnExpiry,
@@ -42,6 +42,15 @@ fn approval(ledger: &mut Ledger, args: &LogArgs) -> Result<Option<Approval>> {
         return Err(Error::usage(format!(
             "{flag} does not go with --approval: an approval is required and its answers are votes;              usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
         )));
+    }
+    policy(ledger, a)
+}
+
+/// The policy of `--approval` (log and ingest): its requester named (by default whoever
+/// logs it: the PostgreSQL role, else the operating-system user), and checked.
+pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<Approval>> {
+    if !a.approval {
+        return Ok(None);
     }
     let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
     let min = a.min.unwrap_or(1);

@@ -7,10 +7,7 @@ use crate::store::Ledger;
 /// Serves until the client hangs up. stdout belongs to JSON-RPC: nothing is printed after.
 /// Votes count as the user it is configured with, unless `--no-votes` refuses them.
 pub fn run(ledger: &mut Ledger, who: &Who, args: McpArgs) -> Result<Outcome> {
-    let voter = match args.no_votes {
-        true => None,
-        false => who.via(Channel::Mcp).by,
-    };
-    crate::mcp::serve(ledger.location().clone(), voter)?;
+    let user = who.via(Channel::Mcp).by;
+    crate::mcp::serve(ledger.location().clone(), user, !args.no_votes)?;
     Ok(Outcome::text(String::new()))
 }

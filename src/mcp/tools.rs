@@ -37,9 +37,11 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 pub struct Server {
     location: Location,
     tool_router: ToolRouter<Server>,
-    /// Whose votes this server casts: the user it was configured with (`--by`,
-    /// `QUESTIONS_USER`, else the operating-system user); none with `mcp --no-votes`.
-    voter: Option<String>,
+    /// The user this server was configured with (`--by`, `QUESTIONS_USER`, else the
+    /// operating-system user): who asks for the approvals it logs, and whose votes it
+    /// casts unless `votes` is false (`mcp --no-votes`).
+    user: Option<String>,
+    votes: bool,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -101,6 +103,20 @@ pub struct NewItem {
     proposed: Option<String>,
     /// Whether the stage's gate waits for it (default true).
     required: Option<bool>,
+    /// Makes it an approval: only these people may answer it, by voting.
+    approval: Option<ApprovalItem>,
+}
+
+/// An approval's policy, as `log --approval` takes it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalItem {
+    /// Who may approve: names, and groups as "group:NAME".
+    approvers: Vec<String>,
+    /// How many distinct approvers must approve.
+    min: u32,
+    /// Who asked for it, who may never vote on it (default: this server's user).
+    requester: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -467,8 +483,27 @@ fn blank_to_none(text: Option<String>) -> Option<String> {
 }
 
 /// A question of `ask_questions`, checked as `log` checks its flags.
-fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
+fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Result<NewQuestion> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
+    let approval = match item.approval {
+        None => None,
+        Some(a) => {
+            let requester = a
+                .requester
+                .or(user.map(str::to_string))
+                .map(|r| r.trim().to_string())
+                .unwrap_or_default();
+            let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
+            crate::model::check_policy(&approvers, a.min, &requester)
+                .map_err(|why| place(Error::usage(why)))?;
+            Some(crate::model::Approval {
+                approvers,
+                min: a.min,
+                requester,
+                votes: Vec::new(),
+            })
+        }
+    };
     let question = non_blank(&item.question, "the question").map_err(place)?;
     let options = item
         .options
@@ -513,7 +548,16 @@ fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
         source: Source::AskUser,
         expires_at: None,
         on_expiry: OnExpiry::Keep,
-        approval: None,
+        approval,
+    })
+    .and_then(|new| {
+        let offers = !new.options.is_empty() || new.proposed.is_some() || !new.required;
+        if new.approval.is_some() && offers {
+            return Err(place(Error::usage(
+                "an approval is required and offers no options or proposed value: its answers are votes",
+            )));
+        }
+        Ok(new)
     })
 }
 
@@ -567,9 +611,10 @@ impl Progress {
 }
 
 impl Server {
-    /// Votes cast through this server count as `voter`; none refuses every vote.
-    pub fn with_voter(mut self, voter: Option<String>) -> Server {
-        self.voter = voter;
+    /// The user this server acts for, and whether it casts that user's votes.
+    pub fn with_user(mut self, user: Option<String>, votes: bool) -> Server {
+        self.user = user;
+        self.votes = votes;
         self
     }
 
@@ -583,7 +628,8 @@ impl Server {
         Server {
             location,
             tool_router,
-            voter: None,
+            user: None,
+            votes: false,
         }
     }
 
@@ -674,7 +720,7 @@ impl Server {
             .questions
             .into_iter()
             .enumerate()
-            .map(|(at, item)| new_question(&stage, item, at))
+            .map(|(at, item)| new_question(&stage, item, at, self.user.as_deref()))
             .collect::<Result<_>>()?;
         // All or nothing, in one transaction, as `ingest` logs an envelope.
         let logged = blocking(self.location.clone(), move |ledger| {
@@ -725,6 +771,11 @@ impl Server {
             Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
         })
         .await?;
+        // Approvals take votes, not a form's answers.
+        let pending: Vec<_> = pending
+            .into_iter()
+            .filter(|q| q.approval.is_none())
+            .collect();
         if pending.is_empty() {
             return Ok((Elicited::NothingPending, Vec::new()));
         }
@@ -978,7 +1029,7 @@ impl Server {
                     )))
                 }
             };
-            let Some(voter) = self.voter.clone() else {
+            let Some(voter) = self.user.clone().filter(|_| self.votes) else {
                 return Err(Error::new(
                     crate::error::ErrorCode::Forbidden,
                     "this MCP server refuses votes (it runs with --no-votes): an agent never \

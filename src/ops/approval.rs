@@ -87,6 +87,23 @@ pub fn vote(
     })
 }
 
+/// Makes an ingested question an approval: one that offers options or a proposed value,
+/// or is optional, cannot be one, and is refused rather than changed silently.
+pub fn make_approval(
+    new: &mut crate::model::NewQuestion,
+    approval: &crate::model::Approval,
+) -> Result<()> {
+    if !new.options.is_empty() || new.proposed.is_some() || !new.required {
+        return Err(Error::usage(format!(
+            "\"{}\" cannot be an approval: an approval is required, offers no options and \
+             proposes nothing (its answers are votes); ingest it without --approval",
+            crate::output::sanitize(&new.question, false)
+        )));
+    }
+    new.approval = Some(approval.clone());
+    Ok(())
+}
+
 /// The members of the groups `q`'s approval names.
 fn groups_of(tx: &Tx, q: &Question) -> Result<Groups> {
     match &q.approval {

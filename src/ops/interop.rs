@@ -97,6 +97,7 @@ pub fn ingest(
     text: &str,
     only: Option<Source>,
     expiry: Expiry,
+    approval: Option<&crate::model::Approval>,
 ) -> Result<Ingested> {
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
@@ -113,6 +114,9 @@ pub fn ingest(
     let mut questions = envelope.questions;
     for new in &mut questions {
         new.stage = stage.to_string();
+        if let Some(approval) = approval {
+            super::approval::make_approval(new, approval)?;
+        }
         expiry.apply(new, &now)?;
     }
     let logged = log_all(ledger, &questions)?;

@@ -694,22 +694,22 @@ fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> V
 #[test]
 fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
     let l = Ledger::new();
-    let id = l.ok([
-        "log",
-        "--stage",
-        "deploy",
-        "--question",
-        "Ship?",
-        "--approval",
-        "--approvers",
-        "alice,carol",
-        "--min",
-        "1",
-        "--requester",
+    // An agent asks for an approval: it is requested by the server's user, carol.
+    let asked = mcp_call(
+        &l,
         "carol",
-    ])["question_id"]
-        .as_i64()
+        &["--no-votes"],
+        "ask_questions",
+        serde_json::json!({"stage": "deploy", "questions": [{"question": "Ship?",
+            "approval": {"approvers": ["alice", "carol"], "min": 1}}]}),
+    );
+    assert_ne!(asked["isError"], true, "{asked}");
+    let id: i64 = asked["structuredContent"]["question_ids"][0]
+        .as_str()
+        .map(|s| s.parse().unwrap())
+        .or_else(|| asked["structuredContent"]["question_ids"][0].as_i64())
         .unwrap();
+    assert_eq!(l.question(id)["approval"]["requester"], "carol");
     let vote = serde_json::json!({"id": id, "vote": "approve", "comment": "fine"});
 
     // An agent cannot answer around the vote, nor vote with --no-votes, nor as the requester.
@@ -736,4 +736,56 @@ fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
     assert_eq!(q["approval"]["votes"][0]["by"], "alice");
     assert_eq!(q["approval"]["votes"][0]["channel"], "mcp");
     assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+}
+
+#[test]
+fn ingest_logs_every_question_of_an_envelope_as_an_approval() {
+    let l = Ledger::new();
+    let block = "QUESTIONS_NEEDED\n[Release]\nQ: Deploy build 42?\nQ: Run the migration?\n";
+    let run = l.run_stdin(
+        [
+            "ingest",
+            "--stage",
+            "deploy",
+            "--approval",
+            "--approvers",
+            "alice,bob",
+            "--min",
+            "2",
+            "--requester",
+            "carol",
+        ],
+        block,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    for q in run.json["questions"].as_array().unwrap() {
+        assert_eq!(q["approval"]["min"], 2, "{q}");
+        assert_eq!(q["approval"]["requester"], "carol");
+    }
+    assert_eq!(
+        l.run(["check", "--stage", "deploy"]).json["approvals"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let proposed = l.run_stdin(
+        [
+            "ingest",
+            "--stage",
+            "other",
+            "--approval",
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+        ],
+        "QUESTIONS_NEEDED\n[Release]\nQ: Deploy?\nProposed: yes\n",
+    );
+    assert_eq!(proposed.error_code(), "usage");
+    assert_eq!(
+        l.run(["list", "--stage", "other"]).json["count"],
+        0,
+        "nothing was logged"
+    );
 }
