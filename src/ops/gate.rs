@@ -93,7 +93,9 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
             return unknown_stage(ledger, req, considered);
         }
         let gate = Gate::over(&considered);
-        if gate.passes() || req.wait == Wait::No {
+        // A rejected approval never passes: waiting longer cannot help.
+        let settled_fail = approvals.iter().any(|a| a.state == "rejected");
+        if gate.passes() || req.wait == Wait::No || settled_fail {
             let mut done = report(req.stage.clone(), considered, known, false);
             done.approvals = approvals;
             return Ok(done);

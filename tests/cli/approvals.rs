@@ -789,3 +789,77 @@ fn ingest_logs_every_question_of_an_envelope_as_an_approval() {
         "nothing was logged"
     );
 }
+
+/// The shell block after `<!-- recipe: NAME` in the README.
+fn recipe(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find(&format!("<!-- recipe: {name}"))
+        .unwrap_or_else(|| panic!("the README has no recipe '{name}'"));
+    let block = &readme[at..];
+    let start = block.find("```sh\n").unwrap() + "```sh\n".len();
+    let end = block[start..].find("```").unwrap();
+    block[start..start + end].to_string()
+}
+
+/// Runs the README's approval recipe for build 42 while `votes` are cast from elsewhere;
+/// the recipe's exit code and its output.
+fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
+    let l = Ledger::new();
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let gate = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(recipe("approval"))
+        .current_dir(l.dir.path())
+        .env("PATH", path)
+        .env("QUESTIONS_DB", l.db())
+        .env("QUESTIONS_NOW", NOW)
+        .env("BUILD", "42")
+        .env_remove("QUESTIONS_USER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The approval is logged, then the approvers vote.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while l.run(["list", "--stage", "release-42"]).json["count"] != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recipe logged nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for (who, args) in votes {
+        let run = run_as(&l, who, args);
+        assert_eq!(run.code, 0, "{who} {args:?}: {run:?}");
+    }
+    let out = gate.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The log's document, then the check's: the last one is the gate's.
+    let last = text.rfind("\n{\n").map_or(0, |i| i + 1);
+    let check: Value = serde_json::from_str(&text[last..]).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), check)
+}
+
+#[test]
+fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection() {
+    if roles_unavailable() {
+        return;
+    }
+    let approve: &[&str] = &["approve", "--id", "1"];
+    let (code, check) = approval_recipe(&[("alice", approve), ("bob", approve)]);
+    assert_eq!(code, 0, "{check}");
+    assert_eq!(check["gate"], "pass");
+    assert_eq!(check["approvals"][0]["approvals"], 2);
+
+    let reject: &[&str] = &["reject", "--id", "1", "--reason", "not during the freeze"];
+    let (code, check) = approval_recipe(&[("alice", approve), ("bob", reject)]);
+    assert_eq!(code, 1, "{check}");
+    assert_eq!(check["gate"], "fail");
+    assert_eq!(check["declined"][0]["reason"], "not during the freeze");
+}
