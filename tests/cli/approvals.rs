@@ -863,3 +863,54 @@ fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection()
     assert_eq!(check["gate"], "fail");
     assert_eq!(check["declined"][0]["reason"], "not during the freeze");
 }
+
+#[test]
+fn watch_delivers_each_vote_and_the_settlement() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,bob", "2", &[]).to_string();
+    let watch = || {
+        l.run([
+            "watch",
+            "--name",
+            "gate",
+            "--on",
+            "voted,refused,approved",
+            "--timeout",
+            "1",
+            "--exec",
+            "cat >> delivered.jsonl",
+        ])
+    };
+    // A new watcher starts at the end of the history; it is started once first.
+    assert_eq!(watch().code, 0);
+    for who in ["alice", "mallory", "bob"] {
+        run_as(&l, who, &["approve", "--id", &id]);
+    }
+    let run = watch();
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = std::fs::read_to_string(l.dir.path().join("delivered.jsonl")).unwrap();
+    let seen: Vec<(String, String)> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["answered_by"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("voted", "alice"),
+        ("refused", "mallory"),
+        ("voted", "bob"),
+        ("approved", "bob"),
+    ];
+    assert_eq!(
+        seen,
+        expected.map(|(k, b)| (k.to_string(), b.to_string())),
+        "{text}"
+    );
+}
