@@ -140,6 +140,10 @@ fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&s
         );
     }
 
+    if let Some(approval) = &q.approval {
+        // An approval takes votes, not answers (see `votes`).
+        return super::votes::html(out, q, approval, &shown, history);
+    }
     let _ = write!(
         out,
         "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">{shown}"
@@ -215,7 +219,7 @@ fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&s
     out.push_str("</ol></details></article>");
 }
 
-fn event(out: &mut String, e: &Event) {
+pub(super) fn event(out: &mut String, e: &Event) {
     let _ = write!(
         out,
         "<li><time datetime=\"{at}\">{shown}</time> {kind}",

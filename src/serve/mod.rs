@@ -297,6 +297,8 @@ fn routes(app: Arc<App>) -> Router {
         .route("/q/{id}/answer", post(page::answer))
         .route("/q/{id}/skip", post(page::skip))
         .route("/q/{id}/decline", post(page::decline))
+        .route("/q/{id}/approve", post(votes::approve_form))
+        .route("/q/{id}/reject", post(votes::reject_form))
         .route("/assets/inbox.css", get(page::css))
         .route("/assets/inbox.js", get(page::js))
         .route("/api/questions", get(api::list))

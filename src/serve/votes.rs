@@ -183,6 +183,133 @@ pub(crate) async fn reject(
     vote(app, person, id, ballot, "reject").await
 }
 
+/// An approval on the page: its votes, and a form to approve (with a comment) or reject
+/// (with a reason). A vote counts as the person whose token opened the page; anyone else's
+/// is refused with the reason shown.
+pub(super) fn html(
+    out: &mut String,
+    q: &crate::model::Question,
+    approval: &crate::model::Approval,
+    shown: &str,
+    history: &[crate::model::Event],
+) {
+    use super::html::esc;
+    use std::fmt::Write;
+    let id = q.id;
+    let _ = write!(
+        out,
+        "<div class=\"approval\"><p>Approval: {} of {} (requested by {})</p><ul>",
+        approval
+            .votes
+            .iter()
+            .filter(|v| v.vote == Verdict::Approve)
+            .count(),
+        approval.min,
+        esc(&approval.requester)
+    );
+    for v in &approval.votes {
+        let _ = write!(
+            out,
+            "<li>{} — {}{}</li>",
+            esc(&v.by),
+            v.vote.as_str(),
+            v.comment
+                .as_deref()
+                .map(|c| format!(": {}", esc(c)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = write!(
+        out,
+        "</ul><form method=\"post\" action=\"/q/{id}/approve\">{shown}\
+         <label for=\"q{id}c\">Comment, or the reason to reject</label>\
+         <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
+         <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
+         <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
+         </form></div>\
+         <details class=\"history\"><summary>History ({})</summary><ol>",
+        history.len()
+    );
+    for e in history {
+        super::html::event(out, e);
+    }
+    out.push_str("</ol></details></article>");
+}
+
+/// The page's vote: recorded, then back to the inbox; a refusal is shown there.
+async fn vote_form(app: Arc<App>, person: Person, id: i64, ballot: Result<Ballot>) -> Response {
+    use axum::response::IntoResponse;
+    let refused = match ballot {
+        Err(e) => e,
+        Ok(ballot) => match person.0 {
+            None => Error::new(
+                ErrorCode::Forbidden,
+                "a vote needs your own token: open the inbox with the URL made from your token \
+                 (serve --users)",
+            ),
+            Some(name) => {
+                let done = app
+                    .ledger(move |l| {
+                        ops::vote(
+                            l,
+                            &ops::Identity::Person(name),
+                            Channel::Web,
+                            id,
+                            &ops::Shown::default(),
+                            &ballot,
+                        )
+                    })
+                    .await;
+                match done {
+                    Ok(_) => return axum::response::Redirect::to("/").into_response(),
+                    Err(e) => e,
+                }
+            }
+        },
+    };
+    let flash = super::html::Flash::Failed(format!("Question {id}: {}", refused.message));
+    super::page::render(&app, api::status_of(refused.code), Some(flash)).await
+}
+
+type Fields = Vec<(String, String)>;
+
+fn comment(fields: &Fields) -> Option<String> {
+    fields
+        .iter()
+        .find(|(k, _)| k == "comment")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+pub(crate) async fn approve_form(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    axum::Form(fields): axum::Form<Fields>,
+) -> Response {
+    let ballot = Ballot {
+        verdict: Verdict::Approve,
+        comment: comment(&fields),
+    };
+    vote_form(app, person, id, Ok(ballot)).await
+}
+
+pub(crate) async fn reject_form(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    axum::Form(fields): axum::Form<Fields>,
+) -> Response {
+    let ballot = match comment(&fields) {
+        Some(reason) => Ok(Ballot {
+            verdict: Verdict::Reject,
+            comment: Some(reason),
+        }),
+        None => Err(Error::usage("say why in the reason field to reject")),
+    };
+    vote_form(app, person, id, ballot).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_users;

@@ -914,3 +914,74 @@ fn watch_delivers_each_vote_and_the_settlement() {
         "{text}"
     );
 }
+
+#[test]
+fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,bob",
+        "--min",
+        "2",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(
+        &l,
+        &format!("alice {ALICE_TOKEN}\nbob {BOB_TOKEN}\n"),
+        0o600,
+    );
+    let served = Served::start(&l, &["--users", &users]);
+    let alice = format!("Authorization: Bearer {ALICE_TOKEN}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let voted = served.request(
+        "POST",
+        &format!("/q/{id}/approve"),
+        &[&alice, form],
+        "comment=looks+good",
+    );
+    assert_eq!(voted.status, 303, "{voted:?}");
+    let page = served.request("GET", "/", &[&alice, "Accept: text/html"], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Approval: 1 of 2"), "{}", page.body);
+    assert!(
+        page.body.contains("alice — approve: looks good"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(&format!("action=\"/q/{id}/approve\"")));
+    assert!(
+        !page.body.contains(&format!("action=\"/q/{id}/answer\"")),
+        "no answer form"
+    );
+    // The server's own token names nobody: its vote is refused on the page.
+    let server = format!("Authorization: Bearer {}", crate::serve::TOKEN);
+    let refused = served.request(
+        "POST",
+        &format!("/q/{id}/reject"),
+        &[&server, form],
+        "comment=no",
+    );
+    assert_eq!(refused.status, 403, "{refused:?}");
+    let bob = format!("Authorization: Bearer {BOB_TOKEN}");
+    let no_reason = served.request(
+        "POST",
+        &format!("/q/{id}/reject"),
+        &[&bob, form],
+        "comment=",
+    );
+    assert_eq!(no_reason.status, 400);
+    let votes = &l.question(id)["approval"]["votes"];
+    assert_eq!(votes.as_array().unwrap().len(), 1, "{votes}");
+    assert_eq!(votes[0]["by"], "alice");
+    assert_eq!(votes[0]["channel"], "web");
+}
