@@ -177,11 +177,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Approve an approval (a vote; you must be among its approvers, never its requester)
     #[command(
-        after_help = "Your vote counts as the PostgreSQL role you connect as, or on a SQLite file as the\noperating-system user; --by is refused. One vote a person: a later one replaces it.\n\nExample:\n  questions approve --id 7 --comment 'checked the diff'"
+        after_help = "Your vote counts as the PostgreSQL role you connect as, or on a SQLite file as the\noperating-system user; --by is refused. One vote a person: a later one replaces it.\n\nExample:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions approve --id 11 --comment 'checked the diff'"
     )]
     Approve(ApproveArgs),
     /// Reject an approval (a vote that settles it rejected, with the reason)
-    #[command(after_help = "Example:\n  questions reject --id 7 --reason 'not during the freeze'")]
+    #[command(
+        after_help = "Example:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions reject --id 11 --reason 'not during the freeze'"
+    )]
     Reject(RejectArgs),
     /// Add people to a group of approvers, or remove them (recorded in the history)
     #[command(

@@ -985,3 +985,34 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
     assert_eq!(votes[0]["by"], "alice");
     assert_eq!(votes[0]["channel"], "web");
 }
+
+#[test]
+fn render_leaves_approvals_to_their_approvers() {
+    let l = Ledger::new();
+    let plain = l.log("deploy", "Release notes?");
+    let gate = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let render = l.ok(["render", "--stage", "deploy"]);
+    assert_eq!(
+        render["batches"][0]["question_ids"],
+        serde_json::json!([plain])
+    );
+    assert_eq!(render["left_out"][0]["question_id"], gate, "{render}");
+    let uwf = l.run(["render", "--stage", "deploy", "--format", "uwf"]);
+    assert!(!uwf.stdout.contains("Ship?"), "{uwf:?}");
+    assert!(uwf.stderr.contains("approval"), "{uwf:?}");
+}
