@@ -138,14 +138,39 @@ impl From<rusqlite::Error> for Error {
             Some(Sql::DatabaseCorrupt) => {
                 "the ledger file is damaged (SQLite reports corruption)".to_string()
             }
-            _ => format!("database error: {}", brief(&engine_words(&err))),
+            _ => {
+                let words = engine_words(&err);
+                match missing_part(&words) {
+                    Some(part) => format!(
+                        "the ledger is damaged: its {part} is missing (changed by another \
+                         tool or by hand?); 'questions reset --yes' starts a new one, or \
+                         restore it from a copy"
+                    ),
+                    None => format!("database error: {}", brief(&words)),
+                }
+            }
         };
         Error::db(message)
     }
 }
 
+/// "table question_events" or "column header" when SQLite says one is missing: a ledger
+/// someone altered, named in one line rather than as a failed statement.
+fn missing_part(words: &str) -> Option<String> {
+    for (said, part) in [("no such table: ", "table"), ("no such column: ", "column")] {
+        if let Some(rest) = words.split(said).nth(1) {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+                .collect();
+            return Some(format!("{part} {name}"));
+        }
+    }
+    None
+}
+
 /// What SQLite said, without the statement it was given (some errors carry it whole).
-fn engine_words(err: &rusqlite::Error) -> String {
+pub(crate) fn engine_words(err: &rusqlite::Error) -> String {
     match err {
         rusqlite::Error::SqliteFailure(e, Some(message)) => format!("{message} ({e})"),
         rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),

@@ -1022,8 +1022,20 @@ pub fn normalize_timestamp(text: &str) -> String {
             return t.and_utc().to_rfc3339_opts(SecondsFormat::Millis, true);
         }
     }
-    text.to_string()
+    // A number: seconds since the epoch, or milliseconds (JavaScript's Date.now()).
+    if let Ok(n) = text.trim().parse::<f64>() {
+        let millis = if n.abs() >= 1e11 { n } else { n * 1000.0 };
+        if let Some(t) = DateTime::<Utc>::from_timestamp_millis(millis as i64) {
+            return t.to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+    }
+    // Nothing a time can be read from (an empty text): the contract's shape still, at
+    // the earliest instant, which no real question has.
+    UNKNOWN_TIME.to_string()
 }
+
+/// What a stored time that cannot be read is shown as.
+pub const UNKNOWN_TIME: &str = "1970-01-01T00:00:00.000Z";
 
 /// `2026-11-21T23:47:04.692Z`: what we write, so what almost every row holds.
 fn is_canonical(text: &str) -> bool {
@@ -1207,6 +1219,16 @@ mod tests {
             normalize_timestamp("2026-11-22T01:47:04+02:00"),
             "2026-11-21T23:47:04.000Z"
         );
-        assert_eq!(normalize_timestamp("yesterday"), "yesterday");
+        assert_eq!(
+            normalize_timestamp("1732233600"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        assert_eq!(
+            normalize_timestamp("1732233600000"),
+            "2024-11-22T00:00:00.000Z"
+        );
+        // Nothing to read a time from: the contract's shape still, at the unknown instant.
+        assert_eq!(normalize_timestamp("yesterday"), UNKNOWN_TIME);
+        assert_eq!(normalize_timestamp(""), UNKNOWN_TIME);
     }
 }

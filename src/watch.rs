@@ -105,8 +105,16 @@ impl Watcher {
             .max_redirects(0)
             .build()
             .new_agent();
+        let mut generation = ledger.generation();
         'watching: loop {
-            let page = ops::events(ledger, position, None, 100)?;
+            let mut page = ops::events(ledger, position, None, 100)?;
+            if ledger.generation() != generation {
+                // A ledger reset or replaced meanwhile starts its seqs again, and holds no
+                // position of this watcher: all of its events are new.
+                generation = ledger.generation();
+                position = 0;
+                page = ops::events(ledger, position, None, 100)?;
+            }
             for event in &page.events {
                 if !self.wants(event) {
                     continue;
@@ -151,11 +159,7 @@ impl Watcher {
                 Some(rest) => rest.min(Duration::from_secs(1)),
                 None => Duration::from_secs(1),
             };
-            // A ledger reset or replaced meanwhile starts its seqs again, and holds no
-            // position of this watcher: all of its events are new.
-            if ledger.wait_for_change(wait)? {
-                position = 0;
-            }
+            ledger.wait_for_change(wait)?;
         }
         done.position = position;
         Ok(done)

@@ -17,8 +17,16 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
     let mut since = args.since;
+    let mut generation = ledger.generation();
     loop {
-        let page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
+        let mut page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
+        if ledger.generation() != generation {
+            // A ledger reset or replaced meanwhile is followed from its first event: its
+            // seqs start again.
+            generation = ledger.generation();
+            since = 0;
+            page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
+        }
         let mut lines = String::new();
         for event in &page.events {
             lines.push_str(&serde_json::to_string(event).unwrap_or_default());
@@ -39,11 +47,7 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             },
             None => Duration::from_secs(1),
         };
-        // A ledger reset or replaced meanwhile is followed from its first event: its seqs
-        // start again.
-        if ledger.wait_for_change(left.min(Duration::from_secs(1)))? {
-            since = 0;
-        }
+        ledger.wait_for_change(left.min(Duration::from_secs(1)))?;
     }
     Ok(Outcome::text(String::new()))
 }

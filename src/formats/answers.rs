@@ -72,15 +72,91 @@ pub enum Answers {
     Cancelled,
 }
 
+/// Reads JSON text whose objects must not repeat a key: with one, two answers for the same
+/// question would be read as one, the other dropped without a word.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Unique, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Unique;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Unique, E> {
+                Ok(Unique(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Unique, E> {
+                Ok(Unique(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Unique, E> {
+                Ok(Unique(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Unique, E> {
+                Ok(Unique(
+                    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+                ))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Unique, E> {
+                Ok(Unique(Value::String(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Unique, E> {
+                Ok(Unique(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Unique, E> {
+                Ok(Unique(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Unique, E> {
+                Ok(Unique(Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Unique, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Unique(v)) = seq.next_element()? {
+                    items.push(v);
+                }
+                Ok(Unique(Value::Array(items)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Unique, A::Error> {
+                let mut object = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let Unique(value) = map.next_value()?;
+                    if object.insert(key.clone(), value).is_some() {
+                        return Err(serde::de::Error::custom(format!(
+                            "the key \"{key}\" appears twice in one object; give each answer once"
+                        )));
+                    }
+                }
+                Ok(Unique(Value::Object(object)))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 pub fn parse(text: &str, format: Option<ImportFormat>) -> Parsed<Answers> {
-    let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
-        ParseError(format!(
-            "the answers are not valid JSON (line {}, column {}): {}",
-            e.line(),
-            e.column(),
-            e.to_string().split(" at line ").next().unwrap_or_default()
-        ))
-    })?;
+    let text = text.trim_start_matches('\u{feff}');
+    let value: Value = serde_json::from_str::<Unique>(text)
+        .map(|u| u.0)
+        .map_err(|e| {
+            ParseError(format!(
+                "the answers are not {} (line {}, column {}): {}",
+                if e.is_data() {
+                    "readable"
+                } else {
+                    "valid JSON"
+                },
+                e.line(),
+                e.column(),
+                e.to_string().split(" at line ").next().unwrap_or_default()
+            ))
+        })?;
     let top = Obj::new(&value, "")?;
     let format = match format {
         Some(f) => f,

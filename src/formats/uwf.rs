@@ -31,7 +31,11 @@ fn undress(line: &str) -> &str {
     loop {
         let before = s;
         s = s.trim_start_matches(|c: char| {
-            c.is_whitespace() || matches!(c, '>' | '#' | '*' | '_' | '`' | '-' | '+')
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '>' | '#' | '*' | '_' | '`' | '-' | '+' | '•' | '·' | '‣' | '–'
+                )
         });
         s = strip_number(s);
         if s.len() == before.len() {
@@ -82,10 +86,10 @@ enum Field {
 
 /// `Q:`, `Q1:`, `Proposed:`, `Required:` (any case) and `[Group]`, after bullets.
 fn field(line: &str) -> Option<Field> {
-    let line = line
-        .strip_prefix("- ")
-        .or_else(|| line.strip_prefix("* "))
-        .or_else(|| line.strip_prefix("+ "))
+    // Markdown's bullets, and the typographic ones agents also write.
+    let line = ["- ", "* ", "+ ", "• ", "· ", "‣ ", "– "]
+        .iter()
+        .find_map(|b| line.strip_prefix(b))
         .unwrap_or(line)
         .trim_start();
     let line = strip_number(line);

@@ -1,10 +1,11 @@
 //! The MCP front end: `questions mcp` serves the ledger's operations as Model Context
 //! Protocol tools on stdio. Each tool translates its input into the same operations the
 //! command line calls, and their results into structured content; stdout carries JSON-RPC
-//! only. The ledger is synchronous: every operation runs on tokio's blocking pool with a
-//! `Ledger` of its own, so a tool that waits never holds up another.
+//! only. The ledger is synchronous: every operation runs on a thread of its own with a
+//! `Ledger` of its own (see `blocking`), so a tool that waits never holds up another.
 
 mod form;
+mod stdio;
 mod tools;
 
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()
     runtime.block_on(async move {
         let server = tools::Server::new(location).with_user(user, votes);
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(stdio::transport())
             .await
             .map_err(|e| Error::io(format!("the MCP client did not initialize: {e}")))?;
         running

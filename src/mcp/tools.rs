@@ -316,6 +316,9 @@ pub struct Waited {
 }
 
 /// The contract's failure document as a tool error; the message goes to stderr too.
+/// A tool's failure. Its `procedure` is the one its success would name: the command whose
+/// document a tool returns (`check`, `list`, `answers`, `import`), else the tool's own name
+/// (`ask_questions`, `wait_for_answers`), so one call never names two procedures.
 fn failure(procedure: &str, err: &Error) -> CallToolResult {
     crate::output::note(&format!("{procedure}: error: {}", err.message));
     CallToolResult::structured_error(crate::output::failure_body(Some(procedure), err))
@@ -367,8 +370,14 @@ fn or_failure(success: &JsonObject) -> Arc<JsonObject> {
     // References are to the root's definitions: they stay at the root.
     let defs = success.remove("$defs");
     success.remove("$schema");
-    let mut failure: JsonObject =
+    let mut failure: Value =
         serde_json::from_str(include_str!("../../schema/error.json")).expect("error.json");
+    let question: Value =
+        serde_json::from_str(include_str!("../../schema/question.json")).expect("question.json");
+    inline_refs(&mut failure, &question);
+    let Value::Object(mut failure) = failure else {
+        unreachable!("error.json is an object")
+    };
     failure.remove("$schema");
     failure.remove("title");
     let mut both = JsonObject::new();
@@ -655,12 +664,20 @@ impl Server {
             .spawn(move || {
                 let deadline = Instant::now() + limit;
                 let mut ledger = crate::store::Ledger::new(location);
+                let generation = ledger.generation();
                 let outcome = loop {
                     let questions = match ops::named(&mut ledger, stage.as_deref(), ids.as_deref())
                     {
                         Ok(q) => q,
                         Err(e) => break Err(e),
                     };
+                    if ledger.generation() != generation {
+                        // A ledger reset meanwhile holds none of these questions any more.
+                        break Err(Error::conflict(
+                            "the ledger was reset or replaced while waiting: the questions \
+                             waited for are gone; log them again",
+                        ));
+                    }
                     if questions.is_empty() {
                         // A stage with no question: nothing will ever be answered there.
                         break Err(Error::not_found(format!(
@@ -684,14 +701,7 @@ impl Server {
                         break Ok((questions, true));
                     }
                     // A failed wait is only a shorter pause: the next read reports errors.
-                    // A ledger reset meanwhile holds none of these questions any more.
-                    let pause = (deadline - now).min(Duration::from_secs(1));
-                    if ledger.wait_for_change(pause).unwrap_or(false) {
-                        break Err(Error::conflict(
-                            "the ledger was reset or replaced while waiting: the questions \
-                             waited for are gone; log them again",
-                        ));
-                    }
+                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
                 };
                 let _ = tx.send(Report::Done(outcome));
             })
@@ -907,7 +917,7 @@ impl Server {
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
             document(report.gate.passes(), "check", &report)
         };
-        run.await.map_err(|e| failure("check_gate", &e))
+        run.await.map_err(|e| failure("check", &e))
     }
 
     #[tool(
@@ -950,7 +960,7 @@ impl Server {
                 },
             )
         };
-        run.await.map_err(|e| failure("list_questions", &e))
+        run.await.map_err(|e| failure("list", &e))
     }
 
     #[tool(
@@ -967,7 +977,7 @@ impl Server {
             let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
             document(true, "answers", &report)
         };
-        run.await.map_err(|e| failure("get_answers", &e))
+        run.await.map_err(|e| failure("answers", &e))
     }
 
     #[tool(
@@ -991,7 +1001,7 @@ impl Server {
             .await?;
             document(true, "import", &imported)
         };
-        run.await.map_err(|e| failure("record_answers", &e))
+        run.await.map_err(|e| failure("import", &e))
     }
 }
 

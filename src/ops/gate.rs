@@ -77,18 +77,31 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,
     };
+    let generation = ledger.generation();
     loop {
-        settle(ledger)?;
-        let (considered, known, approvals) = ledger.read(|tx| {
-            let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
-            let known = match req.stage.as_deref() {
-                None => None,
-                Some(_) if !considered.is_empty() => Some(true),
-                Some(stage) => Some(tx.stage_known(stage)?),
-            };
-            let approvals = super::approval::reports(tx, &considered)?;
-            Ok((considered, known, approvals))
-        })?;
+        let read = settle(ledger).and_then(|_| {
+            ledger.read(|tx| {
+                let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
+                let known = match req.stage.as_deref() {
+                    None => None,
+                    Some(_) if !considered.is_empty() => Some(true),
+                    Some(stage) => Some(tx.stage_known(stage)?),
+                };
+                let approvals = super::approval::reports(tx, &considered)?;
+                Ok((considered, known, approvals))
+            })
+        });
+        // A stage is followed into a ledger that replaced this one (reset); ids are not:
+        // they named questions of the ledger that is gone (whatever the new one says of
+        // them).
+        if ledger.generation() != generation && req.ids.is_some() {
+            return Err(crate::error::Error::conflict(format!(
+                "the ledger {} was reset or replaced while check waited: the ids given \
+                 named questions of the ledger that is gone",
+                ledger.location().display()
+            )));
+        }
+        let (considered, known, approvals) = read?;
         if known == Some(false) {
             return unknown_stage(ledger, req, considered);
         }
@@ -110,16 +123,8 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
             Some(end) => POLL.min(end - now),
             None => POLL,
         };
-        // Woken at once by another machine's change on PostgreSQL (NOTIFY). A stage is
-        // followed into a ledger that replaced this one (reset); ids are not, since they
-        // name questions of the old one.
-        if ledger.wait_for_change(pause)? && req.ids.is_some() {
-            return Err(crate::error::Error::conflict(format!(
-                "the ledger {} was reset or replaced while check waited: the ids given \
-                 named questions of the ledger that is gone",
-                ledger.location().display()
-            )));
-        }
+        // Woken at once by another machine's change on PostgreSQL (NOTIFY).
+        ledger.wait_for_change(pause)?;
     }
 }
 

@@ -145,8 +145,12 @@ pub async fn apply(
     app.ledger(move |l| {
         if let Some(stage) = &stage {
             // An inbox for one stage answers that stage's questions only.
-            ops::named(l, Some(stage), Some(&[id])).map_err(|_| {
-                Error::not_found(format!("there is no question {id} in stage '{stage}'"))
+            // (A database error stays one: it says nothing about the question.)
+            ops::named(l, Some(stage), Some(&[id])).map_err(|e| match e.code {
+                ErrorCode::NotFound => {
+                    Error::not_found(format!("there is no question {id} in stage '{stage}'"))
+                }
+                _ => e,
             })?;
         }
         let done = match &change {

@@ -35,12 +35,29 @@ pub fn applied_version(conn: &Connection) -> Result<i64> {
     if !has_history {
         return Ok(0);
     }
-    let version: Option<i64> = conn.query_row(
-        &format!("SELECT MAX(version) FROM {HISTORY_TABLE}"),
-        [],
-        |row| row.get(0),
-    )?;
+    let version: Option<i64> = conn
+        .query_row(
+            &format!("SELECT MAX(version) FROM {HISTORY_TABLE}"),
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| {
+            Error::db(format!(
+                "{HISTORY_DAMAGED} ({}): questions reads what it can but writes nothing to it; \
+                 restore the ledger from a copy, or 'questions reset --yes' to start a new one",
+                crate::error::brief(&crate::error::engine_words(&e))
+            ))
+        })?;
     Ok(version.unwrap_or(0))
+}
+
+/// How an unreadable migration history starts its message (see `history_is_damaged`).
+const HISTORY_DAMAGED: &str = "the ledger is damaged: its migration history cannot be read";
+
+/// The ledger's migration history cannot be read: its version is unknown, so it is read
+/// as it is and never written.
+pub fn history_is_damaged(err: &Error) -> bool {
+    err.message.starts_with(HISTORY_DAMAGED)
 }
 
 fn too_new(found: i64, latest: i64) -> Error {

@@ -63,6 +63,8 @@ impl Engine {
 pub struct Ledger {
     location: Location,
     open: Option<Open>,
+    /// How many times `follow` found another ledger at the location than the one open.
+    generation: u64,
 }
 
 enum Open {
@@ -77,6 +79,7 @@ impl Ledger {
         Ledger {
             location,
             open: None,
+            generation: 0,
         }
     }
 
@@ -84,14 +87,32 @@ impl Ledger {
         &self.location
     }
 
-    /// Runs `f` on a consistent snapshot, taking no write lock.
+    /// Runs `f` on a consistent snapshot, taking no write lock. A read that fails because
+    /// the ledger was reset under it (its tables dropped) reads the ledger there now.
     pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        match self.read_once(&f) {
+            Err(e)
+                if e.code == crate::error::ErrorCode::DbError && self.follow().unwrap_or(false) =>
+            {
+                self.read_once(&f)
+            }
+            other => other,
+        }
+    }
+
+    fn read_once<T>(&mut self, f: &impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if self.open.is_none() {
             self.open = Some(Open::Reading(open_for_reading(&self.location)?));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(engine) | Open::Writing(engine) => engine.read(f),
         }
+    }
+
+    /// Counts the times another ledger took the place of the one open here (see `follow`):
+    /// a caller that holds ids or seqs of a ledger compares it before using them again.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Runs `f` so that what it read cannot change before it commits, and commits only if
@@ -137,16 +158,15 @@ impl Ledger {
     /// PostgreSQL wakes it at once with a notification of each new event; a file is looked
     /// at again every 100 ms (a sleep, not a spin). The caller reads again either way.
     /// Then, when the ledger at the location is no longer the one open here, the next
-    /// read opens the one there now (see `follow`), and this returns true: a caller that
-    /// holds ids or seqs of the old ledger must not read them in the new one.
-    pub fn wait_for_change(&mut self, timeout: Duration) -> Result<bool> {
+    /// read opens the one there now (see `follow` and `generation`).
+    pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
         match self.open.as_mut() {
             Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) => {
                 pg.wait_for_event(timeout)?
             }
             _ => std::thread::sleep(timeout.min(POLL)),
         }
-        self.follow()
+        self.follow().map(|_| ())
     }
 
     /// For a process that keeps the ledger open between reads (`serve`, `mcp`, `watch`,
@@ -168,6 +188,7 @@ impl Ledger {
         };
         if stale {
             self.open = None;
+            self.generation += 1;
         }
         Ok(stale)
     }

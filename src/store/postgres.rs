@@ -19,9 +19,15 @@ use crate::error::{Error, Result};
 /// Any number fixed for this program: the advisory lock migrations take.
 const MIGRATION_LOCK: i64 = 0x7175_6573_7469_6f6e; // "question" in ASCII, near enough
 const ATTEMPTS: u32 = 30;
-/// The advisory lock a write holds from its first event to its commit, so that events
-/// get their seqs in the order they become visible (see `PgTx::before_event`).
-const EVENT_LOCK: i64 = 0x7175_6573_7469_6f6f;
+
+/// Writers take turns, each from before its first read to its commit. Event seqs come
+/// from a sequence and transactions could commit in any order: seq 11 could be read
+/// before seq 10 committed, and a reader resuming after 11 would never see 10. One writer
+/// at a time makes the seqs commit-ordered (whoever reads a seq can already read every
+/// lower one), and, taken before the transaction's snapshot (LOCK TABLE takes none, a
+/// SELECT would), it spares writers the serialization failures of racing each other.
+/// Readers are not held up: the mode lets them in.
+const WRITERS_TAKE_TURNS: &str = "LOCK TABLE question_events IN SHARE ROW EXCLUSIVE MODE";
 
 pub struct Pg {
     client: Client,
@@ -57,9 +63,20 @@ pub fn redacted(location: &str) -> String {
 
 fn connect(location: &str) -> Result<Client> {
     let (url, tls) = super::tls::split(location)?;
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e| Error::usage(format!("the PostgreSQL location is not valid: {e}")))?;
+    let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
+        // The parser's own words, and the cause under them ("invalid port"), never
+        // the location itself: it may hold a password.
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            why = format!("{why}: {s}");
+            source = s.source();
+        }
+        Error::usage(format!(
+            "the PostgreSQL location is not valid ({why}); write \
+                 postgres://USER:PASSWORD@HOST:PORT/DATABASE or host=HOST dbname=DATABASE …"
+        ))
+    })?;
     config
         .connect_timeout(Duration::from_secs(10))
         .application_name("questions")
@@ -207,15 +224,20 @@ impl Pg {
     }
 
     /// Drops the ledger's tables: `reset` for a database. False when there was no ledger.
-    /// The tables are locked first in the order every command takes them (questions, then
-    /// the history), so that reset waits for commands in flight instead of deadlocking
-    /// with them; a command waiting behind it then finds the tables gone and fails.
+    /// The tables are locked first in the order every command takes them (the history,
+    /// then questions: see `WRITERS_TAKE_TURNS`), so that reset waits for commands in
+    /// flight instead of deadlocking with them; a command waiting behind it then finds the
+    /// tables gone and fails.
     pub fn drop_all(url: &str) -> Result<bool> {
         let mut client = connect(url)?;
         let mut tx = client.transaction().map_err(pg_error)?;
+        // Not in the middle of another process's migration (which may be making the
+        // ledger anew just now).
+        tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+            .map_err(pg_error)?;
         let present: Vec<String> = tx
             .query_typed(
-                "SELECT name FROM unnest(ARRAY['questions', 'question_events', 'watchers', \
+                "SELECT name FROM unnest(ARRAY['question_events', 'questions', 'watchers', \
                  'ledger_identity', 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
                  WHERE to_regclass(name) IS NOT NULL ORDER BY n",
                 &[],
@@ -303,7 +325,7 @@ impl Pg {
             .read_only(true)
             .start()
             .map_err(pg_error)?;
-        let wrapped = PgTx(RefCell::new(tx), std::cell::Cell::new(false));
+        let wrapped = PgTx(RefCell::new(tx));
         let value = f(&Tx::new(&wrapped))?;
         wrapped.0.into_inner().commit().map_err(pg_error)?;
         Ok(value)
@@ -319,12 +341,16 @@ impl Pg {
                 .isolation_level(IsolationLevel::Serializable)
                 .start()
                 .map_err(pg_error)?;
-            let wrapped = PgTx(RefCell::new(tx), std::cell::Cell::new(false));
-            let outcome = f(&Tx::new(&wrapped)).and_then(|value| {
-                crate::fault("before-commit");
-                wrapped.0.into_inner().commit().map_err(pg_error)?;
-                Ok(value)
-            });
+            let wrapped = PgTx(RefCell::new(tx));
+            let turn = wrapped.0.borrow_mut().batch_execute(WRITERS_TAKE_TURNS);
+            let outcome = turn
+                .map_err(pg_error)
+                .and_then(|_| f(&Tx::new(&wrapped)))
+                .and_then(|value| {
+                    crate::fault("before-commit");
+                    wrapped.0.into_inner().commit().map_err(pg_error)?;
+                    Ok(value)
+                });
             match outcome {
                 Err(e) if e.transient && attempt < ATTEMPTS => {
                     // Lost a race with another writer: back off a little and start over.
@@ -336,9 +362,8 @@ impl Pg {
     }
 }
 
-/// One transaction; `Tx` takes `&self`, the client wants `&mut`. The flag says whether
-/// it holds the event lock.
-struct PgTx<'a>(RefCell<postgres::Transaction<'a>>, std::cell::Cell<bool>);
+/// One transaction; `Tx` takes `&self`, the client wants `&mut`.
+struct PgTx<'a>(RefCell<postgres::Transaction<'a>>);
 
 impl Conn for PgTx<'_> {
     /// One round trip a statement, and no named statement left on the server (so that a
@@ -382,22 +407,6 @@ impl Conn for PgTx<'_> {
 
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
-    }
-
-    /// Event seqs come from a sequence, and transactions commit in any order: without
-    /// this, seq 11 could be read before seq 10 commits, and a reader resuming after 11
-    /// would never see 10. Holding one lock from a transaction's first event until it
-    /// commits (PostgreSQL releases it only after the commit is visible) makes the seqs
-    /// commit-ordered: whoever reads a seq can already read every lower one.
-    fn before_event(&self) -> Result<()> {
-        if !self.1.get() {
-            self.0
-                .borrow_mut()
-                .batch_execute(&format!("SELECT pg_advisory_xact_lock({EVENT_LOCK})"))
-                .map_err(pg_error)?;
-            self.1.set(true);
-        }
-        Ok(())
     }
 }
 

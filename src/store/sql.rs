@@ -185,11 +185,6 @@ pub trait Conn {
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows>;
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64>;
     fn dialect(&self) -> Dialect;
-    /// Called before each event is appended. PostgreSQL hands out event seqs in commit
-    /// order there (see its engine); SQLite's single writer does so already.
-    fn before_event(&self) -> Result<()> {
-        Ok(())
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,7 +240,7 @@ const QUESTION_NAMES: &[&str] = &[
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
-    Ok(Question {
+    let mut q = Question {
         id: r.take("id").int()?,
         stage: r.text("stage").unwrap_or_default(),
         group_name: r.text("group_name"),
@@ -268,11 +263,21 @@ fn question(r: &mut Record) -> Result<Question> {
         source: Source::from_stored(r.text("source").as_deref().unwrap_or("cli")),
         answered_by: r.text("answered_by"),
         channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
-        expires_at: r.text("expires_at").map(|t| normalize_timestamp(&t)),
+        // A deadline nobody can read is none, not one long past.
+        expires_at: r
+            .text("expires_at")
+            .map(|t| normalize_timestamp(&t))
+            .filter(|t| t != crate::model::UNKNOWN_TIME),
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         decline_reason: r.text("decline_reason"),
         approval: r.take("approval").json(),
-    })
+    };
+    // Another tool may have marked a row answered without an answer: an answered
+    // question's answer is a string, always.
+    if q.status == Status::Answered && q.answer.is_none() {
+        q.answer = Some(String::new());
+    }
+    Ok(q)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
@@ -430,10 +435,9 @@ impl<'a> Tx<'a> {
                 Ok(Some(Question::clone(after)))
             }
             Transition::Cleared { before, actor } => {
-                self.conn
-                    .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
-                // The whole row, which is gone from `questions` now; and the stage, which
-                // stays a known one.
+                // The whole row, which is gone from `questions` after this; and the stage,
+                // which stays a known one. The event comes first: on SQLite a trigger keeps
+                // rows that other tools delete, unless their event is there already.
                 self.insert_event(&Row {
                     kind: EventKind::Cleared,
                     at: &actor.at,
@@ -445,6 +449,8 @@ impl<'a> Tx<'a> {
                     after: None,
                     detail: None,
                 })?;
+                self.conn
+                    .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
                 Ok(None)
             }
         }
@@ -518,7 +524,6 @@ impl<'a> Tx<'a> {
     /// changes), and `cleared` holds the whole row, which is gone from `questions` after
     /// it, with its stage.
     fn insert_event(&self, row: &Row) -> Result<()> {
-        self.conn.before_event()?;
         self.conn.execute(
             "INSERT INTO question_events \
              (at, event, question_id, stage, answered_by, channel, before, after, detail) \
@@ -907,8 +912,14 @@ impl Snapshot {
             return Snapshot::Absent;
         };
         if value.get("id").is_some() {
-            serde_json::from_value(value)
-                .map(|q| Snapshot::Whole(Box::new(q)))
+            serde_json::from_value::<Question>(value)
+                .map(|mut q| {
+                    // Kept whole from a row another tool wrote: its times as §4 has them.
+                    q.created_at = normalize_timestamp(&q.created_at);
+                    q.updated_at = normalize_timestamp(&q.updated_at);
+                    q.answered_at = q.answered_at.map(|t| normalize_timestamp(&t));
+                    Snapshot::Whole(Box::new(q))
+                })
                 .unwrap_or(Snapshot::Absent)
         } else {
             serde_json::from_value(value)

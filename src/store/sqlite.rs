@@ -49,10 +49,17 @@ impl Sqlite {
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
     pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
-        if !check_path(path)? {
-            create_file(path, make_folder)?;
+        let mut tries = 0;
+        loop {
+            if !check_path(path)? {
+                create_file(path, make_folder)?;
+            }
+            match Sqlite::open_existing(path, true) {
+                // `reset` deleted it between our creating it and opening it: again.
+                Err(_) if tries < 5 && !path.exists() => tries += 1,
+                opened => return opened,
+            }
         }
-        Sqlite::open_existing(path, true)
     }
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
@@ -115,7 +122,7 @@ impl Sqlite {
         if checkpoint {
             self.conn.execute_batch("PRAGMA synchronous = NORMAL")?;
         }
-        let written = self.transaction(f);
+        let written = self.transaction(f).map_err(|e| self.explain(e));
         if checkpoint {
             let synced = written.is_ok() && self.checkpoint();
             if written.is_ok() && !synced {
@@ -149,6 +156,24 @@ impl Sqlite {
         crate::fault("before-commit");
         tx.commit()?;
         Ok(value)
+    }
+
+    /// A database error while the ledger file was deleted or replaced under this process
+    /// (`reset` by another one: SQLite then reports a bare "disk I/O error") says so.
+    fn explain(&self, err: Error) -> Error {
+        match &self.file {
+            Some((path, dev, ino))
+                if err.code == crate::error::ErrorCode::DbError
+                    && identity(path) != Some((*dev, *ino)) =>
+            {
+                Error::db(format!(
+                    "the ledger {} was reset or replaced while this command ran; nothing \
+                     was recorded: run it again",
+                    path.display()
+                ))
+            }
+            _ => err,
+        }
     }
 
     /// Copies the whole log into the ledger and empties it, without waiting for readers;
@@ -280,6 +305,13 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
 /// power cut; SQLite itself is built not to sync the folder on every open (see
 /// `.cargo/config.toml`), and the log is never deleted after that.
 fn create_log(wal: &Path) -> Result<()> {
+    if fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::io(format!(
+            "the ledger's log {} is a symbolic link, which questions does not follow (it \
+             could point the ledger's writes at another file); remove it",
+            wal.display()
+        )));
+    }
     let created = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -314,7 +346,11 @@ fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
     // Reads page 1 first: a file that is not a database fails here, before anything
     // writes; and a ledger from a newer questions is refused before anything, even the
     // journal mode, changes.
-    let found = migrate::refuse_too_new(conn)?;
+    let found = match migrate::refuse_too_new(conn) {
+        // Unknown version: read as it is (what can be read is), never migrated or written.
+        Err(e) if !writing && migrate::history_is_damaged(&e) => migrate::latest_version(),
+        other => other?,
+    };
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         set_wal(conn)?;

@@ -159,3 +159,101 @@ fn a_webhook_url_that_cannot_work_is_a_usage_error() {
         assert_eq!((run.code, run.error_code()), (2, "usage"), "{url}: {run:?}");
     }
 }
+
+#[test]
+fn an_import_that_repeats_a_key_is_refused_naming_it() {
+    let l = Ledger::new();
+    let id = l.log("s", "A?");
+    let run = l.run_stdin(
+        ["import", "--stage", "s", "--format", "map"],
+        format!("{{\"{id}\": \"x\", \"{id}\": \"y\"}}"),
+    );
+    assert_eq!((run.code, run.error_code()), (1, "parse_error"), "{run:?}");
+    assert!(run.json["error"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("\"{id}\" appears twice")));
+    assert_eq!(l.question(id)["status"], "pending");
+}
+
+#[test]
+fn typographic_bullets_before_q_lines_are_read() {
+    let l = Ledger::new();
+    let out = l.ok_stdin(
+        ["ingest", "--stage", "s"],
+        "QUESTIONS_NEEDED\n• Q: What?\n• Proposed: x\n· Q: Why?\n",
+    );
+    let texts: Vec<&str> = out["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["question"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, vec!["What?", "Why?"]);
+    assert_eq!(out["questions"][0]["proposed"], "x");
+}
+
+#[test]
+fn a_symlinked_log_and_a_bad_postgres_url_say_what_is_wrong() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    std::os::unix::fs::symlink("/tmp/elsewhere", l.dir.path().join("ledger.db-wal")).unwrap();
+    let run = l.run(["log", "--stage", "s", "--question", "Q?"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.json["error"]
+            .as_str()
+            .unwrap()
+            .contains("symbolic link"),
+        "{run:?}"
+    );
+
+    let mut cmd = bare_command(l.dir.path());
+    cmd.args(["--db", "postgres://ann:s3cret@host:notaport/q", "list"]);
+    let run = finish(cmd);
+    assert_eq!((run.code, run.error_code()), (2, "usage"), "{run:?}");
+    let message = run.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("port") && !message.contains("s3cret"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_tampered_ledger_reads_what_it_can_and_names_the_damage_in_one_line() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let id = l.log("s", "Q?");
+    let sql = |text: &str| {
+        rusqlite::Connection::open(&l.path)
+            .unwrap()
+            .execute_batch(text)
+            .unwrap()
+    };
+    // The migration history cannot be read: the questions still can, nothing is written.
+    sql("DROP TABLE refinery_schema_history; CREATE TABLE refinery_schema_history (x TEXT);");
+    assert_eq!(l.ok(["list"])["count"], 1);
+    let run = l.run(["answer", "--id", &id.to_string(), "--answer", "x"]);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"));
+    let message = run.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("migration history") && !message.contains('\n'),
+        "{message}"
+    );
+    assert!(!message.contains("SELECT"), "a statement quoted: {message}");
+
+    // A table taken away is named as such, not as a failed statement.
+    let other = Ledger::new();
+    other.log("s", "Q?");
+    rusqlite::Connection::open(&other.path)
+        .unwrap()
+        .execute_batch("DROP TABLE question_events")
+        .unwrap();
+    let run = other.run(["history", "--stage", "s"]);
+    assert_eq!(run.code, 1);
+    let message = run.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("table question_events is missing"),
+        "{message}"
+    );
+}

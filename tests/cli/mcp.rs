@@ -214,14 +214,22 @@ impl Session {
             .structured_content
             .clone()
             .expect("structuredContent");
-        assert_valid(&schema_file("error"), &doc, "error.json");
+        crate::schema::assert_valid("error", &doc);
         // Clients on the TypeScript SDK check a tool error's structured content against
         // the tool's output schema too: it must admit the failure document.
         if let Some(schema) = self.output_schemas.get(tool) {
             assert_valid(schema, &doc, &format!("{tool}'s output schema"));
         }
         assert_eq!(doc["ok"], false);
-        assert_eq!(doc["procedure"], tool);
+        // The procedure its success would name: the command's, for a command's document.
+        let procedure = match tool {
+            "check_gate" => "check",
+            "list_questions" => "list",
+            "get_answers" => "answers",
+            "record_answers" => "import",
+            other => other,
+        };
+        assert_eq!(doc["procedure"], procedure);
         doc
     }
 }
@@ -991,4 +999,79 @@ fn the_readme_transcript_is_what_the_server_says() {
         block,
         "the README's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
     );
+}
+
+#[test]
+fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let ledger = Ledger::new();
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(ledger.dir.path())
+        .arg("--db")
+        .arg(ledger.db())
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send("{not json");
+    let error: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(error["id"], Value::Null);
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let listed: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(listed["id"], 2);
+    assert!(listed["result"]["tools"].as_array().unwrap().len() >= 6);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others() {
+    let ledger = Ledger::new();
+    let db = ledger.db();
+    let dir = ledger.dir.path().to_path_buf();
+    run(async {
+        let client = Client::with_person("late-client", move |schema| {
+            // While the form is open, someone answers the first question at the CLI.
+            let first = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .trim_start_matches('q')
+                .to_string();
+            let out = std::process::Command::new(BIN)
+                .current_dir(&dir)
+                .arg("--db")
+                .arg(&db)
+                .args(["answer", "--id", &first, "--answer", "PostgreSQL"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            (ElicitationAction::Accept, Some(fill(schema)))
+        });
+        let s = connect(&ledger, client).await;
+        let asked = s.ok("ask_questions", three_questions()).await;
+        assert_eq!(asked["elicitation"], "accepted");
+        let q = id_list(&asked["question_ids"]);
+        // The one answered elsewhere is reported and keeps its answer; the others are in.
+        assert_eq!(asked["not_recorded"][0]["question_id"], q[0], "{asked}");
+        let o = &asked["outcomes"];
+        assert_eq!(o[q[0].to_string()]["answer"], "PostgreSQL");
+        assert_eq!(o[q[1].to_string()]["status"], "answered");
+        assert_eq!(o[q[2].to_string()]["status"], "answered");
+        s.service.cancel().await.unwrap();
+    });
 }

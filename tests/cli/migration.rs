@@ -396,3 +396,57 @@ fn a_version_3_history_is_stored_compactly_and_reads_back_the_same() {
         .args(["log", "--stage", "s", "--question", "After?"]);
     assert_eq!(finish(cmd).json["question_id"], 4);
 }
+
+#[test]
+fn a_row_that_questions_mjs_clears_keeps_its_history() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let id = l.log("s", "Which database?");
+    l.ok(["answer", "--id", &id.to_string(), "--answer", "SQLite"]);
+    // questions.mjs's clear: a bare DELETE, no event.
+    rusqlite::Connection::open(&l.path)
+        .unwrap()
+        .execute("DELETE FROM questions WHERE stage = 's'", [])
+        .unwrap();
+    let history = l.ok(["history", "--id", &id.to_string()]);
+    let events = history["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["logged", "answered", "cleared"]);
+    let cleared = &events[2];
+    assert_eq!(cleared["stage"], "s");
+    assert_eq!(cleared["before"]["question"], "Which database?");
+    assert_eq!(cleared["before"]["answer"], "SQLite");
+    // The answer's own event is whole again, from the row kept.
+    assert_eq!(events[1]["after"]["question"], "Which database?");
+    // questions' own clear writes one cleared event, not two.
+    let other = l.log("t", "Kept?");
+    l.ok(["clear", "--stage", "t"]);
+    let history = l.ok(["history", "--id", &other.to_string()]);
+    assert_eq!(history["events"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn rows_other_tools_wrote_print_in_the_contract_s_shape() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "Ours?");
+    rusqlite::Connection::open(&l.path)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO questions (stage, question, required, status, answer, created_at)
+               VALUES ('s', 'Empty time?', 1, 'pending', NULL, '');
+             INSERT INTO questions (stage, question, required, status, answer, created_at, answered_at)
+               VALUES ('s', 'Epoch millis?', 1, 'answered', NULL, 1732233600000, 1732233600);",
+        )
+        .unwrap();
+    let listed = l.ok(["list", "--stage", "s"]);
+    let q = &listed["questions"];
+    assert_eq!(q[1]["created_at"], "1970-01-01T00:00:00.000Z");
+    assert_eq!(q[2]["created_at"], "2024-11-22T00:00:00.000Z");
+    assert_eq!(q[2]["answered_at"], "2024-11-22T00:00:00.000Z");
+    assert_eq!(q[2]["answer"], "");
+    crate::schema::assert_valid("list", &listed);
+}

@@ -173,3 +173,47 @@ fn asking_tools_can_decline_through_import() {
     assert_eq!(pi["declined_ids"], serde_json::json!([b]));
     assert_eq!(l.question(b)["decline_reason"], "not mine to say");
 }
+
+#[test]
+fn a_user_without_a_name_is_recorded_by_uid_never_as_nobody() {
+    crate::sqlite_only!();
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: setpriv (util-linux) is not installed");
+        return;
+    }
+    let l = Ledger::new();
+    let id = l.log("s", "Q?");
+    // Let an arbitrary uid, one /etc/passwd does not name, write the ledger.
+    use std::os::unix::fs::PermissionsExt;
+    for path in [l.dir.path().to_path_buf(), l.path.clone(), {
+        let mut wal = l.path.clone().into_os_string();
+        wal.push("-wal");
+        wal.into()
+    }] {
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
+    }
+    let shm = format!("{}-shm", l.path.display());
+    let _ = std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o777));
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "54321", "--regid", "54321", "--clear-groups"])
+        .arg(crate::common::BIN)
+        .arg("--db")
+        .arg(&l.path)
+        .args(["answer", "--id", &id.to_string(), "--answer", "yes"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("QUESTIONS_USER")
+        .current_dir("/")
+        .output()
+        .unwrap();
+    if out.status.code() != Some(0) && String::from_utf8_lossy(&out.stderr).contains("setpriv") {
+        eprintln!("skipped: setpriv cannot change user here: {out:?}");
+        return;
+    }
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(l.question(id)["answered_by"], "uid:54321");
+}

@@ -41,6 +41,9 @@ pub enum Behavior {
     Silent,
     /// Answers 200 after this long.
     Slow(Duration),
+    /// Answers every request with a redirect to another path of its own (where a GET
+    /// would get 200).
+    Redirect,
 }
 
 pub struct Receiver {
@@ -126,11 +129,22 @@ fn serve(
             std::thread::sleep(pause);
             "200 OK"
         }
+        Behavior::Redirect if request_path(requests) == "/elsewhere" => "200 OK",
+        Behavior::Redirect => "302 Found\r\nLocation: /elsewhere",
     };
     let _ = write!(
         stream,
         "HTTP/1.1 {status}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
     );
+}
+
+fn request_path(requests: &Mutex<Vec<Request>>) -> String {
+    requests
+        .lock()
+        .unwrap()
+        .last()
+        .map(|r| r.path.clone())
+        .unwrap_or_default()
 }
 
 fn read_request(stream: &mut TcpStream) -> Option<Request> {

@@ -160,3 +160,58 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
     let listed = l.run(["list"]);
     assert_eq!(listed.json["count"], 0, "{listed:?}");
 }
+
+#[test]
+fn under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "Start?");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let resetter = {
+        let (db, dir, stop) = (l.db(), l.dir.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = std::process::Command::new(BIN)
+                    .current_dir(&dir)
+                    .arg("--db")
+                    .arg(&db)
+                    .args(["reset", "--yes"])
+                    .output();
+            }
+        })
+    };
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (db, dir) = (l.db(), l.dir.path().to_path_buf());
+            std::thread::spawn(move || {
+                let mut failures = Vec::new();
+                for n in 0..30 {
+                    let out = std::process::Command::new(BIN)
+                        .current_dir(&dir)
+                        .arg("--db")
+                        .arg(&db)
+                        .args(["log", "--stage", "s", "--question", &format!("W{w} {n}?")])
+                        .output()
+                        .unwrap();
+                    if !out.status.success() {
+                        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                        failures.push(json["error"].as_str().unwrap_or("").to_string());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    let failures: Vec<String> = writers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    resetter.join().unwrap();
+    for message in &failures {
+        assert!(
+            message.contains("reset") || message.contains("locked"),
+            "a failure that does not say what happened: {message}"
+        );
+    }
+}

@@ -36,7 +36,7 @@ fn validator(name: &str) -> jsonschema::Validator {
         .unwrap_or_else(|e| panic!("schema {name}: {e}"))
 }
 
-pub(crate) fn assert_valid(name: &str, doc: &Value) {
+pub fn assert_valid(name: &str, doc: &Value) {
     let v = validator(name);
     let errors: Vec<String> = v
         .iter_errors(doc)

@@ -145,7 +145,17 @@ impl Served {
             &[&bearer, "Content-Type: application/json"],
             &body,
         );
-        (reply.status, reply.json())
+        let doc = reply.json();
+        // The web's documents are the command line's: each is checked against schema/.
+        let schema = match (reply.status, doc["procedure"].as_str()) {
+            (200, Some(procedure)) => Some(procedure),
+            (200, None) => None,
+            _ => Some("error"),
+        };
+        if let Some(name) = schema.filter(|n| *n != "serve") {
+            crate::schema::assert_valid(name, &doc);
+        }
+        (reply.status, doc)
     }
 
     /// Stops the server as a person would (SIGTERM) and returns its exit code.

@@ -408,3 +408,17 @@ fn the_readme_ci_recipe_waits_for_the_answer_while_the_chat_hears_of_the_questio
     stop(&mut job);
     assert!(finished, "{status:?}");
 }
+
+#[test]
+fn a_redirect_is_a_failed_delivery_not_a_get_that_counts() {
+    let l = Ledger::new();
+    l.log("s", "Goal?");
+    let hook = Receiver::start(Behavior::Redirect);
+    let run = watch(&l, "moved", &hook.url, &["--timeout", "1.5"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json["delivered"], 0, "{run:?}");
+    assert!(run.json["failed_attempts"].as_u64().unwrap() >= 1);
+    assert!(run.stderr.contains("redirect"), "{}", run.stderr);
+    // Only POSTs to the URL given: the redirect was not followed.
+    assert!(hook.requests().iter().all(|r| r.path == "/hook"));
+}
