@@ -27,4 +27,70 @@ fn main() {
         "both engines must carry the same migration versions"
     );
     println!("cargo:rustc-env=QUESTIONS_SCHEMA_VERSION={sqlite}");
+
+    // `questions --version` names the commit and the target it was built from, as
+    // constants: nothing is worked out when the binary starts.
+    let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
+    println!("cargo:rustc-env=QUESTIONS_TARGET={target}");
+    println!("cargo:rustc-env=QUESTIONS_COMMIT={}", commit());
+}
+
+/// The commit this build comes from: `$QUESTIONS_COMMIT` when a release job sets it, else
+/// the git checkout's HEAD, else the commit a published crate records in
+/// `.cargo_vcs_info.json`, else "unknown" (a source tarball).
+fn commit() -> String {
+    println!("cargo:rerun-if-env-changed=QUESTIONS_COMMIT");
+    if let Ok(commit) = std::env::var("QUESTIONS_COMMIT") {
+        if !commit.trim().is_empty() {
+            return commit.trim().chars().take(12).collect();
+        }
+    }
+    if let Some(commit) = git_head() {
+        return commit;
+    }
+    println!("cargo:rerun-if-changed=.cargo_vcs_info.json");
+    if let Ok(info) = std::fs::read_to_string(".cargo_vcs_info.json") {
+        if let Some(at) = info.find("\"sha1\"") {
+            let hex: String = info[at + 6..]
+                .chars()
+                .skip_while(|c| !c.is_ascii_hexdigit())
+                .take_while(char::is_ascii_hexdigit)
+                .take(7)
+                .collect();
+            if hex.len() == 7 {
+                return hex;
+            }
+        }
+    }
+    "unknown".into()
+}
+
+/// HEAD's short hash, rebuilding when HEAD moves (a commit, a checkout).
+fn git_head() -> Option<String> {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git").args(args).output().ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    // Only this project's own checkout: not a repository that happens to hold the
+    // unpacked crate (cargo's registry is not one, but a vendored copy could be).
+    let top = git(&["rev-parse", "--show-toplevel"])?;
+    let here = std::env::current_dir().ok()?;
+    if std::fs::canonicalize(top).ok()? != std::fs::canonicalize(here).ok()? {
+        return None;
+    }
+    let head = git(&["rev-parse", "--short=7", "HEAD"])?;
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    watched.extend(git(&["symbolic-ref", "-q", "HEAD"]));
+    for path in watched {
+        // A path that does not exist would rerun this script on every build.
+        match git(&["rev-parse", "--git-path", &path]) {
+            Some(file) if std::path::Path::new(&file).exists() => {
+                println!("cargo:rerun-if-changed={file}");
+            }
+            _ => {}
+        }
+    }
+    Some(head)
 }

@@ -30,8 +30,55 @@ Example:
   questions answer --id 1 --answer 'A monitoring dashboard'
   questions check --stage intake && echo 'gate passes'";
 
+/// `questions --version`: the version, the commit and the target it was built for.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("QUESTIONS_COMMIT"),
+    ", ",
+    env!("QUESTIONS_TARGET"),
+    ")"
+);
+
+/// `questions --version --json` (in either order, nothing else): the same facts for tools,
+/// with the path of this binary, so that a launcher's caller (npm's `questions`, a
+/// Python entry point) can find the native one and call it directly.
+pub fn version_json(args: &[OsString]) -> Option<serde_json::Value> {
+    let mut words: Vec<&str> = Vec::new();
+    let mut rest = args.iter().skip(1);
+    while let Some(word) = rest.next() {
+        let word = word.to_str()?;
+        // The global flags may stand beside it, as with `--version` alone.
+        if word == "--db" || word == "--by" {
+            rest.next();
+        } else if !word.starts_with("--db=") && !word.starts_with("--by=") {
+            words.push(word);
+        }
+    }
+    let asked = matches!(
+        words.as_slice(),
+        ["--version" | "-V", "--json"] | ["--json", "--version" | "-V"]
+    );
+    if !asked {
+        return None;
+    }
+    let path = std::env::current_exe()
+        .ok()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    Some(serde_json::json!({
+        "ok": true,
+        "procedure": "version",
+        "name": "questions",
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": env!("QUESTIONS_COMMIT"),
+        "target": env!("QUESTIONS_TARGET"),
+        "schema_version": env!("QUESTIONS_SCHEMA_VERSION").parse::<u32>().unwrap_or(0),
+        "path": path.map(|p| p.to_string_lossy().into_owned()),
+    }))
+}
+
 #[derive(Debug, Parser)]
-#[command(name = "questions", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "questions", version = VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 #[command(propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// The ledger: a SQLite file path, or a PostgreSQL database (postgres://… or a libpq

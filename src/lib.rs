@@ -84,6 +84,10 @@ pub(crate) fn fault(point: &str) {
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
+    if let Some(version) = cli::version_json(args) {
+        output::json(&version);
+        return ExitCode::SUCCESS;
+    }
     let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(err) => return usage_failure(err, args),

@@ -2,6 +2,8 @@
 //! and `Tx`; the SQL is written once (`sql`), and each engine's connection handling stays
 //! in its own file.
 
+#[cfg(unix)]
+mod dirsync;
 mod location;
 mod migrate;
 mod postgres;

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::migrate;
 use super::sql::{Cell, Conn, Dialect, Param, Rows, Tx};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 pub struct Sqlite {
     conn: Connection,
@@ -55,8 +55,9 @@ impl Sqlite {
                 create_file(path, make_folder)?;
             }
             match Sqlite::open_existing(path, true) {
-                // `reset` deleted it between our creating it and opening it: again.
-                Err(_) if tries < 5 && !path.exists() => tries += 1,
+                // `reset` deleted or replaced it while we opened it: nothing was written
+                // yet, so open the ledger there now.
+                Err(e) if tries < 5 && (!path.exists() || is_reset_meanwhile(&e)) => tries += 1,
                 opened => return opened,
             }
         }
@@ -64,13 +65,22 @@ impl Sqlite {
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
         let wal = companion(path, "-wal");
-        let (mut conn, found) = open_file(path, &wal, writing)?;
-        let file = identity(path).map(|(dev, ino)| (path.to_path_buf(), dev, ino));
-        migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
+        let before = identity(path);
+        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found)| {
+            migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
+            Ok(conn)
+        });
+        let conn = match opened {
+            // SQLite's words for a file deleted or replaced under it ("disk I/O error").
+            Err(e) if e.code == ErrorCode::DbError && identity(path) != before => {
+                return Err(reset_meanwhile(path))
+            }
+            other => other?,
+        };
         Ok(Sqlite {
             conn,
             wal: Some(wal),
-            file,
+            file: before.map(|(dev, ino)| (path.to_path_buf(), dev, ino)),
         })
     }
 
@@ -163,14 +173,9 @@ impl Sqlite {
     fn explain(&self, err: Error) -> Error {
         match &self.file {
             Some((path, dev, ino))
-                if err.code == crate::error::ErrorCode::DbError
-                    && identity(path) != Some((*dev, *ino)) =>
+                if err.code == ErrorCode::DbError && identity(path) != Some((*dev, *ino)) =>
             {
-                Error::db(format!(
-                    "the ledger {} was reset or replaced while this command ran; nothing \
-                     was recorded: run it again",
-                    path.display()
-                ))
+                reset_meanwhile(path)
             }
             _ => err,
         }
@@ -195,6 +200,19 @@ impl Sqlite {
         let _ = self.conn.busy_handler(Some(wait_for_lock));
         done
     }
+}
+
+const RESET_MEANWHILE: &str = "was reset or replaced while this command ran";
+
+fn reset_meanwhile(path: &Path) -> Error {
+    Error::db(format!(
+        "the ledger {} {RESET_MEANWHILE}; nothing was recorded: run it again",
+        path.display()
+    ))
+}
+
+fn is_reset_meanwhile(err: &Error) -> bool {
+    err.message.contains(RESET_MEANWHILE)
 }
 
 /// The device and inode of the file at `path`, if there is one.
@@ -295,6 +313,7 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     create_log(wal).map_err(|e| in_context(e, path))?;
+    super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     let found = configure(&mut conn, writing).map_err(|e| in_context(e, path))?;
@@ -302,8 +321,8 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)
 }
 
 /// The log is created here, once, with the folder synced so that its name survives a
-/// power cut; SQLite itself is built not to sync the folder on every open (see
-/// `.cargo/config.toml`), and the log is never deleted after that.
+/// power cut; SQLite itself does not sync the folder on every open (see `dirsync`), and
+/// the log is never deleted after that.
 fn create_log(wal: &Path) -> Result<()> {
     if fs::symlink_metadata(wal).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(Error::io(format!(

@@ -41,4 +41,5 @@ mod serve;
 mod skip;
 mod text_flags;
 mod uwf_skill;
+mod version;
 mod watch;

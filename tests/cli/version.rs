@@ -1,0 +1,76 @@
+//! `questions --version`: what a bug report and a launcher need to know of the binary.
+
+use crate::common::{Ledger, BIN};
+
+/// HEAD of the checkout the suite runs in, when it is one (the build names it).
+fn head() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short=7", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn version_names_the_version_the_commit_and_the_target() {
+    let l = Ledger::new();
+    let run = l.run(["--version"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let line = run.stdout.trim_end();
+    let rest = line
+        .strip_prefix(&format!("questions {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line:?}"));
+    let (commit, target) = rest.split_once(", ").unwrap_or_else(|| panic!("{line:?}"));
+    match head() {
+        Some(head) => assert_eq!(commit, head),
+        None => assert_eq!(commit, "unknown"),
+    }
+    // The suite runs the binary it built for this machine: its target names this
+    // architecture and operating system.
+    assert!(
+        target.starts_with(std::env::consts::ARCH) && target.contains(std::env::consts::OS),
+        "{target}"
+    );
+    l.assert_not_created();
+}
+
+#[test]
+fn version_json_gives_the_same_facts_and_the_binary_s_own_path() {
+    let l = Ledger::new();
+    let text = l.run(["--version"]).stdout;
+    for args in [
+        ["--version", "--json"],
+        ["--json", "--version"],
+        ["-V", "--json"],
+    ] {
+        let v = l.ok(args);
+        assert_eq!(v["procedure"], "version");
+        assert_eq!(v["name"], "questions");
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+        let expected = format!(
+            "questions {} ({}, {})",
+            v["version"].as_str().unwrap(),
+            v["commit"].as_str().unwrap(),
+            v["target"].as_str().unwrap()
+        );
+        assert_eq!(text.trim_end(), expected);
+        assert!(v["schema_version"].as_u64().unwrap() >= 1, "{v}");
+        let path = std::path::PathBuf::from(v["path"].as_str().unwrap());
+        assert_eq!(path, std::fs::canonicalize(BIN).unwrap());
+    }
+    l.assert_not_created();
+}
+
+#[test]
+fn json_without_version_is_a_usage_error() {
+    let l = Ledger::new();
+    for args in [vec!["--json"], vec!["list", "--json"]] {
+        let run = l.run(&args);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{args:?}");
+    }
+    l.assert_not_created();
+}
