@@ -107,6 +107,10 @@ pub struct Cli {
     #[arg(skip)]
     pub db_from_env: bool,
 
+    /// `by` came from `--by` itself (set by `parse`): votes refuse it.
+    #[arg(skip)]
+    pub by_from_flag: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -117,6 +121,7 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     let matches = Cli::command().try_get_matches_from(args)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     cli.db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
+    cli.by_from_flag = matches.value_source("by") == Some(clap::parser::ValueSource::CommandLine);
     Ok(cli)
 }
 
@@ -211,12 +216,27 @@ pub enum Command {
     #[command(
         after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\". An agent's host starts it, e.g. for Claude Code:\nclaude mcp add questions -- questions --db /path/to/ledger.db mcp\n\nExample:\n  printf '%s%s\\n%s\\n%s\\n' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",' \\\n    '\"capabilities\":{},\"clientInfo\":{\"name\":\"sh\",\"version\":\"1\"}}}' \\\n    '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}' | questions mcp"
     )]
-    Mcp,
+    Mcp(McpArgs),
     /// Serve the inbox: a page where people answer pending questions, and its JSON API
     #[command(
         after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
     )]
     Serve(ServeArgs),
+    /// Approve an approval (a vote; you must be among its approvers, never its requester)
+    #[command(
+        after_help = "Your vote counts as the PostgreSQL role you connect as, or on a SQLite file as the\noperating-system user; --by is refused. One vote a person: a later one replaces it.\n\nExample:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions approve --id 11 --comment 'checked the diff'"
+    )]
+    Approve(ApproveArgs),
+    /// Reject an approval (a vote that settles it rejected, with the reason)
+    #[command(
+        after_help = "Example:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions reject --id 11 --reason 'not during the freeze'"
+    )]
+    Reject(RejectArgs),
+    /// Add people to a group of approvers, or remove them (recorded in the history)
+    #[command(
+        after_help = "An approval's --approvers may name group:NAME: its members at the time of each vote\nmay vote.\n\nExample:\n  questions group add release alice bob\n  questions group remove release bob"
+    )]
+    Group(GroupArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -255,6 +275,9 @@ impl Command {
         "events",
         "watch",
         "serve",
+        "approve",
+        "reject",
+        "group",
         "completions",
         "man",
         "mcp",
@@ -283,9 +306,12 @@ impl Command {
             Command::Events(_) => "events",
             Command::Watch(_) => "watch",
             Command::Serve(_) => "serve",
+            Command::Approve(_) => "approve",
+            Command::Reject(_) => "reject",
+            Command::Group(_) => "group",
             Command::Completions(_) => "completions",
             Command::Man => "man",
-            Command::Mcp => "mcp",
+            Command::Mcp(_) => "mcp",
             Command::Hook(_) => "hook",
             Command::Init(_) => "init",
         }
@@ -387,6 +413,78 @@ pub struct LogArgs {
     pub allow_duplicate: bool,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Refuse votes on approvals (the vote tool): an agent must never approve its own
+    /// request. Without it, votes count as --by, $QUESTIONS_USER, else the OS user
+    #[arg(long)]
+    pub no_votes: bool,
+}
+
+/// `log --approval`: a required question whose answers are votes (§12).
+#[derive(Debug, Args)]
+pub struct ApprovalArgs {
+    /// Log an approval: only --approvers may answer it, by voting (approve / reject)
+    #[arg(long, requires_all = ["approvers", "min"])]
+    pub approval: bool,
+    /// Who may approve: names and group:NAME, comma-separated
+    #[arg(
+        long,
+        value_name = "NAME,…",
+        requires = "approval",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub approvers: Vec<String>,
+    /// How many distinct approvers must approve
+    #[arg(long, value_name = "N", requires = "approval", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub min: Option<u32>,
+    /// Who asked for it, who may never vote on it (default: whoever logs it)
+    #[arg(long, value_name = "NAME", requires = "approval", allow_hyphen_values = true, value_parser = non_blank)]
+    pub requester: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The approval's id
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// A comment kept with the vote
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub comment: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// The approval's id
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
+    pub id: i64,
+    /// Why: the requester reads it in check's output
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true, value_parser = non_blank)]
+    pub reason: String,
+}
+
+#[derive(Debug, Args)]
+pub struct GroupArgs {
+    /// add or remove
+    #[arg(value_enum)]
+    pub action: GroupAction,
+    /// The group's name (approvers name it as group:NAME)
+    #[arg(value_name = "GROUP")]
+    pub group: String,
+    /// The people to add or remove
+    #[arg(value_name = "NAME", required = true)]
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupAction {
+    Add,
+    Remove,
 }
 
 #[derive(Debug, Args)]
@@ -439,7 +537,8 @@ pub struct ExpiryArgs {
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration)]
     pub expires_in: Option<std::time::Duration>,
     /// What happens then: keep it pending (check says so), answer it with its proposed
-    /// value (default), or skip it (skip); recorded as channel "expiry", by nobody
+    /// value (default), or skip it (skip); an approval: keep or reject; recorded as
+    /// channel "expiry", by nobody
     #[arg(long, value_enum, default_value = "keep", requires = "expires_in")]
     pub on_expiry: OnExpiryArg,
 }
@@ -449,6 +548,7 @@ pub enum OnExpiryArg {
     Keep,
     Default,
     Skip,
+    Reject,
 }
 
 impl From<OnExpiryArg> for model::OnExpiry {
@@ -457,6 +557,7 @@ impl From<OnExpiryArg> for model::OnExpiry {
             OnExpiryArg::Keep => model::OnExpiry::Keep,
             OnExpiryArg::Default => model::OnExpiry::Default,
             OnExpiryArg::Skip => model::OnExpiry::Skip,
+            OnExpiryArg::Reject => model::OnExpiry::Reject,
         }
     }
 }
@@ -535,6 +636,10 @@ pub struct ServeArgs {
     /// token can answer
     #[arg(long)]
     pub allow_remote: bool,
+    /// People's own tokens, one "NAME TOKEN" line each (the file readable by its owner
+    /// only): a request with one counts as that person, and only they may vote
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -554,7 +659,7 @@ fn event_kinds(text: &str) -> Result<EventKinds, String> {
             Some(kind) => kinds.push(kind),
             None => {
                 return Err(format!(
-                    "'{part}' is not an event: logged, answered, reanswered, skipped, declined, expired, cleared, imported or defaulted"
+                    "'{part}' is not an event: logged, answered, reanswered, skipped, declined, expired, cleared, imported, defaulted, voted, refused, approved, rejected or group"
                 ))
             }
         }
@@ -677,6 +782,9 @@ pub struct IngestArgs {
     pub format: IngestFormat,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
+    /// Every question of the envelope is an approval with this policy
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -15,6 +15,8 @@ pub enum ErrorCode {
     DbError,
     SchemaTooNew,
     IoError,
+    /// Someone who may not make this change tried to (a vote on an approval).
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -30,13 +32,14 @@ impl ErrorCode {
             ErrorCode::DbError => "db_error",
             ErrorCode::SchemaTooNew => "schema_too_new",
             ErrorCode::IoError => "io_error",
+            ErrorCode::Forbidden => "forbidden",
         }
     }
 
     /// 2 for a call whose words are wrong, 1 for everything that went wrong while doing it.
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Usage => 2,
+            ErrorCode::Usage | ErrorCode::Forbidden => 2,
             _ => 1,
         }
     }

@@ -6,6 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod approval;
+pub use approval::{
+    check_name, check_policy, Approval, Ballot, Groups, Verdict, Vote, Voted, GROUP_PREFIX,
+};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
@@ -102,6 +107,8 @@ pub enum OnExpiry {
     Default,
     /// It is skipped, with the reason `expired`.
     Skip,
+    /// An approval only: it is rejected, with the reason `expired`.
+    Reject,
 }
 
 impl OnExpiry {
@@ -110,6 +117,7 @@ impl OnExpiry {
             OnExpiry::Keep => "keep",
             OnExpiry::Default => "default",
             OnExpiry::Skip => "skip",
+            OnExpiry::Reject => "reject",
         }
     }
 
@@ -122,6 +130,7 @@ impl OnExpiry {
         match text.map(str::trim) {
             Some("default") => OnExpiry::Default,
             Some("skip") => OnExpiry::Skip,
+            Some("reject") => OnExpiry::Reject,
             _ => OnExpiry::Keep,
         }
     }
@@ -245,6 +254,9 @@ pub struct Question {
     pub on_expiry: OnExpiry,
     #[serde(default)]
     pub decline_reason: Option<String>,
+    /// Approvals only (§12): who may vote, how many must approve, who asked, the votes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
 }
 
 /// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
@@ -339,6 +351,7 @@ impl Question {
         mode: Mode,
         actor: &Actor,
     ) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.status) {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
@@ -390,6 +403,7 @@ impl Question {
         mode: Mode,
         actor: &Actor,
     ) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         let force = match mode {
             Mode::Direct { force } | Mode::Import { force } => force,
             Mode::Ask | Mode::Default => false,
@@ -415,6 +429,7 @@ impl Question {
     /// The person will not answer this as asked (`reason` says why). Declining an answered
     /// question needs `force`; declining again with the same reason changes nothing.
     pub fn decline(&self, reason: &str, force: bool, actor: &Actor) -> Result<Option<Transition>> {
+        self.refuse_if_approval()?;
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(Error::invalid_answer(format!(
@@ -494,6 +509,11 @@ impl Question {
         };
         let after = match self.on_expiry {
             OnExpiry::Keep => return None,
+            OnExpiry::Reject if self.approval.is_none() => return None,
+            OnExpiry::Reject => Question {
+                decline_reason: Some("expired".to_string()),
+                ..self.changed(Status::Declined, &actor)
+            },
             OnExpiry::Skip => self.skipped(Some("expired".to_string()), &actor),
             OnExpiry::Default => {
                 let input = AnswerInput {
@@ -551,6 +571,9 @@ pub struct State {
     pub answered_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
+    /// An approval's votes change without a change of status: its state carries them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
 }
 
 impl Question {
@@ -567,6 +590,7 @@ impl Question {
             decline_reason: self.decline_reason.clone(),
             answered_by: self.answered_by.clone(),
             channel: self.channel,
+            approval: self.approval.clone().map(Box::new),
         }
     }
 
@@ -583,6 +607,10 @@ impl Question {
             decline_reason: None,
             answered_by: None,
             channel: None,
+            approval: self.approval.clone().map(|a| Approval {
+                votes: Vec::new(),
+                ..a
+            }),
             ..self.clone()
         }
     }
@@ -600,6 +628,7 @@ impl Question {
             decline_reason: state.decline_reason,
             answered_by: state.answered_by,
             channel: state.channel,
+            approval: state.approval.map(|a| *a).or_else(|| self.approval.clone()),
             ..self.clone()
         }
     }
@@ -633,6 +662,15 @@ pub enum Transition {
     },
     /// A question taken out of the live ledger.
     Cleared { before: Box<Question>, actor: Actor },
+    /// An event made by `actor` that may change the question (a vote) or not (a refused
+    /// one), with what the event itself says in `detail`.
+    Event {
+        kind: EventKind,
+        before: Box<Question>,
+        after: Box<Question>,
+        actor: Actor,
+        detail: Option<serde_json::Value>,
+    },
 }
 
 impl NewQuestion {
@@ -664,6 +702,7 @@ impl NewQuestion {
             expires_at: self.expires_at.clone(),
             on_expiry: self.on_expiry,
             decline_reason: None,
+            approval: self.approval.clone(),
         }
     }
 
@@ -692,6 +731,8 @@ pub struct NewQuestion {
     pub source: Source,
     pub expires_at: Option<String>,
     pub on_expiry: OnExpiry,
+    /// An approval's policy, its requester resolved; none for an ordinary question.
+    pub approval: Option<Approval>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -706,6 +747,16 @@ pub enum EventKind {
     Cleared,
     Imported,
     Defaulted,
+    /// A vote on an approval, recorded.
+    Voted,
+    /// A vote refused (`forbidden`): who tried is recorded.
+    Refused,
+    /// An approval settled by its quorum.
+    Approved,
+    /// An approval settled by a rejection.
+    Rejected,
+    /// A group of approvers changed (not a question's event: its question_id is 0).
+    Group,
 }
 
 impl EventKind {
@@ -720,6 +771,11 @@ impl EventKind {
             EventKind::Cleared => "cleared",
             EventKind::Imported => "imported",
             EventKind::Defaulted => "defaulted",
+            EventKind::Voted => "voted",
+            EventKind::Refused => "refused",
+            EventKind::Approved => "approved",
+            EventKind::Rejected => "rejected",
+            EventKind::Group => "group",
         }
     }
 }
@@ -737,6 +793,11 @@ impl EventKind {
             EventKind::Cleared,
             EventKind::Imported,
             EventKind::Defaulted,
+            EventKind::Voted,
+            EventKind::Refused,
+            EventKind::Approved,
+            EventKind::Rejected,
+            EventKind::Group,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)
@@ -757,6 +818,9 @@ pub struct Event {
     pub channel: Option<Channel>,
     pub before: Option<Question>,
     pub after: Option<Question>,
+    /// What a vote, a refusal, a settlement or a group change says beyond the question.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
 }
 
 /// The proposed value a question carries: its own, else its recommended option's label.
@@ -1060,6 +1124,7 @@ mod tests {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             decline_reason: None,
+            approval: None,
         }
     }
 

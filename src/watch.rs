@@ -284,7 +284,11 @@ fn urgent(event: &Event) -> bool {
         .as_ref()
         .or(event.before.as_ref())
         .is_some_and(|q| q.required);
-    required && matches!(event.event, EventKind::Logged | EventKind::Declined)
+    required
+        && matches!(
+            event.event,
+            EventKind::Logged | EventKind::Declined | EventKind::Rejected
+        )
 }
 
 fn title(event: &Event) -> String {
@@ -319,7 +323,27 @@ fn message(event: &Event) -> String {
             "time ran out; answered with the proposed value: {}",
             one_line(q.answer.as_deref().unwrap_or(""))
         ),
+        (EventKind::Expired, Some(q)) if q.status == Status::Declined => {
+            "time ran out; rejected".to_string()
+        }
         (EventKind::Expired, _) => "time ran out; skipped".to_string(),
+        (EventKind::Voted | EventKind::Refused | EventKind::Group, _) => {
+            let detail = event.detail.as_ref();
+            let vote = detail.and_then(|d| d["vote"].as_str()).unwrap_or("");
+            match event.event {
+                EventKind::Voted => format!("vote: {vote}{who}{via}"),
+                EventKind::Refused => format!("vote refused: {vote}{who}{via}"),
+                _ => format!(
+                    "group {} changed{who}",
+                    one_line(detail.and_then(|d| d["group"].as_str()).unwrap_or(""))
+                ),
+            }
+        }
+        (EventKind::Approved, _) => format!("approved{who}{via}"),
+        (EventKind::Rejected, Some(q)) => format!(
+            "rejected{who}{via}: {}",
+            one_line(q.decline_reason.as_deref().unwrap_or(""))
+        ),
         (EventKind::Skipped, _) => format!("skipped{who}{via}"),
         (EventKind::Cleared, _) => format!("cleared{who}"),
         (kind, Some(q)) => format!(

@@ -21,7 +21,11 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
         ));
     }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
-    let questions = ops::pending(ledger, &args.stage, ids)?;
+    // Approvals take votes (approve / reject), not answers: they are not asked here.
+    let questions: Vec<_> = ops::pending(ledger, &args.stage, ids)?
+        .into_iter()
+        .filter(|q| q.approval.is_none())
+        .collect();
     // The ledger's id, read now: what is recorded must be what was shown.
     let shown = ops::Shown::all(ledger.id()?, &questions);
     let Some(chosen) = terminal::ask_all(&questions)? else {

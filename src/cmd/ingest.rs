@@ -17,11 +17,13 @@ pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
         expires_in: args.expiry.expires_in,
         on_expiry: args.expiry.on_expiry.into(),
     };
+    let approval = super::log::policy(ledger, &args.approval)?;
     Ok(Outcome::ok(ops::ingest(
         ledger,
         &args.stage,
         &text,
         only,
         expiry,
+        approval.as_ref(),
     )?))
 }

@@ -1,8 +1,9 @@
 use super::Outcome;
-use crate::cli::LogArgs;
+use crate::cli::{ApprovalArgs, LogArgs};
 use crate::error::{Error, Result};
 use crate::model::{
-    proposed_or_recommended, tidy_options, NewQuestion, OnExpiry, QuestionOption, Source,
+    check_policy, proposed_or_recommended, tidy_options, Approval, NewQuestion, OnExpiry,
+    QuestionOption, Source,
 };
 use crate::ops::{self, Expiry};
 use crate::store::Ledger;
@@ -13,9 +14,57 @@ pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         expires_in: args.expiry.expires_in,
         on_expiry: args.expiry.on_expiry.into(),
     };
+    let approval = approval(ledger, &args)?;
     let mut new = new_question(args)?;
+    new.approval = approval;
     expiry.apply(&mut new, &crate::clock::now())?;
     Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
+}
+
+/// `--approval`: the policy, with the requester named (by default whoever logs it: the
+/// PostgreSQL role, else the operating-system user). A required question of no options.
+fn approval(ledger: &mut Ledger, args: &LogArgs) -> Result<Option<Approval>> {
+    let a = &args.approval;
+    if !a.approval {
+        return Ok(None);
+    }
+    let refused = [
+        (args.required == Some(false), "--required false"),
+        (args.proposed.is_some(), "--proposed"),
+        (
+            !args.options.is_empty() || args.options_json.is_some(),
+            "--option",
+        ),
+        (args.multi_select, "--multi-select"),
+        (args.no_freeform, "--no-freeform"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(Error::usage(format!(
+            "{flag} does not go with --approval: an approval is required and its answers are votes;              usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
+        )));
+    }
+    policy(ledger, a)
+}
+
+/// The policy of `--approval` (log and ingest): its requester named (by default whoever
+/// logs it: the PostgreSQL role, else the operating-system user), and checked.
+pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<Approval>> {
+    if !a.approval {
+        return Ok(None);
+    }
+    let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
+    let min = a.min.unwrap_or(1);
+    let requester = match &a.requester {
+        Some(name) => name.trim().to_string(),
+        None => ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?,
+    };
+    check_policy(&approvers, min, &requester).map_err(Error::usage)?;
+    Ok(Some(Approval {
+        approvers,
+        min,
+        requester,
+        votes: Vec::new(),
+    }))
 }
 
 fn blank_to_none(text: Option<String>) -> Option<String> {
@@ -54,5 +103,6 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         source: Source::Cli,
         expires_at: None,
         on_expiry: OnExpiry::Keep,
+        approval: None,
     })
 }

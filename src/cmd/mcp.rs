@@ -1,9 +1,13 @@
-use super::Outcome;
+use super::{Outcome, Who};
+use crate::cli::McpArgs;
 use crate::error::Result;
+use crate::model::Channel;
 use crate::store::Ledger;
 
 /// Serves until the client hangs up. stdout belongs to JSON-RPC: nothing is printed after.
-pub fn run(ledger: &mut Ledger) -> Result<Outcome> {
-    crate::mcp::serve(ledger.location().clone())?;
+/// Votes count as the user it is configured with, unless `--no-votes` refuses them.
+pub fn run(ledger: &mut Ledger, who: &Who, args: McpArgs) -> Result<Outcome> {
+    let user = who.via(Channel::Mcp).by;
+    crate::mcp::serve(ledger.location().clone(), user, !args.no_votes)?;
     Ok(Outcome::text(String::new()))
 }

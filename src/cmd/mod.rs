@@ -3,6 +3,7 @@
 mod accept_defaults;
 mod answer;
 mod answers;
+mod approve;
 mod ask;
 mod check;
 mod clear;
@@ -132,6 +133,15 @@ impl Who {
         Who(named(by))
     }
 
+    /// The operating-system user, whatever `--by` or `QUESTIONS_USER` say: who votes
+    /// from the command line on a file ledger.
+    pub fn os_user() -> String {
+        named(std::env::var("USER").ok())
+            .or_else(|| named(std::env::var("LOGNAME").ok()))
+            .or_else(system_user)
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
     /// This person acting through `channel`.
     pub fn via(&self, channel: crate::model::Channel) -> crate::ops::Caller {
         let by = self
@@ -187,6 +197,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
     }
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
+    let by_from_flag = cli.by_from_flag;
     let who = Who::new(cli.by);
     let w = &who;
     match cli.command {
@@ -211,9 +222,12 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Serve(args) => serve::run(l, w, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
-        Command::Mcp => mcp::run(l),
+        Command::Mcp(args) => mcp::run(l, w, args),
         Command::Hook(args) => Ok(hook::run(l, w, args)),
         Command::Init(args) => init::run(args),
+        Command::Approve(args) => approve::approve(l, by_from_flag, args),
+        Command::Reject(args) => approve::reject(l, by_from_flag, args),
+        Command::Group(args) => approve::group(l, w, args),
     }
 }
 

@@ -64,10 +64,22 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
     }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
     let questions = ops::pending(ledger, &args.stage, ids)?;
+    // Approvals take votes from their approvers, not answers from an asking tool.
+    let (approvals, questions): (Vec<_>, Vec<_>) =
+        questions.into_iter().partition(|q| q.approval.is_some());
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     let format = format_name(args.format);
     let stage = args.stage;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = approvals
+        .iter()
+        .map(|q| {
+            format!(
+                "question {} is an approval, left out: its approvers vote on it \
+                 (questions approve / questions reject)",
+                q.id
+            )
+        })
+        .collect();
 
     // The text for --out (or stdout), and the warnings the summary carries.
     let (text, warnings) = match args.format {
@@ -94,6 +106,10 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
                         question_id: l.question_id,
                         reason: l.reason,
                     })
+                    .chain(approvals.iter().map(|q| LeftOut {
+                        question_id: q.id,
+                        reason: "an approval: its approvers vote on it".to_string(),
+                    }))
                     .collect(),
             };
             if args.out.is_none() {

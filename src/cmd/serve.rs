@@ -25,6 +25,10 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Outcome> {
             token: std::env::var("QUESTIONS_SERVE_TOKEN")
                 .ok()
                 .filter(|t| !t.trim().is_empty()),
+            users: match &args.users {
+                Some(path) => serve::votes::read_users(path)?,
+                None => Vec::new(),
+            },
         },
     )?;
     Ok(Outcome::text(String::new()))

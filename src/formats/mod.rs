@@ -534,6 +534,7 @@ pub(crate) fn draft(
         source: source.into(),
         expires_at: None,
         on_expiry: crate::model::OnExpiry::Keep,
+        approval: None,
     }
 }
 

@@ -172,6 +172,7 @@ mod tests {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             decline_reason: None,
+            approval: None,
         }
     }
 

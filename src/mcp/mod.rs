@@ -21,13 +21,13 @@ pub const MOST_WAIT: Duration = Duration::from_secs(50);
 
 /// Serves until the client closes stdin. The runtime is built here, for this command
 /// alone.
-pub fn serve(location: Location) -> Result<()> {
+pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::io(format!("cannot start the MCP server: {e}")))?;
     runtime.block_on(async move {
-        let server = tools::Server::new(location);
+        let server = tools::Server::new(location).with_user(user, votes);
         let running = server
             .serve(stdio::transport())
             .await

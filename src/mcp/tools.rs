@@ -37,6 +37,11 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 pub struct Server {
     location: Location,
     tool_router: ToolRouter<Server>,
+    /// The user this server was configured with (`--by`, `QUESTIONS_USER`, else the
+    /// operating-system user): who asks for the approvals it logs, and whose votes it
+    /// casts unless `votes` is false (`mcp --no-votes`).
+    user: Option<String>,
+    votes: bool,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -98,6 +103,20 @@ pub struct NewItem {
     proposed: Option<String>,
     /// Whether the stage's gate waits for it (default true).
     required: Option<bool>,
+    /// Makes it an approval: only these people may answer it, by voting.
+    approval: Option<ApprovalItem>,
+}
+
+/// An approval's policy, as `log --approval` takes it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalItem {
+    /// Who may approve: names, and groups as "group:NAME".
+    approvers: Vec<String>,
+    /// How many distinct approvers must approve.
+    min: u32,
+    /// Who asked for it, who may never vote on it (default: this server's user).
+    requester: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -325,6 +344,7 @@ fn command_schema(name: &str) -> Arc<JsonObject> {
         "list" => include_str!("../../schema/list.json"),
         "answers" => include_str!("../../schema/answers.json"),
         "import" => include_str!("../../schema/import.json"),
+        "vote" => include_str!("../../schema/vote.json"),
         _ => unreachable!("no schema named {name}"),
     };
     let question: Value =
@@ -472,8 +492,27 @@ fn blank_to_none(text: Option<String>) -> Option<String> {
 }
 
 /// A question of `ask_questions`, checked as `log` checks its flags.
-fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
+fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Result<NewQuestion> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
+    let approval = match item.approval {
+        None => None,
+        Some(a) => {
+            let requester = a
+                .requester
+                .or(user.map(str::to_string))
+                .map(|r| r.trim().to_string())
+                .unwrap_or_default();
+            let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
+            crate::model::check_policy(&approvers, a.min, &requester)
+                .map_err(|why| place(Error::usage(why)))?;
+            Some(crate::model::Approval {
+                approvers,
+                min: a.min,
+                requester,
+                votes: Vec::new(),
+            })
+        }
+    };
     let question = non_blank(&item.question, "the question").map_err(place)?;
     let options = item
         .options
@@ -518,6 +557,16 @@ fn new_question(stage: &str, item: NewItem, at: usize) -> Result<NewQuestion> {
         source: Source::AskUser,
         expires_at: None,
         on_expiry: OnExpiry::Keep,
+        approval,
+    })
+    .and_then(|new| {
+        let offers = !new.options.is_empty() || new.proposed.is_some() || !new.required;
+        if new.approval.is_some() && offers {
+            return Err(place(Error::usage(
+                "an approval is required and offers no options or proposed value: its answers are votes",
+            )));
+        }
+        Ok(new)
     })
 }
 
@@ -571,8 +620,15 @@ impl Progress {
 }
 
 impl Server {
+    /// The user this server acts for, and whether it casts that user's votes.
+    pub fn with_user(mut self, user: Option<String>, votes: bool) -> Server {
+        self.user = user;
+        self.votes = votes;
+        self
+    }
+
     pub fn new(location: Location) -> Server {
-        let mut tool_router = Self::tool_router();
+        let mut tool_router = Self::tool_router() + Self::vote_router();
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
                 route.attr.output_schema = Some(or_failure(schema));
@@ -581,6 +637,8 @@ impl Server {
         Server {
             location,
             tool_router,
+            user: None,
+            votes: false,
         }
     }
 
@@ -672,7 +730,7 @@ impl Server {
             .questions
             .into_iter()
             .enumerate()
-            .map(|(at, item)| new_question(&stage, item, at))
+            .map(|(at, item)| new_question(&stage, item, at, self.user.as_deref()))
             .collect::<Result<_>>()?;
         // All or nothing, in one transaction, as `ingest` logs an envelope.
         let logged = blocking(self.location.clone(), move |ledger| {
@@ -723,6 +781,11 @@ impl Server {
             Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
         })
         .await?;
+        // Approvals take votes, not a form's answers.
+        let pending: Vec<_> = pending
+            .into_iter()
+            .filter(|q| q.approval.is_none())
+            .collect();
         if pending.is_empty() {
             return Ok((Elicited::NothingPending, Vec::new()));
         }
@@ -939,6 +1002,69 @@ impl Server {
             document(true, "import", &imported)
         };
         run.await.map_err(|e| failure("import", &e))
+    }
+}
+
+/// `vote`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoteInput {
+    /// The approval's id.
+    id: i64,
+    /// "approve" or "reject".
+    vote: String,
+    /// A comment with an approval; the reason of a rejection (required then).
+    comment: Option<String>,
+}
+
+#[tool_router(router = vote_router)]
+impl Server {
+    #[tool(
+        description = "Vote on an approval (a question that only certain people may answer): approve, or reject with a reason. The vote counts as the user this server was configured with, never as the agent, and is refused (forbidden) when that user asked for the approval or is not among its approvers, or when the server runs with --no-votes.",
+        output_schema = command_schema("vote"),
+        annotations(destructive_hint = false, open_world_hint = false)
+    )]
+    async fn vote(
+        &self,
+        Parameters(input): Parameters<Input<VoteInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let verdict = match input.vote.trim() {
+                "approve" => crate::model::Verdict::Approve,
+                "reject" => crate::model::Verdict::Reject,
+                other => {
+                    return Err(Error::usage(format!(
+                        "vote '{other}' is neither \"approve\" nor \"reject\""
+                    )))
+                }
+            };
+            let Some(voter) = self.user.clone().filter(|_| self.votes) else {
+                return Err(Error::new(
+                    crate::error::ErrorCode::Forbidden,
+                    "this MCP server refuses votes (it runs with --no-votes): an agent never \
+                     approves a request; a person votes with 'questions approve' or the inbox",
+                ));
+            };
+            let ballot = crate::model::Ballot {
+                verdict,
+                comment: input.comment,
+            };
+            let id = input.id;
+            let recorded = blocking(self.location.clone(), move |l| {
+                ops::vote(
+                    l,
+                    &ops::Identity::Person(voter),
+                    Channel::Mcp,
+                    id,
+                    &ops::Shown::default(),
+                    &ballot,
+                )
+            })
+            .await?;
+            document(true, "vote", &recorded)
+        };
+        run.await.map_err(|e| failure("vote", &e))
     }
 }
 

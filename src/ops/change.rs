@@ -121,7 +121,7 @@ impl Shown {
     }
 
     /// Refuses a change of `q` when it is not what was shown.
-    fn check(&self, tx: &Tx, q: &Question) -> Result<()> {
+    pub(super) fn check(&self, tx: &Tx, q: &Question) -> Result<()> {
         if let Some(shown) = &self.ledger {
             if tx.ledger_id()?.as_deref() != Some(shown.as_str()) {
                 return Err(Error::conflict(format!(

@@ -48,6 +48,10 @@ pub struct GateReport {
     /// A pending question's time is up and it is kept pending (`--on-expiry keep`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// Each approval among the questions: its votes, who may still vote, how many more
+    /// approvals it needs (or who rejected it and why).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<super::ApprovalReport>,
     /// With a stage: whether it has ever held a question (a typo never has).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_stage: Option<bool>,
@@ -83,7 +87,8 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
                     Some(_) if !considered.is_empty() => Some(true),
                     Some(stage) => Some(tx.stage_known(stage)?),
                 };
-                Ok((considered, known))
+                let approvals = super::approval::reports(tx, &considered)?;
+                Ok((considered, known, approvals))
             })
         });
         // A stage is followed into a ledger that replaced this one (reset); ids are not:
@@ -96,18 +101,24 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
                 ledger.location().display()
             )));
         }
-        let (considered, known) = read?;
+        let (considered, known, approvals) = read?;
         if known == Some(false) {
             return unknown_stage(ledger, req, considered);
         }
         let gate = Gate::over(&considered);
-        if gate.passes() || req.wait == Wait::No {
-            return Ok(report(req.stage.clone(), considered, known, false));
+        // A rejected approval never passes: waiting longer cannot help.
+        let settled_fail = approvals.iter().any(|a| a.state == "rejected");
+        if gate.passes() || req.wait == Wait::No || settled_fail {
+            let mut done = report(req.stage.clone(), considered, known, false);
+            done.approvals = approvals;
+            return Ok(done);
         }
         let now = Instant::now();
         let pause = match deadline {
             Some(end) if now >= end => {
-                return Ok(report(req.stage.clone(), considered, known, true))
+                let mut done = report(req.stage.clone(), considered, known, true);
+                done.approvals = approvals;
+                return Ok(done);
             }
             Some(end) => POLL.min(end - now),
             None => POLL,
@@ -224,6 +235,7 @@ fn report(
         expired,
         known_stage,
         timed_out,
+        approvals: Vec::new(),
         nearest: Vec::new(),
     }
 }

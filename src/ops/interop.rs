@@ -40,6 +40,17 @@ impl Expiry {
         let Some(within) = self.expires_in else {
             return Ok(());
         };
+        match (self.on_expiry, new.approval.is_some()) {
+            (OnExpiry::Reject, false) => return Err(Error::usage(
+                "--on-expiry reject is for approvals (--approval): choose keep, default or skip",
+            )),
+            (OnExpiry::Default | OnExpiry::Skip, true) => {
+                return Err(Error::usage(
+                    "an approval's time runs out with --on-expiry keep (it stays open) or reject",
+                ))
+            }
+            _ => {}
+        }
         if self.on_expiry == OnExpiry::Default && new.proposed.is_none() {
             return Err(Error::usage(format!(
                 "--on-expiry default answers with the proposed value, and \"{}\" has none: give --proposed, or choose --on-expiry skip or keep",
@@ -86,6 +97,7 @@ pub fn ingest(
     text: &str,
     only: Option<Source>,
     expiry: Expiry,
+    approval: Option<&crate::model::Approval>,
 ) -> Result<Ingested> {
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
@@ -102,6 +114,9 @@ pub fn ingest(
     let mut questions = envelope.questions;
     for new in &mut questions {
         new.stage = stage.to_string();
+        if let Some(approval) = approval {
+            super::approval::make_approval(new, approval)?;
+        }
         expiry.apply(new, &now)?;
     }
     let logged = log_all(ledger, &questions)?;

@@ -3,10 +3,12 @@
 //! a front end (the command line today; an MCP server, a web inbox, watchers next) never
 //! opens a transaction or restates a rule of its own.
 
+mod approval;
 mod change;
 mod gate;
 mod interop;
 
+pub use approval::{group, identify, vote, ApprovalReport, GroupChanged, Identity};
 pub use change::{
     accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices, skip,
     Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded, Recorded, Shown, Together,

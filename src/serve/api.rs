@@ -22,6 +22,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::Conflict => StatusCode::CONFLICT,
+        ErrorCode::Forbidden => StatusCode::FORBIDDEN,
         ErrorCode::InvalidAnswer => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Usage | ErrorCode::ParseError => StatusCode::BAD_REQUEST,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
@@ -36,7 +37,7 @@ fn json(status: StatusCode, text: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
 }
 
-fn success(procedure: &str, result: &impl serde::Serialize) -> Response {
+pub(super) fn success(procedure: &str, result: &impl serde::Serialize) -> Response {
     json(
         StatusCode::OK,
         crate::cmd::document(true, procedure, result),
@@ -45,7 +46,7 @@ fn success(procedure: &str, result: &impl serde::Serialize) -> Response {
 
 /// The §2 failure document; a conflict also carries the question as it stands, with the
 /// answer on record.
-fn failure(procedure: &str, err: &Error, on_record: Option<&Question>) -> Response {
+pub(super) fn failure(procedure: &str, err: &Error, on_record: Option<&Question>) -> Response {
     let mut body = crate::output::failure_body(Some(procedure), err);
     if let (Some(q), Value::Object(map)) = (on_record, &mut body) {
         map.insert("answer".into(), q.answer.clone().into());
@@ -199,7 +200,7 @@ pub fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
     }
 }
 
-fn read_body(body: &Bytes) -> Result<serde_json::Map<String, Value>> {
+pub(super) fn read_body(body: &Bytes) -> Result<serde_json::Map<String, Value>> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| Error::parse(format!("the body is not JSON: {e}")))?;
     match value {
@@ -208,7 +209,10 @@ fn read_body(body: &Bytes) -> Result<serde_json::Map<String, Value>> {
     }
 }
 
-fn text_field(map: &serde_json::Map<String, Value>, key: &str) -> Result<Option<String>> {
+pub(super) fn text_field(
+    map: &serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>> {
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),

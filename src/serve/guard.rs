@@ -28,7 +28,18 @@ pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) ->
         Err(refused) if page => refused.page(),
         Err(refused) => refused.into_response(),
         Ok(Some(redirect)) => redirect,
-        Ok(None) => next.run(request).await,
+        Ok(None) => {
+            // Whose token it is: a vote counts as that person (see `votes`).
+            let mut request = request;
+            let person = bearer(request.headers())
+                .or_else(|| cookie(request.headers(), &cookie_name(&app)))
+                .and_then(|t| app.holder(&t))
+                .flatten();
+            request
+                .extensions_mut()
+                .insert(super::votes::Person(person));
+            next.run(request).await
+        }
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -74,7 +85,7 @@ fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
         return Ok(None);
     }
     if let Some(given) = query_token(request.uri().query()) {
-        if request.method() != Method::GET || !same(&given, &app.token) {
+        if request.method() != Method::GET || app.holder(&given).is_none() {
             return Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "that token is not this server's: open the URL that 'questions serve' printed",
@@ -83,7 +94,7 @@ fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
         return Ok(Some(welcome(app, request)));
     }
     let token = bearer(headers).or_else(|| cookie(headers, &cookie_name(app)));
-    if !token.is_some_and(|t| same(&t, &app.token)) {
+    if token.is_none_or(|t| app.holder(&t).is_none()) {
         return Err(refuse(
             StatusCode::UNAUTHORIZED,
             "a token is needed: open the URL that 'questions serve' printed, or send \
@@ -111,10 +122,12 @@ fn welcome(app: &App, request: &Request) -> Response {
         to.push('?');
         to.push_str(&rest.join("&"));
     }
+    // The token given: the server's, or a person's (`--users`).
+    let given = query_token(request.uri().query()).unwrap_or_else(|| app.token.clone());
     let cookie = format!(
         "{}={}; HttpOnly; SameSite=Strict; Path=/",
         cookie_name(app),
-        app.token
+        given
     );
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
@@ -219,7 +232,7 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 /// Compares in time that does not depend on where the strings differ.
-fn same(given: &str, token: &str) -> bool {
+pub(super) fn same(given: &str, token: &str) -> bool {
     let (a, b) = (given.as_bytes(), token.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

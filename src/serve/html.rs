@@ -174,6 +174,7 @@ fn deadline(q: &Question, now: Option<i64>) -> Option<(String, String, String)> 
         },
         OnExpiry::Skip => strings::on_expiry(strings::Expiry::Skipped),
         OnExpiry::Keep => strings::on_expiry(strings::Expiry::Overdue),
+        OnExpiry::Reject => strings::on_expiry(strings::Expiry::Rejected),
     };
     Some((esc(expires), left, esc(&then)))
 }
@@ -254,6 +255,10 @@ fn question(
         );
     }
 
+    if let Some(approval) = &q.approval {
+        // An approval takes votes, not answers (see `votes`).
+        return super::votes::html(out, q, approval, &shown, history);
+    }
     // Nothing is chosen or typed for the person: the proposal is taken only through its
     // own button, and recorded as such.
     let _ = write!(
@@ -344,7 +349,7 @@ fn question(
     out.push_str("</ol></details></div></details>");
 }
 
-fn event(out: &mut String, e: &Event) {
+pub(super) fn event(out: &mut String, e: &Event) {
     let _ = write!(
         out,
         "<li><time datetime=\"{at}\">{shown}</time> {kind}",

@@ -10,6 +10,7 @@ mod html;
 mod markdown;
 mod page;
 pub(crate) mod strings;
+pub mod votes;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,8 @@ pub struct Config {
     pub allow_remote: bool,
     /// A fixed token (`QUESTIONS_SERVE_TOKEN`); else a new one for this start.
     pub token: Option<String>,
+    /// People and their own tokens (`--users FILE`): their votes count as them.
+    pub users: Vec<(String, String)>,
 }
 
 /// What every request shares.
@@ -46,6 +49,8 @@ pub(crate) struct App {
     stage: Option<String>,
     caller: Caller,
     token: String,
+    /// `--users`: each person's name and token.
+    users: Vec<(String, String)>,
     /// The address actually bound (port 0 resolved).
     bound: SocketAddr,
     /// The ledger's id and its newest event's seq, as the watcher thread last saw them.
@@ -146,6 +151,7 @@ pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         config.stage,
         config.caller,
         token,
+        config.users,
     ))?;
     // A PostgreSQL client blocks on a runtime of its own when it closes, which it may not
     // do inside this one: the pool's ledgers close here, after it.
@@ -160,6 +166,7 @@ async fn serve(
     stage: Option<String>,
     caller: Caller,
     token: String,
+    users: Vec<(String, String)>,
 ) -> Result<Vec<Ledger>> {
     let listener = tokio::net::TcpListener::bind(bind)
         .await
@@ -178,6 +185,7 @@ async fn serve(
         stage,
         caller,
         token,
+        users,
         bound,
         seq,
         stopping,
@@ -292,12 +300,16 @@ fn routes(app: Arc<App>) -> Router {
         .route("/q/{id}/skip", post(page::skip))
         .route("/q/{id}/decline", post(page::decline))
         .route("/q/{id}/accept", post(page::accept))
+        .route("/q/{id}/approve", post(votes::approve_form))
+        .route("/q/{id}/reject", post(votes::reject_form))
         .route("/assets/inbox.css", get(page::css))
         .route("/assets/inbox.js", get(page::js))
         .route("/api/questions", get(api::list))
         .route("/api/questions/{id}/answer", post(api::answer))
         .route("/api/questions/{id}/skip", post(api::skip))
         .route("/api/questions/{id}/decline", post(api::decline))
+        .route("/api/questions/{id}/approve", post(votes::approve))
+        .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),

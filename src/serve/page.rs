@@ -53,7 +53,7 @@ pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Res
     render(&app, StatusCode::OK, flash).await
 }
 
-async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Response {
+pub(super) async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Response {
     let stage = app.stage.clone();
     let read = app
         .ledger(move |l| Ok((ops::inbox(l, stage.as_deref())?, clock::now())))

@@ -115,6 +115,7 @@ pub fn on_expiry(what: Expiry<'_>) -> String {
         Expiry::Answered(value) => format!("answered “{value}” unless you answer"),
         Expiry::Skipped => "skipped unless you answer".to_string(),
         Expiry::Overdue => "then shown as overdue to whoever waits on it".to_string(),
+        Expiry::Rejected => "rejected unless it is approved".to_string(),
     }
 }
 
@@ -122,6 +123,7 @@ pub enum Expiry<'a> {
     Answered(&'a str),
     Skipped,
     Overdue,
+    Rejected,
 }
 
 /// Time left, as a person reads it: "1 h 52 min", "4 min 12 s", "42 s". The page's

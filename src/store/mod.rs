@@ -261,6 +261,7 @@ mod tests {
             source: Source::Cli,
             expires_at: None,
             on_expiry: crate::model::OnExpiry::Keep,
+            approval: None,
         }
     }
 

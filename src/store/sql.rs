@@ -7,8 +7,8 @@ use serde::de::DeserializeOwned;
 use super::{EventFilter, Filter};
 use crate::error::{Error, Result};
 use crate::model::{
-    normalize_timestamp, parse_bool, text_hash, Channel, Event, EventKind, NewQuestion, OnExpiry,
-    Question, Source, State, Status, Transition,
+    normalize_timestamp, parse_bool, text_hash, Actor, Channel, Event, EventKind, Groups,
+    NewQuestion, OnExpiry, Question, Source, State, Status, Transition,
 };
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
@@ -208,7 +208,7 @@ impl Dialect {
 const QUESTION: &str = "id, stage, group_name, question, proposed, required, status, answer, \
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
-     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason";
+     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -236,6 +236,7 @@ const QUESTION_NAMES: &[&str] = &[
     "expires_at",
     "on_expiry",
     "decline_reason",
+    "approval",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -269,6 +270,7 @@ fn question(r: &mut Record) -> Result<Question> {
             .filter(|t| t != crate::model::UNKNOWN_TIME),
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         decline_reason: r.text("decline_reason"),
+        approval: r.take("approval").json(),
     };
     // Another tool may have marked a row answered without an answer: an answered
     // question's answer is a string, always.
@@ -386,6 +388,7 @@ impl<'a> Tx<'a> {
                     channel: None,
                     before: None,
                     after: None,
+                    detail: None,
                 })?;
                 Ok(Some(q))
             }
@@ -404,6 +407,30 @@ impl<'a> Tx<'a> {
                     channel: after.channel,
                     before: Some(to_json(&before.state())?),
                     after: Some(to_json(&after.state())?),
+                    detail: None,
+                })?;
+                Ok(Some(Question::clone(after)))
+            }
+            Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail,
+            } => {
+                if before != after {
+                    self.update(after)?;
+                }
+                self.insert_event(&Row {
+                    kind: *kind,
+                    at: &actor.at,
+                    question_id: after.id,
+                    stage: None,
+                    by: actor.by.as_deref(),
+                    channel: Some(actor.channel),
+                    before: Some(to_json(&before.state())?),
+                    after: Some(to_json(&after.state())?),
+                    detail: detail.as_ref().map(to_json).transpose()?,
                 })?;
                 Ok(Some(Question::clone(after)))
             }
@@ -420,6 +447,7 @@ impl<'a> Tx<'a> {
                     channel: Some(actor.channel),
                     before: Some(to_json(before)?),
                     after: None,
+                    detail: None,
                 })?;
                 self.conn
                     .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;
@@ -430,13 +458,14 @@ impl<'a> Tx<'a> {
 
     fn insert(&self, new: &NewQuestion, now: &str) -> Result<Question> {
         let options = to_json(&new.options)?;
+        let approval = new.approval.as_ref().map(to_json).transpose()?;
         let rows = self.conn.query(
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source, expires_at, on_expiry, text_hash) \
+                 selected, source, expires_at, on_expiry, text_hash, approval) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14, $15) \
+                 $13, $14, $15, $16) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -455,6 +484,7 @@ impl<'a> Tx<'a> {
                 (&new.expires_at).into(),
                 new.on_expiry.stored().into(),
                 text_hash(&new.question).into(),
+                approval.as_deref().into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?
@@ -465,10 +495,11 @@ impl<'a> Tx<'a> {
     /// Writes the fields a transition changes.
     fn update(&self, q: &Question) -> Result<()> {
         let selected = to_json(&q.selected)?;
+        let approval = q.approval.as_ref().map(to_json).transpose()?;
         self.conn.execute(
             "UPDATE questions SET status = $2, answer = $3, answered_at = $4, updated_at = $5, \
              selected = $6, was_custom = $7, skip_reason = $8, answered_by = $9, channel = $10, \
-             decline_reason = $11 WHERE id = $1",
+             decline_reason = $11, approval = $12 WHERE id = $1",
             &[
                 q.id.into(),
                 q.status.as_str().into(),
@@ -481,6 +512,7 @@ impl<'a> Tx<'a> {
                 (&q.answered_by).into(),
                 q.channel.map(Channel::as_str).into(),
                 (&q.decline_reason).into(),
+                approval.as_deref().into(),
             ],
         )?;
         Ok(())
@@ -494,8 +526,8 @@ impl<'a> Tx<'a> {
     fn insert_event(&self, row: &Row) -> Result<()> {
         self.conn.execute(
             "INSERT INTO question_events \
-             (at, event, question_id, stage, answered_by, channel, before, after) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             (at, event, question_id, stage, answered_by, channel, before, after, detail) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             &[
                 row.at.into(),
                 row.kind.as_str().into(),
@@ -507,9 +539,68 @@ impl<'a> Tx<'a> {
                 row.channel.map(Channel::as_str).into(),
                 row.before.as_deref().into(),
                 row.after.as_deref().into(),
+                row.detail.as_deref().into(),
             ],
         )?;
         Ok(())
+    }
+
+    /// The database role this connection acts as, on an engine that has roles
+    /// (PostgreSQL's `session_user`); none on SQLite.
+    pub fn session_user(&self) -> Result<Option<String>> {
+        if self.conn.dialect() != Dialect::Postgres {
+            return Ok(None);
+        }
+        let rows = self.conn.query("SELECT session_user::text AS who", &[])?;
+        Ok(rows.each(|r| Ok(r.text("who")), &["who"])?.pop().flatten())
+    }
+
+    /// The members of the groups named, by group (a group without members is absent).
+    pub fn groups<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Groups> {
+        let mut groups = Groups::new();
+        for name in names {
+            let rows = self.conn.query(
+                "SELECT member FROM approval_groups WHERE name = $1 ORDER BY member",
+                &[name.into()],
+            )?;
+            let members = rows.each(|r| Ok(r.text("member").unwrap_or_default()), &["member"])?;
+            if !members.is_empty() {
+                groups.insert(name.to_string(), members.into_iter().collect());
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Sets a group's members, recording the change (who, through what, what changed) as
+    /// a `group` event of no question.
+    pub fn set_group(
+        &self,
+        name: &str,
+        members: &std::collections::BTreeSet<String>,
+        actor: &Actor,
+        detail: &serde_json::Value,
+    ) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM approval_groups WHERE name = $1",
+            &[name.into()],
+        )?;
+        for member in members {
+            self.conn.execute(
+                "INSERT INTO approval_groups (name, member) VALUES ($1, $2)",
+                &[name.into(), member.into()],
+            )?;
+        }
+        self.insert_event(&Row {
+            kind: EventKind::Group,
+            at: &actor.at,
+            question_id: 0,
+            stage: None,
+            by: actor.by.as_deref(),
+            channel: Some(actor.channel),
+            before: None,
+            after: None,
+            detail: Some(to_json(detail)?),
+        })
     }
 
     /// Pending questions whose time is up at `now` and that expiry changes (not `keep`).
@@ -647,7 +738,8 @@ impl<'a> Tx<'a> {
     fn stored_events(&self, clause: &str, params: &[Param]) -> Result<Vec<Stored>> {
         let rows = self.conn.query(
             &format!(
-                "SELECT id, at, event, question_id, stage, answered_by, channel, before, after \
+                "SELECT id, at, event, question_id, stage, answered_by, channel, before, after, \
+                 detail \
                  FROM question_events WHERE {clause}"
             ),
             params,
@@ -662,6 +754,7 @@ impl<'a> Tx<'a> {
             "channel",
             "before",
             "after",
+            "detail",
         ];
         let mut stored = rows.each(
             |r| {
@@ -678,6 +771,7 @@ impl<'a> Tx<'a> {
                     channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
                     before: Snapshot::read(r.take("before")),
                     after: Snapshot::read(r.take("after")),
+                    detail: r.text("detail").and_then(|d| serde_json::from_str(&d).ok()),
                 }))
             },
             names,
@@ -716,6 +810,7 @@ impl<'a> Tx<'a> {
                     channel: e.channel,
                     before: whole(e.before),
                     after,
+                    detail: e.detail,
                 }
             })
             .collect())
@@ -782,6 +877,7 @@ struct Stored {
     channel: Option<Channel>,
     before: Snapshot,
     after: Snapshot,
+    detail: Option<serde_json::Value>,
 }
 
 /// An event as it is written.
@@ -794,6 +890,7 @@ struct Row<'a> {
     channel: Option<Channel>,
     before: Option<String>,
     after: Option<String>,
+    detail: Option<String>,
 }
 
 /// A stored `before` or `after`.

@@ -515,6 +515,7 @@ mod tests {
             source: Source::Cli,
             expires_at: None,
             on_expiry: crate::model::OnExpiry::Keep,
+            approval: None,
         }
     }
 

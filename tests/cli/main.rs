@@ -5,6 +5,7 @@ mod common;
 
 mod answer;
 mod answers;
+mod approvals;
 mod ask;
 mod browser;
 mod check;

@@ -1,0 +1,473 @@
+//! Approvals: a required question whose answers are votes. Who may vote, one vote a
+//! person (a later one replaces it), the quorum, the first rejection settling it, and the
+//! requester never voting: pure rules that return transitions or typed refusals.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Actor, EventKind, Question, Status, Transition};
+use crate::error::{Error, ErrorCode, Result};
+
+/// The prefix that names a group among an approval's approvers: `group:release`.
+pub const GROUP_PREFIX: &str = "group:";
+
+/// What makes a question an approval, and the votes cast on it so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// People, and groups as `group:NAME`, in the order given.
+    pub approvers: Vec<String>,
+    /// How many distinct eligible people must approve.
+    pub min: u32,
+    /// Who asked for it: never a voter.
+    pub requester: String,
+    /// One per person, the latest; earlier ones are in the history.
+    #[serde(default)]
+    pub votes: Vec<Vote>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Approve,
+    Reject,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Reject => "reject",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vote {
+    pub by: String,
+    pub vote: Verdict,
+    /// A comment with an approval; the reason of a rejection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    pub at: String,
+    pub channel: super::Channel,
+}
+
+/// A vote as a person casts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ballot {
+    pub verdict: Verdict,
+    /// A comment (approve) or the reason (reject, where it is required).
+    pub comment: Option<String>,
+}
+
+/// The members of every group, by group name.
+pub type Groups = BTreeMap<String, BTreeSet<String>>;
+
+/// What a vote comes to.
+#[derive(Debug)]
+pub enum Voted {
+    /// Recorded: the vote, then the settlement when it settles the approval.
+    Recorded(Vec<Transition>),
+    /// Refused (`forbidden`): the refusal is still recorded, as this event.
+    Refused(Transition, Error),
+}
+
+impl Approval {
+    /// The group names among the approvers.
+    pub fn groups(&self) -> impl Iterator<Item = &str> {
+        self.approvers
+            .iter()
+            .filter_map(|a| a.strip_prefix(GROUP_PREFIX))
+    }
+
+    /// Everyone who may vote now: the listed people and the members of the listed groups,
+    /// never the requester.
+    pub fn eligible(&self, groups: &Groups) -> BTreeSet<String> {
+        let mut people = BTreeSet::new();
+        for a in &self.approvers {
+            match a.strip_prefix(GROUP_PREFIX) {
+                Some(group) => people.extend(groups.get(group).into_iter().flatten().cloned()),
+                None => {
+                    people.insert(a.clone());
+                }
+            }
+        }
+        people.remove(&self.requester);
+        people
+    }
+
+    /// The distinct eligible people whose vote is an approval.
+    pub fn approvals(&self, groups: &Groups) -> usize {
+        let eligible = self.eligible(groups);
+        self.votes
+            .iter()
+            .filter(|v| v.vote == Verdict::Approve && eligible.contains(&v.by))
+            .count()
+    }
+
+    /// How many more approvals it needs.
+    pub fn needed(&self, groups: &Groups) -> usize {
+        (self.min as usize).saturating_sub(self.approvals(groups))
+    }
+
+    /// Eligible people who have not voted yet.
+    pub fn may_still_vote(&self, groups: &Groups) -> Vec<String> {
+        self.eligible(groups)
+            .into_iter()
+            .filter(|p| !self.votes.iter().any(|v| &v.by == p))
+            .collect()
+    }
+
+    /// The rejection that settled it, if any.
+    pub fn rejection(&self) -> Option<&Vote> {
+        self.votes.iter().find(|v| v.vote == Verdict::Reject)
+    }
+}
+
+/// Checks an approval's policy as it is logged: people and `group:NAME`s, no blanks, a
+/// quorum of at least one that the listed people can reach (groups may grow, so with a
+/// group any quorum is taken). The error is a usage error's message.
+pub fn check_policy(approvers: &[String], min: u32, requester: &str) -> Result<(), String> {
+    if approvers.is_empty() {
+        return Err(
+            "an approval needs --approvers: the people (or group:NAME) who may approve it".into(),
+        );
+    }
+    for a in approvers {
+        let name = a.strip_prefix(GROUP_PREFIX).unwrap_or(a);
+        if name.trim().is_empty() || name.trim() != name || name.contains(',') {
+            return Err(format!(
+                "'{a}' is not an approver: give names (or group:NAME) separated by commas"
+            ));
+        }
+    }
+    if min == 0 {
+        return Err("--min must be at least 1: an approval nobody approves is no gate".into());
+    }
+    if approvers.iter().all(|a| !a.starts_with(GROUP_PREFIX)) {
+        let people: BTreeSet<&String> = approvers.iter().filter(|a| *a != requester).collect();
+        if people.len() < min as usize {
+            return Err(format!(
+                "--min {min} can never be reached: only {} of the approvers may vote ({}), \
+                 and the requester '{requester}' never does",
+                people.len(),
+                people
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A group's name or member: not blank, no spaces or commas, not itself a group.
+pub fn check_name(name: &str, what: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c == ',' || c.is_control())
+        || name.starts_with(GROUP_PREFIX)
+    {
+        return Err(format!(
+            "'{name}' is not a {what} name: one word, without spaces, commas or a group: prefix"
+        ));
+    }
+    Ok(())
+}
+
+impl Question {
+    /// Refuses any change but a vote on an approval (answer, skip, decline, import…).
+    pub(super) fn refuse_if_approval(&self) -> Result<()> {
+        if self.approval.is_some() {
+            return Err(Error::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "question {} is an approval: it takes votes (approve or reject) from its approvers, not answers",
+                    self.id
+                ),
+            )
+            .with_flag_hint(format!(
+                "use 'questions approve --id {0}' or 'questions reject --id {0} --reason TEXT'",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// `voter`'s vote on this approval, as `actor` casts it; `groups` holds the members of
+    /// the approval's groups. An approval settles `approved` when `min` distinct eligible
+    /// people approve and nobody rejected, `rejected` on the first rejection.
+    pub fn vote(
+        &self,
+        ballot: &Ballot,
+        voter: &str,
+        groups: &Groups,
+        actor: &Actor,
+    ) -> Result<Voted> {
+        let Some(approval) = &self.approval else {
+            return Err(Error::invalid_answer(format!(
+                "question {} is not an approval: it takes an answer, not a vote",
+                self.id
+            )));
+        };
+        let comment = ballot
+            .comment
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        if ballot.verdict == Verdict::Reject && comment.is_none() {
+            return Err(Error::invalid_answer(format!(
+                "rejecting approval {} needs a reason: say why, so the requester can act on it",
+                self.id
+            )));
+        }
+        if self.status != Status::Pending {
+            let how = match self.status {
+                Status::Answered => "approved",
+                _ => "rejected",
+            };
+            return Err(Error::conflict(format!(
+                "approval {} is already settled ({how}); a vote no longer changes it",
+                self.id
+            )));
+        }
+        let detail = |refused: Option<&str>, replaces: Option<Verdict>| {
+            let mut d = serde_json::json!({ "vote": ballot.verdict.as_str(), "by": voter });
+            if let Some(c) = &comment {
+                d["comment"] = c.clone().into();
+            }
+            if let Some(r) = replaces {
+                d["replaces"] = r.as_str().into();
+            }
+            if let Some(why) = refused {
+                d["refused"] = why.into();
+            }
+            d
+        };
+        let voter_actor = Actor {
+            by: Some(voter.to_string()),
+            ..actor.clone()
+        };
+        let refusal = if voter == approval.requester {
+            Some(format!(
+                "{voter} asked for approval {} and may not vote on it: another approver must",
+                self.id
+            ))
+        } else if !approval.eligible(groups).contains(voter) {
+            Some(format!(
+                "{voter} may not vote on approval {}: its approvers are {}",
+                self.id,
+                approval.approvers.join(", ")
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            let event = Transition::Event {
+                kind: EventKind::Refused,
+                before: Box::new(self.clone()),
+                after: Box::new(self.clone()),
+                actor: voter_actor,
+                detail: Some(detail(Some(&why), None)),
+            };
+            return Ok(Voted::Refused(event, Error::new(ErrorCode::Forbidden, why)));
+        }
+
+        let mut next = approval.clone();
+        let replaces = next
+            .votes
+            .iter()
+            .position(|v| v.by == voter)
+            .map(|i| next.votes.remove(i).vote);
+        next.votes.push(Vote {
+            by: voter.to_string(),
+            vote: ballot.verdict,
+            comment: comment.clone(),
+            at: actor.at.clone(),
+            channel: actor.channel,
+        });
+        let voted = Question {
+            approval: Some(next.clone()),
+            ..self.clone()
+        };
+        let mut changes = vec![Transition::Event {
+            kind: EventKind::Voted,
+            before: Box::new(self.clone()),
+            after: Box::new(voted.clone()),
+            actor: voter_actor.clone(),
+            detail: Some(detail(None, replaces)),
+        }];
+        let settled = if ballot.verdict == Verdict::Reject {
+            Some((
+                EventKind::Rejected,
+                Question {
+                    decline_reason: comment.clone(),
+                    ..voted.changed(Status::Declined, &voter_actor)
+                },
+                serde_json::json!({ "by": voter, "reason": comment }),
+            ))
+        } else if next.needed(groups) == 0 {
+            let mut approvers: Vec<&str> = next
+                .votes
+                .iter()
+                .filter(|v| v.vote == Verdict::Approve)
+                .map(|v| v.by.as_str())
+                .collect();
+            approvers.sort_unstable();
+            Some((
+                EventKind::Approved,
+                Question {
+                    answer: Some("approved".to_string()),
+                    answered_at: Some(actor.at.clone()),
+                    ..voted.changed(Status::Answered, &voter_actor)
+                },
+                serde_json::json!({ "approvals": next.approvals(groups), "min": next.min, "approved_by": approvers }),
+            ))
+        } else {
+            None
+        };
+        if let Some((kind, after, detail)) = settled {
+            changes.push(Transition::Event {
+                kind,
+                before: Box::new(voted),
+                after: Box::new(after),
+                actor: voter_actor,
+                detail: Some(detail),
+            });
+        }
+        Ok(Voted::Recorded(changes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Channel, NewQuestion, OnExpiry, Source};
+
+    fn approval(approvers: &[&str], min: u32, requester: &str) -> Question {
+        let new = NewQuestion {
+            stage: "deploy".into(),
+            group_name: None,
+            question: "Deploy?".into(),
+            proposed: None,
+            required: true,
+            header: None,
+            context: None,
+            options: vec![],
+            multi_select: false,
+            allow_freeform: true,
+            source: Source::Cli,
+            expires_at: None,
+            on_expiry: OnExpiry::Keep,
+            approval: Some(Approval {
+                approvers: approvers.iter().map(|a| a.to_string()).collect(),
+                min,
+                requester: requester.into(),
+                votes: vec![],
+            }),
+        };
+        let mut q = new.as_logged("2026-01-01T00:00:00.000Z");
+        q.id = 1;
+        q
+    }
+
+    fn actor() -> Actor {
+        Actor {
+            by: None,
+            channel: Channel::Cli,
+            at: "2026-01-01T00:00:01.000Z".into(),
+        }
+    }
+
+    fn approve() -> Ballot {
+        Ballot {
+            verdict: Verdict::Approve,
+            comment: None,
+        }
+    }
+
+    /// The question after every recorded transition.
+    fn cast(q: &Question, voter: &str, ballot: &Ballot, groups: &Groups) -> Result<Question> {
+        match q.vote(ballot, voter, groups, &actor())? {
+            Voted::Recorded(changes) => match changes.last() {
+                Some(Transition::Event { after, .. }) => Ok(Question::clone(after)),
+                _ => unreachable!(),
+            },
+            Voted::Refused(_, why) => Err(why),
+        }
+    }
+
+    #[test]
+    fn two_distinct_approvers_settle_a_two_of_three() {
+        let q = approval(&["alice", "bob", "carol"], 2, "dave");
+        let none = Groups::new();
+        let once = cast(&q, "alice", &approve(), &none).unwrap();
+        assert_eq!(once.status, Status::Pending);
+        let again = cast(&once, "alice", &approve(), &none).unwrap();
+        assert_eq!(
+            again.status,
+            Status::Pending,
+            "the same person twice is one vote"
+        );
+        assert_eq!(again.approval.as_ref().unwrap().votes.len(), 1);
+        let twice = cast(&again, "bob", &approve(), &none).unwrap();
+        assert_eq!(twice.status, Status::Answered);
+        assert_eq!(twice.answer.as_deref(), Some("approved"));
+    }
+
+    #[test]
+    fn the_requester_and_strangers_are_refused() {
+        let q = approval(&["alice", "group:release"], 1, "alice");
+        let mut groups = Groups::new();
+        groups.insert("release".into(), ["bob".to_string()].into());
+        for who in ["alice", "mallory"] {
+            let why = cast(&q, who, &approve(), &groups).unwrap_err();
+            assert_eq!(why.code, ErrorCode::Forbidden, "{who}");
+        }
+        assert_eq!(
+            cast(&q, "bob", &approve(), &groups).unwrap().status,
+            Status::Answered
+        );
+    }
+
+    #[test]
+    fn one_rejection_settles_it_with_the_reason() {
+        let q = approval(&["alice", "bob"], 1, "carol");
+        let none = Groups::new();
+        let no_reason = Ballot {
+            verdict: Verdict::Reject,
+            comment: Some(" ".into()),
+        };
+        assert_eq!(
+            cast(&q, "bob", &no_reason, &none).unwrap_err().code,
+            ErrorCode::InvalidAnswer
+        );
+        let reject = Ballot {
+            verdict: Verdict::Reject,
+            comment: Some("not on a Friday".into()),
+        };
+        let rejected = cast(&q, "bob", &reject, &none).unwrap();
+        assert_eq!(rejected.status, Status::Declined);
+        assert_eq!(rejected.decline_reason.as_deref(), Some("not on a Friday"));
+        assert_eq!(
+            cast(&rejected, "alice", &approve(), &none)
+                .unwrap_err()
+                .code,
+            ErrorCode::Conflict
+        );
+    }
+
+    #[test]
+    fn policies_that_cannot_pass_are_refused() {
+        let people = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_policy(&people(&["alice", "bob"]), 2, "alice").is_err());
+        assert!(check_policy(&people(&["alice", "bob"]), 0, "carol").is_err());
+        assert!(check_policy(&people(&[]), 1, "carol").is_err());
+        assert!(check_policy(&people(&["group:"]), 1, "carol").is_err());
+        assert!(check_policy(&people(&["alice", "group:ops"]), 5, "alice").is_ok());
+    }
+}

@@ -1,0 +1,230 @@
+//! Approvals: votes, groups, and what the gate reports of each approval. The rules are
+//! the model's (`Question::vote`); this reads, asks, and applies.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::{existing, expire_due, Recorded, Shown};
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::model::{check_name, Actor, Ballot, Channel, Groups, Question, Status, Vote, Voted};
+use crate::store::{Ledger, Tx};
+
+/// Who casts a vote (or asks for an approval), as far as the channel can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// The command line: on PostgreSQL the database role the connection logged in as
+    /// (`session_user`), so that roles and grants are the control; on a file, this name
+    /// (the operating-system user).
+    Local(String),
+    /// A person the channel vouches for: a `serve --users` token's, MCP's configured user.
+    Person(String),
+}
+
+impl Identity {
+    /// The name, read inside the transaction that uses it.
+    fn resolve(&self, tx: &Tx) -> Result<String> {
+        match self {
+            Identity::Person(name) => Ok(name.clone()),
+            Identity::Local(name) => Ok(tx.session_user()?.unwrap_or_else(|| name.clone())),
+        }
+    }
+}
+
+/// The name `identity` stands for on this ledger: who asks for an approval logged
+/// without `--requester`.
+pub fn identify(ledger: &mut Ledger, identity: &Identity) -> Result<String> {
+    match identity {
+        Identity::Person(name) => Ok(name.clone()),
+        Identity::Local(_) => ledger.read(|tx| identity.resolve(tx)),
+    }
+}
+
+/// Casts a vote on approval `id`. A vote refused (`forbidden`: the requester, or
+/// someone not among the approvers) is recorded in the history, then returned as the
+/// error.
+pub fn vote(
+    ledger: &mut Ledger,
+    identity: &Identity,
+    channel: Channel,
+    id: i64,
+    shown: &Shown,
+    ballot: &Ballot,
+) -> Result<Recorded> {
+    let at = clock::now();
+    let outcome = ledger.write(|tx| {
+        expire_due(tx, &at)?;
+        let before = existing(tx, id)?;
+        shown.check(tx, &before)?;
+        let voter = identity.resolve(tx)?;
+        let groups = groups_of(tx, &before)?;
+        let actor = Actor {
+            by: Some(voter.clone()),
+            channel,
+            at: at.clone(),
+        };
+        match before.vote(ballot, &voter, &groups, &actor)? {
+            Voted::Recorded(changes) => {
+                let mut now = before;
+                for change in &changes {
+                    if let Some(q) = tx.apply(change)? {
+                        now = q;
+                    }
+                }
+                Ok(Ok(now))
+            }
+            Voted::Refused(event, why) => {
+                tx.apply(&event)?;
+                Ok(Err(why))
+            }
+        }
+    })?;
+    let question = outcome?;
+    Ok(Recorded {
+        question_id: question.id,
+        question,
+    })
+}
+
+/// Makes an ingested question an approval: one that offers options or a proposed value,
+/// or is optional, cannot be one, and is refused rather than changed silently.
+pub fn make_approval(
+    new: &mut crate::model::NewQuestion,
+    approval: &crate::model::Approval,
+) -> Result<()> {
+    if !new.options.is_empty() || new.proposed.is_some() || !new.required {
+        return Err(Error::usage(format!(
+            "\"{}\" cannot be an approval: an approval is required, offers no options and \
+             proposes nothing (its answers are votes); ingest it without --approval",
+            crate::output::sanitize(&new.question, false)
+        )));
+    }
+    new.approval = Some(approval.clone());
+    Ok(())
+}
+
+/// The members of the groups `q`'s approval names.
+fn groups_of(tx: &Tx, q: &Question) -> Result<Groups> {
+    match &q.approval {
+        Some(a) => tx.groups(a.groups()),
+        None => Ok(Groups::new()),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct GroupChanged {
+    pub group: String,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub members: Vec<String>,
+}
+
+/// `group add|remove`: changes a group's members, recorded in the history (a change that
+/// changes nothing records nothing).
+pub fn group(
+    ledger: &mut Ledger,
+    actor_by: Option<String>,
+    channel: Channel,
+    name: &str,
+    add: bool,
+    people: &[String],
+) -> Result<GroupChanged> {
+    check_name(name, "group").map_err(Error::usage)?;
+    for p in people {
+        check_name(p, "person").map_err(Error::usage)?;
+    }
+    let actor = Actor {
+        by: actor_by,
+        channel,
+        at: clock::now(),
+    };
+    ledger.write(|tx| {
+        let before: BTreeSet<String> = tx.groups([name])?.remove(name).unwrap_or_default();
+        let mut after = before.clone();
+        for p in people {
+            if add {
+                after.insert(p.clone());
+            } else {
+                after.remove(p);
+            }
+        }
+        let added: Vec<String> = after.difference(&before).cloned().collect();
+        let removed: Vec<String> = before.difference(&after).cloned().collect();
+        if !added.is_empty() || !removed.is_empty() {
+            let detail = serde_json::json!({
+                "group": name, "added": added, "removed": removed, "members": after,
+            });
+            tx.set_group(name, &after, &actor, &detail)?;
+        }
+        Ok(GroupChanged {
+            group: name.to_string(),
+            added,
+            removed,
+            members: after.into_iter().collect(),
+        })
+    })
+}
+
+/// An approval as the gate reports it.
+#[derive(Debug, Serialize)]
+pub struct ApprovalReport {
+    pub id: i64,
+    pub question: String,
+    /// `open`, `approved` or `rejected`.
+    pub state: &'static str,
+    pub approvers: Vec<String>,
+    pub requester: String,
+    pub min: u32,
+    pub approvals: usize,
+    /// How many more approvals it needs (0 once approved).
+    pub needed: usize,
+    /// Eligible people who have not voted yet.
+    pub may_vote: Vec<String>,
+    pub votes: Vec<Vote>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What `check` says of each approval among `questions`.
+pub fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalReport>> {
+    let mut out = Vec::new();
+    for q in questions {
+        let Some(a) = &q.approval else { continue };
+        let groups = groups_of(tx, q)?;
+        let state = match q.status {
+            Status::Pending => "open",
+            Status::Answered => "approved",
+            _ => "rejected",
+        };
+        let rejection = a.rejection();
+        out.push(ApprovalReport {
+            id: q.id,
+            question: q.question.clone(),
+            state,
+            approvers: a.approvers.clone(),
+            requester: a.requester.clone(),
+            min: a.min,
+            approvals: a.approvals(&groups),
+            needed: if state == "approved" {
+                0
+            } else {
+                a.needed(&groups)
+            },
+            may_vote: if state == "open" {
+                a.may_still_vote(&groups)
+            } else {
+                Vec::new()
+            },
+            votes: a.votes.clone(),
+            rejected_by: rejection.map(|v| v.by.clone()),
+            reason: match state {
+                "rejected" => q.decline_reason.clone(),
+                _ => None,
+            },
+        });
+    }
+    Ok(out)
+}

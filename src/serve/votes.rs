@@ -1,0 +1,333 @@
+//! Approvals through the inbox: per-person tokens (`serve --users FILE`) and the votes
+//! they cast. A vote counts as the person whose token made the request, never as the
+//! server's own user: the server's token names nobody and cannot vote.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path as UrlPath, State};
+use axum::response::Response;
+use axum::Extension;
+
+use super::api;
+use super::App;
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{Ballot, Channel, Verdict};
+use crate::ops;
+
+/// Who made a request: the person whose token it carried; none for the server's token.
+#[derive(Debug, Clone)]
+pub struct Person(pub Option<String>);
+
+/// Reads a `--users` file: one `NAME TOKEN` line per person (blank lines and `#`
+/// comments ignored), tokens of at least 16 characters, the file readable by its owner
+/// only.
+pub fn read_users(path: &Path) -> Result<Vec<(String, String)>> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::io(format!("cannot read the users file {shown}: {e}")))?;
+    if !meta.is_file() {
+        return Err(Error::usage(format!("--users {shown} is not a file")));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(Error::usage(format!(
+            "--users {shown} may be read by others (mode {:o}): it holds everyone's token; \
+             chmod 600 it",
+            meta.permissions().mode() & 0o777
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read the users file {shown}: {e}")))?;
+    parse_users(&text).map_err(|why| Error::usage(format!("--users {shown}: {why}")))
+}
+
+fn parse_users(text: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-._~".contains(c);
+    let mut users: Vec<(String, String)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, token] = fields[..] else {
+            return Err(format!(
+                "line {} is not 'NAME TOKEN' (one person, one token)",
+                n + 1
+            ));
+        };
+        crate::model::check_name(name, "person").map_err(|why| format!("line {}: {why}", n + 1))?;
+        if token.chars().count() < 16 || !token.chars().all(safe) {
+            return Err(format!(
+                "line {}: {name}'s token must be at least 16 letters, digits or - . _ ~",
+                n + 1
+            ));
+        }
+        if users.iter().any(|(other, _)| other == name) {
+            return Err(format!("line {}: {name} is given twice", n + 1));
+        }
+        if users.iter().any(|(_, t)| t == token) {
+            return Err(format!(
+                "line {}: {name}'s token is another person's too",
+                n + 1
+            ));
+        }
+        users.push((name.to_string(), token.to_string()));
+    }
+    if users.is_empty() {
+        return Err("it names nobody: give one 'NAME TOKEN' line per person".into());
+    }
+    Ok(users)
+}
+
+impl App {
+    /// Whose token `given` is: `Some(None)` for the server's own, `Some(Some(name))` for
+    /// a person's, `None` for no token of this server.
+    pub(crate) fn holder(&self, given: &str) -> Option<Option<String>> {
+        if super::guard::same(given, &self.token) {
+            return Some(None);
+        }
+        self.users
+            .iter()
+            .find(|(_, token)| super::guard::same(given, token))
+            .map(|(name, _)| Some(name.clone()))
+    }
+}
+
+async fn vote(
+    app: Arc<App>,
+    person: Person,
+    id: i64,
+    ballot: Result<Ballot>,
+    procedure: &str,
+) -> Response {
+    let ballot = match ballot {
+        Ok(b) => b,
+        Err(e) => return api::failure(procedure, &e, None),
+    };
+    let Some(name) = person.0 else {
+        return api::failure(
+            procedure,
+            &Error::new(
+                ErrorCode::Forbidden,
+                "a vote needs a person's own token: the server's token names nobody \
+                 (start the inbox with --users FILE and use your token)",
+            ),
+            None,
+        );
+    };
+    let stage = app.stage.clone();
+    let done = app
+        .ledger(move |l| {
+            if let Some(stage) = &stage {
+                ops::named(l, Some(stage), Some(&[id])).map_err(|_| {
+                    Error::not_found(format!("there is no question {id} in stage '{stage}'"))
+                })?;
+            }
+            ops::vote(
+                l,
+                &ops::Identity::Person(name),
+                Channel::Web,
+                id,
+                &ops::Shown::default(),
+                &ballot,
+            )
+        })
+        .await;
+    match done {
+        Ok(recorded) => api::success(procedure, &recorded),
+        Err(e) => api::failure(procedure, &e, None),
+    }
+}
+
+fn body_text(body: &Bytes, key: &str) -> Result<Option<String>> {
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let map = api::read_body(body)?;
+    api::text_field(&map, key)
+}
+
+/// `POST /api/questions/{id}/approve` `{"comment"?}`.
+pub(crate) async fn approve(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    body: Bytes,
+) -> Response {
+    let ballot = body_text(&body, "comment").map(|comment| Ballot {
+        verdict: Verdict::Approve,
+        comment,
+    });
+    vote(app, person, id, ballot, "approve").await
+}
+
+/// `POST /api/questions/{id}/reject` `{"reason"}`.
+pub(crate) async fn reject(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    body: Bytes,
+) -> Response {
+    let ballot = body_text(&body, "reason").and_then(|reason| match reason {
+        Some(r) if !r.trim().is_empty() => Ok(Ballot {
+            verdict: Verdict::Reject,
+            comment: Some(r),
+        }),
+        _ => Err(Error::usage(
+            "a rejection needs a \"reason\": why it must not go ahead",
+        )),
+    });
+    vote(app, person, id, ballot, "reject").await
+}
+
+/// An approval on the page: its votes, and a form to approve (with a comment) or reject
+/// (with a reason). A vote counts as the person whose token opened the page; anyone else's
+/// is refused with the reason shown.
+pub(super) fn html(
+    out: &mut String,
+    q: &crate::model::Question,
+    approval: &crate::model::Approval,
+    shown: &str,
+    history: &[crate::model::Event],
+) {
+    use super::html::esc;
+    use std::fmt::Write;
+    let id = q.id;
+    let _ = write!(
+        out,
+        "<div class=\"approval\"><p>Approval: {} of {} (requested by {})</p><ul>",
+        approval
+            .votes
+            .iter()
+            .filter(|v| v.vote == Verdict::Approve)
+            .count(),
+        approval.min,
+        esc(&approval.requester)
+    );
+    for v in &approval.votes {
+        let _ = write!(
+            out,
+            "<li>{} — {}{}</li>",
+            esc(&v.by),
+            v.vote.as_str(),
+            v.comment
+                .as_deref()
+                .map(|c| format!(": {}", esc(c)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = write!(
+        out,
+        "</ul><form method=\"post\" action=\"/q/{id}/approve\">{shown}\
+         <label for=\"q{id}c\">Comment, or the reason to reject</label>\
+         <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
+         <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
+         <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
+         </form></div>\
+         <details class=\"history\"><summary>History ({})</summary><ol>",
+        history.len()
+    );
+    for e in history {
+        super::html::event(out, e);
+    }
+    out.push_str("</ol></details></div></details>");
+}
+
+/// The page's vote: recorded, then back to the inbox; a refusal is shown there.
+async fn vote_form(app: Arc<App>, person: Person, id: i64, ballot: Result<Ballot>) -> Response {
+    use axum::response::IntoResponse;
+    let refused = match ballot {
+        Err(e) => e,
+        Ok(ballot) => match person.0 {
+            None => Error::new(
+                ErrorCode::Forbidden,
+                "a vote needs your own token: open the inbox with the URL made from your token \
+                 (serve --users)",
+            ),
+            Some(name) => {
+                let done = app
+                    .ledger(move |l| {
+                        ops::vote(
+                            l,
+                            &ops::Identity::Person(name),
+                            Channel::Web,
+                            id,
+                            &ops::Shown::default(),
+                            &ballot,
+                        )
+                    })
+                    .await;
+                match done {
+                    Ok(_) => return axum::response::Redirect::to("/").into_response(),
+                    Err(e) => e,
+                }
+            }
+        },
+    };
+    let flash = super::html::Flash::Failed(format!("Question {id}: {}", refused.message));
+    super::page::render(&app, api::status_of(refused.code), Some(flash)).await
+}
+
+type Fields = Vec<(String, String)>;
+
+fn comment(fields: &Fields) -> Option<String> {
+    fields
+        .iter()
+        .find(|(k, _)| k == "comment")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+pub(crate) async fn approve_form(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    axum::Form(fields): axum::Form<Fields>,
+) -> Response {
+    let ballot = Ballot {
+        verdict: Verdict::Approve,
+        comment: comment(&fields),
+    };
+    vote_form(app, person, id, Ok(ballot)).await
+}
+
+pub(crate) async fn reject_form(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    UrlPath(id): UrlPath<i64>,
+    axum::Form(fields): axum::Form<Fields>,
+) -> Response {
+    let ballot = match comment(&fields) {
+        Some(reason) => Ok(Ballot {
+            verdict: Verdict::Reject,
+            comment: Some(reason),
+        }),
+        None => Err(Error::usage("say why in the reason field to reject")),
+    };
+    vote_form(app, person, id, ballot).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_users;
+
+    #[test]
+    fn users_files_name_each_person_once_with_a_long_token() {
+        let ok =
+            parse_users("# who\nalice aaaaaaaaaaaaaaaa1\n\nbob   bbbbbbbbbbbbbbbb2\n").unwrap();
+        assert_eq!(ok.len(), 2);
+        for bad in [
+            "",
+            "alice short",
+            "alice aaaaaaaaaaaaaaaa1 extra",
+            "alice aaaaaaaaaaaaaaaa1\nalice bbbbbbbbbbbbbbbb2",
+            "alice aaaaaaaaaaaaaaaa1\nbob aaaaaaaaaaaaaaaa1",
+            "group:x aaaaaaaaaaaaaaaa1",
+        ] {
+            assert!(parse_users(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,1018 @@
+//! Approvals (§12): a required question whose answers are votes from certain people, N
+//! of them, never the one who asked. Every vote is cast by a real identity: on a file
+//! ledger the operating-system user (`USER`), on PostgreSQL a real role created here
+//! that logs in with its own password.
+
+use crate::common::*;
+use serde_json::Value;
+
+const ROLE_PASSWORD: &str = "approver-password";
+
+/// Makes `who` a PostgreSQL role that may use the ledger's tables (the ledger must
+/// exist); returns the ledger's URL as `who` logs in.
+fn role_url(l: &Ledger, who: &str) -> String {
+    let url = l.url.as_deref().expect("a PostgreSQL ledger");
+    // The ledger's tables, made by the server's owner (a role may not create tables):
+    // `clear` of a stage that holds nothing writes nothing else.
+    l.ok(["clear", "--stage", "nothing-here"]);
+    let admin = postgres_server().unwrap();
+    let mut server = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    // Roles are the server's, shared by every test database: made once, whichever test
+    // comes first (another may be making it at the same moment).
+    for _ in 0..20 {
+        let made = server.batch_execute(&format!(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{who}') THEN \
+             CREATE ROLE {who} LOGIN PASSWORD '{ROLE_PASSWORD}'; END IF; END $$"
+        ));
+        if made.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    db.batch_execute(&format!(
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {who}; \
+         GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {who}"
+    ))
+    .unwrap();
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (_, host) = rest.split_once('@').unwrap();
+    format!("{scheme}://{who}:{ROLE_PASSWORD}@{host}")
+}
+
+/// The ledger as `who` reaches it.
+fn db_as(l: &Ledger, who: &str) -> std::ffi::OsString {
+    match &l.url {
+        None => l.path.clone().into_os_string(),
+        Some(_) => role_url(l, who).into(),
+    }
+}
+
+/// The command, run as the person `who`.
+fn as_person(l: &Ledger, who: &str) -> assert_cmd::Command {
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("USER", who)
+        .env("LOGNAME", who)
+        .arg("--db")
+        .arg(db_as(l, who));
+    cmd
+}
+
+fn run_as(l: &Ledger, who: &str, args: &[&str]) -> Run {
+    let mut cmd = as_person(l, who);
+    cmd.args(args);
+    finish(cmd)
+}
+
+/// New roles cannot log in through PgBouncer (its user list is fixed): the role tests
+/// run on the direct PostgreSQL pass and the SQLite pass.
+fn roles_unavailable() -> bool {
+    postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
+}
+
+/// An approval logged by `requester`.
+fn approval(l: &Ledger, requester: &str, approvers: &str, min: &str, more: &[&str]) -> i64 {
+    let mut args = vec![
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Deploy v2 to production?",
+        "--approval",
+        "--approvers",
+        approvers,
+        "--min",
+        min,
+    ];
+    args.extend_from_slice(more);
+    let run = run_as(l, requester, &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    let q = &run.json["question"];
+    assert_eq!(q["approval"]["requester"], requester, "{q}");
+    q["id"].as_i64().unwrap()
+}
+
+fn check(l: &Ledger) -> Run {
+    l.run(["check", "--stage", "deploy"])
+}
+
+fn kinds(l: &Ledger, id: i64) -> Vec<(String, Value)> {
+    l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap().to_string(), e.clone()))
+        .collect()
+}
+
+#[test]
+fn two_of_three_passes_after_the_second_distinct_approver() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,bob,dave", "2", &[]);
+    let ids = id.to_string();
+    let gate = check(&l);
+    assert_eq!(gate.code, 1, "an open approval holds the gate: {gate:?}");
+
+    let one = run_as(
+        &l,
+        "alice",
+        &["approve", "--id", &ids, "--comment", "diff read"],
+    );
+    assert_eq!(one.code, 0, "{one:?}");
+    assert_eq!(one.json["question"]["status"], "pending");
+    let gate = check(&l);
+    assert_eq!(gate.code, 1, "one approval of two: {gate:?}");
+    let report = &gate.json["approvals"][0];
+    assert_eq!(report["state"], "open");
+    assert_eq!(report["approvals"], 1);
+    assert_eq!(report["needed"], 1);
+    assert_eq!(report["may_vote"], serde_json::json!(["bob", "dave"]));
+    assert_eq!(report["votes"][0]["by"], "alice");
+    assert_eq!(report["votes"][0]["comment"], "diff read");
+
+    // The same person again is still one approval: their vote is replaced, in the history.
+    let again = run_as(&l, "alice", &["approve", "--id", &ids]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(
+        check(&l).code,
+        1,
+        "the same person twice is not two approvals"
+    );
+    let history = kinds(&l, id);
+    let replaced = history
+        .iter()
+        .filter(|(k, _)| k == "voted")
+        .nth(1)
+        .expect("the second vote is in the history");
+    assert_eq!(
+        replaced.1["detail"]["replaces"], "approve",
+        "{:?}",
+        replaced.1
+    );
+    assert_eq!(replaced.1["answered_by"], "alice");
+
+    let two = run_as(&l, "bob", &["approve", "--id", &ids]);
+    assert_eq!(two.code, 0, "{two:?}");
+    assert_eq!(two.json["question"]["status"], "answered");
+    assert_eq!(two.json["question"]["answer"], "approved");
+    let gate = check(&l);
+    assert_eq!(gate.code, 0, "two distinct approvers: {gate:?}");
+    assert_eq!(gate.json["approvals"][0]["state"], "approved");
+    let settled: Vec<_> = kinds(&l, id)
+        .into_iter()
+        .filter(|(k, _)| k == "approved")
+        .collect();
+    assert_eq!(settled.len(), 1);
+    assert_eq!(settled[0].1["answered_by"], "bob");
+
+    // Settled: a later vote changes nothing.
+    let late = run_as(
+        &l,
+        "dave",
+        &["reject", "--id", &ids, "--reason", "too late"],
+    );
+    assert_eq!(late.error_code(), "conflict");
+    assert_eq!(check(&l).code, 0);
+}
+
+#[test]
+fn the_requester_and_strangers_are_refused_and_recorded() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,carol", "1", &[]);
+    let ids = id.to_string();
+    for who in ["carol", "mallory"] {
+        let run = run_as(&l, who, &["approve", "--id", &ids]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert_eq!(run.error_code(), "forbidden", "{who}");
+    }
+    let refused: Vec<Value> = kinds(&l, id)
+        .into_iter()
+        .filter(|(k, _)| k == "refused")
+        .map(|(_, e)| e)
+        .collect();
+    let who: Vec<&str> = refused
+        .iter()
+        .map(|e| e["answered_by"].as_str().unwrap())
+        .collect();
+    assert_eq!(who, ["carol", "mallory"]);
+    assert!(refused[0]["detail"]["refused"]
+        .as_str()
+        .unwrap()
+        .contains("asked"));
+    assert_eq!(check(&l).code, 1, "refused votes leave it open");
+
+    // --by cannot vote in someone else's name; answering around the vote is refused.
+    let forged = run_as(&l, "mallory", &["--by", "alice", "approve", "--id", &ids]);
+    assert_eq!(forged.code, 2);
+    assert_eq!(forged.error_code(), "usage");
+    assert!(forged.json["error"].as_str().unwrap().contains("--by"));
+    for args in [
+        vec!["answer", "--id", &ids, "--answer", "yes"],
+        vec!["skip", "--id", &ids],
+        vec!["decline", "--id", &ids, "--reason", "no"],
+    ] {
+        let run = l.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.error_code(), "forbidden");
+    }
+    assert_eq!(check(&l).code, 1);
+    let ok = run_as(&l, "alice", &["approve", "--id", &ids]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert_eq!(check(&l).code, 0);
+}
+
+#[test]
+fn one_rejection_fails_the_gate_with_who_and_why() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,bob", "1", &[]);
+    let ids = id.to_string();
+    let no_reason = run_as(&l, "bob", &["reject", "--id", &ids]);
+    assert_eq!(no_reason.error_code(), "usage");
+    let run = run_as(
+        &l,
+        "bob",
+        &["reject", "--id", &ids, "--reason", "not during the freeze"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json["question"]["status"], "declined");
+    let gate = check(&l);
+    assert_eq!(gate.code, 1, "{gate:?}");
+    assert_eq!(gate.json["declined"][0]["reason"], "not during the freeze");
+    let report = &gate.json["approvals"][0];
+    assert_eq!(report["state"], "rejected");
+    assert_eq!(report["rejected_by"], "bob");
+    assert_eq!(report["reason"], "not during the freeze");
+    // The first rejection settles it: an approval afterwards is a conflict.
+    let late = run_as(&l, "alice", &["approve", "--id", &ids]);
+    assert_eq!(late.error_code(), "conflict");
+    assert_eq!(check(&l).code, 1);
+    assert!(kinds(&l, id)
+        .iter()
+        .any(|(k, e)| k == "rejected" && e["detail"]["reason"] == "not during the freeze"));
+}
+
+#[test]
+fn group_members_may_vote_and_group_changes_are_in_the_history() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "group:release", "1", &[]);
+    let ids = id.to_string();
+    let outsider = run_as(&l, "dave", &["approve", "--id", &ids]);
+    assert_eq!(outsider.error_code(), "forbidden");
+    let added = l.ok(["group", "add", "release", "dave", "erin"]);
+    assert_eq!(added["members"], serde_json::json!(["dave", "erin"]));
+    let removed = l.ok(["group", "remove", "release", "erin"]);
+    assert_eq!(removed["removed"], serde_json::json!(["erin"]));
+    let bad = l.run(["group", "add", "release", "group:ops"]);
+    assert_eq!(bad.error_code(), "usage");
+    let events = l.run(["events"]);
+    let group_events: Vec<Value> = events
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|e| e["event"] == "group")
+        .collect();
+    assert_eq!(
+        group_events.len(),
+        2,
+        "two group changes recorded: {events:?}"
+    );
+    assert_eq!(
+        group_events[1]["detail"]["removed"],
+        serde_json::json!(["erin"])
+    );
+    let gate = check(&l);
+    assert_eq!(
+        gate.json["approvals"][0]["may_vote"],
+        serde_json::json!(["dave"])
+    );
+    let ok = run_as(&l, "dave", &["approve", "--id", &ids]);
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert_eq!(check(&l).code, 0);
+}
+
+#[test]
+fn expiry_rejects_or_keeps_an_approval() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let rejected = approval(
+        &l,
+        "carol",
+        "alice",
+        "1",
+        &["--expires-in", "1h", "--on-expiry", "reject"],
+    );
+    let later_check = l.run_at(&later(2 * 3600), ["check", "--ids", &rejected.to_string()]);
+    assert_eq!(later_check.code, 1, "{later_check:?}");
+    assert_eq!(later_check.json["declined"][0]["reason"], "expired");
+    assert_eq!(later_check.json["approvals"][0]["state"], "rejected");
+    let expired = kinds(&l, rejected);
+    let (_, event) = expired.iter().find(|(k, _)| k == "expired").unwrap();
+    assert_eq!(event["channel"], "expiry");
+    assert_eq!(event["answered_by"], Value::Null);
+
+    let l = Ledger::new();
+    let kept = approval(&l, "carol", "alice", "1", &["--expires-in", "1h"]);
+    let gate = l.run_at(&later(2 * 3600), ["check", "--stage", "deploy"]);
+    assert_eq!(gate.code, 1);
+    assert_eq!(gate.json["expired"], true);
+    assert_eq!(gate.json["approvals"][0]["state"], "open");
+    let ok = run_as(&l, "alice", &["approve", "--id", &kept.to_string()]);
+    assert_eq!(ok.code, 0, "a kept approval still takes votes: {ok:?}");
+    assert_eq!(
+        l.run_at(&later(2 * 3600), ["check", "--stage", "deploy"])
+            .code,
+        0
+    );
+}
+
+#[test]
+fn concurrent_votes_that_reach_the_quorum_settle_once() {
+    if roles_unavailable() {
+        return;
+    }
+    let voters = ["alice", "bob", "dave", "erin"];
+    for _round in 0..3 {
+        let l = Ledger::new();
+        let id = approval(&l, "carol", "alice,bob,dave,erin", "2", &[]);
+        // Each voter's command is made (and, on PostgreSQL, its role granted) first, then
+        // all are started at once.
+        let commands: Vec<std::process::Command> = voters
+            .iter()
+            .map(|who| {
+                let db = db_as(&l, who);
+                let mut std_cmd = std::process::Command::new(BIN);
+                std_cmd
+                    .current_dir(l.dir.path())
+                    .env_remove("QUESTIONS_DB")
+                    .env_remove("QUESTIONS_USER")
+                    .env("USER", who)
+                    .env("LOGNAME", who)
+                    .env("QUESTIONS_NOW", NOW)
+                    .arg("--db")
+                    .arg(db)
+                    .args(["approve", "--id", &id.to_string()]);
+                std_cmd
+            })
+            .collect();
+        let children: Vec<_> = commands
+            .into_iter()
+            .map(|mut c| {
+                c.stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut codes = Vec::new();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            codes.push((out.status.code(), json["error_code"].clone()));
+        }
+        for (code, error) in &codes {
+            assert!(
+                *code == Some(0) || (*code == Some(1) && error == "conflict"),
+                "a vote either counts or finds it settled: {codes:?}"
+            );
+        }
+        let history = kinds(&l, id);
+        let settled = history.iter().filter(|(k, _)| k == "approved").count();
+        assert_eq!(settled, 1, "settled exactly once: {history:?}");
+        let voted = history.iter().filter(|(k, _)| k == "voted").count();
+        let counted = codes.iter().filter(|(c, _)| *c == Some(0)).count();
+        assert_eq!(voted, counted, "each vote that succeeded is recorded once");
+        assert_eq!(check(&l).code, 0);
+    }
+}
+
+#[test]
+fn bad_approval_input_is_a_clear_error() {
+    let l = Ledger::new();
+    let base = [
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["--min", "1"],
+        vec!["--approvers", "alice"],
+        vec!["--approvers", "alice", "--min", "0"],
+        vec!["--approvers", "alice", "--min", "x"],
+        vec![
+            "--approvers",
+            "alice,bob",
+            "--min",
+            "3",
+            "--requester",
+            "carol",
+        ],
+        vec!["--approvers", "alice", "--min", "1", "--requester", "alice"],
+        vec!["--approvers", "alice,,bob", "--min", "1"],
+        vec!["--approvers", "alice", "--min", "1", "--proposed", "yes"],
+        vec!["--approvers", "alice", "--min", "1", "--required", "false"],
+        vec!["--approvers", "alice", "--min", "1", "--option", "yes"],
+        vec![
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+            "--expires-in",
+            "1h",
+            "--on-expiry",
+            "skip",
+        ],
+    ];
+    for more in cases {
+        let mut args = base.to_vec();
+        args.extend(more.iter());
+        let run = l.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.error_code(), "usage", "{args:?}");
+    }
+    let not_approval = l.run([
+        "log",
+        "--stage",
+        "s",
+        "--question",
+        "Q?",
+        "--expires-in",
+        "1h",
+        "--on-expiry",
+        "reject",
+    ]);
+    assert_eq!(not_approval.error_code(), "usage");
+    let plain = l.log("s", "Plain?");
+    let vote = l.run(["approve", "--id", &plain.to_string()]);
+    assert_eq!(vote.error_code(), "invalid_answer", "{vote:?}");
+    let missing = l.run(["approve", "--id", "999"]);
+    assert_eq!(missing.error_code(), "not_found");
+    let zero = l.run(["reject", "--id", "0", "--reason", "x"]);
+    assert_eq!(zero.error_code(), "usage");
+    assert_eq!(l.run(["group", "add", "release"]).error_code(), "usage");
+    assert_eq!(
+        l.run(["group", "rename", "release", "a"]).error_code(),
+        "usage"
+    );
+}
+
+#[test]
+fn approval_output_matches_the_schemas() {
+    if roles_unavailable() {
+        return;
+    }
+    use crate::schema::assert_valid;
+    let l = Ledger::new();
+    let logged = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            "Ship?",
+            "--approval",
+            "--approvers",
+            "alice,bob,group:ops",
+            "--min",
+            "2",
+        ],
+    );
+    assert_valid("log", &logged.json);
+    assert_valid("group", &l.ok(["group", "add", "ops", "dave"]));
+    assert_valid(
+        "approve",
+        &run_as(&l, "alice", &["approve", "--id", "1"]).json,
+    );
+    let forbidden = run_as(&l, "mallory", &["approve", "--id", "1"]);
+    assert_valid("error", &forbidden.json);
+    assert_valid("check", &check(&l).json);
+    assert_valid(
+        "reject",
+        &run_as(&l, "bob", &["reject", "--id", "1", "--reason", "no"]).json,
+    );
+    assert_valid("check", &check(&l).json);
+    assert_valid("history", &l.ok(["history", "--id", "1"]));
+    for line in l.run(["events"]).stdout.lines() {
+        assert_valid("event", &serde_json::from_str(line).unwrap());
+    }
+}
+
+/// A `--users` file only its owner may read.
+fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = l.dir.path().join("users");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+const ALICE_TOKEN: &str = "alice-token-0123456789";
+const BOB_TOKEN: &str = "bob-token-0123456789ab";
+
+/// An API call with a person's own token.
+fn vote_as(served: &crate::serve::Served, token: &str, path: &str, body: Value) -> (u16, Value) {
+    let bearer = format!("Authorization: Bearer {token}");
+    let reply = served.request(
+        "POST",
+        path,
+        &[&bearer, "Content-Type: application/json"],
+        &body.to_string(),
+    );
+    (reply.status, reply.json())
+}
+
+#[test]
+fn through_serve_each_token_votes_as_its_person() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,bob",
+        "--min",
+        "2",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(
+        &l,
+        &format!("# people\nalice {ALICE_TOKEN}\nbob {BOB_TOKEN}\ncarol carol-token-0123456789\n"),
+        0o600,
+    );
+    let served = Served::start(&l, &["--users", &users, "--user", "alice"]);
+    let approve = format!("/api/questions/{id}/approve");
+    let reject = format!("/api/questions/{id}/reject");
+
+    // The server's own token names nobody, whatever --user says: it cannot vote.
+    let (status, body) = served.api("POST", &approve, Some(serde_json::json!({})));
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+    // The requester's own token is refused too, and recorded.
+    let (status, body) = vote_as(
+        &served,
+        "carol-token-0123456789",
+        &approve,
+        serde_json::json!({}),
+    );
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+    // A rejection needs its reason; a token that is nobody's is not let in.
+    let (status, _) = vote_as(&served, ALICE_TOKEN, &reject, serde_json::json!({}));
+    assert_eq!(status, 400);
+    let (status, _) = vote_as(
+        &served,
+        "nobody-token-0123456789",
+        &approve,
+        serde_json::json!({}),
+    );
+    assert_eq!(status, 401);
+
+    let (status, body) = vote_as(
+        &served,
+        ALICE_TOKEN,
+        &approve,
+        serde_json::json!({"comment": "ok"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["question"]["status"], "pending");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 1);
+    let (status, body) = vote_as(&served, BOB_TOKEN, &approve, serde_json::json!({}));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["question"]["status"], "answered");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+
+    let votes = &l.question(id)["approval"]["votes"];
+    let by: Vec<(&str, &str)> = votes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["by"].as_str().unwrap(), v["channel"].as_str().unwrap()))
+        .collect();
+    assert_eq!(by, [("alice", "web"), ("bob", "web")]);
+    let refused: Vec<String> = l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .map(|e| e["answered_by"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(refused, ["carol"]);
+}
+
+#[test]
+fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
+    let l = Ledger::new();
+    for (text, mode) in [
+        (format!("alice {ALICE_TOKEN}\n"), 0o644),
+        (format!("alice {ALICE_TOKEN}\n"), 0o640),
+        ("alice short\n".to_string(), 0o600),
+        (format!("alice {ALICE_TOKEN}\nalice {BOB_TOKEN}\n"), 0o600),
+    ] {
+        let users = users_file(&l, &text, mode);
+        let run = l.run(["serve", "--bind", "127.0.0.1:0", "--users", &users]);
+        assert_eq!(run.code, 2, "{text:?} {mode:o}: {run:?}");
+        assert_eq!(run.error_code(), "usage");
+    }
+    let missing = l.run(["serve", "--bind", "127.0.0.1:0", "--users", "no-such-file"]);
+    assert_eq!(missing.error_code(), "io_error");
+}
+
+/// One tool call to `questions mcp` (started with `more` flags, as the user `user`) over
+/// raw JSON-RPC on stdio: the tool's result.
+fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_USER", user)
+        .env("QUESTIONS_NOW", NOW)
+        .arg("--db")
+        .arg(l.db())
+        .arg("mcp")
+        .args(more)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let messages = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}),
+    ];
+    for m in messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let result = loop {
+        let line = lines.next().expect("a reply").unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        if reply["id"] == 2 {
+            break reply["result"].clone();
+        }
+    };
+    drop(stdin);
+    child.wait().unwrap();
+    result
+}
+
+#[test]
+fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
+    let l = Ledger::new();
+    // An agent asks for an approval: it is requested by the server's user, carol.
+    let asked = mcp_call(
+        &l,
+        "carol",
+        &["--no-votes"],
+        "ask_questions",
+        serde_json::json!({"stage": "deploy", "questions": [{"question": "Ship?",
+            "approval": {"approvers": ["alice", "carol"], "min": 1}}]}),
+    );
+    assert_ne!(asked["isError"], true, "{asked}");
+    let id: i64 = asked["structuredContent"]["question_ids"][0]
+        .as_str()
+        .map(|s| s.parse().unwrap())
+        .or_else(|| asked["structuredContent"]["question_ids"][0].as_i64())
+        .unwrap();
+    assert_eq!(l.question(id)["approval"]["requester"], "carol");
+    let vote = serde_json::json!({"id": id, "vote": "approve", "comment": "fine"});
+
+    // An agent cannot answer around the vote, nor vote with --no-votes, nor as the requester.
+    let around = mcp_call(
+        &l,
+        "alice",
+        &[],
+        "record_answers",
+        serde_json::json!({"stage": "deploy", "answers": {id.to_string(): "approved"}}),
+    );
+    assert_eq!(around["isError"], true, "{around}");
+    assert_eq!(around["structuredContent"]["error_code"], "forbidden");
+    let refused = mcp_call(&l, "alice", &["--no-votes"], "vote", vote.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(refused["structuredContent"]["error_code"], "forbidden");
+    let own = mcp_call(&l, "carol", &[], "vote", vote.clone());
+    assert_eq!(own["structuredContent"]["error_code"], "forbidden", "{own}");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 1);
+
+    let voted = mcp_call(&l, "alice", &[], "vote", vote);
+    assert_ne!(voted["isError"], true, "{voted}");
+    let q = &voted["structuredContent"]["question"];
+    assert_eq!(q["status"], "answered");
+    assert_eq!(q["approval"]["votes"][0]["by"], "alice");
+    assert_eq!(q["approval"]["votes"][0]["channel"], "mcp");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+}
+
+#[test]
+fn ingest_logs_every_question_of_an_envelope_as_an_approval() {
+    let l = Ledger::new();
+    let block = "QUESTIONS_NEEDED\n[Release]\nQ: Deploy build 42?\nQ: Run the migration?\n";
+    let run = l.run_stdin(
+        [
+            "ingest",
+            "--stage",
+            "deploy",
+            "--approval",
+            "--approvers",
+            "alice,bob",
+            "--min",
+            "2",
+            "--requester",
+            "carol",
+        ],
+        block,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    for q in run.json["questions"].as_array().unwrap() {
+        assert_eq!(q["approval"]["min"], 2, "{q}");
+        assert_eq!(q["approval"]["requester"], "carol");
+    }
+    assert_eq!(
+        l.run(["check", "--stage", "deploy"]).json["approvals"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let proposed = l.run_stdin(
+        [
+            "ingest",
+            "--stage",
+            "other",
+            "--approval",
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+        ],
+        "QUESTIONS_NEEDED\n[Release]\nQ: Deploy?\nProposed: yes\n",
+    );
+    assert_eq!(proposed.error_code(), "usage");
+    assert_eq!(
+        l.run(["list", "--stage", "other"]).json["count"],
+        0,
+        "nothing was logged"
+    );
+}
+
+/// The shell block after `<!-- recipe: NAME` in the README.
+fn recipe(name: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find(&format!("<!-- recipe: {name}"))
+        .unwrap_or_else(|| panic!("the README has no recipe '{name}'"));
+    let block = &readme[at..];
+    let start = block.find("```sh\n").unwrap() + "```sh\n".len();
+    let end = block[start..].find("```").unwrap();
+    block[start..start + end].to_string()
+}
+
+/// Runs the README's approval recipe for build 42 while `votes` are cast from elsewhere;
+/// the recipe's exit code and its output.
+fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
+    let l = Ledger::new();
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let gate = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(recipe("approval"))
+        .current_dir(l.dir.path())
+        .env("PATH", path)
+        .env("QUESTIONS_DB", l.db())
+        .env("QUESTIONS_NOW", NOW)
+        .env("BUILD", "42")
+        .env_remove("QUESTIONS_USER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The approval is logged, then the approvers vote.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while l.run(["list", "--stage", "release-42"]).json["count"] != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the recipe logged nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for (who, args) in votes {
+        let run = run_as(&l, who, args);
+        assert_eq!(run.code, 0, "{who} {args:?}: {run:?}");
+    }
+    let out = gate.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The log's document, then the check's: the last one is the gate's.
+    let last = text.rfind("\n{\n").map_or(0, |i| i + 1);
+    let check: Value = serde_json::from_str(&text[last..]).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), check)
+}
+
+#[test]
+fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection() {
+    if roles_unavailable() {
+        return;
+    }
+    let approve: &[&str] = &["approve", "--id", "1"];
+    let (code, check) = approval_recipe(&[("alice", approve), ("bob", approve)]);
+    assert_eq!(code, 0, "{check}");
+    assert_eq!(check["gate"], "pass");
+    assert_eq!(check["approvals"][0]["approvals"], 2);
+
+    let reject: &[&str] = &["reject", "--id", "1", "--reason", "not during the freeze"];
+    let (code, check) = approval_recipe(&[("alice", approve), ("bob", reject)]);
+    assert_eq!(code, 1, "{check}");
+    assert_eq!(check["gate"], "fail");
+    assert_eq!(check["declined"][0]["reason"], "not during the freeze");
+}
+
+#[test]
+fn watch_delivers_each_vote_and_the_settlement() {
+    if roles_unavailable() {
+        return;
+    }
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,bob", "2", &[]).to_string();
+    let watch = || {
+        l.run([
+            "watch",
+            "--name",
+            "gate",
+            "--on",
+            "voted,refused,approved",
+            "--timeout",
+            "1",
+            "--exec",
+            "cat >> delivered.jsonl",
+        ])
+    };
+    // A new watcher starts at the end of the history; it is started once first.
+    assert_eq!(watch().code, 0);
+    for who in ["alice", "mallory", "bob"] {
+        run_as(&l, who, &["approve", "--id", &id]);
+    }
+    let run = watch();
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = std::fs::read_to_string(l.dir.path().join("delivered.jsonl")).unwrap();
+    let seen: Vec<(String, String)> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["answered_by"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("voted", "alice"),
+        ("refused", "mallory"),
+        ("voted", "bob"),
+        ("approved", "bob"),
+    ];
+    assert_eq!(
+        seen,
+        expected.map(|(k, b)| (k.to_string(), b.to_string())),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,bob",
+        "--min",
+        "2",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(
+        &l,
+        &format!("alice {ALICE_TOKEN}\nbob {BOB_TOKEN}\n"),
+        0o600,
+    );
+    let served = Served::start(&l, &["--users", &users]);
+    let alice = format!("Authorization: Bearer {ALICE_TOKEN}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let voted = served.request(
+        "POST",
+        &format!("/q/{id}/approve"),
+        &[&alice, form],
+        "comment=looks+good",
+    );
+    assert_eq!(voted.status, 303, "{voted:?}");
+    let page = served.request("GET", "/", &[&alice, "Accept: text/html"], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Approval: 1 of 2"), "{}", page.body);
+    assert!(
+        page.body.contains("alice — approve: looks good"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(&format!("action=\"/q/{id}/approve\"")));
+    assert!(
+        !page.body.contains(&format!("action=\"/q/{id}/answer\"")),
+        "no answer form"
+    );
+    // The server's own token names nobody: its vote is refused on the page.
+    let server = format!("Authorization: Bearer {}", crate::serve::TOKEN);
+    let refused = served.request(
+        "POST",
+        &format!("/q/{id}/reject"),
+        &[&server, form],
+        "comment=no",
+    );
+    assert_eq!(refused.status, 403, "{refused:?}");
+    let bob = format!("Authorization: Bearer {BOB_TOKEN}");
+    let no_reason = served.request(
+        "POST",
+        &format!("/q/{id}/reject"),
+        &[&bob, form],
+        "comment=",
+    );
+    assert_eq!(no_reason.status, 400);
+    let votes = &l.question(id)["approval"]["votes"];
+    assert_eq!(votes.as_array().unwrap().len(), 1, "{votes}");
+    assert_eq!(votes[0]["by"], "alice");
+    assert_eq!(votes[0]["channel"], "web");
+}
+
+#[test]
+fn render_leaves_approvals_to_their_approvers() {
+    let l = Ledger::new();
+    let plain = l.log("deploy", "Release notes?");
+    let gate = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let render = l.ok(["render", "--stage", "deploy"]);
+    assert_eq!(
+        render["batches"][0]["question_ids"],
+        serde_json::json!([plain])
+    );
+    assert_eq!(render["left_out"][0]["question_id"], gate, "{render}");
+    let uwf = l.run(["render", "--stage", "deploy", "--format", "uwf"]);
+    assert!(!uwf.stdout.contains("Ship?"), "{uwf:?}");
+    assert!(uwf.stderr.contains("approval"), "{uwf:?}");
+}
