@@ -282,22 +282,24 @@ def concurrent(work, writers=8, each=150):
 
 
 def serve_inbox(work, runs=None):
-    """The web inbox's page with 1 000 pending questions (with options and history), as
-    the server renders it: the median of GETs on loopback, the request included."""
+    """The web inbox's page with 1 000 pending questions (with options, a Markdown context
+    and history), as the server renders it: the median of GETs on loopback, the request
+    included."""
     import urllib.request
     runs = runs or RUNS
     db = os.path.join(work, "serve.db")
     envelope = {"questions": [
         {"question": f"Question {i}: which option fits item {i}?", "header": f"Item {i}",
+         "context": f"Item {i} has **{i} users**; see `docs/item-{i}.md`.\n\n- one\n- two",
          "options": [{"label": "Yes (Recommended)", "description": "the usual"}, {"label": "No"}]}
         for i in range(1000)
     ]}
     sh(BIN, "--db", db, "ingest", "--stage", "inbox", "--format", "ask-user", input=json.dumps(envelope).encode(), stdout=subprocess.DEVNULL)
-    env = dict(os.environ, QUESTIONS_SERVE_TOKEN="bench")
+    env = dict(os.environ, QUESTIONS_SERVE_TOKEN="bench-inbox-token-16")
     server = subprocess.Popen([BIN, "--db", db, "serve", "--bind", "127.0.0.1:0"], stdout=subprocess.PIPE, env=env)
     try:
         url = json.loads(server.stdout.readline())["url"].split("?")[0]
-        request = urllib.request.Request(url, headers={"Authorization": "Bearer bench"})
+        request = urllib.request.Request(url, headers={"Authorization": "Bearer bench-inbox-token-16"})
         times = []
         for i in range(runs + 3):
             started = time.perf_counter()
@@ -305,7 +307,7 @@ def serve_inbox(work, runs=None):
                 page = response.read()
             if i >= 3:  # the first calls warm the pool of ledgers
                 times.append(time.perf_counter() - started)
-        assert page.count(b"<article") == 1000, "the page shows the 1 000 questions"
+        assert page.count(b'<details id="q-') == 1000, "the page shows the 1 000 questions"
     finally:
         server.terminate()
         server.wait()

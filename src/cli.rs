@@ -765,6 +765,10 @@ pub struct AskArgs {
     /// Only these question ids (comma-separated)
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
     pub ids: Option<IdList>,
+    /// Print the JSON document even when standard output is a terminal (instead of a
+    /// short summary)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

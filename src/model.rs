@@ -450,6 +450,31 @@ impl Question {
         self.decline(reason, false, actor)
     }
 
+    /// A person to whom the pending question was put takes its proposal as their answer
+    /// (the inbox's "Accept proposed", `ask`'s "Accept the proposal"): recorded as
+    /// `defaulted`, by them. No proposal is `invalid_answer`; a question someone else
+    /// settled meanwhile is a conflict.
+    pub fn accept_proposal(&self, actor: &Actor) -> Result<Option<Transition>> {
+        if self.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} was {} by someone else meanwhile; its proposal was not taken",
+                self.id,
+                self.status.as_str()
+            )));
+        }
+        let Some(proposed) = self.proposed.clone().filter(|p| !p.trim().is_empty()) else {
+            return Err(Error::invalid_answer(format!(
+                "question {} has no proposed value to accept; answer it instead",
+                self.id
+            )));
+        };
+        let input = AnswerInput {
+            text: Some(proposed),
+            select: Vec::new(),
+        };
+        self.answer(&input, Mode::Default, actor)
+    }
+
     /// Whether `shown` (a fingerprint, or the text itself) names this question.
     pub fn is_the_one(&self, shown: &str) -> bool {
         shown == self.fingerprint() || shown == self.question

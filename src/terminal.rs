@@ -1,16 +1,21 @@
 //! The person's side of `ask`: one prompt per question on the terminal, through inquire.
 //! Nothing here touches the ledger; it returns what the person chose, or that they
-//! cancelled. Every text from the ledger is sanitized before it is shown.
+//! cancelled. Every text from the ledger is sanitized before it is shown. Nothing is
+//! chosen for the person: Enter alone leaves a question pending, and a proposal is taken
+//! only by its own entry (or Tab, in a text answer).
 
 use std::fmt;
 
-use inquire::error::InquireError;
+use inquire::autocompletion::{Autocomplete, Replacement};
+use inquire::error::{CustomUserError, InquireError};
 use inquire::{Confirm, MultiSelect, Select, Text};
 
 use crate::error::{Error, Result};
-use crate::model::{AnswerInput, Question};
+use crate::model::{AnswerInput, OnExpiry, Question, Status};
 pub use crate::ops::Choice;
+use crate::ops::{Asked, GateReport};
 use crate::output::sanitize;
+use crate::serve::strings;
 
 /// Typed as an answer to a free-text question, declines it with the rest as the reason.
 const DECLINE_WORD: &str = "/decline";
@@ -24,6 +29,8 @@ enum Item {
         recommended: bool,
     },
     Other,
+    /// The proposal, taken as the answer.
+    Accept(String),
     Decline,
     Leave,
 }
@@ -47,6 +54,7 @@ impl fmt::Display for Item {
                 Ok(())
             }
             Item::Other => write!(f, "Other (type your answer)"),
+            Item::Accept(proposed) => write!(f, "Accept the proposal: {proposed}"),
             Item::Decline => write!(f, "Decline: I won't answer this as asked"),
             Item::Leave => write!(f, "Leave it pending for now"),
         }
@@ -71,9 +79,19 @@ fn step<T>(result: std::result::Result<T, InquireError>) -> Result<std::result::
 
 pub fn not_a_terminal() -> Error {
     Error::usage(
-        "ask needs a terminal on standard input and output; to have another tool ask, \
-         use 'questions render' and then 'questions import' with its answers",
+        "ask needs a terminal to put the questions to (it prompts on /dev/tty and writes \
+         its JSON to standard output); to have another tool ask, use 'questions render' \
+         and then 'questions import' with its answers",
     )
+}
+
+/// Whether there is a terminal to prompt on, whatever standard input and output are.
+pub fn available() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .is_ok()
 }
 
 /// Asks every question in turn. `None`: the person cancelled, and nothing is to be recorded.
@@ -98,7 +116,7 @@ pub fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
     }
     let answered = chosen
         .iter()
-        .filter(|(_, c)| matches!(c, Choice::Answer(_)))
+        .filter(|(_, c)| matches!(c, Choice::Answer(_) | Choice::Accept))
         .count();
     let declined = chosen
         .iter()
@@ -132,7 +150,7 @@ pub fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
 fn discard(chosen: &[(i64, Choice)]) -> Result<bool> {
     let given = chosen
         .iter()
-        .filter(|(_, c)| matches!(c, Choice::Answer(_) | Choice::Decline(_)))
+        .filter(|(_, c)| !matches!(c, Choice::Leave))
         .count();
     if given == 0 {
         return Ok(true);
@@ -172,6 +190,78 @@ fn show(q: &Question, n: usize, of: usize) {
     if let Some(p) = &q.proposed {
         eprintln!("  Proposed: {}", sanitize(p, false));
     }
+    if let Some(line) = deadline(q, &crate::clock::now()) {
+        eprintln!("  Time left: {line}");
+    }
+}
+
+/// "in 1 h 52 min: answered “No” unless you answer", as the inbox says it.
+fn deadline(q: &Question, now: &str) -> Option<String> {
+    let expires = q.expires_at.as_deref()?;
+    let seconds = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .map(|t| t.timestamp())
+    };
+    let left = match (seconds(expires), seconds(now)) {
+        (Some(at), Some(now)) => strings::time_left(at - now),
+        _ => expires.to_string(),
+    };
+    let then = match (q.on_expiry, q.proposed.as_deref()) {
+        (OnExpiry::Default, Some(p)) => strings::Expiry::Answered(p),
+        (OnExpiry::Skip, _) => strings::Expiry::Skipped,
+        _ => strings::Expiry::Overdue,
+    };
+    Some(sanitize(
+        &format!("{left}: {}", strings::on_expiry(then)),
+        false,
+    ))
+}
+
+/// What `ask` says on a terminal once it has recorded: what was recorded, what is still
+/// pending, and the gate. The JSON document is for pipes and `--json`.
+pub fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> String {
+    let mut out = String::new();
+    let text = |q: &Question| sanitize(&q.question, false);
+    if asked.questions.is_empty() {
+        out.push_str("Nothing was recorded.\n");
+    } else {
+        out.push_str("Recorded:\n");
+        for q in &asked.questions {
+            let what = match q.status {
+                Status::Declined => format!(
+                    "declined: {}",
+                    sanitize(q.decline_reason.as_deref().unwrap_or(""), false)
+                ),
+                _ => format!("“{}”", sanitize(q.answer.as_deref().unwrap_or(""), false)),
+            };
+            out.push_str(&format!("  #{} {} → {what}\n", q.id, text(q)));
+        }
+    }
+    let left: Vec<&Question> = put
+        .iter()
+        .filter(|q| asked.left_pending_ids.contains(&q.id))
+        .collect();
+    if !left.is_empty() {
+        out.push_str("Still pending:\n");
+        for q in left {
+            let required = if q.required { " (required)" } else { "" };
+            out.push_str(&format!("  #{} {}{required}\n", q.id, text(q)));
+        }
+    }
+    let stage = sanitize(&asked.stage, false);
+    match gate.gate {
+        crate::model::Gate::Pass => out.push_str(&format!("The gate of stage '{stage}' passes.\n")),
+        crate::model::Gate::Fail => out.push_str(&format!(
+            "The gate of stage '{stage}' is shut: {} required question(s) pending{}.\n",
+            gate.pending_count,
+            match gate.declined.len() {
+                0 => String::new(),
+                n => format!(", {n} declined"),
+            }
+        )),
+    }
+    out
 }
 
 fn ask_one(q: &Question) -> Result<Step> {
@@ -194,21 +284,10 @@ fn ask_one(q: &Question) -> Result<Step> {
         items.push(Item::Other);
     }
     items.push(Item::Decline);
-    let preferred = q.options.iter().position(|o| o.recommended).or_else(|| {
-        let p = q.proposed.as_deref()?.trim().to_lowercase();
-        q.options.iter().position(|o| o.label.to_lowercase() == p)
-    });
 
     if q.multi_select {
-        let defaults: Vec<usize> = q
-            .options
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.recommended)
-            .map(|(i, _)| i)
-            .collect();
+        // Nothing ticked for the person: the proposal is shown above the list.
         let picked = MultiSelect::new(&message, items)
-            .with_default(&defaults)
             .with_help_message("↑↓ move • Space to choose • type a number to filter • Enter when done • Esc to cancel")
             .raw_prompt();
         let picked = match step(picked)? {
@@ -222,7 +301,7 @@ fn ask_one(q: &Question) -> Result<Step> {
                 Item::Option { n, .. } => select.push(q.options[n - 1].label.clone()),
                 Item::Other => other = true,
                 Item::Decline => return ask_reason(),
-                Item::Leave => {}
+                Item::Accept(_) | Item::Leave => {}
             }
         }
         let text = if other {
@@ -239,12 +318,15 @@ fn ask_one(q: &Question) -> Result<Step> {
         return Ok(Step::Chose(Choice::Answer(AnswerInput { text, select })));
     }
 
-    items.push(Item::Leave);
-    let mut prompt = Select::new(&message, items)
-        .with_help_message("↑↓ move • type a number to filter • Enter to choose • Esc to cancel");
-    if let Some(p) = preferred {
-        prompt = prompt.with_starting_cursor(p);
+    // The cursor starts on "leave it pending": Enter without reading records nothing. The
+    // proposal, when it is a valid answer, is an entry of its own, right below.
+    let mut head = vec![Item::Leave];
+    if let Some(p) = acceptable(q) {
+        head.push(Item::Accept(sanitize(&p, false)));
     }
+    items.splice(0..0, head);
+    let prompt = Select::new(&message, items)
+        .with_help_message("↑↓ move • type a number to filter • Enter to choose • Esc to cancel");
     let picked = match step(prompt.raw_prompt())? {
         Ok(p) => p,
         Err(s) => return Ok(s),
@@ -255,8 +337,40 @@ fn ask_one(q: &Question) -> Result<Step> {
             select: vec![q.options[n - 1].label.clone()],
         }))),
         Item::Other => ask_text("Your answer:", None, false),
+        Item::Accept(_) => Ok(Step::Chose(Choice::Accept)),
         Item::Decline => ask_reason(),
         Item::Leave => Ok(Step::Chose(Choice::Leave)),
+    }
+}
+
+/// The question's proposal, when the model would take it as an answer.
+fn acceptable(q: &Question) -> Option<String> {
+    let p = q.proposed.clone().filter(|p| !p.trim().is_empty())?;
+    let input = AnswerInput {
+        text: Some(p.clone()),
+        select: Vec::new(),
+    };
+    crate::model::resolve_answer(q, &input).ok().map(|_| p)
+}
+
+/// Tab on an empty answer fills in the proposal; nothing is shown or filled otherwise.
+#[derive(Clone)]
+struct Proposal(String);
+
+impl Autocomplete for Proposal {
+    fn get_suggestions(
+        &mut self,
+        _input: &str,
+    ) -> std::result::Result<Vec<String>, CustomUserError> {
+        Ok(Vec::new())
+    }
+
+    fn get_completion(
+        &mut self,
+        input: &str,
+        _highlighted: Option<String>,
+    ) -> std::result::Result<Replacement, CustomUserError> {
+        Ok(input.trim().is_empty().then(|| self.0.clone()))
     }
 }
 
@@ -275,23 +389,23 @@ fn ask_reason() -> Result<Step> {
     Ok(Step::Chose(Choice::Decline(reason.trim().to_string())))
 }
 
-/// Free text. With a proposed value, Enter on an empty line accepts it; without one, an
-/// empty line leaves the question pending (when `may_leave`).
+/// Free text. Enter on an empty line leaves the question pending (when `may_leave`);
+/// with a proposed value, Tab fills it in, and sending it unchanged accepts the proposal.
 fn ask_text(message: &str, proposed: Option<&str>, may_leave: bool) -> Result<Step> {
     let proposed = proposed.map(|p| sanitize(p, false));
-    let help = match (&proposed, may_leave) {
-        (Some(_), true) => {
-            "Enter accepts the proposed value • /decline REASON to decline • Esc to cancel"
+    let help = match (proposed.is_some(), may_leave) {
+        (true, true) => {
+            "Tab fills in the proposal • an empty answer leaves it pending • /decline REASON to decline • Esc to cancel"
         }
-        (Some(_), false) => "Enter accepts the proposed value • Esc to cancel",
-        (None, true) => {
+        (true, false) => "Tab fills in the proposal • Esc to cancel",
+        (false, true) => {
             "an empty answer leaves it pending • /decline REASON to decline • Esc to cancel"
         }
-        (None, false) => "Esc to cancel",
+        (false, false) => "Esc to cancel",
     };
     let mut prompt = Text::new(message).with_help_message(help);
     if let Some(p) = &proposed {
-        prompt = prompt.with_default(p);
+        prompt = prompt.with_autocomplete(Proposal(p.clone()));
     }
     let text = match step(prompt.prompt())? {
         Ok(t) => t,
@@ -307,6 +421,9 @@ fn ask_text(message: &str, proposed: Option<&str>, may_leave: bool) -> Result<St
             }
             return Ok(Step::Chose(Choice::Decline(reason.trim().to_string())));
         }
+    }
+    if proposed.as_deref().is_some_and(|p| p.trim() == text.trim()) {
+        return Ok(Step::Chose(Choice::Accept));
     }
     Ok(Step::Chose(Choice::Answer(AnswerInput {
         text: Some(text),

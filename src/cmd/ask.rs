@@ -4,13 +4,21 @@ use super::{Outcome, Who};
 use crate::cli::AskArgs;
 use crate::error::{Error, Result};
 use crate::model::Channel;
-use crate::ops;
+use crate::ops::{self, CheckRequest, Wait};
 use crate::store::Ledger;
 use crate::terminal;
 
+/// Prompts on the terminal whatever standard input and output are, so the JSON can go to
+/// a file or a pipe; on a terminal, the person reads a short summary instead.
 pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+    if !terminal::available() {
         return Err(terminal::not_a_terminal());
+    }
+    if !std::io::stderr().is_terminal() {
+        return Err(Error::usage(
+            "ask draws its prompts on standard error, which is not a terminal here: \
+             redirect standard output only (the JSON document goes there)",
+        ));
     }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
     let questions = ops::pending(ledger, &args.stage, ids)?;
@@ -19,12 +27,25 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
     let Some(chosen) = terminal::ask_all(&questions)? else {
         return Err(Error::cancelled("cancelled; no answer was recorded"));
     };
-    Ok(Outcome::ok(ops::record_choices(
+    let asked = ops::record_choices(
         ledger,
         &who.via(Channel::Ask),
         &args.stage,
         &chosen,
         &shown,
         ops::Together::All,
-    )?))
+    )?;
+    if args.json || !std::io::stdout().is_terminal() {
+        return Ok(Outcome::ok(asked));
+    }
+    let gate = ops::check(
+        ledger,
+        &CheckRequest {
+            stage: Some(args.stage.clone()),
+            ids: None,
+            strict: false,
+            wait: Wait::No,
+        },
+    )?;
+    Ok(Outcome::text(terminal::summary(&asked, &gate, &questions)))
 }

@@ -13,13 +13,36 @@ fn key(id: i64) -> String {
     format!("q{id}")
 }
 
+/// The property beside the choice for an answer in the person's own words, on a question
+/// with options that allows one.
+fn own_key(id: i64) -> String {
+    format!("q{id}_own")
+}
+
+/// Options and free text both: the form has a choice and a text field.
+fn has_own_words(q: &Question) -> bool {
+    !q.options.is_empty() && q.allow_freeform
+}
+
 /// The message and the requested schema for `questions` (all pending).
 pub fn build(questions: &[Question]) -> Result<(String, ElicitationSchema)> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for q in questions {
         properties.insert(key(q.id), property(q));
-        if q.required {
+        if has_own_words(q) {
+            let title = q.header.clone().unwrap_or_else(|| q.question.clone());
+            properties.insert(
+                own_key(q.id),
+                json!({
+                    "type": "string",
+                    "title": format!("{title}: in your own words"),
+                    "description": "Instead of a choice above (or besides those chosen, \
+                                    where several may be)",
+                }),
+            );
+        }
+        if q.required && !has_own_words(q) {
             required.push(Value::String(key(q.id)));
         }
     }
@@ -51,6 +74,14 @@ fn property(q: &Question) -> Value {
         }
         description.push_str(context);
     }
+    // The proposal is shown, never filled in: a form accepted unread records nothing the
+    // person did not choose.
+    if let Some(proposed) = q.proposed.as_deref().filter(|p| !p.trim().is_empty()) {
+        if !description.is_empty() {
+            description.push_str("\n\n");
+        }
+        description.push_str(&format!("Proposed: {proposed}"));
+    }
     p.insert("title".into(), json!(title));
     if !description.is_empty() {
         p.insert("description".into(), json!(description));
@@ -58,24 +89,9 @@ fn property(q: &Question) -> Value {
     let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
     if q.options.is_empty() {
         p.insert("type".into(), json!("string"));
-        if let Some(proposed) = &q.proposed {
-            p.insert("default".into(), json!(proposed));
-        }
     } else if q.multi_select {
         p.insert("type".into(), json!("array"));
         p.insert("items".into(), json!({"type": "string", "enum": labels}));
-        let chosen: Vec<&str> = q
-            .proposed
-            .as_deref()
-            .map(|text| {
-                text.split(", ")
-                    .filter_map(|part| label_of(&labels, part))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !chosen.is_empty() {
-            p.insert("default".into(), json!(chosen));
-        }
     } else {
         p.insert("type".into(), json!("string"));
         let one_of: Vec<Value> = q
@@ -90,20 +106,8 @@ fn property(q: &Question) -> Value {
             })
             .collect();
         p.insert("oneOf".into(), Value::Array(one_of));
-        if let Some(label) = q.proposed.as_deref().and_then(|t| label_of(&labels, t)) {
-            p.insert("default".into(), json!(label));
-        }
     }
     Value::Object(p)
-}
-
-/// The option label `text` names (trimmed, any case), if any.
-fn label_of<'a>(labels: &[&'a str], text: &str) -> Option<&'a str> {
-    let wanted = text.trim().to_lowercase();
-    labels
-        .iter()
-        .copied()
-        .find(|l| l.trim().to_lowercase() == wanted)
 }
 
 /// What the person chose for each question, from the accepted form's content: a missing
@@ -141,6 +145,23 @@ pub fn read(questions: &[Question], content: Option<&Value>) -> Result<Vec<(i64,
             }),
             Some(other) => Choice::Answer(AnswerInput {
                 text: Some(other.to_string()),
+                select: Vec::new(),
+            }),
+        };
+        let own = match content.get(&own_key(q.id)) {
+            Some(Value::String(s)) if has_own_words(q) && !s.trim().is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        let choice = match (choice, own) {
+            (choice, None) => choice,
+            // Their own words stand in for a single choice, and join several.
+            (Choice::Answer(mut input), Some(text)) if q.multi_select => {
+                input.select.extend(input.text.take());
+                input.text = Some(text);
+                Choice::Answer(input)
+            }
+            (_, Some(text)) => Choice::Answer(AnswerInput {
+                text: Some(text),
                 select: Vec::new(),
             }),
         };

@@ -213,6 +213,21 @@ pub fn decline(
     })
 }
 
+/// A person takes a pending question's proposal as their answer (the inbox's "Accept
+/// proposed"): recorded as `defaulted`, by them, so the history says the proposal was
+/// accepted rather than chosen. No proposal is `invalid_answer`; a question no longer
+/// pending is a `conflict`, its answer untouched.
+pub fn accept_proposed(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    id: i64,
+    shown: &Shown,
+) -> Result<Recorded> {
+    change_one(ledger, caller, id, shown, |q, actor| {
+        q.accept_proposal(actor)
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct Cleared {
     pub stage: String,
@@ -299,6 +314,8 @@ pub fn accept_defaults(
 #[derive(Debug, Clone)]
 pub enum Choice {
     Answer(AnswerInput),
+    /// They take its proposal as their answer (recorded as `defaulted`, by them).
+    Accept,
     /// They will not answer it as asked, for this reason.
     Decline(String),
     /// Left pending: nothing is recorded for it.
@@ -357,6 +374,7 @@ pub fn record_choices(
                 match choice {
                     Choice::Leave => Ok(None),
                     Choice::Answer(input) => before.answer(input, Mode::Ask, &actor),
+                    Choice::Accept => before.accept_proposal(&actor),
                     Choice::Decline(reason) => before.decline_asked(reason, &actor),
                 }
             });

@@ -8,8 +8,8 @@ mod gate;
 mod interop;
 
 pub use change::{
-    accept_defaults, answer, clear, decline, log, log_all, record_choices, skip, Asked, Choice,
-    Cleared, Defaulted, Logged, LoggedAll, NotRecorded, Recorded, Shown, Together,
+    accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices, skip,
+    Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded, Recorded, Shown, Together,
 };
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,

@@ -129,6 +129,8 @@ pub enum Change {
     Answer(AnswerInput),
     Skip(Option<String>),
     Decline(String),
+    /// The person takes the question's proposal as their answer.
+    Accept,
 }
 
 /// Applies a change for the person the server answers as. A conflict comes back with the
@@ -156,6 +158,7 @@ pub async fn apply(
             Change::Answer(input) => ops::answer(l, &caller, id, &shown, input, false),
             Change::Skip(reason) => ops::skip(l, &caller, id, &shown, reason.clone(), false),
             Change::Decline(reason) => ops::decline(l, &caller, id, &shown, reason, false),
+            Change::Accept => ops::accept_proposed(l, &caller, id, &shown),
         };
         match done {
             Err(e) if e.code == ErrorCode::Conflict => {

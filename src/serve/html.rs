@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::model::{Event, EventKind, Question};
+use super::strings;
+use crate::model::{Event, EventKind, OnExpiry, Question};
 
 /// Escapes text for HTML content and for double-quoted attribute values.
 pub fn esc(text: &str) -> String {
@@ -30,6 +31,8 @@ pub enum Flash {
 
 pub struct Page<'a> {
     pub seq: i64,
+    /// The server's now, from the one clock: deadlines are counted from it.
+    pub now: &'a str,
     /// The ledger's id: every form sends it back with the question's fingerprint, so an
     /// answer never lands on another question that took its id (see `ops::Shown`).
     pub ledger: Option<&'a str>,
@@ -38,26 +41,72 @@ pub struct Page<'a> {
     pub flash: Option<Flash>,
 }
 
+type Item = (Question, Vec<Event>);
+
+/// Which comes first: required ones, the most urgent (nearest deadline) first, then the
+/// rest in the order they were asked.
+fn urgency(q: &Question) -> (bool, bool, &str, i64) {
+    let expires = q.expires_at.as_deref();
+    (!q.required, expires.is_none(), expires.unwrap_or(""), q.id)
+}
+
+/// The questions by stage: each stage's questions by urgency, and the stages by their most
+/// urgent question (a stage with a required question before one without).
+fn by_stage(questions: &[Item]) -> Vec<(&str, Vec<&Item>)> {
+    let mut groups: Vec<(&str, Vec<&Item>)> = Vec::new();
+    let mut sorted: Vec<&Item> = questions.iter().collect();
+    sorted.sort_by(|(a, _), (b, _)| urgency(a).cmp(&urgency(b)));
+    for item in sorted {
+        let stage = item.0.stage.as_str();
+        match groups.iter_mut().find(|(s, _)| *s == stage) {
+            Some((_, items)) => items.push(item),
+            None => groups.push((stage, vec![item])),
+        }
+    }
+    groups
+}
+
 pub fn inbox(page: &Page) -> String {
     let count = page.questions.len();
     let required = page.questions.iter().filter(|(q, _)| q.required).count();
     let mut out = String::with_capacity(4096 + count * 2048);
-    let title = match page.stage {
-        Some(stage) => format!("Questions · {}", esc(stage)),
-        None => "Questions".to_string(),
-    };
+    let title = esc(&strings::title(page.stage));
+    let groups = by_stage(page.questions);
+    let first_required = groups
+        .first()
+        .and_then(|(_, items)| items.first())
+        .filter(|(q, _)| q.required)
+        .map(|(q, _)| q.id);
     let _ = write!(
         out,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title} ({count} pending)</title>\
+         <title>{page_title}</title>\
          <link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
          <script src=\"/assets/inbox.js\" defer></script></head>\
-         <body data-seq=\"{seq}\" data-ledger=\"{ledger}\"><header class=\"top\"><h1>{title}</h1>\
-         <p id=\"summary\" aria-live=\"polite\">{summary}</p></header><main>",
+         <body data-seq=\"{seq}\" data-ledger=\"{ledger}\" data-now=\"{now}\" \
+         data-strings=\"{words}\">\
+         <header class=\"top\"><div class=\"bar\"><h1>{title}</h1>",
+        page_title = strings::page_title(&title, count),
         seq = page.seq,
         ledger = esc(page.ledger.unwrap_or("")),
-        summary = summary(count, required),
+        now = esc(page.now),
+        words = esc(&strings::script_words()),
+    );
+    let _ = write!(
+        out,
+        "<a id=\"next-required\" class=\"jump\" href=\"#q-{}\"{}>{}</a></div>\
+         <p id=\"summary\" aria-live=\"polite\">{}</p>\
+         <p id=\"keys\" class=\"keys\" hidden>{}</p></header><main>",
+        first_required.unwrap_or(0),
+        if first_required.is_some() {
+            ""
+        } else {
+            " hidden"
+        },
+        strings::NEXT_REQUIRED,
+        strings::summary(count, required),
+        esc(strings::KEYS),
     );
     match &page.flash {
         Some(Flash::Done(text)) => {
@@ -77,29 +126,66 @@ pub fn inbox(page: &Page) -> String {
         None => {}
     }
     out.push_str("<section id=\"questions\">");
-    for (q, history) in page.questions {
-        question(&mut out, q, history, page.ledger);
+    let now = instant(page.now);
+    for (n, (stage, items)) in groups.iter().enumerate() {
+        let required = items.iter().filter(|(q, _)| q.required).count();
+        let _ = write!(
+            out,
+            "<section class=\"stage\" id=\"stage-{n}\" data-stage=\"{stage}\">\
+             <h2 class=\"stage-head\"><span class=\"name\">{stage}</span> \
+             <span class=\"count\">{count}</span></h2>",
+            stage = esc(stage),
+            count = strings::stage_count(items.len(), required),
+        );
+        for (q, history) in items {
+            let open = Some(q.id) == first_required;
+            question(&mut out, q, history, now, open, page.ledger);
+        }
+        out.push_str("</section>");
     }
     out.push_str("</section><p id=\"empty\" class=\"empty\"");
     if count > 0 {
         out.push_str(" hidden");
     }
-    out.push_str(
-        ">Nothing is waiting for an answer. New questions appear here as agents log them.</p>",
-    );
+    let _ = write!(out, ">{}</p>", strings::EMPTY);
     out.push_str("</main></body></html>\n");
     out
 }
 
-fn summary(count: usize, required: usize) -> String {
-    match count {
-        0 => "No pending questions".to_string(),
-        1 => format!("1 pending question, {required} required"),
-        n => format!("{n} pending questions, {required} required"),
-    }
+/// Seconds since the epoch of an RFC 3339 instant.
+fn instant(text: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.timestamp())
 }
 
-fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&str>) {
+/// Time left until `expires_at`, and what happens then: "in 1 h 52 min" and "answered
+/// “No” unless you answer".
+fn deadline(q: &Question, now: Option<i64>) -> Option<(String, String, String)> {
+    let expires = q.expires_at.as_deref()?;
+    let left = match (instant(expires), now) {
+        (Some(at), Some(now)) => strings::time_left(at - now),
+        _ => strings::time_left(1),
+    };
+    let then = match q.on_expiry {
+        OnExpiry::Default => match q.proposed.as_deref() {
+            Some(p) => strings::on_expiry(strings::Expiry::Answered(p)),
+            None => strings::on_expiry(strings::Expiry::Overdue),
+        },
+        OnExpiry::Skip => strings::on_expiry(strings::Expiry::Skipped),
+        OnExpiry::Keep => strings::on_expiry(strings::Expiry::Overdue),
+    };
+    Some((esc(expires), left, esc(&then)))
+}
+
+fn question(
+    out: &mut String,
+    q: &Question,
+    history: &[Event],
+    now: Option<i64>,
+    open: bool,
+    ledger: Option<&str>,
+) {
     let id = q.id;
     // What this page showed, sent back with every change (see `Page::ledger`).
     let shown = format!(
@@ -108,38 +194,68 @@ fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&s
         esc(ledger.unwrap_or("")),
         q.fingerprint()
     );
+    let due = deadline(q, now);
     let _ = write!(
         out,
-        "<article id=\"q-{id}\" class=\"question{req}\" data-id=\"{id}\">\
-         <p class=\"meta\"><span class=\"stage\">{stage}</span>",
+        "<details id=\"q-{id}\" class=\"question{req}\" data-id=\"{id}\"{open}>\
+         <summary class=\"line\">{badge}<span class=\"text\">{text}</span>",
         req = if q.required { " required" } else { "" },
-        stage = esc(&q.stage),
+        open = if open { " open" } else { "" },
+        badge = if q.required {
+            format!("<span class=\"badge req\">{}</span>", strings::REQUIRED)
+        } else {
+            format!("<span class=\"badge opt\">{}</span>", strings::OPTIONAL)
+        },
+        text = esc(&q.question),
     );
-    if let Some(group) = q.group_name.as_deref().filter(|g| !g.trim().is_empty()) {
-        let _ = write!(out, "<span class=\"group\">{}</span>", esc(group));
-    }
-    out.push_str(if q.required {
-        "<span class=\"badge req\">Required</span>"
-    } else {
-        "<span class=\"badge opt\">Optional</span>"
-    });
-    let _ = write!(out, "<span class=\"id\">#{id}</span></p>");
-    if let Some(header) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
-        let _ = write!(out, "<p class=\"header\">{}</p>", esc(header));
-    }
-    let _ = write!(out, "<h2>{}</h2>", esc(&q.question));
-    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
-        let _ = write!(out, "<p class=\"context\">{}</p>", esc(context));
-    }
-    let proposed = crate::model::proposed_or_recommended(q.proposed.clone(), &q.options);
-    if let Some(p) = q.proposed.as_deref().filter(|p| !p.trim().is_empty()) {
+    if let Some((expires, left, _)) = &due {
         let _ = write!(
             out,
-            "<p class=\"proposed\">Proposed: <strong>{}</strong></p>",
+            "<span class=\"due\" data-expires=\"{expires}\">{left}</span>"
+        );
+    }
+    let _ = write!(
+        out,
+        "<span class=\"id\">#{id}</span></summary><div class=\"body\">"
+    );
+    // The stage is the group's heading; the group and header, when there are any, here.
+    let group = q.group_name.as_deref().filter(|g| !g.trim().is_empty());
+    let header = q.header.as_deref().filter(|h| !h.trim().is_empty());
+    if group.is_some() || header.is_some() {
+        out.push_str("<p class=\"meta\">");
+        if let Some(group) = group {
+            let _ = write!(out, "<span class=\"group\">{}</span>", esc(group));
+        }
+        if let Some(header) = header {
+            let _ = write!(out, "<span class=\"header\">{}</span>", esc(header));
+        }
+        out.push_str("</p>");
+    }
+    if let Some((expires, left, then)) = &due {
+        let _ = write!(
+            out,
+            "<p class=\"deadline\"><span class=\"due\" data-expires=\"{expires}\">{left}</span>: {then}</p>"
+        );
+    }
+    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        let _ = write!(
+            out,
+            "<div class=\"context\">{}</div>",
+            super::markdown::render(context)
+        );
+    }
+    let proposed = q.proposed.as_deref().filter(|p| !p.trim().is_empty());
+    if let Some(p) = proposed {
+        let _ = write!(
+            out,
+            "<p class=\"proposed\">{} <strong>{}</strong></p>",
+            strings::PROPOSED,
             esc(p)
         );
     }
 
+    // Nothing is chosen or typed for the person: the proposal is taken only through its
+    // own button, and recorded as such.
     let _ = write!(
         out,
         "<form class=\"answer\" method=\"post\" action=\"/q/{id}/answer\">{shown}"
@@ -150,26 +266,23 @@ fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&s
             out,
             "<fieldset class=\"options\"><legend>{}</legend>",
             if q.multi_select {
-                "Choose any"
+                strings::CHOOSE_ANY
             } else {
-                "Choose one"
+                strings::CHOOSE_ONE
             }
         );
         for (n, o) in q.options.iter().enumerate() {
-            let checked = !q.multi_select
-                && proposed
-                    .as_deref()
-                    .is_some_and(|p| p.trim().eq_ignore_ascii_case(o.label.trim()));
             let _ = write!(
                 out,
                 "<label class=\"option\" for=\"q{id}o{n}\"><input type=\"{kind}\" id=\"q{id}o{n}\" \
-                 name=\"select\" value=\"{value}\"{checked}><span class=\"label\">{label}</span>",
+                 name=\"select\" value=\"{value}\"><span class=\"key\">{key}</span>\
+                 <span class=\"label\">{label}</span>",
                 value = esc(&o.label),
+                key = n + 1,
                 label = esc(&o.label),
-                checked = if checked { " checked" } else { "" },
             );
             if o.recommended {
-                out.push_str("<span class=\"rec\">Recommended</span>");
+                let _ = write!(out, "<span class=\"rec\">{}</span>", strings::RECOMMENDED);
             }
             if let Some(d) = o.description.as_deref().filter(|d| !d.trim().is_empty()) {
                 let _ = write!(out, "<span class=\"desc\">{}</span>", esc(d));
@@ -179,40 +292,56 @@ fn question(out: &mut String, q: &Question, history: &[Event], ledger: Option<&s
         out.push_str("</fieldset>");
     }
     if q.allow_freeform || q.options.is_empty() {
-        let (label, value) = if q.options.is_empty() {
-            ("Your answer", proposed.as_deref().unwrap_or(""))
+        let label = if q.options.is_empty() {
+            strings::YOUR_ANSWER
         } else {
-            ("Or in your own words", "")
+            strings::OWN_WORDS
         };
         let _ = write!(
             out,
             "<label class=\"free\" for=\"q{id}t\">{label}</label>\
-             <textarea id=\"q{id}t\" name=\"answer\" rows=\"2\">{}</textarea>",
-            esc(value)
+             <textarea id=\"q{id}t\" name=\"answer\" rows=\"2\"></textarea>"
         );
     }
-    out.push_str("<div class=\"actions\"><button type=\"submit\" class=\"primary\">Answer</button></div></form>");
+    let _ = write!(
+        out,
+        "<div class=\"actions\"><button type=\"submit\" class=\"primary\">{}</button>",
+        strings::ANSWER
+    );
+    if proposed.is_some() {
+        let _ = write!(
+            out,
+            "<button type=\"submit\" class=\"accept\" formaction=\"/q/{id}/accept\">{}</button>",
+            strings::ACCEPT_PROPOSED
+        );
+    }
+    out.push_str("</div></form>");
 
     let _ = write!(
         out,
-        "<details class=\"other\"><summary>Skip or decline</summary>\
+        "<details class=\"other\"><summary>{skip_or_decline}</summary>\
          <form method=\"post\" action=\"/q/{id}/skip\">{shown}\
-         <label for=\"q{id}r\">Reason</label>\
-         <input id=\"q{id}r\" name=\"reason\" type=\"text\" placeholder=\"Why (needed to decline)\">\
-         <div class=\"actions\"><button type=\"submit\">Skip</button>\
-         <button type=\"submit\" formaction=\"/q/{id}/decline\">Decline</button></div>\
-         </form></details>"
+         <label for=\"q{id}r\">{reason}</label>\
+         <input id=\"q{id}r\" name=\"reason\" type=\"text\" placeholder=\"{hint}\">\
+         <div class=\"actions\"><button type=\"submit\">{skip}</button>\
+         <button type=\"submit\" formaction=\"/q/{id}/decline\">{decline}</button></div>\
+         </form></details>",
+        skip_or_decline = strings::SKIP_OR_DECLINE,
+        reason = strings::REASON,
+        hint = strings::REASON_HINT,
+        skip = strings::SKIP,
+        decline = strings::DECLINE,
     );
 
     let _ = write!(
         out,
-        "<details class=\"history\"><summary>History ({})</summary><ol>",
-        history.len()
+        "<details class=\"history\"><summary>{}</summary><ol>",
+        strings::history(history.len())
     );
     for e in history {
         event(out, e);
     }
-    out.push_str("</ol></details></article>");
+    out.push_str("</ol></details></div></details>");
 }
 
 fn event(out: &mut String, e: &Event) {
@@ -221,13 +350,13 @@ fn event(out: &mut String, e: &Event) {
         "<li><time datetime=\"{at}\">{shown}</time> {kind}",
         at = esc(&e.at),
         shown = esc(&e.at.replace('T', " ").replace('Z', " UTC")),
-        kind = e.event.as_str(),
+        kind = strings::event_kind(e.event.as_str()),
     );
     if let Some(by) = &e.answered_by {
-        let _ = write!(out, " by {}", esc(by));
+        let _ = write!(out, " {}", strings::by(&esc(by)));
     }
     if let Some(ch) = &e.channel {
-        let _ = write!(out, " via {}", ch.as_str());
+        let _ = write!(out, " {}", strings::via(ch.as_str()));
     }
     let after = e.after.as_ref();
     let detail = match e.event {

@@ -7,7 +7,9 @@
 mod api;
 mod guard;
 mod html;
+mod markdown;
 mod page;
+pub(crate) mod strings;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -289,6 +291,7 @@ fn routes(app: Arc<App>) -> Router {
         .route("/q/{id}/answer", post(page::answer))
         .route("/q/{id}/skip", post(page::skip))
         .route("/q/{id}/decline", post(page::decline))
+        .route("/q/{id}/accept", post(page::accept))
         .route("/assets/inbox.css", get(page::css))
         .route("/assets/inbox.js", get(page::js))
         .route("/api/questions", get(api::list))

@@ -11,7 +11,9 @@ use serde::Deserialize;
 
 use super::api::{self, Change};
 use super::html::{self, Flash};
+use super::strings;
 use super::App;
+use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::model::AnswerInput;
 use crate::ops;
@@ -37,13 +39,15 @@ pub struct Done {
     answered: Option<i64>,
     skipped: Option<i64>,
     declined: Option<i64>,
+    accepted: Option<i64>,
 }
 
 pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Response {
-    let flash = match (done.answered, done.skipped, done.declined) {
-        (Some(id), _, _) => Some(Flash::Done(format!("Question {id} answered."))),
-        (_, Some(id), _) => Some(Flash::Done(format!("Question {id} skipped."))),
-        (_, _, Some(id)) => Some(Flash::Done(format!("Question {id} declined."))),
+    let flash = match (done.answered, done.skipped, done.declined, done.accepted) {
+        (Some(id), ..) => Some(Flash::Done(strings::answered(id))),
+        (_, Some(id), ..) => Some(Flash::Done(strings::skipped(id))),
+        (_, _, Some(id), _) => Some(Flash::Done(strings::declined(id))),
+        (.., Some(id)) => Some(Flash::Done(strings::accepted(id))),
         _ => None,
     };
     render(&app, StatusCode::OK, flash).await
@@ -51,11 +55,14 @@ pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Res
 
 async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Response {
     let stage = app.stage.clone();
-    let read = app.ledger(move |l| ops::inbox(l, stage.as_deref())).await;
+    let read = app
+        .ledger(move |l| Ok((ops::inbox(l, stage.as_deref())?, clock::now())))
+        .await;
     match read {
-        Ok(inbox) => {
+        Ok((inbox, now)) => {
             let body = html::inbox(&html::Page {
                 seq: inbox.seq,
+                now: &now,
                 ledger: inbox.ledger.as_deref(),
                 stage: app.stage.as_deref(),
                 questions: &inbox.questions,
@@ -71,7 +78,7 @@ async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Res
         Err(e) => (
             api::status_of(e.code),
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            format!("The inbox cannot read the ledger: {}\n", e.message),
+            strings::unreadable(&e.message),
         )
             .into_response(),
     }
@@ -119,12 +126,17 @@ pub async fn decline(
 ) -> Response {
     let change = field(&fields, "reason")
         .map(Change::Decline)
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "Question {id} was not declined: say why in the reason, so it can be asked better."
-            ))
-        });
+        .ok_or_else(|| Error::usage(strings::decline_needs_reason(id)));
     submit(app, id, change, &fields).await
+}
+
+/// "Accept proposed": the person takes the question's proposal as their answer.
+pub async fn accept(
+    State(app): State<Arc<App>>,
+    Path(id): Path<i64>,
+    Form(fields): Form<Fields>,
+) -> Response {
+    submit(app, id, Ok(Change::Accept), &fields).await
 }
 
 /// Records the change and redirects back to the inbox; a refusal is shown on the inbox
@@ -147,13 +159,14 @@ async fn submit(
         Change::Answer(_) => "answered",
         Change::Skip(_) => "skipped",
         Change::Decline(_) => "declined",
+        Change::Accept => "accepted",
     };
     match api::apply(&app, id, change, shown).await {
         Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
         Err((e, on_record)) => {
             let message = match e.code {
                 ErrorCode::Conflict => api::conflict_message(&e, on_record.as_deref()),
-                _ => format!("Question {id}: {}", e.message),
+                _ => strings::refused(id, &e.message),
             };
             render(&app, api::status_of(e.code), Some(Flash::Failed(message))).await
         }

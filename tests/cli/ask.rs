@@ -12,13 +12,19 @@ use crate::common::*;
 const DOWN: &str = "\u{1b}[B";
 const ENTER: &str = "\r";
 const ESC: &str = "\u{1b}";
+const TAB: &str = "\t";
 
 fn spawn(l: &Ledger, stage: &str) -> PtySession {
     let mut cmd = Command::new(BIN);
     cmd.arg("--db")
         .arg(l.db())
-        .args(["ask", "--stage", stage])
-        .env("TERM", "xterm")
+        .args(["ask", "--stage", stage, "--json"]);
+    in_pty(cmd)
+}
+
+fn in_pty(mut cmd: Command) -> PtySession {
+    cmd.env("TERM", "xterm")
+        .env("QUESTIONS_NOW", NOW)
         .env_remove("QUESTIONS_DB");
     rexpect::session::spawn_command(cmd, Some(15_000)).expect("spawn in a pty")
 }
@@ -69,7 +75,13 @@ fn ask_records_options_other_text_and_multi_select_after_confirming() {
 
     let mut p = spawn(&l, "s");
     p.exp_string("Which database?").unwrap();
-    keys(&mut p, ENTER); // the recommended option is preselected
+    // The cursor starts on "leave it pending": nothing is chosen for the person. Below
+    // it, the proposal (the recommended option), then the options.
+    p.exp_string("Accept the proposal: PostgreSQL").unwrap();
+    keys(&mut p, DOWN);
+    keys(&mut p, DOWN);
+    keys(&mut p, DOWN);
+    keys(&mut p, ENTER); // PostgreSQL, chosen as an option
     p.exp_string("Which environments?").unwrap();
     keys(&mut p, " "); // prod
     keys(&mut p, DOWN);
@@ -77,8 +89,10 @@ fn ask_records_options_other_text_and_multi_select_after_confirming() {
     keys(&mut p, " "); // preview
     keys(&mut p, ENTER);
     p.exp_string("What should we call it?").unwrap();
-    keys(&mut p, ENTER); // accept the proposed value
+    keys(&mut p, TAB); // fills in the proposal, taken as it is
+    keys(&mut p, ENTER);
     p.exp_string("Anything else?").unwrap();
+    keys(&mut p, DOWN);
     keys(&mut p, DOWN);
     keys(&mut p, DOWN); // Other
     keys(&mut p, ENTER);
@@ -95,6 +109,10 @@ fn ask_records_options_other_text_and_multi_select_after_confirming() {
         serde_json::json!(["prod", "preview"])
     );
     assert_eq!(l.question(3)["answer"], "orders");
+    // Taking the proposal is recorded as that, by the person.
+    let taken = l.ok(["history", "--id", "3"])["events"][1].clone();
+    assert_eq!(taken["event"], "defaulted");
+    assert_eq!(taken["channel"], "ask");
     assert_eq!(l.question(4)["answer"], "Ship it on Friday");
     assert_eq!(l.question(4)["was_custom"], true);
     assert_eq!(l.ok(["check", "--stage", "s"])["gate"], "pass");
@@ -107,6 +125,7 @@ fn esc_asks_before_discarding_and_a_cancel_records_nothing() {
     l.log_with("s", "Second?", &["--option", "C", "--option", "D"]);
     let mut p = spawn(&l, "s");
     p.exp_string("First?").unwrap();
+    keys(&mut p, DOWN);
     keys(&mut p, ENTER);
     p.exp_string("Second?").unwrap();
     keys(&mut p, ESC);
@@ -133,6 +152,7 @@ fn escape_sequences_in_questions_never_reach_the_terminal() {
     );
     let mut p = spawn(&l, "s");
     let mut shown = p.exp_string("Fine").unwrap();
+    keys(&mut p, DOWN);
     keys(&mut p, ENTER);
     shown.push_str(&p.exp_string("Record").unwrap());
     keys(&mut p, ENTER);
@@ -163,9 +183,20 @@ fn escape_sequences_in_questions_never_reach_the_terminal() {
 fn without_a_terminal_ask_points_to_render_and_import() {
     let l = Ledger::new();
     l.log("s", "q");
-    let run = l.run_stdin(["ask", "--stage", "s"], "");
-    assert_eq!((run.code, run.error_code()), (2, "usage"));
-    let message = run.json["error"].as_str().unwrap();
+    // A session of its own has no controlling terminal, wherever the suite runs.
+    let out = Command::new("setsid")
+        .arg(BIN)
+        .arg("--db")
+        .arg(l.db())
+        .args(["ask", "--stage", "s"])
+        .env_remove("QUESTIONS_DB")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["error_code"], "usage");
+    let message = json["error"].as_str().unwrap();
     assert!(
         message.contains("render") && message.contains("import"),
         "{message}"
@@ -184,8 +215,8 @@ fn a_person_can_decline_in_ask_with_a_reason() {
 
     let mut p = spawn(&l, "s");
     p.exp_string("Which database?").unwrap();
-    // SQLite, PostgreSQL, Other, then Decline.
-    for _ in 0..3 {
+    // Leave, SQLite, PostgreSQL, Other, then Decline.
+    for _ in 0..4 {
         keys(&mut p, DOWN);
     }
     keys(&mut p, ENTER);
@@ -209,4 +240,94 @@ fn a_person_can_decline_in_ask_with_a_reason() {
         assert_eq!(q["decline_reason"], reason);
         assert_eq!(q["channel"], "ask");
     }
+}
+
+#[test]
+fn ask_prompts_on_the_terminal_with_its_json_redirected_to_a_file() {
+    let l = Ledger::new();
+    let db = l.log_with(
+        "s",
+        "Which database?",
+        &["--option", "SQLite", "--option", "PostgreSQL"],
+    );
+    let out = l.dir.path().join("answers.json");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"exec "$0" --db "$1" ask --stage s > "$2""#)
+        .arg(BIN)
+        .arg(l.db())
+        .arg(&out);
+    let mut p = in_pty(cmd);
+    p.exp_string("Which database?").unwrap();
+    keys(&mut p, DOWN);
+    keys(&mut p, ENTER); // SQLite
+    p.exp_string("Record 1 answer(s) now?").unwrap();
+    keys(&mut p, ENTER);
+    assert_eq!(exit_code(&mut p), 0);
+    // The JSON went to the file, whole, and not to the terminal.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["procedure"], "ask");
+    assert_eq!(json["answered_ids"], serde_json::json!([db]));
+    assert_eq!(l.question(db)["answer"], "SQLite");
+}
+
+#[test]
+fn on_a_terminal_ask_shows_deadlines_and_ends_with_a_summary_not_json() {
+    let l = Ledger::new();
+    let beta = l.log_with(
+        "s",
+        "Ship the beta on Friday?",
+        &[
+            "--option",
+            "Yes",
+            "--option",
+            "No",
+            "--proposed",
+            "No",
+            "--expires-in",
+            "2h",
+            "--on-expiry",
+            "default",
+        ],
+    );
+    let name = l.log("s", "What should we call it?");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("--db").arg(l.db()).args(["ask", "--stage", "s"]);
+    let mut p = in_pty(cmd);
+    p.exp_string("Time left: in 2 h 0 min: answered ").unwrap();
+    p.exp_string("No").unwrap();
+    p.exp_string(" unless you answer").unwrap();
+    p.exp_string("Accept the proposal: No").unwrap();
+    keys(&mut p, DOWN);
+    keys(&mut p, ENTER); // the proposal, taken by its own entry
+    p.exp_string("What should we call it?").unwrap();
+    keys(&mut p, ENTER); // an empty answer leaves it pending
+    p.exp_string("Record 1 answer(s) now?").unwrap();
+    keys(&mut p, ENTER);
+    // rexpect reads bytes one char each: the summary's UTF-8 is put back together.
+    let summary = p.exp_eof().unwrap();
+    let summary = String::from_utf8_lossy(&summary.chars().map(|c| c as u8).collect::<Vec<u8>>())
+        .into_owned();
+    assert!(
+        summary.contains(&format!("#{beta} Ship the beta on Friday? → “No”")),
+        "{summary}"
+    );
+    assert!(summary.contains("Still pending:"), "{summary}");
+    assert!(
+        summary.contains(&format!("#{name} What should we call it? (required)")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("The gate of stage 's' is shut: 1 required question(s) pending"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("\"procedure\""),
+        "JSON on the terminal: {summary}"
+    );
+    assert_eq!(l.question(name)["status"], "pending");
+    let taken = l.ok(["history", "--id", &beta.to_string()])["events"][1].clone();
+    assert_eq!(taken["event"], "defaulted");
 }

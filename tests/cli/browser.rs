@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
@@ -380,9 +381,410 @@ fn without_javascript_the_second_answer_is_told_what_is_on_record() {
     });
 }
 
+/// Types `keys` into whatever has the focus, as a person at the keyboard would.
+async fn press(c: &Client, keys: &str) {
+    c.active_element()
+        .await
+        .unwrap()
+        .send_keys(keys)
+        .await
+        .unwrap();
+}
+
+/// The id of the question holding the focus ("" for none).
+async fn focused(c: &Client) -> String {
+    let id = c
+        .execute(
+            "const q = document.activeElement && document.activeElement.closest('details.question'); \
+             return q ? q.id : '';",
+            vec![],
+        )
+        .await
+        .unwrap();
+    id.as_str().unwrap_or("").to_string()
+}
+
+async fn js(c: &Client, script: &str) -> serde_json::Value {
+    c.execute(script, vec![]).await.unwrap()
+}
+
+fn events(l: &Ledger, id: i64) -> Vec<serde_json::Value> {
+    l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 #[test]
-fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
+fn nothing_is_chosen_for_the_person_and_accepting_the_proposal_is_recorded_as_such() {
     let l = Ledger::new();
+    let db = l.log_with(
+        "design",
+        "Which database should we use?",
+        &[
+            "--option",
+            "PostgreSQL (Recommended)",
+            "--option",
+            "SQLite",
+            "--proposed",
+            "SQLite",
+        ],
+    );
+    let name = l.log_with(
+        "design",
+        "What should we call the service?",
+        &["--proposed", "orders"],
+    );
+    let regions = l.log_with(
+        "design",
+        "Which regions?",
+        &[
+            "--multi-select",
+            "--option",
+            "Europe (Recommended)",
+            "--option",
+            "Asia",
+            "--proposed",
+            "Europe",
+        ],
+    );
+    let served = Served::start(&l, &["--user", "carol"]);
+    // Without JavaScript: the plain forms.
+    with_browser(false, |c| async move {
+        c.goto(&served.url).await.unwrap();
+        // Open every question: nothing is chosen or typed in any of them.
+        js(
+            &c,
+            "document.querySelectorAll('details').forEach(d => d.open = true)",
+        )
+        .await;
+        assert_eq!(
+            js(
+                &c,
+                "return document.querySelectorAll('input:checked').length"
+            )
+            .await,
+            json!(0),
+            "an option is chosen on load"
+        );
+        assert_eq!(
+            js(
+                &c,
+                "return Array.from(document.querySelectorAll('textarea, input[type=text]')).map(t => t.value).join('')"
+            )
+            .await,
+            json!(""),
+            "text is filled in on load"
+        );
+        // The proposal and the recommendation are shown for what they are.
+        assert_eq!(
+            text(&c, &format!("#q-{db} .proposed")).await,
+            "Proposed: SQLite"
+        );
+        assert!(text(&c, &format!("#q-{db} .rec"))
+            .await
+            .contains("Recommended"));
+        // "Answer" with nothing chosen records nothing.
+        c.find(Locator::Css(&format!("#q-{db} button.primary")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(10), "the refusal is shown", || async {
+            present(&c, "#flash.failed").await
+        })
+        .await;
+        // Taking the proposal is an action of its own.
+        js(
+            &c,
+            "document.querySelectorAll('details').forEach(d => d.open = true)",
+        )
+        .await;
+        c.find(Locator::Css(&format!("#q-{name} button.accept")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        eventually(
+            Duration::from_secs(10),
+            "the answer is confirmed",
+            || async { present(&c, "#flash.done").await },
+        )
+        .await;
+        assert_eq!(
+            text(&c, "#flash").await,
+            format!("Question {name} answered with its proposal.")
+        );
+        assert!(!present(&c, &format!("#q-{name}")).await);
+    });
+    assert_eq!(l.question(db)["status"], "pending");
+    assert_eq!(l.question(regions)["status"], "pending");
+    let q = l.question(name);
+    assert_eq!(q["answer"], "orders");
+    assert_eq!(q["channel"], "web");
+    assert_eq!(q["answered_by"], "carol");
+    // The history says the person accepted the proposal, not that they typed it.
+    let last = events(&l, name).pop().unwrap();
+    assert_eq!(last["event"], "defaulted");
+    assert_eq!(last["channel"], "web");
+    assert_eq!(last["answered_by"], "carol");
+}
+
+#[test]
+fn a_deadline_is_shown_with_what_happens_then_and_counted_down() {
+    let l = Ledger::new();
+    let calm = l.log("release", "Who writes the release notes?");
+    let urgent = l.log_with(
+        "release",
+        "Ship the beta on Friday?",
+        &[
+            "--option",
+            "Yes",
+            "--option",
+            "No",
+            "--proposed",
+            "No",
+            "--expires-in",
+            "5m",
+            "--on-expiry",
+            "default",
+        ],
+    );
+    let served = Served::start(&l, &[]);
+    with_browser(true, |c| async move {
+        c.goto(&served.url).await.unwrap();
+        // The question about to answer itself comes first among the required.
+        let order = js(
+            &c,
+            "return Array.from(document.querySelectorAll('details.question')).map(q => q.id)",
+        )
+        .await;
+        assert_eq!(order, json!([format!("q-{urgent}"), format!("q-{calm}")]));
+        let line = text(&c, &format!("#q-{urgent} .deadline")).await;
+        assert!(
+            line.ends_with(": answered “No” unless you answer"),
+            "{line}"
+        );
+        let due = format!("#q-{urgent} .deadline .due");
+        let first = text(&c, &due).await;
+        assert!(
+            first.starts_with("in 4 min") || first == "in 5 min 0 s",
+            "{first}"
+        );
+        // The countdown goes on without a reload.
+        eventually(Duration::from_secs(5), "the time left goes down", || {
+            let c = c.clone();
+            let due = due.clone();
+            let first = first.clone();
+            async move {
+                let now = text(&c, &due).await;
+                now.starts_with("in 4 min") && now != first
+            }
+        })
+        .await;
+        assert!(!present(&c, &format!("#q-{calm} .due")).await);
+    });
+}
+
+#[test]
+fn context_markdown_is_rendered_and_nothing_in_it_loads_or_runs() {
+    let l = Ledger::new();
+    let context = "We expect **10k users**; ops knows `PostgreSQL`.\n\n\
+                   - backups nightly\n- one region\n\n\
+                   ```\nmax_connections = 200\n```\n\n\
+                   <script>document.title='script-ran'</script>\n\n\
+                   See <img src=\"/img-loaded\" onerror=\"document.title='img-ran'\"> and \
+                   ![logo](/logo-loaded.png) and [the runbook](javascript:document.title='link-ran').";
+    let id = l.log_with(
+        "design",
+        "Which database should we use?",
+        &["--context", context],
+    );
+    let served = Served::start(&l, &[]);
+    with_browser(true, |c| async move {
+        c.goto(&served.url).await.unwrap();
+        let card = format!("#q-{id} .context");
+        assert_eq!(text(&c, &format!("{card} strong")).await, "10k users");
+        assert_eq!(
+            js(
+                &c,
+                &format!("return document.querySelectorAll('{card} li').length")
+            )
+            .await,
+            json!(2)
+        );
+        let mono = js(
+            &c,
+            &format!(
+                "return getComputedStyle(document.querySelector('{card} pre code')).fontFamily"
+            ),
+        )
+        .await;
+        assert!(mono.as_str().unwrap().contains("monospace"), "{mono}");
+        // The script, the image and the link are there as text only.
+        assert!(text(&c, &card)
+            .await
+            .contains("<script>document.title='script-ran'</script>"));
+        for tag in ["script", "img", "a", "iframe"] {
+            assert!(!present(&c, &format!("{card} {tag}")).await, "a <{tag}>");
+        }
+        c.find(Locator::Css(&format!("{card} .link")))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let title = c.title().await.unwrap();
+        assert!(title.starts_with("Questions"), "something ran: {title}");
+        let fetched = js(
+            &c,
+            "return performance.getEntriesByType('resource').map(r => r.name).join(' ')",
+        )
+        .await;
+        let fetched = fetched.as_str().unwrap();
+        assert!(
+            !fetched.contains("loaded"),
+            "an image was fetched: {fetched}"
+        );
+    });
+}
+
+#[test]
+fn three_questions_answered_from_the_keyboard_in_the_compact_view() {
+    let l = Ledger::new();
+    let first = l.log_with(
+        "design",
+        "Which database should we use?",
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    );
+    let optional = l.log_with(
+        "design",
+        "Any naming preferences?",
+        &["--required", "false"],
+    );
+    let second = l.log_with(
+        "release",
+        "How many replicas?",
+        &["--option", "1", "--option", "3", "--proposed", "3"],
+    );
+    let third = l.log("release", "What goes in the release notes?");
+    let served = Served::start(&l, &["--user", "erin"]);
+    let lr = &l;
+    with_browser(true, |c| async move {
+        c.goto(&served.url).await.unwrap();
+        eventually(Duration::from_secs(10), "the script runs", || async {
+            present(&c, "body[data-live]").await
+        })
+        .await;
+        // Compact: one line a question, grouped by stage with counts, only the first
+        // required one open.
+        assert_eq!(
+            js(&c, "return Array.from(document.querySelectorAll('.stage-head')).map(h => h.textContent)").await,
+            json!(["design 2 questions · 1 required", "release 2 questions · 2 required"])
+        );
+        let open = js(
+            &c,
+            "return Array.from(document.querySelectorAll('details.question[open]')).map(q => q.id)",
+        )
+        .await;
+        assert_eq!(open, json!([format!("q-{first}")]));
+        let tall = js(
+            &c,
+            "return Math.max(...Array.from(document.querySelectorAll('details.question:not([open])')).map(q => q.getBoundingClientRect().height))",
+        )
+        .await;
+        assert!(
+            tall.as_f64().unwrap() < 60.0,
+            "a closed question is {tall} px"
+        );
+        // The focus is on the first required question, and a question logged meanwhile
+        // does not take it away.
+        assert_eq!(focused(&c).await, format!("q-{first}"));
+        let late = lr.log_with(
+            "release",
+            "Logged while answering?",
+            &["--required", "false"],
+        );
+        eventually(
+            Duration::from_secs(5),
+            "the logged question appears",
+            || async { present(&c, &format!("#q-{late}")).await },
+        )
+        .await;
+        assert_eq!(focused(&c).await, format!("q-{first}"));
+
+        // "o" closes it; an option's number opens it again and chooses.
+        press(&c, "o").await;
+        assert!(present(&c, &format!("#q-{first}:not([open])")).await);
+        // 1: the second option by its number, Enter to answer.
+        press(&c, "2").await;
+        assert!(present(&c, &format!("#q-{first}[open]")).await);
+        assert!(present(&c, &format!("#q{first}o1:checked")).await);
+        press(&c, &Key::Enter.to_string()).await;
+        eventually(Duration::from_secs(10), "the first is answered", || async {
+            !present(&c, &format!("#q-{first}")).await
+        })
+        .await;
+        // The next required question has the focus, open: not the optional one between.
+        eventually(
+            Duration::from_secs(5),
+            "the next required has the focus",
+            || async { focused(&c).await == format!("q-{second}") },
+        )
+        .await;
+        assert!(present(&c, &format!("#q-{second}[open]")).await);
+        assert!(present(&c, &format!("#q-{optional}:not([open])")).await);
+
+        // 2: "a" takes the proposal.
+        press(&c, "a").await;
+        eventually(
+            Duration::from_secs(10),
+            "the second is answered",
+            || async { !present(&c, &format!("#q-{second}")).await },
+        )
+        .await;
+        eventually(
+            Duration::from_secs(5),
+            "the third has the focus",
+            || async { focused(&c).await == format!("q-{third}") },
+        )
+        .await;
+
+        // 3: Tab into the text, type, Ctrl+Enter.
+        press(&c, &Key::Tab.to_string()).await;
+        press(&c, "Keyboard only").await;
+        press(&c, &format!("{}{}", Key::Control, Key::Enter)).await;
+        eventually(Duration::from_secs(10), "the third is answered", || async {
+            !present(&c, &format!("#q-{third}")).await
+        })
+        .await;
+        // No required question left: the next one in the page has the focus.
+        eventually(
+            Duration::from_secs(5),
+            "the next question has the focus",
+            || async { focused(&c).await == format!("q-{late}") },
+        )
+        .await;
+        assert!(text(&c, "#summary")
+            .await
+            .starts_with("2 pending questions, 0 required"));
+    });
+    assert_eq!(l.question(first)["answer"], "SQLite");
+    assert_eq!(l.question(second)["answer"], "3");
+    assert_eq!(events(&l, second).pop().unwrap()["event"], "defaulted");
+    assert_eq!(l.question(third)["answer"], "Keyboard only");
+    for id in [first, second, third] {
+        assert_eq!(l.question(id)["channel"], "web");
+        assert_eq!(l.question(id)["answered_by"], "erin");
+    }
+    assert_eq!(l.question(optional)["status"], "pending");
+}
+
+/// Eight questions as a person meets them: two required, one about to answer itself.
+fn eight_questions(l: &Ledger) {
     l.log_with(
         "design",
         "Which database should we use?",
@@ -392,15 +794,71 @@ fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
             "--group",
             "Storage",
             "--context",
-            "We expect 10k users; ops has run PostgreSQL before.",
+            "We expect **10k users**; ops has run `PostgreSQL` before.\n\n- backups nightly\n- one region",
             "--options-json",
             r#"[{"label":"PostgreSQL","description":"Shared by several machines","recommended":true},{"label":"SQLite","description":"One file, no server"},{"label":"MongoDB"}]"#,
         ],
     );
     l.log_with(
         "design",
+        "Ship the beta to external testers on Friday?",
+        &[
+            "--option",
+            "Yes",
+            "--option",
+            "No",
+            "--proposed",
+            "No",
+            "--expires-in",
+            "2h",
+            "--on-expiry",
+            "default",
+            "--context",
+            "The release checklist has **2 open items**.",
+        ],
+    );
+    l.log_with(
+        "design",
         "What should we call the service?",
-        &["--header", "Naming", "--proposed", "orders"],
+        &[
+            "--header",
+            "Naming",
+            "--proposed",
+            "orders",
+            "--required",
+            "false",
+        ],
+    );
+    l.log_with(
+        "intake",
+        "Keep the old API for a deprecation period?",
+        &[
+            "--required",
+            "false",
+            "--proposed",
+            "6 months",
+            "--expires-in",
+            "30m",
+            "--on-expiry",
+            "skip",
+        ],
+    );
+    l.log_with(
+        "intake",
+        "Who is the primary user?",
+        &["--required", "false", "--proposed", "Support agents"],
+    );
+    l.log_with(
+        "release",
+        "Which license for the public SDK?",
+        &[
+            "--required",
+            "false",
+            "--option",
+            "Apache-2.0 with the patent grant the legal team asked for",
+            "--option",
+            "MIT",
+        ],
     );
     l.log_with(
         "release",
@@ -417,32 +875,179 @@ fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
             "Asia",
         ],
     );
+    l.log_with(
+        "release",
+        "Publish the changelog on the blog?",
+        &["--required", "false", "--option", "Yes", "--option", "No"],
+    );
+}
+
+#[test]
+fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
+    let l = Ledger::new();
+    eight_questions(&l);
     let served = Served::start(&l, &[]);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     let dir2 = dir.clone();
     with_browser(true, |c| async move {
         c.goto(&served.url).await.unwrap();
-        for (name, width, height) in [("inbox-desktop", 1280, 1000), ("inbox-phone", 390, 1100)] {
+        for (name, width, height) in [("desktop", 1280, 1000), ("phone", 390, 844)] {
             c.set_window_size(width, height).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            // Nothing wider than the window: no sideways scrolling on a phone.
-            let wide = c
-                .execute(
-                    "return document.documentElement.scrollWidth <= window.innerWidth",
-                    vec![],
+            for view in ["compact", "open"] {
+                // Compact: every question closed; open: the first required one, as the
+                // page opens.
+                js(
+                    &c,
+                    "document.querySelectorAll('details').forEach(d => d.open = false); \
+                     const f = document.activeElement; if (f) f.blur(); window.scrollTo(0, 0);",
                 )
+                .await;
+                if view == "open" {
+                    js(
+                        &c,
+                        "document.querySelector('details.question.required').open = true",
+                    )
+                    .await;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                // Nothing wider than the window: no sideways scrolling on a phone.
+                let wide = js(
+                    &c,
+                    "return document.documentElement.scrollWidth <= window.innerWidth",
+                )
+                .await;
+                assert_eq!(
+                    wide,
+                    json!(true),
+                    "{name}: the page is wider than {width} px"
+                );
+                let png = c.screenshot().await.unwrap();
+                assert!(png.starts_with(b"\x89PNG"), "{name}");
+                std::fs::write(dir2.join(format!("inbox-{name}-{view}.png")), png).unwrap();
+            }
+        }
+        // On a phone, a long option label wraps beside its button, never below it.
+        js(
+            &c,
+            "document.querySelectorAll('details').forEach(d => d.open = true)",
+        )
+        .await;
+        let beside = js(
+            &c,
+            "const l = Array.from(document.querySelectorAll('label.option')).find(l => l.querySelector('.label').textContent.startsWith('Apache')); \
+             const input = l.querySelector('input').getBoundingClientRect(); \
+             const text = l.querySelector('.label').getBoundingClientRect(); \
+             return [text.left >= input.right, text.height > 30];",
+        )
+        .await;
+        assert_eq!(
+            beside,
+            json!([true, true]),
+            "the long label wraps below its button"
+        );
+    });
+    for name in ["desktop", "phone"] {
+        for view in ["compact", "open"] {
+            assert!(dir.join(format!("inbox-{name}-{view}.png")).is_file());
+        }
+    }
+}
+
+#[test]
+fn on_a_phone_the_two_required_questions_are_answered_without_scrolling_past_the_others() {
+    let l = Ledger::new();
+    eight_questions(&l);
+    let served = Served::start(&l, &["--user", "dana"]);
+    let lr = &l;
+    with_browser(true, |c| async move {
+        c.set_window_size(390, 844).await.unwrap();
+        c.goto(&served.url).await.unwrap();
+        eventually(Duration::from_secs(10), "the script runs", || async {
+            present(&c, "body[data-live]").await
+        })
+        .await;
+        let required: Vec<i64> = lr
+            .all()
+            .iter()
+            .filter(|q| q["required"] == true)
+            .map(|q| q["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(required.len(), 2);
+        // The one about to answer itself is open first; the other follows it.
+        let (beta, db) = (required[1], required[0]);
+        for (id, option) in [(beta, 0), (db, 1)] {
+            let card = format!("#q-{id}");
+            eventually(
+                Duration::from_secs(5),
+                "the required question is open",
+                || {
+                    let c = c.clone();
+                    let card = card.clone();
+                    async move { present(&c, &format!("{card}[open]")).await }
+                },
+            )
+            .await;
+            // It starts on the screen, below the page's header, without the person
+            // scrolling past anything else (what is below is its own).
+            let on_screen = js(
+                &c,
+                &format!(
+                    "const h = document.querySelector('header.top').getBoundingClientRect().bottom; \
+                     const s = document.querySelector('{card} > summary').getBoundingClientRect(); \
+                     return [s.top >= h - 1, s.bottom <= window.innerHeight, h, s.top, window.scrollY];"
+                ),
+            )
+            .await;
+            let on_screen = json!([on_screen[0], on_screen[1]]);
+            assert_eq!(on_screen, json!([true, true]), "{card} needs scrolling");
+            c.find(Locator::Css(&format!("label[for=q{id}o{option}]")))
+                .await
+                .unwrap()
+                .click()
                 .await
                 .unwrap();
-            assert_eq!(
-                wide,
-                json!(true),
-                "{name}: the page is wider than {width} px"
-            );
-            let png = c.screenshot().await.unwrap();
-            assert!(png.starts_with(b"\x89PNG"), "{name}");
-            std::fs::write(dir2.join(format!("{name}.png")), png).unwrap();
+            c.find(Locator::Css(&format!("{card} button.primary")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            eventually(Duration::from_secs(10), "the answer is recorded", || {
+                let c = c.clone();
+                let card = card.clone();
+                async move { !present(&c, &card).await }
+            })
+            .await;
         }
+        assert!(text(&c, "#summary")
+            .await
+            .starts_with("6 pending questions, 0 required"));
     });
-    assert!(dir.join("inbox-phone.png").is_file());
+    assert_eq!(l.ok(["check", "--stage", "design"])["gate"], "pass");
+    // Only what the person chose was recorded.
+    let answered: Vec<(String, String)> = l
+        .all()
+        .iter()
+        .filter(|q| q["status"] != "pending")
+        .map(|q| {
+            (
+                q["question"].as_str().unwrap().to_string(),
+                q["answer"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answered,
+        vec![
+            (
+                "Which database should we use?".to_string(),
+                "SQLite".to_string()
+            ),
+            (
+                "Ship the beta to external testers on Friday?".to_string(),
+                "Yes".to_string()
+            ),
+        ]
+    );
 }

@@ -347,6 +347,10 @@ fn every_tool_works_and_the_cli_sees_the_same_ledger() {
 fn fill(schema: &Value) -> Value {
     let mut content = serde_json::Map::new();
     for (key, p) in schema["properties"].as_object().unwrap() {
+        if key.ends_with("_own") {
+            // Their own words are left empty: the choice is the answer.
+            continue;
+        }
         let value = if let Some(one_of) = p["oneOf"].as_array() {
             one_of[1]["const"].clone()
         } else if p["type"] == "array" {
@@ -410,7 +414,8 @@ fn a_form_accepted_by_the_person_records_the_answers() {
         let form = &forms[0];
         let single = &form["properties"][format!("q{}", q[0])];
         assert_eq!(single["title"], "Database");
-        assert_eq!(single["default"], "PostgreSQL");
+        // Nothing is chosen or filled in for the person; the proposal is shown.
+        assert!(single.get("default").is_none(), "{single}");
         assert_eq!(
             single["oneOf"][1],
             json!({"const": "SQLite", "title": "SQLite — one file"})
@@ -418,14 +423,22 @@ fn a_form_accepted_by_the_person_records_the_answers() {
         let multi = &form["properties"][format!("q{}", q[1])];
         assert_eq!(multi["type"], "array");
         assert_eq!(multi["items"]["enum"], json!(["Linux", "macOS", "Windows"]));
-        assert_eq!(multi["default"], json!(["Linux", "macOS"]));
+        assert!(multi.get("default").is_none(), "{multi}");
+        assert!(multi["description"]
+            .as_str()
+            .unwrap()
+            .ends_with("Proposed: Linux, macOS"));
         let text = &form["properties"][format!("q{}", q[2])];
         assert_eq!(text["type"], "string");
-        assert_eq!(text["default"], "ledger");
+        assert!(text.get("default").is_none(), "{text}");
+        assert_eq!(text["description"], "shown in the UI\n\nProposed: ledger");
+        // A question with options that takes free text has a field for it beside the
+        // choice, so neither is forced on the person.
         assert_eq!(
-            form["required"],
-            json!([format!("q{}", q[0]), format!("q{}", q[1])])
+            form["properties"][format!("q{}_own", q[0])]["type"],
+            "string"
         );
+        assert_eq!(form["required"], json!([]));
 
         // Answered questions are not put to the person again.
         let again = s.ok("ask_questions", three_questions()).await;
@@ -438,6 +451,44 @@ fn a_form_accepted_by_the_person_records_the_answers() {
         assert_eq!(q["channel"], "mcp");
         assert_eq!(q["answered_by"], "mcp:form-client");
     }
+}
+
+#[test]
+fn the_form_takes_the_person_s_own_words_beside_a_choice() {
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::with_person("form-client", |schema| {
+            let mut content = fill(schema);
+            let own: Vec<String> = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| k.ends_with("_own"))
+                .cloned()
+                .collect();
+            // The single choice's field, then the multi-select's.
+            content[&own[0]] = json!("MariaDB, which ops knows");
+            content[&own[1]] = json!("FreeBSD");
+            (ElicitationAction::Accept, Some(content))
+        });
+        let s = connect(&ledger, client).await;
+        let asked = s.ok("ask_questions", three_questions()).await;
+        assert_eq!(asked["elicitation"], "accepted");
+        let q = id_list(&asked["question_ids"]);
+        let o = &asked["outcomes"];
+        // Their words stand in for a single choice...
+        assert_eq!(o[q[0].to_string()]["answer"], "MariaDB, which ops knows");
+        // ...and join the options chosen on a multi-select.
+        assert_eq!(o[q[1].to_string()]["answer"], "Linux, macOS, FreeBSD");
+        assert_eq!(o[q[1].to_string()]["selected"], json!(["Linux", "macOS"]));
+        let form = s.client.forms.lock().unwrap()[0].clone();
+        let own = &form["properties"][format!("q{}_own", q[0])];
+        assert_eq!(own["title"], "Database: in your own words");
+        // A question without options has one text field, not two.
+        assert!(form["properties"].get(format!("q{}_own", q[2])).is_none());
+        s.service.cancel().await.unwrap();
+    });
+    assert_eq!(ledger.all()[0]["was_custom"], true);
 }
 
 #[test]

@@ -552,9 +552,8 @@ fn every_ledger_text_is_escaped_and_no_script_runs_inline() {
     let page = s.request("GET", "/", &[&format!("Authorization: Bearer {TOKEN}")], "");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert!(page
-        .body
-        .contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"));
+    // The context is Markdown, whose raw HTML is shown as text.
+    assert!(page.body.contains("&gt;&lt;img src=x onerror=alert(2)&gt;"));
     assert!(page.body.contains("value=\"&lt;i&gt;opt&lt;/i&gt;\""));
     assert!(!page.body.contains("<script>alert"));
     assert!(!page.body.contains("<img"));
@@ -781,4 +780,52 @@ fn half_sent_requests_are_bounded_in_number_and_time() {
     }
     assert_eq!(closed, idle.len(), "every half-sent request was closed");
     assert!(open_files(pid) < before + 10);
+}
+
+#[test]
+fn accept_proposed_takes_only_a_pending_question_s_proposal() {
+    let l = Ledger::new();
+    let named = l.log_with("s", "What should we call it?", &["--proposed", "orders"]);
+    let bare = l.log("s", "Anything else?");
+    let s = Served::start(&l, &["--user", "bob"]);
+    let cookie = format!("Cookie: questions_token_{}={TOKEN}", s.port);
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let accept = |id: i64| s.request("POST", &format!("/q/{id}/accept"), &[&cookie, form], "");
+    // No proposal: nothing to accept, and nothing recorded.
+    let none = accept(bare);
+    assert_eq!(none.status, 422, "{none:?}");
+    assert!(
+        none.body.contains("has no proposed value to accept"),
+        "{}",
+        none.body
+    );
+    assert_eq!(l.question(bare)["status"], "pending");
+
+    let taken = accept(named);
+    assert_eq!(taken.status, 303, "{taken:?}");
+    assert_eq!(
+        taken.header("location").as_deref(),
+        Some(&*format!("/?accepted={named}"))
+    );
+    let q = l.question(named);
+    assert_eq!(
+        (&q["answer"], &q["answered_by"], &q["channel"]),
+        (&json!("orders"), &json!("bob"), &json!("web"))
+    );
+    let page = s.request("GET", &format!("/?accepted={named}"), &[&cookie], "");
+    assert!(page
+        .body
+        .contains(&format!("Question {named} answered with its proposal.")));
+
+    // Taken already: a conflict that says what is on record; the answer stands.
+    let again = accept(named);
+    assert_eq!(again.status, 409, "{again:?}");
+    assert!(
+        again.body.contains("already answered: &quot;orders&quot;"),
+        "{}",
+        again.body
+    );
+    let events = l.ok(["history", "--id", &named.to_string()])["events"].clone();
+    assert_eq!(events.as_array().unwrap().len(), 2);
+    assert_eq!(events[1]["event"], "defaulted");
 }

@@ -1,0 +1,178 @@
+//! Every text the inbox itself shows, in one place: a translation is a copy of this file.
+//! The page's script takes its few words from the page (`data-strings`), built from here.
+
+pub const TITLE: &str = "Questions";
+pub const NONE_PENDING: &str = "No pending questions";
+pub const EMPTY: &str =
+    "Nothing is waiting for an answer. New questions appear here as agents log them.";
+pub const REQUIRED: &str = "Required";
+pub const OPTIONAL: &str = "Optional";
+pub const RECOMMENDED: &str = "Recommended";
+pub const CHOOSE_ONE: &str = "Choose one";
+pub const CHOOSE_ANY: &str = "Choose any";
+pub const YOUR_ANSWER: &str = "Your answer";
+pub const OWN_WORDS: &str = "Or in your own words";
+pub const ANSWER: &str = "Answer";
+pub const PROPOSED: &str = "Proposed:";
+pub const ACCEPT_PROPOSED: &str = "Accept proposed";
+pub const SKIP_OR_DECLINE: &str = "Skip or decline";
+pub const REASON: &str = "Reason";
+pub const REASON_HINT: &str = "Why (needed to decline)";
+pub const SKIP: &str = "Skip";
+pub const DECLINE: &str = "Decline";
+pub const HISTORY: &str = "History";
+pub const NEXT_REQUIRED: &str = "Next required";
+pub const KEYS: &str = "Keys: j / k next / previous · r next required · o open or close · \
+                        1–9 choose · Enter answer (Ctrl+Enter in text) · a accept proposed";
+pub const TIME_UP: &str = "time is up";
+
+pub fn title(stage: Option<&str>) -> String {
+    match stage {
+        Some(stage) => format!("{TITLE} · {stage}"),
+        None => TITLE.to_string(),
+    }
+}
+
+pub fn page_title(title: &str, count: usize) -> String {
+    format!("{title} ({count} pending)")
+}
+
+pub fn summary(count: usize, required: usize) -> String {
+    match count {
+        0 => NONE_PENDING.to_string(),
+        1 => format!("1 pending question, {required} required"),
+        n => format!("{n} pending questions, {required} required"),
+    }
+}
+
+/// A stage's heading count: "3 questions · 1 required".
+pub fn stage_count(count: usize, required: usize) -> String {
+    let questions = match count {
+        1 => "1 question".to_string(),
+        n => format!("{n} questions"),
+    };
+    match required {
+        0 => questions,
+        r => format!("{questions} · {r} required"),
+    }
+}
+
+pub fn history(events: usize) -> String {
+    format!("{HISTORY} ({events})")
+}
+
+pub fn answered(id: i64) -> String {
+    format!("Question {id} answered.")
+}
+
+pub fn accepted(id: i64) -> String {
+    format!("Question {id} answered with its proposal.")
+}
+
+pub fn skipped(id: i64) -> String {
+    format!("Question {id} skipped.")
+}
+
+pub fn declined(id: i64) -> String {
+    format!("Question {id} declined.")
+}
+
+pub fn decline_needs_reason(id: i64) -> String {
+    format!("Question {id} was not declined: say why in the reason, so it can be asked better.")
+}
+
+/// A history event's name as the page shows it: a proposal taken is said to be accepted.
+pub fn event_kind(kind: &str) -> &str {
+    match kind {
+        "defaulted" => "accepted the proposal",
+        other => other,
+    }
+}
+
+/// Who made a change in the history: "by carol".
+pub fn by(name: &str) -> String {
+    format!("by {name}")
+}
+
+/// Through what: "via web".
+pub fn via(channel: &str) -> String {
+    format!("via {channel}")
+}
+
+/// A change refused, with the reason the ledger gave.
+pub fn refused(id: i64, why: &str) -> String {
+    format!("Question {id}: {why}")
+}
+
+pub fn unreadable(message: &str) -> String {
+    format!("The inbox cannot read the ledger: {message}\n")
+}
+
+/// What happens when a question's time runs out, after the time left: ": answered “No”
+/// unless you answer".
+pub fn on_expiry(what: Expiry<'_>) -> String {
+    match what {
+        Expiry::Answered(value) => format!("answered “{value}” unless you answer"),
+        Expiry::Skipped => "skipped unless you answer".to_string(),
+        Expiry::Overdue => "then shown as overdue to whoever waits on it".to_string(),
+    }
+}
+
+pub enum Expiry<'a> {
+    Answered(&'a str),
+    Skipped,
+    Overdue,
+}
+
+/// Time left, as a person reads it: "1 h 52 min", "4 min 12 s", "42 s". The page's
+/// script counts down with the same units (`units`).
+pub fn time_left(seconds: i64) -> String {
+    if seconds <= 0 {
+        return TIME_UP.to_string();
+    }
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60,
+    );
+    if d > 0 {
+        format!("in {d} d {h} h")
+    } else if h > 0 {
+        format!("in {h} h {m} min")
+    } else if m >= 10 {
+        format!("in {m} min")
+    } else if m > 0 {
+        format!("in {m} min {s} s")
+    } else {
+        format!("in {s} s")
+    }
+}
+
+/// The words the script needs to count down, as the JSON of `data-strings`.
+pub fn script_words() -> String {
+    serde_json::json!({
+        "in": "in",
+        "d": "d",
+        "h": "h",
+        "min": "min",
+        "s": "s",
+        "up": TIME_UP,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_left;
+
+    #[test]
+    fn time_left_reads_as_a_person_says_it() {
+        assert_eq!(time_left(2 * 86_400 + 3 * 3600), "in 2 d 3 h");
+        assert_eq!(time_left(6720), "in 1 h 52 min");
+        assert_eq!(time_left(1800), "in 30 min");
+        assert_eq!(time_left(252), "in 4 min 12 s");
+        assert_eq!(time_left(42), "in 42 s");
+        assert_eq!(time_left(0), "time is up");
+    }
+}
