@@ -490,6 +490,18 @@ impl Question {
         self.answer(&input, Mode::Default, actor)
     }
 
+    /// The answer on record handed to an agent's own ask tool by a hook (`detail` says
+    /// which harness and call): the question does not change, the history says so.
+    pub fn delivered(&self, actor: &Actor, detail: serde_json::Value) -> Transition {
+        Transition::Event {
+            kind: EventKind::Delivered,
+            before: Box::new(self.clone()),
+            after: Box::new(self.clone()),
+            actor: actor.clone(),
+            detail: Some(detail),
+        }
+    }
+
     /// Whether `shown` (a fingerprint, or the text itself) names this question.
     pub fn is_the_one(&self, shown: &str) -> bool {
         shown == self.fingerprint() || shown == self.question
@@ -757,6 +769,8 @@ pub enum EventKind {
     Rejected,
     /// A group of approvers changed (not a question's event: its question_id is 0).
     Group,
+    /// A harness hook handed the answer on record to the agent's own ask tool.
+    Delivered,
 }
 
 impl EventKind {
@@ -776,6 +790,7 @@ impl EventKind {
             EventKind::Approved => "approved",
             EventKind::Rejected => "rejected",
             EventKind::Group => "group",
+            EventKind::Delivered => "delivered",
         }
     }
 }
@@ -798,6 +813,7 @@ impl EventKind {
             EventKind::Approved,
             EventKind::Rejected,
             EventKind::Group,
+            EventKind::Delivered,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

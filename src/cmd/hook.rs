@@ -69,7 +69,7 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
         .clone()
         .unwrap_or_else(|| args.harness.name().to_string());
     match event {
-        Event::Asking(call) => asking(ledger, &stage, args, call),
+        Event::Asking(call) => asking(ledger, who, &stage, args, call),
         Event::Answered(call, chosen) => {
             answered(ledger, who, args.harness, &stage, &call, &chosen)?;
             Ok(None)
@@ -153,7 +153,13 @@ fn logged(ledger: &mut Ledger, stage: &str, call: &Call) -> Result<Vec<Question>
 
 /// Logs the questions; answers the tool when all of them are answered, now or within
 /// `--wait`.
-fn asking(ledger: &mut Ledger, stage: &str, args: &HookArgs, call: Call) -> Result<Option<Value>> {
+fn asking(
+    ledger: &mut Ledger,
+    who: &Who,
+    stage: &str,
+    args: &HookArgs,
+    call: Call,
+) -> Result<Option<Value>> {
     let mut questions = logged(ledger, stage, &call)?;
     if hook::all_answered(&call, &questions).is_none() && args.wait > 0 {
         let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
@@ -173,13 +179,26 @@ fn asking(ledger: &mut Ledger, stage: &str, args: &HookArgs, call: Call) -> Resu
             .filter_map(|q| now.iter().find(|n| n.id == q.id).cloned())
             .collect();
     }
-    Ok(
-        hook::all_answered(&call, &questions).map(|answers| match args.harness {
-            Harness::ClaudeCode => claude_code::reply_answers(&call, &answers),
-            Harness::Codex => codex::reply_answers(&call, &answers),
-            Harness::Gemini => gemini::reply_answers(&call, &answers),
-        }),
-    )
+    let Some(answers) = hook::all_answered(&call, &questions) else {
+        return Ok(None);
+    };
+    let reply = match args.harness {
+        Harness::ClaudeCode => claude_code::reply_answers(&call, &answers),
+        Harness::Codex => codex::reply_answers(&call, &answers),
+        Harness::Gemini => gemini::reply_answers(&call, &answers),
+    };
+    // The history says the answers went to the agent through its own tool. A failure to
+    // say so does not keep them from it (the hook fails open).
+    let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
+    ids.dedup();
+    let detail = serde_json::json!({ "harness": args.harness.name() });
+    if let Err(e) = ops::record_delivery(ledger, &who.via(args.harness.channel()), &ids, &detail) {
+        crate::output::note(&format!(
+            "hook: the delivery was not recorded: {}",
+            e.message
+        ));
+    }
+    Ok(Some(reply))
 }
 
 /// Records what the person chose in the harness's own card; a question someone else

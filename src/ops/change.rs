@@ -228,6 +228,23 @@ pub fn accept_proposed(
     })
 }
 
+/// Records that the answers on record of `ids` were handed to an agent's own ask tool
+/// (a harness hook), one `delivered` event each, in one transaction.
+pub fn record_delivery(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    ids: &[i64],
+    detail: &serde_json::Value,
+) -> Result<()> {
+    let actor = caller.actor(&clock::now());
+    ledger.write(|tx| {
+        for id in ids {
+            tx.apply(&existing(tx, *id)?.delivered(&actor, detail.clone()))?;
+        }
+        Ok(())
+    })
+}
+
 #[derive(Debug, Serialize)]
 pub struct Cleared {
     pub stage: String,

@@ -10,8 +10,9 @@ mod interop;
 
 pub use approval::{group, identify, vote, ApprovalReport, GroupChanged, Identity};
 pub use change::{
-    accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices, skip,
-    Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded, Recorded, Shown, Together,
+    accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices,
+    record_delivery, skip, Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded,
+    Recorded, Shown, Together,
 };
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,

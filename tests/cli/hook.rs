@@ -96,6 +96,19 @@ fn a_call_whose_questions_are_answered_gets_the_answers_in_claude_codes_shape() 
         json!({DATABASE: "SQLite", FEATURES: "Auth, Export"})
     );
     assert_eq!(l.all().len(), 2, "nothing logged twice");
+    // The history says the hook handed both answers to the agent's own tool.
+    for id in ["1", "2"] {
+        let history = l.ok(["history", "--id", id]);
+        let last = history["events"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["event"], "delivered", "{history}");
+        assert_eq!(last["channel"], "claude-code");
+        assert_eq!(last["after"]["status"], "answered");
+    }
 }
 
 #[test]
@@ -249,7 +262,8 @@ fn the_card_after_a_call_the_hook_answered_records_nothing_new() {
         all[0]["channel"], "cli",
         "the answer on record stands as it was given"
     );
-    assert_eq!(l.ok(["history", "--stage", "claude-code"])["count"], 4);
+    // Two logged, two answered, two delivered by the hook: the card adds nothing.
+    assert_eq!(l.ok(["history", "--stage", "claude-code"])["count"], 6);
 }
 
 #[test]
