@@ -87,7 +87,7 @@ pub(super) async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Fla
 /// A form's fields in order; `select` may repeat (checkboxes).
 type Fields = Vec<(String, String)>;
 
-fn field(fields: &Fields, name: &str) -> Option<String> {
+pub(super) fn field(fields: &Fields, name: &str) -> Option<String> {
     fields
         .iter()
         .find(|(k, _)| k == name)

@@ -237,7 +237,17 @@ pub(super) fn html(
 }
 
 /// The page's vote: recorded, then back to the inbox; a refusal is shown there.
-async fn vote_form(app: Arc<App>, person: Person, id: i64, ballot: Result<Ballot>) -> Response {
+async fn vote_form(
+    app: Arc<App>,
+    person: Person,
+    id: i64,
+    ballot: Result<Ballot>,
+    fields: &Fields,
+) -> Response {
+    // The page names the ledger and the question it showed (hidden fields), as its
+    // answer forms do: a vote never lands on another question that took this id.
+    let field = |name| super::page::field(fields, name);
+    let shown = api::shown(id, field("ledger"), field("fingerprint"));
     use axum::response::IntoResponse;
     let refused = match ballot {
         Err(e) => e,
@@ -255,7 +265,7 @@ async fn vote_form(app: Arc<App>, person: Person, id: i64, ballot: Result<Ballot
                             &ops::Identity::Person(name),
                             Channel::Web,
                             id,
-                            &ops::Shown::default(),
+                            &shown,
                             &ballot,
                         )
                     })
@@ -291,7 +301,7 @@ pub(crate) async fn approve_form(
         verdict: Verdict::Approve,
         comment: comment(&fields),
     };
-    vote_form(app, person, id, Ok(ballot)).await
+    vote_form(app, person, id, Ok(ballot), &fields).await
 }
 
 pub(crate) async fn reject_form(
@@ -307,7 +317,7 @@ pub(crate) async fn reject_form(
         }),
         None => Err(Error::usage("say why in the reason field to reject")),
     };
-    vote_form(app, person, id, ballot).await
+    vote_form(app, person, id, ballot, &fields).await
 }
 
 #[cfg(test)]
