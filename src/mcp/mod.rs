@@ -5,6 +5,7 @@
 //! `Ledger` of its own (see `blocking`), so a tool that waits never holds up another.
 
 mod form;
+mod rounds;
 mod stdio;
 mod tools;
 
@@ -27,7 +28,7 @@ pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()
         .build()
         .map_err(|e| Error::io(format!("cannot start the MCP server: {e}")))?;
     runtime.block_on(async move {
-        let server = tools::Server::new(location).with_user(user, votes);
+        let server = tools::Server::new(location)?.with_user(user, votes);
         let running = server
             .serve(stdio::transport())
             .await

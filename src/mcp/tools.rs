@@ -7,18 +7,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{schema_for_output, InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ElicitRequestParams, ElicitationAction, Implementation, JsonObject,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation, InputRequest, InputRequiredResult, JsonObject,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{tool, tool_handler, tool_router, Json, Peer, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::rounds::Rounds;
 use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
@@ -29,6 +32,10 @@ use crate::model::{
 };
 use crate::ops::{self, Caller, CheckRequest, Wait};
 use crate::store::{Filter, Location};
+
+/// The key of the form among an "input required" result's requests (and of the person's
+/// reply among the client's responses).
+const FORM_KEY: &str = "form";
 
 /// How often a wait tells the client it is still waiting, when nothing changes.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -42,6 +49,8 @@ pub struct Server {
     /// casts unless `votes` is false (`mcp --no-votes`).
     user: Option<String>,
     votes: bool,
+    /// The forms of stateless sessions: their sealed request states.
+    rounds: Rounds,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -570,17 +579,39 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
     })
 }
 
-/// The person behind the client: `mcp:<client name>`.
-fn caller(peer: &Peer<RoleServer>) -> Caller {
-    let name = peer
-        .peer_info()
-        .map(|info| info.client_info.name.trim().to_string())
+/// The client's name, from the session's handshake or, on a stateless session, from the
+/// request's own metadata.
+fn client_name(context: &RequestContext<RoleServer>) -> String {
+    context
+        .client_info()
+        .map(|info| info.name.trim().to_string())
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "client".to_string());
+        .unwrap_or_else(|| "client".to_string())
+}
+
+/// The person behind the client: `mcp:<client name>`.
+fn caller(context: &RequestContext<RoleServer>) -> Caller {
     Caller {
-        by: Some(format!("mcp:{name}")),
+        by: Some(format!("mcp:{}", client_name(context))),
         channel: Channel::Mcp,
     }
+}
+
+/// Whether the client shows forms: an elicitation capability that names form mode, or
+/// names no mode at all (as before modes were named).
+fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// A session on revision 2026-07-28 or later: no server-to-client requests; a form goes
+/// through the multi round-trip pattern.
+fn stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Tells the client how far a wait has got, when it asked to be told.
@@ -627,19 +658,20 @@ impl Server {
         self
     }
 
-    pub fn new(location: Location) -> Server {
+    pub fn new(location: Location) -> Result<Server> {
         let mut tool_router = Self::tool_router() + Self::vote_router();
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
                 route.attr.output_schema = Some(or_failure(schema));
             }
         }
-        Server {
+        Ok(Server {
             location,
             tool_router,
             user: None,
             votes: false,
-        }
+            rounds: Rounds::new()?,
+        })
     }
 
     /// Reads the named questions until none is pending, `limit` runs out, or the client
@@ -718,7 +750,15 @@ impl Server {
         ))
     }
 
-    async fn ask(&self, input: AskInput, context: &RequestContext<RoleServer>) -> Result<Asked> {
+    /// `ask_questions`: logs, puts the pending questions to the person (a form in the
+    /// session, or a round trip on a stateless session), waits. `round` is the state and
+    /// the replies a client echoes when it calls again after an "input required" result.
+    async fn ask(
+        &self,
+        input: AskInput,
+        round: Option<(String, Option<rmcp::model::InputResponses>)>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
         let stage = non_blank(&input.stage, "stage")?;
         if input.questions.is_empty() {
             return Err(Error::usage(
@@ -732,60 +772,142 @@ impl Server {
             .enumerate()
             .map(|(at, item)| new_question(&stage, item, at, self.user.as_deref()))
             .collect::<Result<_>>()?;
-        // All or nothing, in one transaction, as `ingest` logs an envelope.
+        // All or nothing, in one transaction, as `ingest` logs an envelope; called again
+        // (a round trip), the same questions are found on record.
         let logged = blocking(self.location.clone(), move |ledger| {
             ops::log_all(ledger, &new)
         })
         .await?;
-        let (question_ids, created_ids) = (logged.question_ids, logged.created_ids);
+        let (question_ids, mut created_ids) = (logged.question_ids, logged.created_ids);
 
-        let supported = context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form);
-        let ((elicitation, not_recorded), elicitation_error) = match (input.elicit, supported) {
-            (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
-            (_, false) => ((Elicited::Unsupported, Vec::new()), None),
-            (_, true) => match self.elicit(&stage, &question_ids, context).await {
+        let ((elicitation, not_recorded), elicitation_error) = if let Some((state, replies)) = round
+        {
+            // The second call of a round trip: the form's reply, under the state we sealed.
+            let ledger_id = self.ledger_id().await?;
+            let state = self.rounds.redeem(
+                &state,
+                &client_name(context),
+                ledger_id.as_deref(),
+                &question_ids,
+            )?;
+            created_ids = state.created_ids.clone();
+            let reply = replies
+                .as_ref()
+                .and_then(|r| r.get(FORM_KEY))
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "requestState came without inputResponses.{FORM_KEY}, the person's \
+                         reply to the form: nothing was recorded"
+                    ))
+                })?;
+            let reply: ElicitResult = serde_json::from_value(reply.clone()).map_err(|e| {
+                Error::usage(format!(
+                    "inputResponses.{FORM_KEY} is not an elicitation result: {e}"
+                ))
+            })?;
+            let shown = ops::Shown {
+                ledger: ledger_id,
+                questions: state.shown.iter().cloned().collect(),
+            };
+            let ids: Vec<i64> = state.shown.iter().map(|(id, _)| *id).collect();
+            match self.record_form(&stage, &ids, shown, reply, context).await {
                 Ok(done) => (done, None),
                 Err(e) => {
                     crate::output::note(&format!("ask_questions: the form failed: {e}"));
                     ((Elicited::Failed, Vec::new()), Some(e.message))
                 }
-            },
+            }
+        } else {
+            match (input.elicit, shows_forms(context)) {
+                (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
+                (_, false) => ((Elicited::Unsupported, Vec::new()), None),
+                (_, true) if stateless(context) => {
+                    let (pending, ledger_id) = self.form_questions(&stage, &question_ids).await?;
+                    if pending.is_empty() {
+                        ((Elicited::NothingPending, Vec::new()), None)
+                    } else {
+                        let (message, schema) = form::build(&pending)?;
+                        let state = self.rounds.seal(
+                            &client_name(context),
+                            ledger_id.as_deref(),
+                            question_ids,
+                            created_ids,
+                            pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
+                        )?;
+                        let form = InputRequest::Elicitation(ElicitRequest::new(
+                            ElicitRequestParams::FormElicitationParams {
+                                meta: None,
+                                message,
+                                requested_schema: schema,
+                            },
+                        ));
+                        let requests = [(FORM_KEY.to_string(), form)].into_iter().collect();
+                        return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                            Some(requests),
+                            Some(state),
+                        )));
+                    }
+                }
+                (_, true) => match self.elicit(&stage, &question_ids, context).await {
+                    Ok(done) => (done, None),
+                    Err(e) => {
+                        crate::output::note(&format!("ask_questions: the form failed: {e}"));
+                        ((Elicited::Failed, Vec::new()), Some(e.message))
+                    }
+                },
+            }
         };
 
         let (questions, _) = self
             .wait(Some(stage), Some(question_ids.clone()), wait, context)
             .await?;
-        Ok(Asked {
+        let asked = Asked {
             question_ids,
             created_ids,
             outcomes: outcomes(&questions),
             elicitation,
             elicitation_error,
             not_recorded,
-        })
+        };
+        let value = serde_json::to_value(&asked).map_err(|e| Error::db(e.to_string()))?;
+        Ok(CallToolResponse::Complete(CallToolResult::structured(
+            value,
+        )))
     }
 
-    /// Puts the pending questions among `ids` to the person through the client's form,
-    /// and records what they chose.
+    async fn ledger_id(&self) -> Result<Option<String>> {
+        blocking(self.location.clone(), |ledger| ledger.id()).await
+    }
+
+    /// The pending questions among `ids` a form puts to the person (approvals take votes,
+    /// not a form's answers), and the ledger's id.
+    async fn form_questions(
+        &self,
+        stage: &str,
+        ids: &[i64],
+    ) -> Result<(Vec<Question>, Option<String>)> {
+        let (s, i) = (stage.to_string(), ids.to_vec());
+        let (pending, ledger_id) = blocking(self.location.clone(), move |ledger| {
+            Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
+        })
+        .await?;
+        let pending = pending
+            .into_iter()
+            .filter(|q| q.approval.is_none())
+            .collect();
+        Ok((pending, ledger_id))
+    }
+
+    /// Puts the pending questions among `ids` to the person through the client's form
+    /// (a request to the client, on a session of an older revision), and records what they
+    /// chose.
     async fn elicit(
         &self,
         stage: &str,
         ids: &[i64],
         context: &RequestContext<RoleServer>,
     ) -> Result<(Elicited, Vec<NotRecorded>)> {
-        let (s, i) = (stage.to_string(), ids.to_vec());
-        let (pending, ledger_id) = blocking(self.location.clone(), move |ledger| {
-            Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
-        })
-        .await?;
-        // Approvals take votes, not a form's answers.
-        let pending: Vec<_> = pending
-            .into_iter()
-            .filter(|q| q.approval.is_none())
-            .collect();
+        let (pending, ledger_id) = self.form_questions(stage, ids).await?;
         if pending.is_empty() {
             return Ok((Elicited::NothingPending, Vec::new()));
         }
@@ -800,18 +922,36 @@ impl Server {
             .create_elicitation(params)
             .await
             .map_err(|e| Error::io(format!("the client did not show the form: {e}")))?;
+        // What the form showed is what is recorded.
+        let shown = ops::Shown::all(ledger_id, &pending);
+        let ids: Vec<i64> = pending.iter().map(|q| q.id).collect();
+        self.record_form(stage, &ids, shown, reply, context).await
+    }
+
+    /// Records the person's reply to a form that showed `shown` (questions `ids`): a
+    /// question answered elsewhere while the form was open is reported, and the others are
+    /// recorded.
+    async fn record_form(
+        &self,
+        stage: &str,
+        ids: &[i64],
+        shown: ops::Shown,
+        reply: ElicitResult,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Elicited, Vec<NotRecorded>)> {
         match reply.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),
             _ => return Ok((Elicited::Cancelled, Vec::new())),
         }
-        let chosen = form::read(&pending, reply.content.as_ref())?;
-        let caller = caller(&context.peer);
-        let stage = stage.to_string();
-        // What the form showed is what is recorded; a question answered elsewhere while
-        // the form was open is reported, and the others are recorded.
-        let shown = ops::Shown::all(ledger_id, &pending);
+        let caller = caller(context);
+        let (stage, ids) = (stage.to_string(), ids.to_vec());
+        let content = reply.content;
         let asked = blocking(self.location.clone(), move |ledger| {
+            // The questions as they stand: the form's reply is read against them, and
+            // `shown` refuses any that is no longer what the form showed.
+            let questions = ops::named(ledger, None, Some(&ids))?;
+            let chosen = form::read(&questions, content.as_ref())?;
             ops::record_choices(
                 ledger,
                 &caller,
@@ -842,18 +982,20 @@ impl Server {
     /// record), puts them to the person through the client's form when it can show one,
     /// and returns each question's outcome, at once or after at most `wait_seconds`.
     #[tool(
+        output_schema = schema_for_output::<Asked>(),
         description = "Log questions that need a person's answer (the same stage, group and question text again returns the question on record), put the pending ones to the person through the client's form when the client supports elicitation, and return each question's outcome (answered, skipped, declined, expired or pending) at once or after waiting up to wait_seconds (at most 50). Questions left pending stay answerable by any means; wait_for_answers picks them up later.",
         annotations(open_world_hint = false)
     )]
     async fn ask_questions(
         &self,
         Parameters(input): Parameters<Input<AskInput>>,
+        RequestState(state): RequestState,
+        InputResponses(replies): InputResponses,
         context: RequestContext<RoleServer>,
-    ) -> std::result::Result<Json<Asked>, CallToolResult> {
-        let run = async { self.ask(input.read()?, &context).await };
-        run.await
-            .map(Json)
-            .map_err(|e| failure("ask_questions", &e))
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let round = state.map(|s| (s, replies));
+        let run = async { self.ask(input.read()?, round, &context).await };
+        run.await.map_err(|e| failure("ask_questions", &e))
     }
 
     #[tool(
@@ -994,7 +1136,7 @@ impl Server {
             let input = input.read()?;
             let stage = non_blank(&input.stage, "stage")?;
             let text = Value::Object(input.answers).to_string();
-            let caller = caller(&context.peer);
+            let caller = caller(&context);
             let imported = blocking(self.location.clone(), move |l| {
                 ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
             })

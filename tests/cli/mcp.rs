@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    ProgressNotificationParam, Request,
+    ProgressNotificationParam, ProtocolVersion, Request,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceExt,
+};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -20,9 +22,22 @@ use crate::common::*;
 /// How the test person answers a form: from its requested schema, an action and content.
 type Person = Arc<dyn Fn(&Value) -> (ElicitationAction, Option<Value>) + Send + Sync>;
 
+/// The protocol's two eras: a session opened by `initialize` (2025-11-25, where the
+/// server asks the client to show a form), and stateless MCP (2026-07-28, opened by
+/// `server/discover`, where a form is an "input required" result the client answers by
+/// calling again).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Era {
+    Session,
+    Stateless,
+}
+
+const ERAS: [Era; 2] = [Era::Session, Era::Stateless];
+
 #[derive(Clone)]
 struct Client {
     name: String,
+    era: Era,
     person: Option<Person>,
     forms: Arc<Mutex<Vec<Value>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
@@ -32,6 +47,7 @@ impl Client {
     fn new(name: &str) -> Client {
         Client {
             name: name.to_string(),
+            era: Era::Session,
             person: None,
             forms: Arc::default(),
             progress: Arc::default(),
@@ -47,6 +63,11 @@ impl Client {
             person: Some(Arc::new(person)),
             ..Client::new(name)
         }
+    }
+
+    fn in_era(mut self, era: Era) -> Client {
+        self.era = era;
+        self
     }
 }
 
@@ -116,7 +137,25 @@ fn server_command(ledger: &Ledger) -> tokio::process::Command {
 async fn connect(ledger: &Ledger, client: Client) -> Session {
     let transport = TokioChildProcess::new(server_command(ledger)).expect("spawn questions mcp");
     let pid = transport.id();
-    let service = client.clone().serve(transport).await.expect("initialize");
+    let service = match client.era {
+        Era::Session => client.clone().serve(transport).await,
+        Era::Stateless => {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            client
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+        }
+    }
+    .expect("initialize");
+    let negotiated = service.peer().peer_info().unwrap().protocol_version.clone();
+    let expected = match client.era {
+        Era::Session => ProtocolVersion::V_2025_11_25,
+        Era::Stateless => ProtocolVersion::V_2026_07_28,
+    };
+    assert_eq!(negotiated, expected, "{:?}", client.era);
     let tools = service.list_all_tools().await.expect("tools/list");
     let output_schemas = tools
         .iter()
@@ -391,11 +430,18 @@ fn three_questions() -> Value {
 
 #[test]
 fn a_form_accepted_by_the_person_records_the_answers() {
+    for era in ERAS {
+        a_form_accepted_in(era);
+    }
+}
+
+fn a_form_accepted_in(era: Era) {
     let ledger = Ledger::new();
     run(async {
         let client = Client::with_person("form-client", |schema| {
             (ElicitationAction::Accept, Some(fill(schema)))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
@@ -455,6 +501,12 @@ fn a_form_accepted_by_the_person_records_the_answers() {
 
 #[test]
 fn the_form_takes_the_person_s_own_words_beside_a_choice() {
+    for era in ERAS {
+        own_words_in(era);
+    }
+}
+
+fn own_words_in(era: Era) {
     let ledger = Ledger::new();
     run(async {
         let client = Client::with_person("form-client", |schema| {
@@ -470,7 +522,8 @@ fn the_form_takes_the_person_s_own_words_beside_a_choice() {
             content[&own[0]] = json!("MariaDB, which ops knows");
             content[&own[1]] = json!("FreeBSD");
             (ElicitationAction::Accept, Some(content))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
@@ -495,11 +548,14 @@ fn the_form_takes_the_person_s_own_words_beside_a_choice() {
 fn a_declined_or_cancelled_form_leaves_the_questions_pending_and_says_which() {
     let ledger = Ledger::new();
     run(async {
-        for (action, said) in [
-            (ElicitationAction::Decline, "declined"),
-            (ElicitationAction::Cancel, "cancelled"),
+        for (action, said, era) in [
+            (ElicitationAction::Decline, "declined", Era::Session),
+            (ElicitationAction::Cancel, "cancelled", Era::Session),
+            (ElicitationAction::Decline, "declined", Era::Stateless),
+            (ElicitationAction::Cancel, "cancelled", Era::Stateless),
         ] {
-            let client = Client::with_person("form-client", move |_| (action.clone(), None));
+            let client =
+                Client::with_person("form-client", move |_| (action.clone(), None)).in_era(era);
             let s = connect(&ledger, client).await;
             let asked = s.ok("ask_questions", three_questions()).await;
             assert_eq!(asked["elicitation"], said);
@@ -982,10 +1038,18 @@ fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
 #[test]
 fn the_readme_transcript_is_what_the_server_says() {
     crate::sqlite_only!();
+    // The same transcript in both eras of the protocol.
+    let block = readme_transcript(Era::Session);
+    assert_eq!(readme_transcript(Era::Stateless), block);
+    readme_check(block);
+}
+
+/// The transcript of the README's MCP session, as rmcp's client sees it in `era`.
+fn readme_transcript(era: Era) -> String {
     let ledger = Ledger::new();
     let mut transcript = String::new();
     run(async {
-        let s = connect(&ledger, Client::new("readme")).await;
+        let s = connect(&ledger, Client::new("readme").in_era(era)).await;
         fn step(transcript: &mut String, tool: &str, args: &Value, result: &Value) {
             transcript.push_str(&format!("→ {tool} {args}\n"));
             transcript.push_str(&format!(
@@ -1034,7 +1098,10 @@ fn the_readme_transcript_is_what_the_server_says() {
         );
         s.service.cancel().await.unwrap();
     });
-    let block = format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n");
+    format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n")
+}
+
+fn readme_check(block: String) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (open, close) = ("<!-- mcp-transcript -->\n", "<!-- /mcp-transcript -->");
@@ -1125,4 +1192,110 @@ fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others(
         assert_eq!(o[q[2].to_string()]["status"], "answered");
         s.service.cancel().await.unwrap();
     });
+}
+
+/// On a stateless session the form is an "input required" result whose `requestState`
+/// the client echoes: one altered, issued for other questions, or used twice records
+/// nothing; the genuine one records the person's answer once.
+#[test]
+fn a_forged_replayed_or_misbound_request_state_is_refused() {
+    use rmcp::model::CallToolResponse;
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::new("mrtr-client").in_era(Era::Stateless);
+        let client = Client {
+            person: Some(Arc::new(|_: &Value| (ElicitationAction::Accept, None))),
+            ..client
+        };
+        let s = connect(&ledger, client).await;
+        let ask = json!({"stage": "design", "questions": [{"question": "Which database?"}]});
+        let first = s
+            .service
+            .call_tool_once(params("ask_questions", ask.clone()))
+            .await
+            .unwrap();
+        let CallToolResponse::InputRequired(required) = first else {
+            panic!("a stateless session gets an input-required result: {first:?}");
+        };
+        let state = required.request_state.clone().expect("a requestState");
+        let form =
+            serde_json::to_value(&required.input_requests.as_ref().unwrap()["form"]).unwrap();
+        assert_eq!(form["method"], "elicitation/create");
+        let id = form["params"]["requestedSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let reply = |answer: &str| {
+            let mut replies = rmcp::model::InputResponses::new();
+            replies.insert(
+                "form".to_string(),
+                json!({"action": "accept", "content": {id.clone(): answer}}),
+            );
+            replies
+        };
+        let again = |args: Value, state: String, answer: &str| {
+            let mut p = params("ask_questions", args);
+            p.request_state = Some(state);
+            p.input_responses = Some(reply(answer));
+            p
+        };
+        let refused = |result: CallToolResponse, code: &str| {
+            let CallToolResponse::Complete(result) = result else {
+                panic!("not a final result: {result:?}");
+            };
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+            let doc = result.structured_content.unwrap();
+            assert_eq!(doc["error_code"], code, "{doc}");
+            crate::schema::assert_valid("error", &doc);
+        };
+
+        // Altered: one character of the signed state changed.
+        let mut forged = state.clone().into_bytes();
+        let at = forged.len() / 2;
+        forged[at] = if forged[at] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).unwrap();
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), forged, "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        // Issued for other questions than these arguments log.
+        let other = json!({"stage": "design", "questions": [{"question": "Which cache?"}]});
+        let result = s
+            .service
+            .call_tool_once(again(other, state.clone(), "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        assert_eq!(ledger.all()[0]["status"], "pending");
+
+        // The genuine state, with the person's reply: recorded.
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), state.clone(), "SQLite"))
+            .await
+            .unwrap();
+        let CallToolResponse::Complete(done) = result else {
+            panic!("{result:?}");
+        };
+        let doc = done.structured_content.unwrap();
+        assert_eq!(doc["elicitation"], "accepted", "{doc}");
+        assert_eq!(doc["created_ids"], json!([1]), "{doc}");
+
+        // The same state again: refused, and the answer stays the person's.
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), state, "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "conflict");
+        s.service.cancel().await.unwrap();
+    });
+    let q = &ledger.all()[0];
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "mcp:mrtr-client");
 }
