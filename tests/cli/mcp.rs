@@ -756,6 +756,12 @@ fn a_killed_server_loses_nothing_and_a_new_one_goes_on() {
 
 #[test]
 fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serving() {
+    for era in ERAS {
+        bad_input_in(era);
+    }
+}
+
+fn bad_input_in(era: Era) {
     let ledger = Ledger::new();
     let closed = ledger.log_with(
         "intake",
@@ -763,7 +769,7 @@ fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serv
         &["--option", "A", "--option", "B", "--no-freeform"],
     );
     run(async {
-        let s = connect(&ledger, Client::new("careless")).await;
+        let s = connect(&ledger, Client::new("careless").in_era(era)).await;
         let missing = s.fails("ask_questions", json!({"stage": "intake"})).await;
         assert_eq!(missing["error_code"], "usage");
         assert!(
@@ -1156,6 +1162,12 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
 
 #[test]
 fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others() {
+    for era in ERAS {
+        late_form_in(era);
+    }
+}
+
+fn late_form_in(era: Era) {
     let ledger = Ledger::new();
     let db = ledger.db();
     let dir = ledger.dir.path().to_path_buf();
@@ -1179,7 +1191,8 @@ fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others(
                 .unwrap();
             assert!(out.status.success(), "{out:?}");
             (ElicitationAction::Accept, Some(fill(schema)))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
