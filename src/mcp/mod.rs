@@ -7,6 +7,7 @@
 mod form;
 mod rounds;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::time::Duration;

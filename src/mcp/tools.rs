@@ -10,18 +10,22 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{schema_for_output, InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
-    ElicitationAction, Implementation, InputRequest, InputRequiredResult, JsonObject,
+    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequiredResult, JsonObject,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::{tool, tool_handler, tool_router, Json, Peer, RoleServer, ServerHandler};
+use rmcp::{
+    tool, tool_handler, tool_router, ErrorData as McpError, Peer, RoleServer, ServerHandler,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::rounds::Rounds;
+use super::tasks;
 use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
@@ -606,6 +610,37 @@ fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
+/// Whether the client declares the Tasks extension: a wait then outlives the call.
+fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+/// When a task's wait ends: after the seconds asked for, uncapped (a task outlives a
+/// call), else never.
+fn task_deadline(value: Option<f64>) -> Result<Option<String>> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => Ok(Some(clock::after(
+            &clock::now(),
+            Duration::from_secs_f64(s),
+        ))),
+        Some(s) => Err(Error::usage(format!(
+            "a number of seconds, 0 or more, is needed; got {s}"
+        ))),
+    }
+}
+
+fn unknown_task(id: &str) -> McpError {
+    McpError::invalid_params(
+        format!(
+            "no task '{id}' in this ledger: it was never started here, or the ledger was reset"
+        ),
+        None,
+    )
+}
+
 /// A session on revision 2026-07-28 or later: no server-to-client requests; a form goes
 /// through the multi round-trip pattern.
 fn stateless(context: &RequestContext<RoleServer>) -> bool {
@@ -858,6 +893,29 @@ impl Server {
             }
         };
 
+        if !wait.is_zero() && takes_tasks(context) {
+            let questions = self.named(None, Some(question_ids.clone())).await?;
+            if questions.iter().any(|q| q.status == Status::Pending) {
+                let template = serde_json::to_value(Asked {
+                    question_ids: question_ids.clone(),
+                    created_ids,
+                    outcomes: outcomes(&questions),
+                    elicitation,
+                    elicitation_error,
+                    not_recorded,
+                })
+                .map_err(|e| Error::db(e.to_string()))?;
+                return self
+                    .start_task(tasks::NewTask {
+                        tool: "ask_questions",
+                        stage: Some(stage),
+                        question_ids,
+                        template,
+                        deadline: task_deadline(input.wait_seconds)?,
+                    })
+                    .await;
+            }
+        }
         let (questions, _) = self
             .wait(Some(stage), Some(question_ids.clone()), wait, context)
             .await?;
@@ -873,6 +931,45 @@ impl Server {
         Ok(CallToolResponse::Complete(CallToolResult::structured(
             value,
         )))
+    }
+
+    /// The named questions as they stand; a stage that holds none is not found.
+    async fn named(&self, stage: Option<String>, ids: Option<Vec<i64>>) -> Result<Vec<Question>> {
+        blocking(self.location.clone(), move |ledger| {
+            let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
+            if questions.is_empty() {
+                return Err(Error::not_found(format!(
+                    "stage '{}' holds no question to wait for; ask_questions logs them",
+                    stage.as_deref().unwrap_or("")
+                )));
+            }
+            Ok(questions)
+        })
+        .await
+    }
+
+    async fn start_task(&self, new: tasks::NewTask) -> Result<CallToolResponse> {
+        let stored = blocking(self.location.clone(), move |ledger| {
+            tasks::start(ledger, new)
+        })
+        .await?;
+        Ok(CallToolResponse::Task(CreateTaskResult::new(
+            tasks::task_of(&stored),
+        )))
+    }
+
+    /// A task as it stands, as `tasks/get` reports it; an unknown id is invalid params.
+    async fn look_task(&self, id: String) -> std::result::Result<DetailedTask, McpError> {
+        let lookup = id.clone();
+        let stored = blocking(self.location.clone(), move |ledger| {
+            tasks::look(ledger, &lookup, |questions| {
+                serde_json::to_value(outcomes(questions)).unwrap_or_default()
+            })
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.message, None))?
+        .ok_or_else(|| unknown_task(&id))?;
+        tasks::detailed(&stored).map_err(|e| McpError::internal_error(e.message, None))
     }
 
     async fn ledger_id(&self) -> Result<Option<String>> {
@@ -999,14 +1096,15 @@ impl Server {
     }
 
     #[tool(
-        description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls.",
+        output_schema = schema_for_output::<Waited>(),
+        description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls. A client that declares the Tasks extension gets a task instead when a question is still pending: it is kept in the ledger (it survives a restart of the server), has no 50 s cap (timeout_seconds, when given, ends it), and tasks/get returns this tool's result once every question has left pending.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn wait_for_answers(
         &self,
         Parameters(input): Parameters<Input<WaitInput>>,
         context: RequestContext<RoleServer>,
-    ) -> std::result::Result<Json<Waited>, CallToolResult> {
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
             let input = input.read()?;
             let stage = input
@@ -1026,17 +1124,43 @@ impl Server {
                 ));
             }
             let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;
+            if takes_tasks(&context) {
+                // A wait that outlives the call: a task in the ledger, unless nothing is
+                // left to wait for.
+                let deadline = task_deadline(input.timeout_seconds)?;
+                let questions = self.named(stage.clone(), input.ids.clone()).await?;
+                if questions.iter().any(|q| q.status == Status::Pending) {
+                    let template = serde_json::to_value(Waited {
+                        question_ids: questions.iter().map(|q| q.id).collect(),
+                        settled: false,
+                        timed_out: false,
+                        outcomes: outcomes(&questions),
+                    })
+                    .map_err(|e| Error::db(e.to_string()))?;
+                    return self
+                        .start_task(tasks::NewTask {
+                            tool: "wait_for_answers",
+                            stage,
+                            question_ids: questions.iter().map(|q| q.id).collect(),
+                            template,
+                            deadline,
+                        })
+                        .await;
+                }
+            }
             let (questions, timed_out) = self.wait(stage, input.ids, limit, &context).await?;
-            Ok(Waited {
+            let waited = Waited {
                 question_ids: questions.iter().map(|q| q.id).collect(),
                 settled: !timed_out,
                 timed_out,
                 outcomes: outcomes(&questions),
-            })
+            };
+            let value = serde_json::to_value(&waited).map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
         };
-        run.await
-            .map(Json)
-            .map_err(|e| failure("wait_for_answers", &e))
+        run.await.map_err(|e| failure("wait_for_answers", &e))
     }
 
     #[tool(
@@ -1212,8 +1336,32 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.look_task(request.task_id).await?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), McpError> {
+        let id = request.task_id;
+        let lookup = id.clone();
+        blocking(self.location.clone(), move |ledger| {
+            tasks::cancel(ledger, &lookup)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.message, None))?
+        .ok_or_else(|| unknown_task(&id))?;
+        Ok(())
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("questions", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "A durable ledger of the questions that need a person's answer. Log them with ask_questions (stage + questions), then wait_for_answers or check_gate before going on; get_answers returns what the person said. Nothing is lost if a call times out: call wait_for_answers again.",

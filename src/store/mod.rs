@@ -12,7 +12,7 @@ mod sqlite;
 mod tls;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
-pub use sql::{Tally, Tx};
+pub use sql::{StoredTask, Tally, Tx};
 
 use std::time::Duration;
 

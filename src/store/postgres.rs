@@ -238,7 +238,7 @@ impl Pg {
         let present: Vec<String> = tx
             .query_typed(
                 "SELECT name FROM unnest(ARRAY['question_events', 'questions', 'watchers', \
-                 'ledger_identity', 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
+                 'mcp_tasks', 'ledger_identity', 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
                  WHERE to_regclass(name) IS NOT NULL ORDER BY n",
                 &[],
             )
@@ -254,7 +254,7 @@ impl Pg {
             .map_err(pg_error)?;
         }
         tx.batch_execute(
-            "DROP TABLE IF EXISTS question_events, questions, watchers, ledger_identity, \
+            "DROP TABLE IF EXISTS question_events, questions, watchers, mcp_tasks, ledger_identity, \
                refinery_schema_history CASCADE;
              DROP FUNCTION IF EXISTS question_events_append_only();
              DROP FUNCTION IF EXISTS question_events_notify();

@@ -38,6 +38,8 @@ const ERAS: [Era; 2] = [Era::Session, Era::Stateless];
 struct Client {
     name: String,
     era: Era,
+    /// Declares the Tasks extension.
+    tasks: bool,
     person: Option<Person>,
     forms: Arc<Mutex<Vec<Value>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
@@ -48,6 +50,7 @@ impl Client {
         Client {
             name: name.to_string(),
             era: Era::Session,
+            tasks: false,
             person: None,
             forms: Arc::default(),
             progress: Arc::default(),
@@ -65,6 +68,11 @@ impl Client {
         }
     }
 
+    fn with_tasks(mut self) -> Client {
+        self.tasks = true;
+        self
+    }
+
     fn in_era(mut self, era: Era) -> Client {
         self.era = era;
         self
@@ -73,10 +81,14 @@ impl Client {
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.person {
+        let mut capabilities = match self.person {
             Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
             None => ClientCapabilities::default(),
         };
+        if self.tasks {
+            let tasks = ClientCapabilities::builder().enable_tasks().build();
+            capabilities.extensions = tasks.extensions;
+        }
         ClientConfig::new(capabilities, Implementation::new(&self.name, "1.0.0"))
     }
 
@@ -1311,4 +1323,98 @@ fn a_forged_replayed_or_misbound_request_state_is_refused() {
     let q = &ledger.all()[0];
     assert_eq!(q["answer"], "SQLite");
     assert_eq!(q["answered_by"], "mcp:mrtr-client");
+}
+
+/// A wait that outlives the call: a client that declares the Tasks extension gets a task,
+/// kept in the ledger. The server is killed with `kill -9`, the person answers at the CLI,
+/// and `tasks/get` on a new server reports the task completed with the answers.
+#[test]
+fn a_task_outlives_a_killed_server_and_reports_the_answers_given_meanwhile() {
+    for era in ERAS {
+        task_in(era);
+    }
+}
+
+fn task_in(era: Era) {
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::new("tasker").in_era(era).with_tasks();
+        let s = connect(&ledger, client.clone()).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}, {"question": "Budget?"}]}),
+            )
+            .await;
+        let q = id_list(&asked["question_ids"]);
+        let started = s
+            .service
+            .call_tool_once(params("wait_for_answers", json!({"ids": q.clone()})))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = started else {
+            panic!("{era:?}: a client with tasks gets a task: {started:?}");
+        };
+        assert_eq!(created.task.status, TaskStatus::Working);
+        let id = created.task.task_id.clone();
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .unwrap();
+        assert_eq!(got.task.status(), TaskStatus::Working, "{got:?}");
+
+        let pid = s.pid.expect("the server's pid");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        drop(s);
+
+        let (db, dir) = (ledger.db(), ledger.dir.path().to_path_buf());
+        let (a, b) = (q[0].to_string(), q[1].to_string());
+        tokio::task::spawn_blocking(move || {
+            for (id, answer) in [(a, "A blog"), (b, "Small")] {
+                let mut cmd = bare_command(&dir);
+                cmd.arg("--db")
+                    .arg(&db)
+                    .args(["answer", "--id", &id, "--answer", answer]);
+                assert_eq!(finish(cmd).code, 0);
+            }
+        })
+        .await
+        .unwrap();
+
+        let s = connect(&ledger, client).await;
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&got).unwrap();
+        assert_eq!(wire["status"], "completed", "{wire}");
+        let doc = &wire["result"]["structuredContent"];
+        assert_valid(
+            &s.output_schemas["wait_for_answers"],
+            doc,
+            "the task's result",
+        );
+        assert_eq!(doc["settled"], true, "{doc}");
+        assert_eq!(doc["outcomes"][q[0].to_string()]["answer"], "A blog");
+        assert_eq!(doc["outcomes"][q[1].to_string()]["answer"], "Small");
+
+        // An unknown task is an error, and the server goes on serving.
+        let unknown = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new("no-such-task"))
+            .await;
+        assert!(unknown.is_err(), "{unknown:?}");
+        s.ok("list_questions", json!({})).await;
+        s.service.cancel().await.unwrap();
+    });
 }
