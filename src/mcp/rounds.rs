@@ -42,8 +42,8 @@ pub struct Rounds {
     redeemed: Arc<Mutex<HashSet<String>>>,
 }
 
-/// 32 bytes from the operating system's generator, as text.
-fn random_hex(bytes: usize) -> Result<String> {
+/// `bytes` bytes from the operating system's generator, as hex.
+pub fn random_hex(bytes: usize) -> Result<String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf)
         .map_err(|e| Error::io(format!("no randomness from the operating system: {e}")))?;

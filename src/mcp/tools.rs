@@ -24,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::inbox::Inbox;
 use super::rounds::Rounds;
 use super::tasks;
 use super::{blocking, form, MOST_WAIT};
@@ -55,6 +56,8 @@ pub struct Server {
     votes: bool,
     /// The forms of stateless sessions: their sealed request states.
     rounds: Rounds,
+    /// A running inbox to send the person to (URL-mode elicitation).
+    inbox: Inbox,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -290,6 +293,10 @@ pub enum Elicited {
     Cancelled,
     /// The client cannot show forms (no elicitation capability).
     Unsupported,
+    /// The client opened the questions' page in the inbox for the person (URL-mode
+    /// elicitation): what they answer there is recorded by the inbox (channel `web`); the
+    /// outcomes say what is answered by now.
+    SentToInbox,
     /// `elicit: false`.
     NotRequested,
     /// No question was pending.
@@ -610,6 +617,23 @@ fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
+/// What became of the person sent to the inbox.
+fn inbox_outcome(action: &ElicitationAction) -> Elicited {
+    match action {
+        ElicitationAction::Accept => Elicited::SentToInbox,
+        ElicitationAction::Decline => Elicited::Declined,
+        _ => Elicited::Cancelled,
+    }
+}
+
+/// Whether the client opens a URL for the person (URL-mode elicitation).
+fn opens_urls(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.url.is_some())
+}
+
 /// Whether the client declares the Tasks extension: a wait then outlives the call.
 fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -693,6 +717,12 @@ impl Server {
         self
     }
 
+    /// The inbox a client that opens URLs sends the person to.
+    pub fn with_inbox(mut self, inbox: Inbox) -> Server {
+        self.inbox = inbox;
+        self
+    }
+
     pub fn new(location: Location) -> Result<Server> {
         let mut tool_router = Self::tool_router() + Self::vote_router();
         for route in tool_router.map.values_mut() {
@@ -706,6 +736,7 @@ impl Server {
             user: None,
             votes: false,
             rounds: Rounds::new()?,
+            inbox: Inbox::default(),
         })
     }
 
@@ -853,7 +884,8 @@ impl Server {
                 }
             }
         } else {
-            match (input.elicit, shows_forms(context)) {
+            let to_inbox = self.inbox.known() && opens_urls(context);
+            match (input.elicit, shows_forms(context) || to_inbox) {
                 (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
                 (_, false) => ((Elicited::Unsupported, Vec::new()), None),
                 (_, true) if stateless(context) => {
@@ -861,21 +893,31 @@ impl Server {
                     if pending.is_empty() {
                         ((Elicited::NothingPending, Vec::new()), None)
                     } else {
-                        let (message, schema) = form::build(&pending)?;
+                        // The inbox's page records nothing through this call: its state
+                        // shows no question.
+                        let (params, shown) = match self.inbox_request(&pending, to_inbox)? {
+                            Some(params) => (params, Vec::new()),
+                            None => {
+                                let (message, schema) = form::build(&pending)?;
+                                let params = ElicitRequestParams::FormElicitationParams {
+                                    meta: None,
+                                    message,
+                                    requested_schema: schema,
+                                };
+                                (
+                                    params,
+                                    pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
+                                )
+                            }
+                        };
                         let state = self.rounds.seal(
                             &client_name(context),
                             ledger_id.as_deref(),
                             question_ids,
                             created_ids,
-                            pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
+                            shown,
                         )?;
-                        let form = InputRequest::Elicitation(ElicitRequest::new(
-                            ElicitRequestParams::FormElicitationParams {
-                                meta: None,
-                                message,
-                                requested_schema: schema,
-                            },
-                        ));
+                        let form = InputRequest::Elicitation(ElicitRequest::new(params));
                         let requests = [(FORM_KEY.to_string(), form)].into_iter().collect();
                         return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
                             Some(requests),
@@ -883,7 +925,7 @@ impl Server {
                         )));
                     }
                 }
-                (_, true) => match self.elicit(&stage, &question_ids, context).await {
+                (_, true) => match self.elicit(&stage, &question_ids, to_inbox, context).await {
                     Ok(done) => (done, None),
                     Err(e) => {
                         crate::output::note(&format!("ask_questions: the form failed: {e}"));
@@ -972,6 +1014,35 @@ impl Server {
         tasks::detailed(&stored).map_err(|e| McpError::internal_error(e.message, None))
     }
 
+    /// The URL-mode request that sends the person to the first pending question's page in
+    /// the inbox, when `to_inbox`.
+    fn inbox_request(
+        &self,
+        pending: &[Question],
+        to_inbox: bool,
+    ) -> Result<Option<ElicitRequestParams>> {
+        let Some(url) = pending
+            .first()
+            .filter(|_| to_inbox)
+            .and_then(|q| self.inbox.page(q.id))
+        else {
+            return Ok(None);
+        };
+        let message = match pending {
+            [one] => format!("Answer in the questions inbox: {}", one.question),
+            many => format!(
+                "{} questions need your answer in the questions inbox",
+                many.len()
+            ),
+        };
+        Ok(Some(ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message,
+            url,
+            elicitation_id: super::rounds::random_hex(16)?,
+        }))
+    }
+
     async fn ledger_id(&self) -> Result<Option<String>> {
         blocking(self.location.clone(), |ledger| ledger.id()).await
     }
@@ -1002,11 +1073,20 @@ impl Server {
         &self,
         stage: &str,
         ids: &[i64],
+        to_inbox: bool,
         context: &RequestContext<RoleServer>,
     ) -> Result<(Elicited, Vec<NotRecorded>)> {
         let (pending, ledger_id) = self.form_questions(stage, ids).await?;
         if pending.is_empty() {
             return Ok((Elicited::NothingPending, Vec::new()));
+        }
+        if let Some(params) = self.inbox_request(&pending, to_inbox)? {
+            let reply = context
+                .peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| Error::io(format!("the client did not open the inbox: {e}")))?;
+            return Ok((inbox_outcome(&reply.action), Vec::new()));
         }
         let (message, schema) = form::build(&pending)?;
         let params = ElicitRequestParams::FormElicitationParams {
@@ -1036,6 +1116,10 @@ impl Server {
         reply: ElicitResult,
         context: &RequestContext<RoleServer>,
     ) -> Result<(Elicited, Vec<NotRecorded>)> {
+        if ids.is_empty() {
+            // The person was sent to the inbox: it records what they answer there.
+            return Ok((inbox_outcome(&reply.action), Vec::new()));
+        }
         match reply.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),

@@ -34,12 +34,20 @@ enum Era {
 
 const ERAS: [Era; 2] = [Era::Session, Era::Stateless];
 
+/// What the test person does with a page the client opens for them (URL mode).
+type InboxPerson = Arc<dyn Fn(&str) -> ElicitationAction + Send + Sync>;
+
 #[derive(Clone)]
 struct Client {
     name: String,
     era: Era,
     /// Declares the Tasks extension.
     tasks: bool,
+    /// Opens URLs for the person (URL-mode elicitation): what the person does there.
+    inbox_person: Option<InboxPerson>,
+    urls: Arc<Mutex<Vec<String>>>,
+    /// More arguments for `questions mcp`.
+    server_args: Vec<String>,
     person: Option<Person>,
     forms: Arc<Mutex<Vec<Value>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
@@ -51,6 +59,9 @@ impl Client {
             name: name.to_string(),
             era: Era::Session,
             tasks: false,
+            inbox_person: None,
+            urls: Arc::default(),
+            server_args: Vec::new(),
             person: None,
             forms: Arc::default(),
             progress: Arc::default(),
@@ -85,6 +96,15 @@ impl ClientHandler for Client {
             Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
             None => ClientCapabilities::default(),
         };
+        if self.inbox_person.is_some() {
+            let mut elicitation = rmcp::model::ElicitationCapability::new()
+                .with_url(rmcp::model::UrlElicitationCapability::new());
+            if self.person.is_some() {
+                elicitation =
+                    elicitation.with_form(rmcp::model::FormElicitationCapability::default());
+            }
+            capabilities.elicitation = Some(elicitation);
+        }
         if self.tasks {
             let tasks = ClientCapabilities::builder().enable_tasks().build();
             capabilities.extensions = tasks.extensions;
@@ -97,11 +117,19 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema, ..
-        } = request
-        else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        let requested_schema = match request {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => requested_schema,
+            ElicitRequestParams::UrlElicitationParams { url, .. } => {
+                self.urls.lock().unwrap().push(url.clone());
+                let person = self
+                    .inbox_person
+                    .as_ref()
+                    .expect("a URL sent to a client that opens none");
+                return Ok(ElicitResult::new(person(&url)));
+            }
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         };
         let schema = serde_json::to_value(&requested_schema).unwrap();
         self.forms.lock().unwrap().push(schema.clone());
@@ -147,7 +175,9 @@ fn server_command(ledger: &Ledger) -> tokio::process::Command {
 }
 
 async fn connect(ledger: &Ledger, client: Client) -> Session {
-    let transport = TokioChildProcess::new(server_command(ledger)).expect("spawn questions mcp");
+    let mut cmd = server_command(ledger);
+    cmd.args(&client.server_args);
+    let transport = TokioChildProcess::new(cmd).expect("spawn questions mcp");
     let pid = transport.id();
     let service = match client.era {
         Era::Session => client.clone().serve(transport).await,
@@ -1417,4 +1447,56 @@ fn task_in(era: Era) {
         s.ok("list_questions", json!({})).await;
         s.service.cancel().await.unwrap();
     });
+}
+
+/// With `--inbox-url` naming a running `questions serve`, a client that opens URLs sends
+/// the person to the question's page in the inbox instead of showing a form; what they
+/// answer there is recorded by the inbox (channel web), and the tool's wait sees it.
+#[test]
+fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
+    for era in ERAS {
+        inbox_in(era);
+    }
+}
+
+fn inbox_in(era: Era) {
+    let ledger = Ledger::new();
+    let served = Arc::new(crate::serve::Served::start(&ledger, &["--user", "alice"]));
+    let inbox = served.url.clone();
+    run(async {
+        let at_inbox = Arc::clone(&served);
+        let client = Client {
+            inbox_person: Some(Arc::new(move |url: &str| {
+                // The person opens the page and answers there.
+                let id: i64 = url.rsplit_once("#q-").unwrap().1.parse().unwrap();
+                let (status, done) = at_inbox.api(
+                    "POST",
+                    &format!("/api/questions/{id}/answer"),
+                    Some(json!({"answer": "Read it all: go with SQLite"})),
+                );
+                assert_eq!(status, 200, "{done}");
+                ElicitationAction::Accept
+            })),
+            server_args: vec!["--inbox-url".into(), inbox.clone()],
+            // It shows forms too: the inbox is preferred.
+            ..Client::with_person("url-client", |_| panic!("a form instead of the inbox"))
+        }
+        .in_era(era);
+        let s = connect(&ledger, client).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "design", "questions": [{"question": "Which database?",
+                       "context": "A long story, with code."}], "wait_seconds": 5}),
+            )
+            .await;
+        assert_eq!(asked["elicitation"], "sent_to_inbox", "{era:?}: {asked}");
+        assert_eq!(asked["outcomes"]["1"]["status"], "answered", "{asked}");
+        let urls = s.client.urls.lock().unwrap().clone();
+        assert_eq!(urls, vec![format!("{inbox}#q-1")]);
+        s.service.cancel().await.unwrap();
+    });
+    let q = ledger.question(1);
+    assert_eq!(q["channel"], "web");
+    assert_eq!(q["answered_by"], "alice");
 }
