@@ -60,6 +60,8 @@ pub enum Channel {
     ClaudeCode,
     Codex,
     Gemini,
+    /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
+    McpApp,
 }
 
 impl Channel {
@@ -75,6 +77,7 @@ impl Channel {
             Channel::ClaudeCode => "claude-code",
             Channel::Codex => "codex",
             Channel::Gemini => "gemini",
+            Channel::McpApp => "mcp-app",
         }
     }
 
@@ -90,6 +93,7 @@ impl Channel {
             Channel::ClaudeCode,
             Channel::Codex,
             Channel::Gemini,
+            Channel::McpApp,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)

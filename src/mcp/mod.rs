@@ -4,6 +4,7 @@
 //! only. The ledger is synchronous: every operation runs on a thread of its own with a
 //! `Ledger` of its own (see `blocking`), so a tool that waits never holds up another.
 
+mod app;
 mod form;
 mod inbox;
 mod rounds;

@@ -13,7 +13,9 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
     GetTaskResult, Implementation, InputRequest, InputRequiredResult, JsonObject,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{
@@ -724,7 +726,8 @@ impl Server {
     }
 
     pub fn new(location: Location) -> Result<Server> {
-        let mut tool_router = Self::tool_router() + Self::vote_router();
+        let mut tool_router = Self::tool_router() + Self::vote_router() + Self::app_router();
+        super::app::mark_tools(&mut tool_router);
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
                 route.attr.output_schema = Some(or_failure(schema));
@@ -1355,6 +1358,128 @@ impl Server {
     }
 }
 
+/// `answer_in_app`'s arguments: what a form of the in-chat inbox (MCP Apps) sends.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppInput {
+    /// The question's id.
+    #[serde(deserialize_with = "one_id")]
+    #[schemars(with = "i64")]
+    pub id: i64,
+    /// "answer", "accept" (take the proposal), "skip" or "decline".
+    pub action: String,
+    /// The ledger the page showed (its id): a change is refused when it was reset since.
+    pub ledger: Option<String>,
+    /// The question the page showed (its fingerprint): refused when it is no longer it.
+    pub fingerprint: Option<String>,
+    /// The answer in the person's words.
+    pub answer: Option<String>,
+    /// The option labels chosen.
+    pub select: Option<Vec<String>>,
+    /// Why it is skipped or declined (required to decline).
+    pub reason: Option<String>,
+}
+
+/// What `answer_in_app` recorded.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AppRecorded {
+    question_id: i64,
+    status: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    selected: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Always `mcp-app`.
+    channel: String,
+}
+
+/// `open_inbox`'s result: the pending questions the in-chat inbox shows.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct InboxShown {
+    pending_count: usize,
+    question_ids: Vec<i64>,
+    /// The MCP Apps resource a host renders for it.
+    resource_uri: String,
+}
+
+/// An id, or an id written as text.
+fn one_id<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an id"))),
+        Value::String(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not an id"))),
+        other => Err(serde::de::Error::custom(format!("{other} is not an id"))),
+    }
+}
+
+#[tool_router(router = app_router)]
+impl Server {
+    #[tool(
+        description = "Show the person the pending questions as an interactive inbox inside the chat (an MCP Apps view, on hosts that render them): they answer, skip or decline each there. Returns how many are pending.",
+        output_schema = schema_for_output::<InboxShown>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn open_inbox(&self) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let run = async {
+            let inbox = blocking(self.location.clone(), |l| ops::inbox(l, None)).await?;
+            let shown = InboxShown {
+                pending_count: inbox.questions.len(),
+                question_ids: inbox.questions.iter().map(|(q, _)| q.id).collect(),
+                resource_uri: super::app::URI.to_string(),
+            };
+            let value = serde_json::to_value(&shown).map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
+        };
+        run.await.map_err(|e| failure("open_inbox", &e))
+    }
+
+    #[tool(
+        description = "The in-chat inbox's own tool (MCP Apps; hidden from the model): records what the person did on a question there, as the inbox's forms send it. Channel mcp-app.",
+        output_schema = schema_for_output::<AppRecorded>(),
+        annotations(destructive_hint = false, open_world_hint = false)
+    )]
+    async fn answer_in_app(
+        &self,
+        Parameters(input): Parameters<Input<AppInput>>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let caller = Caller {
+                by: Some(format!("mcp:{}", client_name(&context))),
+                channel: Channel::McpApp,
+            };
+            let recorded = blocking(self.location.clone(), move |l| {
+                super::app::record(l, &caller, input)
+            })
+            .await?;
+            let q = &recorded.question;
+            let outcome = Outcome::of(q, &clock::now());
+            let value = serde_json::to_value(AppRecorded {
+                question_id: recorded.question_id,
+                status: outcome.status,
+                answer: outcome.answer,
+                selected: outcome.selected,
+                reason: outcome.reason,
+                channel: Channel::McpApp.as_str().to_string(),
+            })
+            .map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
+        };
+        run.await.map_err(|e| failure("answer_in_app", &e))
+    }
+}
+
 /// `vote`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -1444,8 +1569,50 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            super::app::resource(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, McpError> {
+        if request.uri != super::app::URI {
+            return Err(McpError::resource_not_found(
+                format!(
+                    "no resource '{}': this server has {}",
+                    request.uri,
+                    super::app::URI
+                ),
+                None,
+            ));
+        }
+        let html = blocking(self.location.clone(), crate::serve::app::page)
+            .await
+            .map_err(|e| McpError::internal_error(e.message, None))?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+            vec![super::app::contents(html)],
+        )))
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_tasks()
+            .build();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(super::app::EXTENSION_ID.to_string(), JsonObject::new());
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("questions", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "A durable ledger of the questions that need a person's answer. Log them with ask_questions (stage + questions), then wait_for_answers or check_gate before going on; get_answers returns what the person said. Nothing is lost if a call times out: call wait_for_answers again.",

@@ -1500,3 +1500,89 @@ fn inbox_in(era: Era) {
     assert_eq!(q["channel"], "web");
     assert_eq!(q["answered_by"], "alice");
 }
+
+/// The inbox inside the chat (MCP Apps): `open_inbox` names a `ui://` resource, which is
+/// the inbox's page made whole (style and the app's script inlined, nothing fetched from a
+/// server), and what the person does in it comes back through `answer_in_app`, hidden from
+/// the model, recorded with channel `mcp-app` and refused when the page is stale.
+#[test]
+fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let ledger = Ledger::new();
+    let id = ledger.log_with(
+        "design",
+        "Which database?",
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    );
+    let other = ledger.log("design", "Project name?");
+    run(async {
+        let s = connect(&ledger, Client::new("app-host")).await;
+        let tools = s.service.list_all_tools().await.unwrap();
+        let meta = |name: &str| {
+            let tool = tools.iter().find(|t| t.name == name).unwrap();
+            serde_json::to_value(&tool.meta).unwrap()
+        };
+        assert_eq!(
+            meta("open_inbox")["ui"]["resourceUri"],
+            "ui://questions/inbox"
+        );
+        assert_eq!(meta("answer_in_app")["ui"]["visibility"], json!(["app"]));
+
+        let resources = s.service.list_all_resources().await.unwrap();
+        assert_eq!(resources.len(), 1);
+        assert_eq!(resources[0].uri, "ui://questions/inbox");
+        assert_eq!(
+            resources[0].mime_type.as_deref(),
+            Some("text/html;profile=mcp-app")
+        );
+        let shown = s.ok("open_inbox", json!({})).await;
+        assert_eq!(shown["pending_count"], 2);
+
+        let read = s
+            .service
+            .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } = &read.contents[0]
+        else {
+            panic!("{read:?}");
+        };
+        assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
+        assert!(text.contains("Which database?") && text.contains("Project name?"));
+        assert!(text.contains("<style>") && text.contains("ui/initialize"));
+        assert!(!text.contains("/assets/"), "the app fetches nothing");
+        // The fingerprint the page's form sends back with the answer.
+        let at = text.find(&format!("id=\"q-{id}\"")).unwrap();
+        let from = text[at..].find("name=\"fingerprint\" value=\"").unwrap() + at + 26;
+        let fingerprint = text[from..from + text[from..].find('"').unwrap()].to_string();
+
+        let done = s
+            .ok(
+                "answer_in_app",
+                json!({"id": id, "action": "answer", "select": ["SQLite"], "fingerprint": fingerprint}),
+            )
+            .await;
+        assert_eq!(done["status"], "answered", "{done}");
+        assert_eq!(done["channel"], "mcp-app");
+        // A page showing another question under that id is refused.
+        let stale = s
+            .fails(
+                "answer_in_app",
+                json!({"id": other, "action": "answer", "answer": "ledger", "fingerprint": "0000"}),
+            )
+            .await;
+        assert_eq!(stale["error_code"], "conflict", "{stale}");
+        let declined = s
+            .fails("answer_in_app", json!({"id": other, "action": "decline"}))
+            .await;
+        assert_eq!(declined["error_code"], "usage", "{declined}");
+        s.service.cancel().await.unwrap();
+    });
+    let q = ledger.question(id);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["channel"], "mcp-app");
+    assert_eq!(q["answered_by"], "mcp:app-host");
+    assert_eq!(ledger.question(other)["status"], "pending");
+}
