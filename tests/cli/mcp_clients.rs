@@ -9,13 +9,13 @@ use serde_json::{json, Value};
 
 use crate::common::{Ledger, BIN};
 
-fn clients() -> PathBuf {
+pub(crate) fn clients() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-clients")
 }
 
 /// The client at `path`, or None (and a word on stderr) when `scripts/mcp-clients` has not
 /// installed it; under CI every client is required.
-fn client(path: PathBuf) -> Option<PathBuf> {
+pub(crate) fn client(path: PathBuf) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
