@@ -1587,140 +1587,146 @@ fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
     assert_eq!(ledger.question(other)["status"], "pending");
 }
 
-/// The in-chat inbox in a real host: headless Chromium runs the MCP Apps extension's own
-/// host library (AppBridge, from npm), which shows the app's resource in a sandboxed frame;
-/// its tool calls are relayed to `questions mcp` by this client. A click in the frame
-/// records the answer, with channel `mcp-app`, within a second.
-#[test]
-fn a_click_in_the_app_s_frame_records_the_answer() {
-    use fantoccini::Locator;
-    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
-    let Some(bundle) =
-        crate::mcp_clients::client(crate::mcp_clients::clients().join("apps-host.bundle.js"))
-    else {
-        return;
-    };
-    let ledger = Ledger::new();
-    let id = ledger.log_with(
-        "design",
-        "Which database?",
-        &["--option", "PostgreSQL", "--option", "SQLite"],
-    );
-    let host = ledger.dir.path().join("host.html");
-    std::fs::write(
-        &host,
-        format!(
-            "<!doctype html><html><body><script>{}</script></body></html>",
-            std::fs::read_to_string(bundle).unwrap()
-        ),
-    )
-    .unwrap();
-    let l = &ledger;
-    crate::browser::with_browser(true, |c| async move {
-        let s = connect(l, Client::new("apps-host")).await;
-        let read = s
-            .service
-            .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))
+/// Chromium's: skipped with the browser tests where it is not installed.
+mod browser {
+    use super::*;
+
+    /// The in-chat inbox in a real host: headless Chromium runs the MCP Apps extension's own
+    /// host library (AppBridge, from npm), which shows the app's resource in a sandboxed frame;
+    /// its tool calls are relayed to `questions mcp` by this client. A click in the frame
+    /// records the answer, with channel `mcp-app`, within a second.
+    #[test]
+    fn a_click_in_the_app_s_frame_records_the_answer() {
+        use fantoccini::Locator;
+        use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+        let Some(bundle) =
+            crate::mcp_clients::client(crate::mcp_clients::clients().join("apps-host.bundle.js"))
+        else {
+            return;
+        };
+        let ledger = Ledger::new();
+        let id = ledger.log_with(
+            "design",
+            "Which database?",
+            &["--option", "PostgreSQL", "--option", "SQLite"],
+        );
+        let host = ledger.dir.path().join("host.html");
+        std::fs::write(
+            &host,
+            format!(
+                "<!doctype html><html><body><script>{}</script></body></html>",
+                std::fs::read_to_string(bundle).unwrap()
+            ),
+        )
+        .unwrap();
+        let l = &ledger;
+        crate::browser::with_browser(true, |c| async move {
+            let s = connect(l, Client::new("apps-host")).await;
+            let read = s
+                .service
+                .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))
+                .await
+                .unwrap();
+            let ResourceContents::TextResourceContents { text: html, .. } = &read.contents[0]
+            else {
+                panic!("{read:?}");
+            };
+            c.goto(&format!("file://{}", host.display())).await.unwrap();
+            c.execute(
+                "window.startHost(arguments[0]); return true;",
+                vec![json!(html)],
+            )
             .await
             .unwrap();
-        let ResourceContents::TextResourceContents { text: html, .. } = &read.contents[0] else {
-            panic!("{read:?}");
-        };
-        c.goto(&format!("file://{}", host.display())).await.unwrap();
-        c.execute(
-            "window.startHost(arguments[0]); return true;",
-            vec![json!(html)],
-        )
-        .await
-        .unwrap();
-        crate::browser::eventually(Duration::from_secs(10), "the app initializes", || async {
-            c.execute("return window.hostReady === true;", vec![])
+            crate::browser::eventually(Duration::from_secs(10), "the app initializes", || async {
+                c.execute("return window.hostReady === true;", vec![])
+                    .await
+                    .unwrap()
+                    == json!(true)
+            })
+            .await;
+
+            // The person opens the question, picks SQLite and clicks Answer, in the frame.
+            c.enter_frame(0).await.unwrap();
+            c.execute(
+                "document.getElementById(arguments[0]).open = true; return true;",
+                vec![json!(format!("q-{id}"))],
+            )
+            .await
+            .unwrap();
+            c.find(Locator::Css(&format!("label[for='q{id}o1']")))
                 .await
                 .unwrap()
-                == json!(true)
-        })
-        .await;
-
-        // The person opens the question, picks SQLite and clicks Answer, in the frame.
-        c.enter_frame(0).await.unwrap();
-        c.execute(
-            "document.getElementById(arguments[0]).open = true; return true;",
-            vec![json!(format!("q-{id}"))],
-        )
-        .await
-        .unwrap();
-        c.find(Locator::Css(&format!("label[for='q{id}o1']")))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        c.find(Locator::Css(&format!("#q-{id} form.answer button.primary")))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let clicked = Instant::now();
-        c.enter_parent_frame().await.unwrap();
-
-        // The host hands each tool call to the client, which makes it on the server.
-        let mut relayed = 0;
-        let recorded = loop {
-            let calls = c
-                .execute(
-                    "return window.toolCalls.map(function (t) { return {name: t.name, arguments: t.arguments}; });",
-                    vec![],
-                )
+                .click()
                 .await
                 .unwrap();
-            let calls = calls.as_array().unwrap().clone();
-            for (n, call) in calls.iter().enumerate().skip(relayed) {
-                assert_eq!(call["name"], "answer_in_app", "{call}");
-                let result = s
-                    .call(call["name"].as_str().unwrap(), call["arguments"].clone())
+            c.find(Locator::Css(&format!("#q-{id} form.answer button.primary")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            let clicked = Instant::now();
+            c.enter_parent_frame().await.unwrap();
+
+            // The host hands each tool call to the client, which makes it on the server.
+            let mut relayed = 0;
+            let recorded = loop {
+                let calls = c
+                    .execute(
+                        "return window.toolCalls.map(function (t) { return {name: t.name, arguments: t.arguments}; });",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let calls = calls.as_array().unwrap().clone();
+                for (n, call) in calls.iter().enumerate().skip(relayed) {
+                    assert_eq!(call["name"], "answer_in_app", "{call}");
+                    let result = s
+                        .call(call["name"].as_str().unwrap(), call["arguments"].clone())
+                        .await;
+                    let result = serde_json::to_value(&result).unwrap();
+                    c.execute(
+                        "window.toolCalls[arguments[0]].resolve(arguments[1]); return true;",
+                        vec![json!(n), result],
+                    )
+                    .await
+                    .unwrap();
+                    relayed = n + 1;
+                }
+                let answered = s
+                    .ok(
+                        "wait_for_answers",
+                        json!({"ids": [id], "timeout_seconds": 0}),
+                    )
                     .await;
-                let result = serde_json::to_value(&result).unwrap();
-                c.execute(
-                    "window.toolCalls[arguments[0]].resolve(arguments[1]); return true;",
-                    vec![json!(n), result],
-                )
-                .await
-                .unwrap();
-                relayed = n + 1;
-            }
-            let answered = s
-                .ok(
-                    "wait_for_answers",
-                    json!({"ids": [id], "timeout_seconds": 0}),
-                )
-                .await;
-            if answered["settled"] == true {
-                break clicked.elapsed();
-            }
+                if answered["settled"] == true {
+                    break clicked.elapsed();
+                }
+                assert!(
+                    clicked.elapsed() < Duration::from_secs(10),
+                    "never recorded"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            eprintln!("the click was recorded after {recorded:?}");
             assert!(
-                clicked.elapsed() < Duration::from_secs(10),
-                "never recorded"
+                recorded < Duration::from_millis(1500),
+                "recorded after {recorded:?}"
             );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        eprintln!("the click was recorded after {recorded:?}");
-        assert!(
-            recorded < Duration::from_millis(1500),
-            "recorded after {recorded:?}"
-        );
-        assert_eq!(relayed, 1);
-        // The frame says so.
-        c.enter_frame(0).await.unwrap();
-        crate::browser::eventually(Duration::from_secs(5), "the frame shows it", || async {
-            crate::browser::present(&c, &format!("#q-{id}.settled")).await
-        })
-        .await;
-        c.enter_parent_frame().await.unwrap();
-        s.service.cancel().await.unwrap();
-    });
-    let q = ledger.question(id);
-    assert_eq!(q["answer"], "SQLite", "{q}");
-    assert_eq!(q["channel"], "mcp-app");
-    assert_eq!(q["answered_by"], "mcp:apps-host");
+            assert_eq!(relayed, 1);
+            // The frame says so.
+            c.enter_frame(0).await.unwrap();
+            crate::browser::eventually(Duration::from_secs(5), "the frame shows it", || async {
+                crate::browser::present(&c, &format!("#q-{id}.settled")).await
+            })
+            .await;
+            c.enter_parent_frame().await.unwrap();
+            s.service.cancel().await.unwrap();
+        });
+        let q = ledger.question(id);
+        assert_eq!(q["answer"], "SQLite", "{q}");
+        assert_eq!(q["channel"], "mcp-app");
+        assert_eq!(q["answered_by"], "mcp:apps-host");
+    }
 }
