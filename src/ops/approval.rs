@@ -104,6 +104,20 @@ pub fn make_approval(
     Ok(())
 }
 
+/// Who may vote now on each approval among `questions`, by id.
+pub(super) fn voters<'q>(
+    tx: &Tx,
+    questions: impl Iterator<Item = &'q Question>,
+) -> Result<std::collections::HashMap<i64, BTreeSet<String>>> {
+    let mut out = std::collections::HashMap::new();
+    for q in questions {
+        if let Some(a) = &q.approval {
+            out.insert(q.id, a.eligible(&groups_of(tx, q)?));
+        }
+    }
+    Ok(out)
+}
+
 /// The members of the groups `q`'s approval names.
 fn groups_of(tx: &Tx, q: &Question) -> Result<Groups> {
     match &q.approval {

@@ -987,6 +987,95 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
 }
 
 #[test]
+fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    l.ok(["group", "add", "leads", "dave"]);
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,group:leads",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(
+        &l,
+        &format!(
+            "alice {ALICE_TOKEN}\nbob {BOB_TOKEN}\ncarol carol-token-0123456789\n\
+             dave dave-token-0123456789\n"
+        ),
+        0o600,
+    );
+    let served = Served::start(&l, &["--users", &users]);
+    let page_for = |token: &str| {
+        let auth = format!("Authorization: Bearer {token}");
+        let page = served.request("GET", "/", &[&auth, "Accept: text/html"], "");
+        assert_eq!(page.status, 200);
+        assert!(page.body.contains("Approval: 0 of 1"), "{}", page.body);
+        page.body
+    };
+    let buttons = format!("action=\"/q/{id}/approve\"");
+    // An approver named in person, and one through a group: the form.
+    for token in [ALICE_TOKEN, "dave-token-0123456789"] {
+        let body = page_for(token);
+        assert!(body.contains(&buttons), "{body}");
+        assert!(!body.contains("class=\"no-vote\""), "{body}");
+    }
+    // The requester, someone who is no approver, and the server's own token: no form,
+    // and the reason in its place.
+    for (token, why) in [
+        (
+            "carol-token-0123456789",
+            "You (carol) asked for this approval",
+        ),
+        (
+            BOB_TOKEN,
+            "You (bob) are not among its approvers: alice, group:leads.",
+        ),
+        (crate::serve::TOKEN, "A vote needs your own token"),
+    ] {
+        let body = page_for(token);
+        assert!(!body.contains(&buttons), "{body}");
+        assert!(!body.contains(&format!("/q/{id}/reject")), "{body}");
+        assert!(body.contains(why), "{why}: {body}");
+    }
+    // Someone leaves the group: the page stops offering them the vote.
+    l.ok(["group", "remove", "leads", "dave"]);
+    assert!(!page_for("dave-token-0123456789").contains(&buttons));
+
+    // A vote names what it was shown, as an answer does: another text is a conflict.
+    let approve = format!("/api/questions/{id}/approve");
+    let (status, body) = vote_as(
+        &served,
+        ALICE_TOKEN,
+        &approve,
+        serde_json::json!({"question": "Drop the database?"}),
+    );
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (409, Some("conflict"))
+    );
+    // An inbox for another stage takes no vote on this one, by the API or the form.
+    let other = Served::start(&l, &["--users", &users, "--stage", "docs"]);
+    let (status, _) = vote_as(&other, ALICE_TOKEN, &approve, serde_json::json!({}));
+    assert_eq!(status, 404);
+    let alice = format!("Authorization: Bearer {ALICE_TOKEN}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let voted = other.request("POST", &format!("/q/{id}/approve"), &[&alice, form], "");
+    assert_eq!(voted.status, 404, "{voted:?}");
+    assert_eq!(l.question(id)["approval"]["votes"], serde_json::json!([]));
+}
+
+#[test]
 fn render_leaves_approvals_to_their_approvers() {
     let l = Ledger::new();
     let plain = l.log("deploy", "Release notes?");
