@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::strings;
 use crate::model::{Event, EventKind, OnExpiry, Question};
+use crate::strings;
 
 /// Escapes text for HTML content and for double-quoted attribute values.
 pub fn esc(text: &str) -> String {

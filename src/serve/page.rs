@@ -11,13 +11,13 @@ use serde::Deserialize;
 
 use super::api::{self, Change};
 use super::html::{self, Flash};
-use super::strings;
 use super::votes::Person;
 use super::App;
 use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::model::AnswerInput;
 use crate::ops;
+use crate::strings;
 
 const CSS: &str = include_str!("assets/inbox.css");
 const JS: &str = include_str!("assets/inbox.js");

@@ -11,11 +11,11 @@ use axum::response::Response;
 use axum::Extension;
 
 use super::api;
-use super::strings;
 use super::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{Ballot, Channel, Verdict};
 use crate::ops;
+use crate::strings;
 
 /// Who made a request: the person whose token it carried; none for the server's token.
 #[derive(Debug, Clone)]

@@ -1,4 +1,5 @@
-//! Every text the inbox itself shows, in one place: a translation is a copy of this file.
+//! Every text the inbox and the terminal prompts show, in one place: a translation is a
+//! copy of this file.
 //! The page's script takes its few words from the page (`data-strings`), built from here.
 
 pub const TITLE: &str = "Questions";

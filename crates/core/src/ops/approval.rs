@@ -97,7 +97,7 @@ pub fn make_approval(
         return Err(Error::usage(format!(
             "\"{}\" cannot be an approval: an approval is required, offers no options and \
              proposes nothing (its answers are votes); ingest it without --approval",
-            crate::output::sanitize(&new.question, false)
+            crate::formats::sanitize(&new.question, false)
         )));
     }
     new.approval = Some(approval.clone());
