@@ -516,6 +516,7 @@ fn approval_output_matches_the_schemas() {
 }
 
 /// A `--users` file only its owner may read.
+#[cfg(feature = "serve")]
 fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = l.dir.path().join("users");
@@ -524,10 +525,13 @@ fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
     path.to_str().unwrap().to_string()
 }
 
+#[cfg(feature = "serve")]
 const ALICE_TOKEN: &str = "alice-token-0123456789";
+#[cfg(feature = "serve")]
 const BOB_TOKEN: &str = "bob-token-0123456789ab";
 
 /// An API call with a person's own token.
+#[cfg(feature = "serve")]
 fn vote_as(served: &crate::serve::Served, token: &str, path: &str, body: Value) -> (u16, Value) {
     let bearer = format!("Authorization: Bearer {token}");
     let reply = served.request(
@@ -540,6 +544,7 @@ fn vote_as(served: &crate::serve::Served, token: &str, path: &str, body: Value) 
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn through_serve_each_token_votes_as_its_person() {
     use crate::serve::Served;
     let l = Ledger::new();
@@ -631,6 +636,7 @@ fn through_serve_each_token_votes_as_its_person() {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
     let l = Ledger::new();
     for (text, mode) in [
@@ -650,6 +656,7 @@ fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
 
 /// One tool call to `questions mcp` (started with `more` flags, as the user `user`) over
 /// raw JSON-RPC on stdio: the tool's result.
+#[cfg(feature = "mcp")]
 fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> Value {
     use std::io::{BufRead, BufReader, Write};
     let mut child = std::process::Command::new(BIN)
@@ -692,6 +699,7 @@ fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> V
 }
 
 #[test]
+#[cfg(feature = "mcp")]
 fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
     let l = Ledger::new();
     // An agent asks for an approval: it is requested by the server's user, carol.
@@ -865,6 +873,7 @@ fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection()
 }
 
 #[test]
+#[cfg(feature = "watch")]
 fn watch_delivers_each_vote_and_the_settlement() {
     if roles_unavailable() {
         return;
@@ -916,6 +925,7 @@ fn watch_delivers_each_vote_and_the_settlement() {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person() {
     use crate::serve::Served;
     let l = Ledger::new();
@@ -987,6 +997,7 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
     use crate::serve::Served;
     let l = Ledger::new();
