@@ -23,6 +23,9 @@ pub fn page(ledger: &mut Ledger) -> Result<String> {
         ledger: inbox.ledger.as_deref(),
         stage: None,
         questions: &inbox.questions,
+        // No person's token: votes are not cast inside the chat.
+        person: None,
+        voters: &inbox.voters,
         flash: None,
     });
     Ok(body
