@@ -1437,6 +1437,40 @@ fn task_in(era: Era) {
         assert_eq!(doc["outcomes"][q[0].to_string()]["answer"], "A blog");
         assert_eq!(doc["outcomes"][q[1].to_string()]["answer"], "Small");
 
+        // ask_questions with a wait is a task too, whose result is ask_questions' own.
+        let started = s
+            .service
+            .call_tool_once(params(
+                "ask_questions",
+                json!({"stage": "later", "questions": [{"question": "Name?"}], "wait_seconds": 3600}),
+            ))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = started else {
+            panic!("{era:?}: {started:?}");
+        };
+        let (db, dir) = (ledger.db(), ledger.dir.path().to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = bare_command(&dir);
+            cmd.arg("--db")
+                .arg(&db)
+                .args(["answer", "--id", "3", "--answer", "ledger"]);
+            assert_eq!(finish(cmd).code, 0);
+        })
+        .await
+        .unwrap();
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(created.task.task_id.clone()))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&got).unwrap();
+        let doc = &wire["result"]["structuredContent"];
+        assert_valid(&s.output_schemas["ask_questions"], doc, "the task's result");
+        assert_eq!(doc["created_ids"], json!([3]), "{wire}");
+        assert_eq!(doc["outcomes"]["3"]["answer"], "ledger", "{wire}");
+
         // An unknown task is an error, and the server goes on serving.
         let unknown = s
             .service
