@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{self, QuestionOption, Status};
+use crate::ops::Procedure;
 
 /// Where `serve` listens unless `--bind` says otherwise.
 const DEFAULT_BIND: &str = "127.0.0.1:8466";
@@ -69,8 +70,6 @@ pub fn version_json(args: &[OsString]) -> Option<serde_json::Value> {
         .ok()
         .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
     Some(serde_json::json!({
-        "ok": true,
-        "procedure": "version",
         "name": "questions",
         "version": env!("CARGO_PKG_VERSION"),
         "commit": env!("QUESTIONS_COMMIT"),
@@ -258,65 +257,36 @@ pub enum Command {
 }
 
 impl Command {
-    pub const NAMES: &'static [&'static str] = &[
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "decline",
-        "events",
-        "watch",
-        "serve",
-        "approve",
-        "reject",
-        "group",
-        "completions",
-        "man",
-        "mcp",
-        "hook",
-        "init",
-    ];
-
-    pub fn name(&self) -> &'static str {
+    /// The procedure its documents name.
+    pub fn procedure(&self) -> Procedure {
         match self {
-            Command::Log(_) => "log",
-            Command::Answer(_) => "answer",
-            Command::Skip(_) => "skip",
-            Command::List(_) => "list",
-            Command::Check(_) => "check",
-            Command::Clear(_) => "clear",
-            Command::Reset(_) => "reset",
-            Command::History(_) => "history",
-            Command::Ingest(_) => "ingest",
-            Command::Render(_) => "render",
-            Command::Import(_) => "import",
-            Command::Answers(_) => "answers",
-            Command::AcceptDefaults(_) => "accept-defaults",
-            Command::Ask(_) => "ask",
-            Command::Info => "info",
-            Command::Decline(_) => "decline",
-            Command::Events(_) => "events",
-            Command::Watch(_) => "watch",
-            Command::Serve(_) => "serve",
-            Command::Approve(_) => "approve",
-            Command::Reject(_) => "reject",
-            Command::Group(_) => "group",
-            Command::Completions(_) => "completions",
-            Command::Man => "man",
-            Command::Mcp(_) => "mcp",
-            Command::Hook(_) => "hook",
-            Command::Init(_) => "init",
+            Command::Log(_) => Procedure::Log,
+            Command::Answer(_) => Procedure::Answer,
+            Command::Skip(_) => Procedure::Skip,
+            Command::List(_) => Procedure::List,
+            Command::Check(_) => Procedure::Check,
+            Command::Clear(_) => Procedure::Clear,
+            Command::Reset(_) => Procedure::Reset,
+            Command::History(_) => Procedure::History,
+            Command::Ingest(_) => Procedure::Ingest,
+            Command::Render(_) => Procedure::Render,
+            Command::Import(_) => Procedure::Import,
+            Command::Answers(_) => Procedure::Answers,
+            Command::AcceptDefaults(_) => Procedure::AcceptDefaults,
+            Command::Ask(_) => Procedure::Ask,
+            Command::Info => Procedure::Info,
+            Command::Decline(_) => Procedure::Decline,
+            Command::Events(_) => Procedure::Events,
+            Command::Watch(_) => Procedure::Watch,
+            Command::Serve(_) => Procedure::Serve,
+            Command::Approve(_) => Procedure::Approve,
+            Command::Reject(_) => Procedure::Reject,
+            Command::Group(_) => Procedure::Group,
+            Command::Completions(_) => Procedure::Completions,
+            Command::Man => Procedure::Man,
+            Command::Mcp(_) => Procedure::Mcp,
+            Command::Hook(_) => Procedure::Hook,
+            Command::Init(_) => Procedure::Init,
         }
     }
 }
@@ -1033,9 +1003,15 @@ mod tests {
             .get_subcommands()
             .map(|c| c.get_name().to_string())
             .collect();
-        let mut listed: Vec<String> = Command::NAMES.iter().map(|n| n.to_string()).collect();
+        let mut listed: Vec<String> = Procedure::COMMANDS
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         defined.sort();
         listed.sort();
-        assert_eq!(listed, defined, "Command::NAMES must list every command");
+        assert_eq!(
+            listed, defined,
+            "Procedure::COMMANDS must list every command"
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 mod approval;
 mod change;
+mod envelope;
 mod gate;
 mod interop;
 
@@ -14,6 +15,7 @@ pub use change::{
     record_delivery, skip, Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded,
     Recorded, Shown, Together,
 };
+pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
