@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{self, QuestionOption, Status};
+use crate::model::{self, OnExpiry, QuestionOption, Status, Vocabulary};
 use crate::ops::Procedure;
 
 /// Where `serve` listens unless `--bind` says otherwise.
@@ -512,27 +512,16 @@ pub struct ExpiryArgs {
     /// What happens then: keep it pending (check says so), answer it with its proposed
     /// value (default), or skip it (skip); an approval: keep or reject; recorded as
     /// channel "expiry", by nobody
-    #[arg(long, value_enum, default_value = "keep", requires = "expires_in")]
-    pub on_expiry: OnExpiryArg,
+    #[arg(long, value_parser = vocabulary::<OnExpiry>(), default_value = "keep", requires = "expires_in")]
+    pub on_expiry: OnExpiry,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnExpiryArg {
-    Keep,
-    Default,
-    Skip,
-    Reject,
-}
-
-impl From<OnExpiryArg> for model::OnExpiry {
-    fn from(a: OnExpiryArg) -> model::OnExpiry {
-        match a {
-            OnExpiryArg::Keep => model::OnExpiry::Keep,
-            OnExpiryArg::Default => model::OnExpiry::Default,
-            OnExpiryArg::Skip => model::OnExpiry::Skip,
-            OnExpiryArg::Reject => model::OnExpiry::Reject,
-        }
-    }
+/// A value parser for one of the core's vocabularies: the names it accepts, lists in its
+/// help and names in its errors are the core's own.
+fn vocabulary<T: Vocabulary + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::names())
+        .map(|name| T::parse(&name).expect("one of the vocabulary's own names"))
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -632,31 +621,13 @@ fn event_kinds(text: &str) -> Result<EventKinds, String> {
             Some(kind) => kinds.push(kind),
             None => {
                 return Err(format!(
-                    "'{part}' is not an event: logged, answered, reanswered, skipped, declined, expired, cleared, imported, defaulted, voted, refused, approved, rejected or group"
+                    "'{part}' is not an event: {}",
+                    model::EventKind::names().join(", ")
                 ))
             }
         }
     }
     Ok(EventKinds(kinds))
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StatusArg {
-    Pending,
-    Answered,
-    Skipped,
-    Declined,
-}
-
-impl From<StatusArg> for Status {
-    fn from(s: StatusArg) -> Status {
-        match s {
-            StatusArg::Pending => Status::Pending,
-            StatusArg::Answered => Status::Answered,
-            StatusArg::Skipped => Status::Skipped,
-            StatusArg::Declined => Status::Declined,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -677,8 +648,8 @@ pub struct ListArgs {
     /// Only questions of this stage
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
-    #[arg(long, value_enum)]
-    pub status: Option<StatusArg>,
+    #[arg(long, value_parser = vocabulary::<Status>())]
+    pub status: Option<Status>,
     /// Only questions of this group
     #[arg(long, allow_hyphen_values = true)]
     pub group: Option<String>,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::App;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{AnswerInput, Question, Status};
+use crate::model::{AnswerInput, Question, Status, Vocabulary};
 use crate::ops::{self, Procedure};
 use crate::store::Filter;
 
@@ -56,15 +56,8 @@ pub struct ListQuery {
 }
 
 pub fn parse_status(text: &str) -> Result<Status> {
-    match text.trim() {
-        "pending" => Ok(Status::Pending),
-        "answered" => Ok(Status::Answered),
-        "skipped" => Ok(Status::Skipped),
-        "declined" => Ok(Status::Declined),
-        other => Err(Error::usage(format!(
-            "status '{other}' is not one of pending, answered, skipped, declined"
-        ))),
-    }
+    let text = text.trim();
+    Status::parse(text).ok_or_else(|| Error::usage(Status::not_one(text)))
 }
 
 /// The stage a request may see: the one asked for, within the server's `--stage`.
