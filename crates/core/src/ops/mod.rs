@@ -6,6 +6,7 @@
 mod approval;
 mod change;
 mod envelope;
+mod follow;
 mod gate;
 mod interop;
 
@@ -16,6 +17,7 @@ pub use change::{
     Recorded, Shown, Together,
 };
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
+pub use follow::{follow, Seen, Step};
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
