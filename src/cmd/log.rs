@@ -12,7 +12,7 @@ pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,
-        on_expiry: args.expiry.on_expiry.into(),
+        on_expiry: args.expiry.on_expiry,
     };
     let approval = approval(ledger, &args)?;
     let mut new = new_question(args)?;

@@ -108,7 +108,12 @@ pub fn look(
         // Its questions are gone (the ledger was reset): the task ends with the tool's
         // failure, as the call would have.
         Err(e) if matches!(e.code, crate::error::ErrorCode::NotFound) => {
-            let body = crate::output::failure_body(Some(task.tool.as_str()), &e);
+            let procedure = match task.tool.as_str() {
+                "ask_questions" => ops::Procedure::AskQuestions,
+                _ => ops::Procedure::WaitForAnswers,
+            };
+            let body = serde_json::to_value(ops::failure(Some(procedure), &e))
+                .map_err(|e| Error::db(e.to_string()))?;
             let result = serde_json::to_string(&CallToolResult::structured_error(body))
                 .map_err(|e| Error::db(e.to_string()))?;
             ("completed", Some(result))

@@ -37,7 +37,7 @@ use crate::model::{
     proposed_or_recommended, tidy_options, Channel, NewQuestion, OnExpiry, Question,
     QuestionOption, Source, Status,
 };
-use crate::ops::{self, Caller, CheckRequest, Wait};
+use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
 use crate::store::{Filter, Location};
 
 /// The key of the form among an "input required" result's requests (and of the person's
@@ -341,21 +341,19 @@ pub struct Waited {
 /// A tool's failure. Its `procedure` is the one its success would name: the command whose
 /// document a tool returns (`check`, `list`, `answers`, `import`), else the tool's own name
 /// (`ask_questions`, `wait_for_answers`), so one call never names two procedures.
-fn failure(procedure: &str, err: &Error) -> CallToolResult {
-    crate::output::note(&format!("{procedure}: error: {}", err.message));
-    CallToolResult::structured_error(crate::output::failure_body(Some(procedure), err))
+fn failure(procedure: Procedure, err: &Error) -> CallToolResult {
+    crate::output::note(&format!("{}: error: {}", procedure.as_str(), err.message));
+    let body = ops::failure(Some(procedure), err);
+    CallToolResult::structured_error(serde_json::to_value(body).unwrap_or(Value::Null))
 }
 
-/// A result in the contract's envelope: `ok`, `procedure`, then the result's own keys.
-fn document(ok: bool, procedure: &str, result: &impl Serialize) -> Result<CallToolResult> {
-    let mut body = serde_json::Map::new();
-    body.insert("ok".into(), Value::Bool(ok));
-    body.insert("procedure".into(), Value::String(procedure.into()));
-    match serde_json::to_value(result).map_err(|e| Error::db(e.to_string()))? {
-        Value::Object(fields) => body.extend(fields),
-        other => return Err(Error::db(format!("not a document: {other}"))),
+/// A result in the contract's envelope (see `ops::document`).
+fn document(ok: bool, procedure: Procedure, result: &impl Serialize) -> Result<CallToolResult> {
+    match serde_json::to_value(ops::document(ok, procedure, result)) {
+        Ok(body @ Value::Object(_)) => Ok(CallToolResult::structured(body)),
+        Ok(other) => Err(Error::db(format!("not a document: {other}"))),
+        Err(e) => Err(Error::db(e.to_string())),
     }
-    Ok(CallToolResult::structured(Value::Object(body)))
 }
 
 /// The output schema of a tool that returns a command's document: the command's own
@@ -1179,7 +1177,7 @@ impl Server {
     ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let round = state.map(|s| (s, replies));
         let run = async { self.ask(input.read()?, round, &context).await };
-        run.await.map_err(|e| failure("ask_questions", &e))
+        run.await.map_err(|e| failure(Procedure::AskQuestions, &e))
     }
 
     #[tool(
@@ -1247,7 +1245,8 @@ impl Server {
                 value,
             )))
         };
-        run.await.map_err(|e| failure("wait_for_answers", &e))
+        run.await
+            .map_err(|e| failure(Procedure::WaitForAnswers, &e))
     }
 
     #[tool(
@@ -1268,9 +1267,9 @@ impl Server {
                 wait: Wait::No,
             };
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
-            document(report.gate.passes(), "check", &report)
+            document(report.gate.passes(), Procedure::Check, &report)
         };
-        run.await.map_err(|e| failure("check", &e))
+        run.await.map_err(|e| failure(Procedure::Check, &e))
     }
 
     #[tool(
@@ -1306,14 +1305,14 @@ impl Server {
             let questions = blocking(self.location.clone(), move |l| ops::list(l, &filter)).await?;
             document(
                 true,
-                "list",
+                Procedure::List,
                 &Listed {
                     count: questions.len(),
                     questions,
                 },
             )
         };
-        run.await.map_err(|e| failure("list", &e))
+        run.await.map_err(|e| failure(Procedure::List, &e))
     }
 
     #[tool(
@@ -1328,9 +1327,9 @@ impl Server {
         let run = async {
             let stage = non_blank(&input.read()?.stage, "stage")?;
             let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
-            document(true, "answers", &report)
+            document(true, Procedure::Answers, &report)
         };
-        run.await.map_err(|e| failure("answers", &e))
+        run.await.map_err(|e| failure(Procedure::Answers, &e))
     }
 
     #[tool(
@@ -1352,9 +1351,9 @@ impl Server {
                 ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
             })
             .await?;
-            document(true, "import", &imported)
+            document(true, Procedure::Import, &imported)
         };
-        run.await.map_err(|e| failure("import", &e))
+        run.await.map_err(|e| failure(Procedure::Import, &e))
     }
 }
 
@@ -1438,7 +1437,7 @@ impl Server {
                 value,
             )))
         };
-        run.await.map_err(|e| failure("open_inbox", &e))
+        run.await.map_err(|e| failure(Procedure::OpenInbox, &e))
     }
 
     #[tool(
@@ -1476,7 +1475,7 @@ impl Server {
                 value,
             )))
         };
-        run.await.map_err(|e| failure("answer_in_app", &e))
+        run.await.map_err(|e| failure(Procedure::AnswerInApp, &e))
     }
 }
 
@@ -1537,9 +1536,9 @@ impl Server {
                 )
             })
             .await?;
-            document(true, "vote", &recorded)
+            document(true, Procedure::Vote, &recorded)
         };
-        run.await.map_err(|e| failure("vote", &e))
+        run.await.map_err(|e| failure(Procedure::Vote, &e))
     }
 }
 

@@ -267,12 +267,8 @@ impl Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({
-            "ok": false,
-            "procedure": "serve",
-            "error": self.message,
-            "error_code": "usage",
-        });
+        let err = crate::error::Error::usage(self.message);
+        let body = crate::ops::failure(Some(crate::ops::Procedure::Serve), &err);
         (self.status, axum::Json(body)).into_response()
     }
 }

@@ -196,11 +196,9 @@ async fn serve(
         _ => bound,
     };
     let stop = stop_signal()?;
-    let line = serde_json::json!({
-        "ok": true,
-        "procedure": "serve",
-        "url": format!("http://{shown}/?token={}", app.token),
-    });
+    let url = serde_json::json!({ "url": format!("http://{shown}/?token={}", app.token) });
+    let line = serde_json::to_string(&ops::document(true, ops::Procedure::Serve, &url))
+        .unwrap_or_default();
     crate::output::text_out(&format!("{line}\n"));
 
     accept(listener, router, stop, stop_tx).await;

@@ -14,7 +14,7 @@ use super::api;
 use super::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{Ballot, Channel, Verdict};
-use crate::ops;
+use crate::ops::{self, Procedure};
 use crate::strings;
 
 /// Who made a request: the person whose token it carried; none for the server's token.
@@ -126,7 +126,7 @@ async fn vote(
     id: i64,
     ballot: Result<Ballot>,
     body: &Bytes,
-    procedure: &str,
+    procedure: Procedure,
 ) -> Response {
     let done = match ballot.and_then(|b| Ok((b, api::shown_in(id, body)?))) {
         Ok((ballot, shown)) => cast(&app, &person, id, ballot, shown).await,
@@ -157,7 +157,7 @@ pub(crate) async fn approve(
         verdict: Verdict::Approve,
         comment,
     });
-    vote(app, person, id, ballot, &body, "approve").await
+    vote(app, person, id, ballot, &body, Procedure::Approve).await
 }
 
 /// `POST /api/questions/{id}/reject` `{"reason"}`.
@@ -176,7 +176,7 @@ pub(crate) async fn reject(
             "a rejection needs a \"reason\": why it must not go ahead",
         )),
     });
-    vote(app, person, id, ballot, &body, "reject").await
+    vote(app, person, id, ballot, &body, Procedure::Reject).await
 }
 
 /// Whether the person who opened the page may vote on an approval; when not, why
