@@ -1364,7 +1364,7 @@ mod vocabulary_tests {
         assert_eq!(Status::ALL.len(), 4);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 10);
+        assert_eq!(Channel::ALL.len(), 11);
         assert_eq!(EventKind::ALL.len(), 15);
     }
 }
