@@ -163,16 +163,6 @@ impl Source {
     }
 }
 
-impl From<crate::formats::Source> for Source {
-    fn from(format: crate::formats::Source) -> Source {
-        match format {
-            crate::formats::Source::Uwf => Source::Uwf,
-            crate::formats::Source::OpenQuestions => Source::OpenQuestions,
-            crate::formats::Source::AskUser => Source::AskUser,
-        }
-    }
-}
-
 /// A stage gate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
