@@ -2,6 +2,8 @@
 //!
 //! `run` is the one place where an outcome or an error becomes output and an exit code.
 
+#[cfg(any(feature = "mcp", feature = "serve"))]
+pub mod bridge;
 pub mod cli;
 pub mod cmd;
 pub mod hook;

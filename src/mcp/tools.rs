@@ -33,10 +33,7 @@ use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::ImportFormat;
-use crate::model::{
-    proposed_or_recommended, tidy_options, Channel, NewQuestion, OnExpiry, Question,
-    QuestionOption, Source, Status,
-};
+use crate::model::{Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status};
 use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
 use crate::store::{Filter, Location};
 
@@ -507,10 +504,6 @@ fn non_blank(text: &str, what: &str) -> Result<String> {
     Ok(trimmed.to_string())
 }
 
-fn blank_to_none(text: Option<String>) -> Option<String> {
-    text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
-}
-
 /// A question of `ask_questions`, checked as `log` checks its flags.
 fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Result<NewQuestion> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
@@ -533,7 +526,6 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
             })
         }
     };
-    let question = non_blank(&item.question, "the question").map_err(place)?;
     let options = item
         .options
         .unwrap_or_default()
@@ -555,39 +547,21 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
             },
         })
         .collect();
-    let options = tidy_options(options).map_err(place)?;
-    let multi_select = item.multi_select.unwrap_or(false);
-    let allow_freeform = item.allow_freeform.unwrap_or(true);
-    if options.is_empty() && (multi_select || !allow_freeform) {
-        return Err(place(Error::usage(
-            "multi_select and allow_freeform: false need options to choose from: add options",
-        )));
-    }
-    Ok(NewQuestion {
+    NewQuestion::build(Draft {
         stage: stage.to_string(),
-        group_name: blank_to_none(item.group),
-        question,
-        proposed: proposed_or_recommended(blank_to_none(item.proposed), &options),
+        group: item.group,
+        question: item.question,
+        proposed: item.proposed,
         required: item.required.unwrap_or(true),
-        header: blank_to_none(item.header),
-        context: blank_to_none(item.context),
+        header: item.header,
+        context: item.context,
         options,
-        multi_select,
-        allow_freeform,
+        multi_select: item.multi_select.unwrap_or(false),
+        allow_freeform: item.allow_freeform.unwrap_or(true),
         source: Source::AskUser,
-        expires_at: None,
-        on_expiry: OnExpiry::Keep,
         approval,
     })
-    .and_then(|new| {
-        let offers = !new.options.is_empty() || new.proposed.is_some() || !new.required;
-        if new.approval.is_some() && offers {
-            return Err(place(Error::usage(
-                "an approval is required and offers no options or proposed value: its answers are votes",
-            )));
-        }
-        Ok(new)
-    })
+    .map_err(place)
 }
 
 /// The client's name, from the session's handshake or, on a stateless session, from the

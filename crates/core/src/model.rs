@@ -166,16 +166,6 @@ impl Source {
     }
 }
 
-impl From<crate::formats::Source> for Source {
-    fn from(format: crate::formats::Source) -> Source {
-        match format {
-            crate::formats::Source::Uwf => Source::Uwf,
-            crate::formats::Source::OpenQuestions => Source::OpenQuestions,
-            crate::formats::Source::AskUser => Source::AskUser,
-        }
-    }
-}
-
 /// A stage gate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -675,7 +665,79 @@ pub enum Transition {
     },
 }
 
+/// A question as a front end read it (the command line's flags, an MCP call's arguments),
+/// before the model's rules make it one to log (`NewQuestion::build`).
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub stage: String,
+    pub group: Option<String>,
+    pub question: String,
+    pub proposed: Option<String>,
+    pub required: bool,
+    pub header: Option<String>,
+    pub context: Option<String>,
+    pub options: Vec<QuestionOption>,
+    pub multi_select: bool,
+    pub allow_freeform: bool,
+    pub source: Source,
+    pub approval: Option<Approval>,
+}
+
+/// What a refusal of a multi-select, or of a question with no free-form answer, tells a
+/// command-line user to do.
+const ADD_OPTIONS: &str = "add --option LABEL or --options-json";
+
 impl NewQuestion {
+    /// The rules every new question keeps, whoever asks it: a question text; blank
+    /// texts are none; option labels tidied (see `tidy_options`); a multi-select, or a
+    /// question that takes no free-form answer, has options to choose from; the proposed
+    /// value is its own, else the recommended option's; an approval is required and
+    /// offers no options or proposed value (its answers are votes). Refusals are
+    /// `usage` errors worded for every front end, with the command line's flags as hints.
+    pub fn build(d: Draft) -> Result<NewQuestion> {
+        let blank = |s: Option<String>| s.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        let question = d.question.trim().to_string();
+        if question.is_empty() {
+            return Err(Error::usage("the question is empty: give it a text"));
+        }
+        let options = tidy_options(d.options)?;
+        if options.is_empty() && d.multi_select {
+            return Err(
+                Error::usage("a multi-select question needs options to choose from")
+                    .with_flag_hint(ADD_OPTIONS),
+            );
+        }
+        if options.is_empty() && !d.allow_freeform {
+            return Err(Error::usage(
+                "a question that takes no free-form answer needs options to choose from",
+            )
+            .with_flag_hint(ADD_OPTIONS));
+        }
+        let proposed = proposed_or_recommended(blank(d.proposed), &options);
+        if d.approval.is_some() && (!options.is_empty() || proposed.is_some() || !d.required) {
+            return Err(Error::usage(
+                "an approval is required and offers no options or proposed value: its answers \
+                 are votes",
+            ));
+        }
+        Ok(NewQuestion {
+            stage: d.stage,
+            group_name: blank(d.group),
+            question,
+            proposed,
+            required: d.required,
+            header: blank(d.header),
+            context: blank(d.context),
+            options,
+            multi_select: d.multi_select,
+            allow_freeform: d.allow_freeform,
+            source: d.source,
+            expires_at: None,
+            on_expiry: OnExpiry::Keep,
+            approval: d.approval,
+        })
+    }
+
     /// The question as the ledger will hold it once logged at `now` (its id not known yet).
     pub fn as_logged(&self, now: &str) -> Question {
         Question {
