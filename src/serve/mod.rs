@@ -5,6 +5,7 @@
 //! a `Ledger` from a small pool on a blocking thread.
 
 mod api;
+mod escape;
 mod guard;
 mod html;
 mod markdown;
