@@ -6,6 +6,7 @@
 
 mod api;
 pub mod app;
+mod escape;
 mod guard;
 mod html;
 mod markdown;
