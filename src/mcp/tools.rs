@@ -717,7 +717,8 @@ impl Server {
 
     /// Reads the named questions until none is pending, `limit` runs out, or the client
     /// cancels; the last reading, and whether it timed out. The reading and waiting run on
-    /// a thread of their own (see `blocking`), which reports each count as it goes.
+    /// a blocking thread (see `blocking`, `ops::follow`), which reports each count as it
+    /// goes.
     async fn wait(
         &self,
         stage: Option<String>,
@@ -725,70 +726,50 @@ impl Server {
         limit: Duration,
         context: &RequestContext<RoleServer>,
     ) -> Result<(Vec<Question>, bool)> {
-        enum Report {
-            Count(usize, usize),
-            Done(Result<(Vec<Question>, bool)>),
-        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let location = self.location.clone();
         let cancelled = context.ct.clone();
-        std::thread::Builder::new()
-            .name("questions-wait".into())
-            .spawn(move || {
-                let deadline = Instant::now() + limit;
-                let mut ledger = crate::store::Ledger::new(location);
-                let generation = ledger.generation();
-                let outcome = loop {
-                    let questions = match ops::named(&mut ledger, stage.as_deref(), ids.as_deref())
-                    {
-                        Ok(q) => q,
-                        Err(e) => break Err(e),
-                    };
-                    if ledger.generation() != generation {
-                        // A ledger reset meanwhile holds none of these questions any more.
-                        break Err(Error::conflict(
-                            "the ledger was reset or replaced while waiting: the questions \
-                             waited for are gone; log them again",
-                        ));
-                    }
-                    if questions.is_empty() {
-                        // A stage with no question: nothing will ever be answered there.
-                        break Err(Error::not_found(format!(
-                            "stage '{}' holds no question to wait for; ask_questions logs them",
-                            stage.as_deref().unwrap_or("")
-                        )));
-                    }
-                    let pending = questions
-                        .iter()
-                        .filter(|q| q.status == Status::Pending)
-                        .count();
-                    let total = questions.len();
-                    if tx.send(Report::Count(total - pending, total)).is_err() {
-                        return; // nobody is waiting any more
-                    }
-                    let now = Instant::now();
-                    if pending == 0 {
-                        break Ok((questions, false));
-                    }
-                    if now >= deadline || cancelled.is_cancelled() {
-                        break Ok((questions, true));
-                    }
-                    // A failed wait is only a shorter pause: the next read reports errors.
-                    let _ = ledger.wait_for_change((deadline - now).min(Duration::from_secs(1)));
-                };
-                let _ = tx.send(Report::Done(outcome));
+        let deadline = Instant::now() + limit;
+        let work = blocking(self.location.clone(), move |ledger| {
+            ops::follow(ledger, Some(deadline), Duration::from_secs(1), |ledger, seen| {
+                let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
+                if seen.replaced(ledger) {
+                    // A ledger reset meanwhile holds none of these questions any more.
+                    return Err(Error::conflict(
+                        "the ledger was reset or replaced while waiting: the questions \
+                         waited for are gone; log them again",
+                    ));
+                }
+                if questions.is_empty() {
+                    // A stage with no question: nothing will ever be answered there.
+                    return Err(Error::not_found(format!(
+                        "stage '{}' holds no question to wait for; ask_questions logs them",
+                        stage.as_deref().unwrap_or("")
+                    )));
+                }
+                let pending = questions
+                    .iter()
+                    .filter(|q| q.status == Status::Pending)
+                    .count();
+                let total = questions.len();
+                // Nobody listening any more (the call was dropped) ends the wait.
+                let gone = tx.send((total - pending, total)).is_err();
+                Ok(match pending {
+                    0 => ops::Step::Done((questions, false)),
+                    _ if gone || cancelled.is_cancelled() => ops::Step::Done((questions, true)),
+                    _ => ops::Step::Wait((questions, true)),
+                })
             })
-            .map_err(|e| Error::io(format!("cannot start a thread for the wait: {e}")))?;
+        });
+        tokio::pin!(work);
         let mut progress = Progress::new(context);
-        while let Some(report) = rx.recv().await {
-            match report {
-                Report::Count(settled, total) => progress.tell(settled, total).await,
-                Report::Done(outcome) => return outcome,
+        loop {
+            tokio::select! {
+                // Each count is told before the outcome that follows it.
+                biased;
+                Some((settled, total)) = rx.recv() => progress.tell(settled, total).await,
+                outcome = &mut work => return outcome,
             }
         }
-        Err(Error::db(
-            "internal error: the wait stopped before it finished",
-        ))
     }
 
     /// `ask_questions`: logs, puts the pending questions to the person (a form in the
