@@ -283,28 +283,28 @@ fn routes(app: Arc<App>) -> Router {
 /// question whose time ran out leaves the inbox without anyone looking.
 /// A ledger reset or replaced has another id (and its seqs start again): pages reload.
 fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) {
-    std::thread::spawn(move || {
+    std::thread::spawn(move || loop {
         let mut ledger = Ledger::new(location.clone());
-        loop {
-            let seen = ops::settle(&mut ledger)
-                .and_then(|_| Ok((ledger.id()?, ops::last_seq(&mut ledger)?)));
-            match seen {
-                Ok(last) => {
-                    seq.send_if_modified(|s| {
-                        let changed = *s != last;
-                        *s = last;
-                        changed
-                    });
-                    let _ = ledger.wait_for_change(Duration::from_secs(1));
-                }
-                Err(_) => {
-                    std::thread::sleep(Duration::from_secs(1));
-                    ledger = Ledger::new(location.clone());
-                }
-            }
-            if seq.is_closed() {
-                return;
-            }
+        let followed = ops::follow(&mut ledger, None, Duration::from_secs(1), |ledger, _| {
+            ops::settle(ledger)?;
+            let last = (ledger.id()?, ops::last_seq(ledger)?);
+            seq.send_if_modified(|s| {
+                let changed = *s != last;
+                *s = last;
+                changed
+            });
+            Ok(match seq.is_closed() {
+                true => ops::Step::Done(()),
+                false => ops::Step::Wait(()),
+            })
+        });
+        match followed {
+            Ok(()) => return,
+            // A ledger that cannot be read now is opened again in a moment.
+            Err(_) => std::thread::sleep(Duration::from_secs(1)),
+        }
+        if seq.is_closed() {
+            return;
         }
     });
 }
