@@ -33,7 +33,9 @@ use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::ImportFormat;
-use crate::model::{Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status};
+use crate::model::{
+    Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status, Vocabulary,
+};
 use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
 use crate::store::{Filter, Location};
 
@@ -191,13 +193,32 @@ pub struct CheckInput {
     ids: Option<Vec<i64>>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum StatusInput {
-    Pending,
-    Answered,
-    Skipped,
-    Declined,
+/// A value of one of the core's vocabularies, by its name: the names it takes, its
+/// schema's `enum` and its error are the core's (`Vocabulary`), not listed again here.
+#[derive(Debug, Clone, Copy)]
+pub struct Named<T>(T);
+
+impl<'de, T: Vocabulary> Deserialize<'de> for Named<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        T::parse(&name)
+            .map(Named)
+            .ok_or_else(|| serde::de::Error::custom(T::not_one(&name)))
+    }
+}
+
+impl<T: Vocabulary> JsonSchema for Named<T> {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed(T::WHAT)
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "enum": T::names() })
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -206,7 +227,7 @@ pub struct ListInput {
     /// Only questions of this stage.
     stage: Option<String>,
     /// Only questions with this status.
-    status: Option<StatusInput>,
+    status: Option<Named<Status>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -730,35 +751,40 @@ impl Server {
         let cancelled = context.ct.clone();
         let deadline = Instant::now() + limit;
         let work = blocking(self.location.clone(), move |ledger| {
-            ops::follow(ledger, Some(deadline), Duration::from_secs(1), |ledger, seen| {
-                let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
-                if seen.replaced(ledger) {
-                    // A ledger reset meanwhile holds none of these questions any more.
-                    return Err(Error::conflict(
-                        "the ledger was reset or replaced while waiting: the questions \
+            ops::follow(
+                ledger,
+                Some(deadline),
+                Duration::from_secs(1),
+                |ledger, seen| {
+                    let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
+                    if seen.replaced(ledger) {
+                        // A ledger reset meanwhile holds none of these questions any more.
+                        return Err(Error::conflict(
+                            "the ledger was reset or replaced while waiting: the questions \
                          waited for are gone; log them again",
-                    ));
-                }
-                if questions.is_empty() {
-                    // A stage with no question: nothing will ever be answered there.
-                    return Err(Error::not_found(format!(
-                        "stage '{}' holds no question to wait for; ask_questions logs them",
-                        stage.as_deref().unwrap_or("")
-                    )));
-                }
-                let pending = questions
-                    .iter()
-                    .filter(|q| q.status == Status::Pending)
-                    .count();
-                let total = questions.len();
-                // Nobody listening any more (the call was dropped) ends the wait.
-                let gone = tx.send((total - pending, total)).is_err();
-                Ok(match pending {
-                    0 => ops::Step::Done((questions, false)),
-                    _ if gone || cancelled.is_cancelled() => ops::Step::Done((questions, true)),
-                    _ => ops::Step::Wait((questions, true)),
-                })
-            })
+                        ));
+                    }
+                    if questions.is_empty() {
+                        // A stage with no question: nothing will ever be answered there.
+                        return Err(Error::not_found(format!(
+                            "stage '{}' holds no question to wait for; ask_questions logs them",
+                            stage.as_deref().unwrap_or("")
+                        )));
+                    }
+                    let pending = questions
+                        .iter()
+                        .filter(|q| q.status == Status::Pending)
+                        .count();
+                    let total = questions.len();
+                    // Nobody listening any more (the call was dropped) ends the wait.
+                    let gone = tx.send((total - pending, total)).is_err();
+                    Ok(match pending {
+                        0 => ops::Step::Done((questions, false)),
+                        _ if gone || cancelled.is_cancelled() => ops::Step::Done((questions, true)),
+                        _ => ops::Step::Wait((questions, true)),
+                    })
+                },
+            )
         });
         tokio::pin!(work);
         let mut progress = Progress::new(context);
@@ -1249,12 +1275,7 @@ impl Server {
                     .as_deref()
                     .map(|s| non_blank(s, "stage"))
                     .transpose()?,
-                status: input.status.map(|s| match s {
-                    StatusInput::Pending => Status::Pending,
-                    StatusInput::Answered => Status::Answered,
-                    StatusInput::Skipped => Status::Skipped,
-                    StatusInput::Declined => Status::Declined,
-                }),
+                status: input.status.map(|Named(s)| s),
                 ..Filter::default()
             };
             let questions = blocking(self.location.clone(), move |l| ops::list(l, &filter)).await?;
