@@ -235,29 +235,37 @@ pub fn finish(mut cmd: assert_cmd::Command) -> Run {
     }
 }
 
-/// Every key of the contract's question object.
-pub const QUESTION_KEYS: &[&str] = &[
-    "id",
-    "stage",
-    "group_name",
-    "question",
-    "proposed",
-    "required",
-    "status",
-    "answer",
-    "created_at",
-    "answered_at",
-    "updated_at",
-    "header",
-    "context",
-    "options",
-    "multi_select",
-    "allow_freeform",
-    "selected",
-    "was_custom",
-    "skip_reason",
-    "source",
-];
+/// Every key the contract's question object always carries: the `required` list of
+/// schema/question.json, so that a key added there is checked everywhere this is.
+pub fn question_keys() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(&text).expect("schema/question.json is JSON");
+    let keys: Vec<String> = schema["required"]
+        .as_array()
+        .expect("a required list in schema/question.json")
+        .iter()
+        .map(|k| k.as_str().expect("a key name").to_string())
+        .collect();
+    assert!(
+        keys.len() > 20,
+        "schema/question.json requires only {keys:?}"
+    );
+    keys
+}
+
+/// Every command the binary has, as its clap definition declares them (not `help`, which
+/// clap adds): a command added there is covered by the tests that walk this list.
+pub fn commands() -> Vec<String> {
+    use clap::CommandFactory;
+    let names: Vec<String> = questions::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|name| name != "help")
+        .collect();
+    assert!(names.len() > 10, "the clap definition lists only {names:?}");
+    names
+}
 
 /// A file under tests/fixtures.
 pub fn fixture(name: &str) -> String {

@@ -174,26 +174,8 @@ fn completions_and_the_man_page_come_from_the_command_definition() {
 #[test]
 fn every_command_help_has_a_real_example() {
     let l = Ledger::new();
-    for command in [
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "completions",
-        "man",
-    ] {
-        let help = l.run([command, "--help"]);
+    for command in commands() {
+        let help = l.run([command.as_str(), "--help"]);
         assert_eq!(help.code, 0, "{command}");
         assert!(
             help.stdout.contains(&format!("questions {command}")),

@@ -202,26 +202,9 @@ fn every_postgres_form_reaches_postgres_and_never_prints_its_password() {
 fn help_never_prints_the_password_in_questions_db() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("postgres://me:{PASSWORD}@127.0.0.1:1/ledger");
+    let names = commands();
     let mut commands: Vec<Vec<&str>> = vec![vec!["--help"], vec!["-h"]];
-    for name in [
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "completions",
-        "man",
-    ] {
+    for name in &names {
         commands.push(vec![name, "--help"]);
         commands.push(vec!["help", name]);
     }
