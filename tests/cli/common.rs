@@ -47,15 +47,74 @@ pub fn postgres_server() -> Option<String> {
         .filter(|u| !u.is_empty())
 }
 
-/// Tests of what only a file ledger has (its bytes, its mode, its path) return early
-/// on the PostgreSQL pass; they ran on the SQLite pass.
+/// A test that applies to one engine (or not through the pooler) says so in its name,
+/// and the passes it does not apply to skip it by that name, so that their output reports
+/// it filtered out rather than passed:
+///
+/// - `sqlite_only`: what only a file ledger has (its bytes, its mode, its path); the
+///   PostgreSQL passes run with `--skip sqlite_only`.
+/// - `postgres_only`: what only the PostgreSQL engine has; the SQLite pass runs with
+///   `--skip postgres_only`.
+/// - `unpooled`: what needs a direct connection to the server (its own refusals, TLS,
+///   roles); the PgBouncer pass runs with `--skip unpooled`.
+///
+/// Each such test starts with the macro of its tag. Run in a pass it does not apply to
+/// (the skip forgotten), it fails, saying which skip the pass needs: it never reports a
+/// pass for work it did not do.
+pub fn only(tag: &str, applies: bool, skip: &str) {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("main");
+    // libtest names each test's thread after the test; the name must carry the tag the
+    // passes skip by.
+    if name != "main" {
+        assert!(
+            name.contains(tag),
+            "{name} must carry `{tag}` in its name, for the passes that skip it"
+        );
+    }
+    if !applies {
+        panic!(
+            "{name} applies {skip}: this pass must skip it by name (`cargo test -- --skip {tag}`)"
+        );
+    }
+}
+
+/// Whether this pass goes through PgBouncer (scripts/with-postgres --pgbouncer).
+pub fn pooled() -> bool {
+    postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
+}
+
+/// The first line of a `sqlite_only` test.
 #[macro_export]
 macro_rules! sqlite_only {
     () => {
-        if $crate::common::postgres_server().is_some() {
-            eprintln!("a SQLite file test: run in the SQLite pass");
-            return;
-        }
+        $crate::common::only(
+            "sqlite_only",
+            $crate::common::postgres_server().is_none(),
+            "to SQLite only",
+        )
+    };
+}
+
+/// The first line of a `postgres_only` test: the admin URL of the server under test.
+#[macro_export]
+macro_rules! postgres_only {
+    () => {{
+        let server = $crate::common::postgres_server();
+        $crate::common::only("postgres_only", server.is_some(), "to PostgreSQL only");
+        server.unwrap()
+    }};
+}
+
+/// The first line of an `unpooled` test (after its engine's macro, if it has one).
+#[macro_export]
+macro_rules! unpooled {
+    () => {
+        $crate::common::only(
+            "unpooled",
+            !$crate::common::pooled(),
+            "to direct connections only, not through PgBouncer",
+        )
     };
 }
 

@@ -324,7 +324,7 @@ fn other_tools_and_events_are_left_alone() {
 }
 
 #[test]
-fn an_unreachable_ledger_fails_open() {
+fn sqlite_only_an_unreachable_ledger_fails_open() {
     crate::sqlite_only!();
     let l = Ledger::new();
     // Not a ledger: a file of other bytes.

@@ -10,7 +10,7 @@ fn reset_needs_yes() {
 }
 
 #[test]
-fn reset_deletes_the_ledger_and_its_companions_only() {
+fn sqlite_only_reset_deletes_the_ledger_and_its_companions_only() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
@@ -31,7 +31,7 @@ fn reset_deletes_the_ledger_and_its_companions_only() {
 }
 
 #[test]
-fn reset_works_on_a_damaged_ledger() {
+fn sqlite_only_reset_works_on_a_damaged_ledger() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let mut damaged = b"SQLite format 3\0".to_vec();
@@ -47,7 +47,7 @@ fn reset_works_on_a_damaged_ledger() {
 }
 
 #[test]
-fn reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
+fn sqlite_only_reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
     crate::sqlite_only!();
     let l = Ledger::new();
     for text in [
@@ -67,7 +67,7 @@ fn reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
 }
 
 #[test]
-fn reset_refuses_what_is_not_a_regular_file() {
+fn sqlite_only_reset_refuses_what_is_not_a_regular_file() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
@@ -114,11 +114,9 @@ fn reset_refuses_what_is_not_a_regular_file() {
 }
 
 #[test]
-fn reset_drops_a_database_ledger() {
+fn postgres_only_reset_drops_a_database_ledger() {
+    crate::postgres_only!();
     let l = Ledger::new();
-    if l.url.is_none() {
-        return; // the file case is the test above
-    }
     l.log("s", "q");
     let out = l.ok(["reset", "--yes"]);
     assert_eq!(out["procedure"], "reset");
@@ -162,7 +160,7 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
 }
 
 #[test]
-fn under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
+fn sqlite_only_under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "Start?");
