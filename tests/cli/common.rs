@@ -375,3 +375,54 @@ impl Ledger {
         finish(cmd)
     }
 }
+
+/// A point where a spawned call stops (`QUESTIONS_TEST_PAUSE`, debug builds only; the
+/// points are the `fault` calls in the source, and `wait` is where a waiting call
+/// (`check --wait`, `events --follow`, `watch`, a hook's wait) sleeps before it reads the
+/// ledger again). The call announces each arrival there; the test waits for that, not
+/// for time to pass.
+pub struct Pause {
+    go: PathBuf,
+    reached: PathBuf,
+    /// The value of `QUESTIONS_TEST_PAUSE` for the call.
+    pub env: String,
+}
+
+impl Pause {
+    pub fn new(dir: &Path, point: &str) -> Pause {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let go = dir.join(format!(
+            "go-{point}-{}",
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let reached = PathBuf::from(format!("{}.reached", go.display()));
+        let env = format!("{point}:{}", go.display());
+        Pause { go, reached, env }
+    }
+
+    /// Waits until the call has arrived at the point (30 s at most).
+    pub fn reached(&self) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.reached.exists() {
+            assert!(
+                std::time::Instant::now() < end,
+                "the call never reached {}",
+                self.env
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Lets the call go on, and not stop there again.
+    pub fn release(&self) {
+        std::fs::write(&self.go, b"").unwrap();
+    }
+
+    /// Waits until the call arrives at the point again after this: for `wait`, it has
+    /// read the ledger once more since.
+    pub fn again(&self) {
+        let _ = std::fs::remove_file(&self.reached);
+        self.reached();
+    }
+}

@@ -130,15 +130,12 @@ fn postgres_only_reset_drops_a_database_ledger() {
 fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
     let l = Ledger::new();
     l.log("s", "Before the reset?");
-    let go = l.dir.path().join("go");
     // A log that has opened the ledger and stops just before its write.
+    let write = Pause::new(l.dir.path(), "before-write");
     let waiting = std::process::Command::new(BIN)
         .current_dir(l.dir.path())
         .env("QUESTIONS_NOW", NOW)
-        .env(
-            "QUESTIONS_TEST_PAUSE",
-            format!("before-write:{}", go.display()),
-        )
+        .env("QUESTIONS_TEST_PAUSE", &write.env)
         .env_remove("QUESTIONS_DB")
         .arg("--db")
         .arg(l.db())
@@ -146,9 +143,9 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    write.reached();
     l.ok(["reset", "--yes"]);
-    std::fs::write(&go, b"").unwrap();
+    write.release();
     let out = waiting.wait_with_output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{json}");
