@@ -40,6 +40,27 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+/// What `questions --version` (or `-V`) alone prints: the line clap prints for it, as a
+/// constant, so that the commonest call of launchers and scripts does not build the
+/// command tree (a test holds it to clap's own rendering).
+pub const VERSION_LINE: &str = concat!(
+    "questions ",
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("QUESTIONS_COMMIT"),
+    ", ",
+    env!("QUESTIONS_TARGET"),
+    ")\n"
+);
+
+/// `VERSION_LINE` when the command line is `--version` or `-V` and nothing else.
+pub fn plain_version(args: &[OsString]) -> Option<&'static str> {
+    match args {
+        [_, flag] if flag == "--version" || flag == "-V" => Some(VERSION_LINE),
+        _ => None,
+    }
+}
+
 /// `questions --version --json` (in either order, nothing else): the same facts for tools,
 /// with the path of this binary, so that a launcher's caller (npm's `questions`, a
 /// Python entry point) can find the native one and call it directly.

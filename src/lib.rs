@@ -88,6 +88,10 @@ pub(crate) fn fault(point: &str) {
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
+    if let Some(line) = cli::plain_version(args) {
+        output::text_out(line);
+        return ExitCode::SUCCESS;
+    }
     if let Some(version) = cli::version_json(args) {
         output::json(&version);
         return ExitCode::SUCCESS;
