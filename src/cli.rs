@@ -139,7 +139,12 @@ pub struct Cli {
 /// Parses a command line, noting where `--db`'s value came from.
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args);
+    // The tree of every command's arguments goes with the process: freeing it piece by
+    // piece would only take time, on every call.
+    std::mem::forget(command);
+    let matches = matches?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     cli.db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
     cli.by_from_flag = matches.value_source("by") == Some(clap::parser::ValueSource::CommandLine);
