@@ -222,7 +222,7 @@ def bytes_per_question(work, total=1_000_000, per_envelope=1000):
     plain = os.path.join(work, "plain.db")
     conn = sqlite3.connect(plain)
     conn.execute(f"ATTACH '{db}' AS ours")
-    conn.executescript(open(os.path.join(ROOT, "migrations", "sqlite", "V1__questions_table.sql")).read())
+    conn.executescript(open(os.path.join(ROOT, "crates", "core", "migrations", "sqlite", "V1__questions_table.sql")).read())
     conn.execute("INSERT INTO questions (id, stage, group_name, question, proposed, required, status, answer, created_at, answered_at) "
                  "SELECT id, stage, group_name, question, proposed, required, status, answer, created_at, answered_at FROM ours.questions")
     conn.commit()

@@ -9,6 +9,9 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use crate::model::{self, QuestionOption, Status};
 
+/// Where `serve` listens unless `--bind` says otherwise.
+const DEFAULT_BIND: &str = "127.0.0.1:8466";
+
 const ABOUT: &str =
     "A ledger of the questions AI agents need a person to answer, with stage gates.";
 
@@ -93,7 +96,7 @@ pub fn version_json(args: &[OsString]) -> Option<serde_json::Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "commit": env!("QUESTIONS_COMMIT"),
         "target": env!("QUESTIONS_TARGET"),
-        "schema_version": env!("QUESTIONS_SCHEMA_VERSION").parse::<u32>().unwrap_or(0),
+        "schema_version": crate::store::schema_version(),
         "path": path.map(|p| p.to_string_lossy().into_owned()),
     }))
 }
@@ -650,7 +653,7 @@ pub struct WatchArgs {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The address and port to listen on; port 0 picks a free one
-    #[arg(long, value_name = "ADDR:PORT", default_value = crate::serve::DEFAULT_BIND)]
+    #[arg(long, value_name = "ADDR:PORT", default_value = DEFAULT_BIND)]
     pub bind: std::net::SocketAddr,
     /// Only this stage's questions (default: every stage's)
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]

@@ -3,23 +3,23 @@
 //! `run` is the one place where an outcome or an error becomes output and an exit code.
 
 pub mod cli;
-pub mod clock;
 pub mod cmd;
-pub mod error;
-pub mod formats;
 pub mod hook;
+#[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod model;
-pub mod ops;
 pub mod output;
+#[cfg(feature = "serve")]
 pub mod serve;
-pub mod store;
+pub mod strings;
 pub mod terminal;
+#[cfg(feature = "watch")]
 pub mod watch;
+
+// The core, under the names the front ends have always used.
+pub use questions_core::{clock, error, fault, formats, model, ops, store};
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::error::ErrorKind;
 
@@ -37,7 +37,7 @@ where
         output::note(&format!("internal error: {info}"));
     }));
     std::panic::catch_unwind(|| run_args(&args)).unwrap_or_else(|_| {
-        let message = if COMMITTED.load(Ordering::SeqCst) {
+        let message = if fault::has_committed() {
             "internal error: questions stopped after its change was recorded, before it \
              could report it; 'questions list' or 'questions history' shows what the ledger \
              holds. Please report it with the command that caused it"
@@ -49,42 +49,6 @@ where
         output::failure(None, &err);
         ExitCode::from(err.code.exit_code())
     })
-}
-
-/// Set once a write of this call has committed: from then on, a failure must not claim
-/// that nothing was recorded.
-static COMMITTED: AtomicBool = AtomicBool::new(false);
-
-/// Called by the store after each commit.
-pub(crate) fn committed() {
-    COMMITTED.store(true, Ordering::SeqCst);
-    fault("after-commit");
-}
-
-/// The faults the suite injects to check what a panic reports: `QUESTIONS_TEST_PANIC`
-/// names the point. Compiled into debug builds only.
-pub(crate) fn fault(point: &str) {
-    #[cfg(debug_assertions)]
-    {
-        if std::env::var_os("QUESTIONS_TEST_PANIC").is_some_and(|p| p == point) {
-            panic!("injected at {point} (QUESTIONS_TEST_PANIC)");
-        }
-        // `QUESTIONS_TEST_PAUSE=<point>:<file>`: wait here until the file exists (10 s at
-        // most), so a test can act while this call is in the middle of its work. Arriving,
-        // it creates `<file>.reached` (each time), so that the test waits for that rather
-        // than for time to pass.
-        if let Ok(pause) = std::env::var("QUESTIONS_TEST_PAUSE") {
-            if let Some(file) = pause.strip_prefix(&format!("{point}:")) {
-                let _ = std::fs::write(format!("{file}.reached"), b"");
-                let file = std::path::Path::new(file);
-                let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                while !file.exists() && std::time::Instant::now() < end {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-            }
-        }
-    }
-    let _ = point;
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {

@@ -15,7 +15,7 @@ use crate::model::{AnswerInput, OnExpiry, Question, Status};
 pub use crate::ops::Choice;
 use crate::ops::{Asked, GateReport};
 use crate::output::sanitize;
-use crate::serve::strings;
+use crate::strings;
 
 /// Typed as an answer to a free-text question, declines it with the rest as the reason.
 const DECLINE_WORD: &str = "/decline";

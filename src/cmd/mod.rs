@@ -18,11 +18,14 @@ mod ingest;
 mod init;
 mod list;
 mod log;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod render;
 mod reset;
+#[cfg(feature = "serve")]
 mod serve;
 mod skip;
+#[cfg(feature = "watch")]
 mod watch;
 
 use crate::cli::{Cli, Command};
@@ -218,11 +221,20 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Ask(args) => ask::run(l, w, args),
         Command::Info => info::run(l, found_by, &also_found),
         Command::Events(args) => events::run(l, args),
+        #[cfg(feature = "watch")]
         Command::Watch(args) => watch::run(l, args),
+        #[cfg(not(feature = "watch"))]
+        Command::Watch(_) => Err(not_built("watch")),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(l, w, args),
+        #[cfg(not(feature = "serve"))]
+        Command::Serve(_) => Err(not_built("serve")),
         Command::Completions(args) => completions::completions(args),
         Command::Man => completions::man(),
+        #[cfg(feature = "mcp")]
         Command::Mcp(args) => mcp::run(l, w, args),
+        #[cfg(not(feature = "mcp"))]
+        Command::Mcp(_) => Err(not_built("mcp")),
         Command::Hook(args) => Ok(hook::run(l, w, args)),
         Command::Init(args) => init::run(args),
         Command::Approve(args) => approve::approve(l, by_from_flag, args),
@@ -305,4 +317,14 @@ fn write_private(path: &Path, content: &str) -> Result<()> {
         return Err(fail(e));
     }
     Ok(())
+}
+
+/// A front end this build leaves out (`cargo build --no-default-features`): the command
+/// is known, and says how to get it.
+#[allow(dead_code)]
+fn not_built(command: &str) -> Error {
+    Error::usage(format!(
+        "this questions was built without '{command}' (its cargo feature is off): install the \
+         default build, or build with --features {command}"
+    ))
 }

@@ -134,6 +134,20 @@ pub enum Change {
     Accept,
 }
 
+/// An inbox for one stage changes that stage's questions only: `id` must be one of them.
+/// (A database error stays one: it says nothing about the question.)
+pub(super) fn in_stage(stage: Option<&str>, l: &mut crate::store::Ledger, id: i64) -> Result<()> {
+    let Some(stage) = stage else { return Ok(()) };
+    ops::named(l, Some(stage), Some(&[id]))
+        .map(|_| ())
+        .map_err(|e| match e.code {
+            ErrorCode::NotFound => {
+                Error::not_found(format!("there is no question {id} in stage '{stage}'"))
+            }
+            _ => e,
+        })
+}
+
 /// Applies a change for the person the server answers as. A conflict comes back with the
 /// question as it stands, so the caller can say what is on record.
 pub async fn apply(
@@ -145,16 +159,7 @@ pub async fn apply(
     let caller = app.caller.clone();
     let stage = app.stage.clone();
     app.ledger(move |l| {
-        if let Some(stage) = &stage {
-            // An inbox for one stage answers that stage's questions only.
-            // (A database error stays one: it says nothing about the question.)
-            ops::named(l, Some(stage), Some(&[id])).map_err(|e| match e.code {
-                ErrorCode::NotFound => {
-                    Error::not_found(format!("there is no question {id} in stage '{stage}'"))
-                }
-                _ => e,
-            })?;
-        }
+        in_stage(stage.as_deref(), l, id)?;
         let done = match &change {
             Change::Answer(input) => ops::answer(l, &caller, id, &shown, input, false),
             Change::Skip(reason) => ops::skip(l, &caller, id, &shown, reason.clone(), false),
@@ -253,7 +258,7 @@ pub fn shown(id: i64, ledger: Option<String>, fingerprint: Option<String>) -> op
     ops::Shown::one(ledger, id, fingerprint)
 }
 
-fn shown_in(id: i64, body: &Bytes) -> Result<ops::Shown> {
+pub(super) fn shown_in(id: i64, body: &Bytes) -> Result<ops::Shown> {
     if body.is_empty() {
         return Ok(ops::Shown::default());
     }

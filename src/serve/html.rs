@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::strings;
 use crate::model::{Event, EventKind, OnExpiry, Question};
+use crate::strings;
 
 /// Escapes text for HTML content and for double-quoted attribute values.
 pub fn esc(text: &str) -> String {
@@ -38,6 +38,10 @@ pub struct Page<'a> {
     pub ledger: Option<&'a str>,
     pub stage: Option<&'a str>,
     pub questions: &'a [(Question, Vec<Event>)],
+    /// Whose token opened the page (none for the server's own): a vote counts as them.
+    pub person: Option<&'a str>,
+    /// Who may vote on each approval (see `ops::Inbox::voters`).
+    pub voters: &'a std::collections::HashMap<i64, std::collections::BTreeSet<String>>,
     pub flash: Option<Flash>,
 }
 
@@ -139,7 +143,7 @@ pub fn inbox(page: &Page) -> String {
         );
         for (q, history) in items {
             let open = Some(q.id) == first_required;
-            question(&mut out, q, history, now, open, page.ledger);
+            question(&mut out, q, history, now, open, page);
         }
         out.push_str("</section>");
     }
@@ -185,14 +189,14 @@ fn question(
     history: &[Event],
     now: Option<i64>,
     open: bool,
-    ledger: Option<&str>,
+    page: &Page,
 ) {
     let id = q.id;
     // What this page showed, sent back with every change (see `Page::ledger`).
     let shown = format!(
         "<input type=\"hidden\" name=\"ledger\" value=\"{}\">\
          <input type=\"hidden\" name=\"fingerprint\" value=\"{}\">",
-        esc(ledger.unwrap_or("")),
+        esc(page.ledger.unwrap_or("")),
         q.fingerprint()
     );
     let due = deadline(q, now);
@@ -257,7 +261,8 @@ fn question(
 
     if let Some(approval) = &q.approval {
         // An approval takes votes, not answers (see `votes`).
-        return super::votes::html(out, q, approval, &shown, history);
+        let standing = super::votes::standing(page.person, approval, page.voters.get(&q.id));
+        return super::votes::html(out, q, approval, &shown, history, standing);
     }
     // Nothing is chosen or typed for the person: the proposal is taken only through its
     // own button, and recorded as such.

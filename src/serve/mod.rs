@@ -9,7 +9,6 @@ mod guard;
 mod html;
 mod markdown;
 mod page;
-pub(crate) mod strings;
 pub mod votes;
 
 use std::net::SocketAddr;
@@ -27,7 +26,6 @@ use crate::store::{Ledger, Location};
 
 /// The port `serve` listens on unless `--bind` says otherwise (the README names it).
 pub const DEFAULT_PORT: u16 = 8466;
-pub const DEFAULT_BIND: &str = "127.0.0.1:8466";
 
 /// The largest request body accepted: far beyond any answer a person types.
 pub const BODY_LIMIT: usize = 64 * 1024;

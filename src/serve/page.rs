@@ -6,17 +6,18 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::api::{self, Change};
 use super::html::{self, Flash};
-use super::strings;
+use super::votes::Person;
 use super::App;
 use crate::clock;
 use crate::error::{Error, ErrorCode};
 use crate::model::AnswerInput;
 use crate::ops;
+use crate::strings;
 
 const CSS: &str = include_str!("assets/inbox.css");
 const JS: &str = include_str!("assets/inbox.js");
@@ -42,7 +43,11 @@ pub struct Done {
     accepted: Option<i64>,
 }
 
-pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Response {
+pub async fn inbox(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    Query(done): Query<Done>,
+) -> Response {
     let flash = match (done.answered, done.skipped, done.declined, done.accepted) {
         (Some(id), ..) => Some(Flash::Done(strings::answered(id))),
         (_, Some(id), ..) => Some(Flash::Done(strings::skipped(id))),
@@ -50,10 +55,17 @@ pub async fn inbox(State(app): State<Arc<App>>, Query(done): Query<Done>) -> Res
         (.., Some(id)) => Some(Flash::Done(strings::accepted(id))),
         _ => None,
     };
-    render(&app, StatusCode::OK, flash).await
+    render(&app, &person, StatusCode::OK, flash).await
 }
 
-pub(super) async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Flash>) -> Response {
+/// The inbox as `person` (whose token asked for it) sees it: approvals offer their
+/// buttons only to those who may vote on them.
+pub(super) async fn render(
+    app: &Arc<App>,
+    person: &Person,
+    status: StatusCode,
+    flash: Option<Flash>,
+) -> Response {
     let stage = app.stage.clone();
     let read = app
         .ledger(move |l| Ok((ops::inbox(l, stage.as_deref())?, clock::now())))
@@ -66,6 +78,8 @@ pub(super) async fn render(app: &Arc<App>, status: StatusCode, flash: Option<Fla
                 ledger: inbox.ledger.as_deref(),
                 stage: app.stage.as_deref(),
                 questions: &inbox.questions,
+                person: person.0.as_deref(),
+                voters: &inbox.voters,
                 flash,
             });
             (
@@ -97,6 +111,7 @@ pub(super) fn field(fields: &Fields, name: &str) -> Option<String> {
 
 pub async fn answer(
     State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
@@ -108,41 +123,52 @@ pub async fn answer(
             .map(|(_, v)| v.clone())
             .collect(),
     };
-    submit(app, id, Ok(Change::Answer(input)), &fields).await
+    submit(app, person, id, Ok(Change::Answer(input)), &fields).await
 }
 
 pub async fn skip(
     State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, id, Ok(Change::Skip(field(&fields, "reason"))), &fields).await
+    submit(
+        app,
+        person,
+        id,
+        Ok(Change::Skip(field(&fields, "reason"))),
+        &fields,
+    )
+    .await
 }
 
 pub async fn decline(
     State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
     let change = field(&fields, "reason")
         .map(Change::Decline)
         .ok_or_else(|| Error::usage(strings::decline_needs_reason(id)));
-    submit(app, id, change, &fields).await
+    submit(app, person, id, change, &fields).await
 }
 
 /// "Accept proposed": the person takes the question's proposal as their answer.
 pub async fn accept(
     State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, id, Ok(Change::Accept), &fields).await
+    submit(app, person, id, Ok(Change::Accept), &fields).await
 }
 
 /// Records the change and redirects back to the inbox; a refusal is shown on the inbox
 /// with its status (409 when someone else answered first).
 async fn submit(
     app: Arc<App>,
+    person: Person,
     id: i64,
     change: Result<Change, Error>,
     fields: &Fields,
@@ -152,7 +178,13 @@ async fn submit(
     let change = match change {
         Ok(c) => c,
         Err(e) => {
-            return render(&app, api::status_of(e.code), Some(Flash::Failed(e.message))).await
+            return render(
+                &app,
+                &person,
+                api::status_of(e.code),
+                Some(Flash::Failed(e.message)),
+            )
+            .await
         }
     };
     let done = match &change {
@@ -168,7 +200,13 @@ async fn submit(
                 ErrorCode::Conflict => api::conflict_message(&e, on_record.as_deref()),
                 _ => strings::refused(id, &e.message),
             };
-            render(&app, api::status_of(e.code), Some(Flash::Failed(message))).await
+            render(
+                &app,
+                &person,
+                api::status_of(e.code),
+                Some(Flash::Failed(message)),
+            )
+            .await
         }
     }
 }

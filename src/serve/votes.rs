@@ -15,6 +15,7 @@ use super::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{Ballot, Channel, Verdict};
 use crate::ops;
+use crate::strings;
 
 /// Who made a request: the person whose token it carried; none for the server's token.
 #[derive(Debug, Clone)]
@@ -96,46 +97,41 @@ impl App {
     }
 }
 
+/// Records `person`'s vote on approval `id` of the server's stage, as the question was
+/// shown. The server's own token names nobody and cannot vote.
+async fn cast(
+    app: &Arc<App>,
+    person: &Person,
+    id: i64,
+    ballot: Ballot,
+    shown: ops::Shown,
+) -> Result<ops::Recorded> {
+    let Some(name) = person.0.clone() else {
+        return Err(Error::new(ErrorCode::Forbidden, strings::VOTE_NEEDS_TOKEN));
+    };
+    let stage = app.stage.clone();
+    app.ledger(move |l| {
+        api::in_stage(stage.as_deref(), l, id)?;
+        let identity = ops::Identity::Person(name);
+        ops::vote(l, &identity, Channel::Web, id, &shown, &ballot)
+    })
+    .await
+}
+
+/// The API's vote: `{"comment"|"reason"?, "ledger"?, "fingerprint"?}`, the last two as
+/// for answers.
 async fn vote(
     app: Arc<App>,
     person: Person,
     id: i64,
     ballot: Result<Ballot>,
+    body: &Bytes,
     procedure: &str,
 ) -> Response {
-    let ballot = match ballot {
-        Ok(b) => b,
-        Err(e) => return api::failure(procedure, &e, None),
+    let done = match ballot.and_then(|b| Ok((b, api::shown_in(id, body)?))) {
+        Ok((ballot, shown)) => cast(&app, &person, id, ballot, shown).await,
+        Err(e) => Err(e),
     };
-    let Some(name) = person.0 else {
-        return api::failure(
-            procedure,
-            &Error::new(
-                ErrorCode::Forbidden,
-                "a vote needs a person's own token: the server's token names nobody \
-                 (start the inbox with --users FILE and use your token)",
-            ),
-            None,
-        );
-    };
-    let stage = app.stage.clone();
-    let done = app
-        .ledger(move |l| {
-            if let Some(stage) = &stage {
-                ops::named(l, Some(stage), Some(&[id])).map_err(|_| {
-                    Error::not_found(format!("there is no question {id} in stage '{stage}'"))
-                })?;
-            }
-            ops::vote(
-                l,
-                &ops::Identity::Person(name),
-                Channel::Web,
-                id,
-                &ops::Shown::default(),
-                &ballot,
-            )
-        })
-        .await;
     match done {
         Ok(recorded) => api::success(procedure, &recorded),
         Err(e) => api::failure(procedure, &e, None),
@@ -161,7 +157,7 @@ pub(crate) async fn approve(
         verdict: Verdict::Approve,
         comment,
     });
-    vote(app, person, id, ballot, "approve").await
+    vote(app, person, id, ballot, &body, "approve").await
 }
 
 /// `POST /api/questions/{id}/reject` `{"reason"}`.
@@ -180,18 +176,34 @@ pub(crate) async fn reject(
             "a rejection needs a \"reason\": why it must not go ahead",
         )),
     });
-    vote(app, person, id, ballot, "reject").await
+    vote(app, person, id, ballot, &body, "reject").await
 }
 
-/// An approval on the page: its votes, and a form to approve (with a comment) or reject
-/// (with a reason). A vote counts as the person whose token opened the page; anyone else's
-/// is refused with the reason shown.
+/// Whether the person who opened the page may vote on an approval; when not, why
+/// (shown in place of the buttons, so nobody is offered a vote that would be refused).
+pub(super) fn standing(
+    person: Option<&str>,
+    approval: &crate::model::Approval,
+    voters: Option<&std::collections::BTreeSet<String>>,
+) -> std::result::Result<(), String> {
+    match person {
+        None => Err(strings::VOTE_NEEDS_TOKEN.to_string()),
+        Some(p) if p == approval.requester => Err(strings::requester_may_not_vote(p)),
+        Some(p) if voters.is_some_and(|v| v.contains(p)) => Ok(()),
+        Some(p) => Err(strings::not_an_approver(p, &approval.approvers.join(", "))),
+    }
+}
+
+/// An approval on the page: its votes, and for those who may vote (`standing`), a form
+/// to approve (with a comment) or reject (with a reason). A vote counts as the person
+/// whose token opened the page.
 pub(super) fn html(
     out: &mut String,
     q: &crate::model::Question,
     approval: &crate::model::Approval,
     shown: &str,
     history: &[crate::model::Event],
+    standing: std::result::Result<(), String>,
 ) {
     use super::html::esc;
     use std::fmt::Write;
@@ -219,15 +231,26 @@ pub(super) fn html(
                 .unwrap_or_default()
         );
     }
+    out.push_str("</ul>");
+    match standing {
+        Ok(()) => {
+            let _ = write!(
+                out,
+                "<form method=\"post\" action=\"/q/{id}/approve\">{shown}\
+                 <label for=\"q{id}c\">Comment, or the reason to reject</label>\
+                 <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
+                 <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
+                 <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
+                 </form>"
+            );
+        }
+        Err(why) => {
+            let _ = write!(out, "<p class=\"no-vote\">{}</p>", esc(&why));
+        }
+    }
     let _ = write!(
         out,
-        "</ul><form method=\"post\" action=\"/q/{id}/approve\">{shown}\
-         <label for=\"q{id}c\">Comment, or the reason to reject</label>\
-         <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
-         <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
-         <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
-         </form></div>\
-         <details class=\"history\"><summary>History ({})</summary><ol>",
+        "</div><details class=\"history\"><summary>History ({})</summary><ol>",
         history.len()
     );
     for e in history {
@@ -244,41 +267,21 @@ async fn vote_form(
     ballot: Result<Ballot>,
     fields: &Fields,
 ) -> Response {
+    use axum::response::IntoResponse;
     // The page names the ledger and the question it showed (hidden fields), as its
     // answer forms do: a vote never lands on another question that took this id.
     let field = |name| super::page::field(fields, name);
     let shown = api::shown(id, field("ledger"), field("fingerprint"));
-    use axum::response::IntoResponse;
-    let refused = match ballot {
-        Err(e) => e,
-        Ok(ballot) => match person.0 {
-            None => Error::new(
-                ErrorCode::Forbidden,
-                "a vote needs your own token: open the inbox with the URL made from your token \
-                 (serve --users)",
-            ),
-            Some(name) => {
-                let done = app
-                    .ledger(move |l| {
-                        ops::vote(
-                            l,
-                            &ops::Identity::Person(name),
-                            Channel::Web,
-                            id,
-                            &shown,
-                            &ballot,
-                        )
-                    })
-                    .await;
-                match done {
-                    Ok(_) => return axum::response::Redirect::to("/").into_response(),
-                    Err(e) => e,
-                }
-            }
-        },
+    let done = match ballot {
+        Ok(ballot) => cast(&app, &person, id, ballot, shown).await,
+        Err(e) => Err(e),
     };
-    let flash = super::html::Flash::Failed(format!("Question {id}: {}", refused.message));
-    super::page::render(&app, api::status_of(refused.code), Some(flash)).await
+    let refused = match done {
+        Ok(_) => return axum::response::Redirect::to("/").into_response(),
+        Err(e) => e,
+    };
+    let flash = super::html::Flash::Failed(strings::refused(id, &refused.message));
+    super::page::render(&app, &person, api::status_of(refused.code), Some(flash)).await
 }
 
 type Fields = Vec<(String, String)>;

@@ -499,6 +499,7 @@ fn unpooled_approval_output_matches_the_schemas() {
 }
 
 /// A `--users` file only its owner may read.
+#[cfg(feature = "serve")]
 fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = l.dir.path().join("users");
@@ -507,10 +508,13 @@ fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
     path.to_str().unwrap().to_string()
 }
 
+#[cfg(feature = "serve")]
 const ALICE_TOKEN: &str = "alice-token-0123456789";
+#[cfg(feature = "serve")]
 const BOB_TOKEN: &str = "bob-token-0123456789ab";
 
 /// An API call with a person's own token.
+#[cfg(feature = "serve")]
 fn vote_as(served: &crate::serve::Served, token: &str, path: &str, body: Value) -> (u16, Value) {
     let bearer = format!("Authorization: Bearer {token}");
     let reply = served.request(
@@ -523,6 +527,7 @@ fn vote_as(served: &crate::serve::Served, token: &str, path: &str, body: Value) 
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn through_serve_each_token_votes_as_its_person() {
     use crate::serve::Served;
     let l = Ledger::new();
@@ -614,6 +619,7 @@ fn through_serve_each_token_votes_as_its_person() {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
     let l = Ledger::new();
     for (text, mode) in [
@@ -633,6 +639,7 @@ fn a_users_file_others_may_read_or_with_short_tokens_is_refused() {
 
 /// One tool call to `questions mcp` (started with `more` flags, as the user `user`) over
 /// raw JSON-RPC on stdio: the tool's result.
+#[cfg(feature = "mcp")]
 fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> Value {
     use std::io::{BufRead, BufReader, Write};
     let mut child = std::process::Command::new(BIN)
@@ -675,6 +682,7 @@ fn mcp_call(l: &Ledger, user: &str, more: &[&str], tool: &str, args: Value) -> V
 }
 
 #[test]
+#[cfg(feature = "mcp")]
 fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
     let l = Ledger::new();
     // An agent asks for an approval: it is requested by the server's user, carol.
@@ -846,6 +854,7 @@ fn unpooled_the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_re
 }
 
 #[test]
+#[cfg(feature = "watch")]
 fn unpooled_watch_delivers_each_vote_and_the_settlement() {
     crate::unpooled!();
     let l = Ledger::new();
@@ -895,6 +904,7 @@ fn unpooled_watch_delivers_each_vote_and_the_settlement() {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person() {
     use crate::serve::Served;
     let l = Ledger::new();
@@ -963,6 +973,96 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
     assert_eq!(votes.as_array().unwrap().len(), 1, "{votes}");
     assert_eq!(votes[0]["by"], "alice");
     assert_eq!(votes[0]["channel"], "web");
+}
+
+#[test]
+#[cfg(feature = "serve")]
+fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    l.ok(["group", "add", "leads", "dave"]);
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,group:leads",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(
+        &l,
+        &format!(
+            "alice {ALICE_TOKEN}\nbob {BOB_TOKEN}\ncarol carol-token-0123456789\n\
+             dave dave-token-0123456789\n"
+        ),
+        0o600,
+    );
+    let served = Served::start(&l, &["--users", &users]);
+    let page_for = |token: &str| {
+        let auth = format!("Authorization: Bearer {token}");
+        let page = served.request("GET", "/", &[&auth, "Accept: text/html"], "");
+        assert_eq!(page.status, 200);
+        assert!(page.body.contains("Approval: 0 of 1"), "{}", page.body);
+        page.body
+    };
+    let buttons = format!("action=\"/q/{id}/approve\"");
+    // An approver named in person, and one through a group: the form.
+    for token in [ALICE_TOKEN, "dave-token-0123456789"] {
+        let body = page_for(token);
+        assert!(body.contains(&buttons), "{body}");
+        assert!(!body.contains("class=\"no-vote\""), "{body}");
+    }
+    // The requester, someone who is no approver, and the server's own token: no form,
+    // and the reason in its place.
+    for (token, why) in [
+        (
+            "carol-token-0123456789",
+            "You (carol) asked for this approval",
+        ),
+        (
+            BOB_TOKEN,
+            "You (bob) are not among its approvers: alice, group:leads.",
+        ),
+        (crate::serve::TOKEN, "A vote needs your own token"),
+    ] {
+        let body = page_for(token);
+        assert!(!body.contains(&buttons), "{body}");
+        assert!(!body.contains(&format!("/q/{id}/reject")), "{body}");
+        assert!(body.contains(why), "{why}: {body}");
+    }
+    // Someone leaves the group: the page stops offering them the vote.
+    l.ok(["group", "remove", "leads", "dave"]);
+    assert!(!page_for("dave-token-0123456789").contains(&buttons));
+
+    // A vote names what it was shown, as an answer does: another text is a conflict.
+    let approve = format!("/api/questions/{id}/approve");
+    let (status, body) = vote_as(
+        &served,
+        ALICE_TOKEN,
+        &approve,
+        serde_json::json!({"question": "Drop the database?"}),
+    );
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (409, Some("conflict"))
+    );
+    // An inbox for another stage takes no vote on this one, by the API or the form.
+    let other = Served::start(&l, &["--users", &users, "--stage", "docs"]);
+    let (status, _) = vote_as(&other, ALICE_TOKEN, &approve, serde_json::json!({}));
+    assert_eq!(status, 404);
+    let alice = format!("Authorization: Bearer {ALICE_TOKEN}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let voted = other.request("POST", &format!("/q/{id}/approve"), &[&alice, form], "");
+    assert_eq!(voted.status, 404, "{voted:?}");
+    assert_eq!(l.question(id)["approval"]["votes"], serde_json::json!([]));
 }
 
 #[test]

@@ -6,9 +6,10 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::common::{Ledger, Pause, BIN, NOW};
+#[cfg(feature = "serve")]
 use crate::serve::Served;
 
 /// The binary on this ledger, started and left running; its stdout is piped.
@@ -72,6 +73,7 @@ fn texts(events: &[Value]) -> Vec<String> {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn an_answer_meant_for_a_question_of_a_reset_ledger_is_refused() {
     let l = Ledger::new();
     l.log("s", "Ship the release?");
@@ -91,7 +93,7 @@ fn an_answer_meant_for_a_question_of_a_reset_ledger_is_refused() {
     let (status, body) = served.api(
         "POST",
         "/api/questions/1/answer",
-        Some(json!({"answer": "yes", "ledger": old_ledger, "question": "Ship the release?"})),
+        Some(serde_json::json!({"answer": "yes", "ledger": old_ledger, "question": "Ship the release?"})),
     );
     assert_eq!(
         (status, body["error_code"].as_str()),
@@ -101,7 +103,7 @@ fn an_answer_meant_for_a_question_of_a_reset_ledger_is_refused() {
     let (status, _) = served.api(
         "POST",
         "/api/questions/1/answer",
-        Some(json!({"answer": "yes", "question": "Ship the release?"})),
+        Some(serde_json::json!({"answer": "yes", "question": "Ship the release?"})),
     );
     assert_eq!(status, 409);
     let run = l.run(["check", "--stage", "s"]);
@@ -119,7 +121,7 @@ fn an_answer_meant_for_a_question_of_a_reset_ledger_is_refused() {
     let (status, body) = served.api(
         "POST",
         "/api/questions/1/answer",
-        Some(json!({"answer": "no", "ledger": new_ledger,
+        Some(serde_json::json!({"answer": "no", "ledger": new_ledger,
                     "question": "Delete the production database?"})),
     );
     assert_eq!(status, 200, "{body}");
@@ -130,6 +132,7 @@ fn an_answer_meant_for_a_question_of_a_reset_ledger_is_refused() {
 }
 
 #[test]
+#[cfg(feature = "serve")]
 fn the_inbox_s_forms_name_the_question_they_showed() {
     let l = Ledger::new();
     l.log("s", "Ship the release?");

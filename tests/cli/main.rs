@@ -7,6 +7,7 @@ mod answer;
 mod answers;
 mod approvals;
 mod ask;
+#[cfg(feature = "serve")]
 mod browser;
 mod check;
 mod claude_code;
@@ -30,19 +31,24 @@ mod list;
 mod load;
 mod location;
 mod log;
+#[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
 mod mcp_clients;
 mod migration;
 mod parsers;
 mod people;
 mod postgres;
+#[cfg(feature = "watch")]
 mod receiver;
 mod render;
 mod reset;
 mod schema;
+#[cfg(feature = "serve")]
 mod serve;
 mod skip;
 mod text_flags;
 mod uwf_skill;
 mod version;
+#[cfg(feature = "watch")]
 mod watch;

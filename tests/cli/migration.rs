@@ -147,7 +147,8 @@ fn version_3_copy_of(l: &Ledger, path: &std::path::Path, history: &[serde_json::
            applied_on VARCHAR(255), checksum VARCHAR(255));",
     )
     .unwrap();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/migrations/sqlite");
     for (version, name) in [
         (1, "questions_table"),
         (2, "structured_questions"),
@@ -232,7 +233,8 @@ fn version_3_copy_in_postgres(
                name VARCHAR(255), applied_on VARCHAR(255), checksum VARCHAR(255));",
         )
         .unwrap();
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/postgres");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/migrations/postgres");
     for (version, name) in [
         (1, "questions_table"),
         (2, "structured_questions"),

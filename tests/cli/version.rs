@@ -100,3 +100,36 @@ fn version_alone_prints_the_line_clap_prints() {
     }
     l.assert_not_created();
 }
+
+/// A build without a front end (`cargo build --no-default-features`) still knows its
+/// command, and says how to get it: a usage error, not "unrecognized subcommand". In the
+/// default build every front end is there and answers its own help.
+#[test]
+fn a_front_end_left_out_of_the_build_says_how_to_get_it() {
+    let l = crate::common::Ledger::new();
+    for (command, built, args) in [
+        ("mcp", cfg!(feature = "mcp"), &[][..]),
+        ("serve", cfg!(feature = "serve"), &[][..]),
+        (
+            "watch",
+            cfg!(feature = "watch"),
+            &["--name", "w", "--exec", "true"][..],
+        ),
+    ] {
+        if built {
+            assert_eq!(l.run([command, "--help"]).code, 0, "{command}");
+            continue;
+        }
+        let out = l.run(std::iter::once(command).chain(args.iter().copied()));
+        assert_eq!(out.code, 2, "{command}: {}", out.stdout);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(doc["error_code"], "usage");
+        assert_eq!(doc["procedure"], command);
+        let message = doc["error"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("built without '{command}'"))
+                && message.contains(&format!("--features {command}")),
+            "{message}"
+        );
+    }
+}

@@ -54,7 +54,7 @@ impl Expiry {
         if self.on_expiry == OnExpiry::Default && new.proposed.is_none() {
             return Err(Error::usage(format!(
                 "--on-expiry default answers with the proposed value, and \"{}\" has none: give --proposed, or choose --on-expiry skip or keep",
-                crate::output::sanitize(&new.question, false)
+                crate::formats::sanitize(&new.question, false)
             )));
         }
         if let Some(proposed) = new
@@ -71,7 +71,7 @@ impl Expiry {
             if let Err(why) = crate::model::resolve_answer(&new.as_logged(now), &input) {
                 return Err(Error::usage(format!(
                     "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {why}",
-                    crate::output::sanitize(&new.question, false)
+                    crate::formats::sanitize(&new.question, false)
                 )));
             }
         }

@@ -1,4 +1,5 @@
-//! Every text the inbox itself shows, in one place: a translation is a copy of this file.
+//! Every text the inbox and the terminal prompts show, in one place: a translation is a
+//! copy of this file.
 //! The page's script takes its few words from the page (`data-strings`), built from here.
 
 pub const TITLE: &str = "Questions";
@@ -25,6 +26,17 @@ pub const NEXT_REQUIRED: &str = "Next required";
 pub const KEYS: &str = "Keys: j / k next / previous · r next required · o open or close · \
                         1–9 choose · Enter answer (Ctrl+Enter in text) · a accept proposed";
 pub const TIME_UP: &str = "time is up";
+pub const VOTE_NEEDS_TOKEN: &str = "A vote needs your own token: the server's token names \
+                                    nobody. Open the inbox with the link made from your token \
+                                    (serve --users).";
+
+pub fn requester_may_not_vote(person: &str) -> String {
+    format!("You ({person}) asked for this approval, so another approver must vote on it.")
+}
+
+pub fn not_an_approver(person: &str, approvers: &str) -> String {
+    format!("You ({person}) are not among its approvers: {approvers}.")
+}
 
 pub fn title(stage: Option<&str>) -> String {
     match stage {

@@ -308,6 +308,9 @@ pub struct Inbox {
     /// The ledger's id (see `Shown`).
     pub ledger: Option<String>,
     pub questions: Vec<(Question, Vec<Event>)>,
+    /// For each approval among them, who may vote on it now (see `Approval::eligible`):
+    /// a page offers its buttons to those people only.
+    pub voters: std::collections::HashMap<i64, std::collections::BTreeSet<String>>,
 }
 
 pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
@@ -339,10 +342,12 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
             })
             .collect();
         questions.sort_by_key(|(q, _)| (!q.required, q.id));
+        let voters = approval::voters(tx, questions.iter().map(|(q, _)| q))?;
         Ok(Inbox {
             seq,
             ledger: tx.ledger_id()?,
             questions,
+            voters,
         })
     })
 }

@@ -163,7 +163,7 @@ impl Sqlite {
             }
         }
         let value = f(&Tx::new(&*tx))?;
-        crate::fault("before-commit");
+        crate::fault::point("before-commit");
         tx.commit()?;
         Ok(value)
     }

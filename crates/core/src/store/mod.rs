@@ -12,6 +12,7 @@ mod sqlite;
 mod tls;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
+pub use migrate::latest_version as schema_version;
 pub use sql::{Tally, Tx};
 
 use std::time::Duration;
@@ -125,7 +126,7 @@ impl Ledger {
             self.open = None;
             self.open = Some(Open::Writing(open_for_writing(&self.location)?));
         }
-        crate::fault("before-write");
+        crate::fault::point("before-write");
         let Some(Open::Writing(engine)) = self.open.as_mut() else {
             unreachable!("opened for writing just above")
         };
@@ -133,7 +134,7 @@ impl Ledger {
             Engine::Sqlite(e) => e.write(f),
             Engine::Postgres(e) => e.write(f),
         }?;
-        crate::committed();
+        crate::fault::committed();
         Ok(value)
     }
 
@@ -162,7 +163,7 @@ impl Ledger {
     /// Then, when the ledger at the location is no longer the one open here, the next
     /// read opens the one there now (see `follow` and `generation`).
     pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
-        crate::fault("wait");
+        crate::fault::point("wait");
         match self.open.as_mut() {
             Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) => {
                 pg.wait_for_event(timeout)?

@@ -97,11 +97,25 @@ pub fn make_approval(
         return Err(Error::usage(format!(
             "\"{}\" cannot be an approval: an approval is required, offers no options and \
              proposes nothing (its answers are votes); ingest it without --approval",
-            crate::output::sanitize(&new.question, false)
+            crate::formats::sanitize(&new.question, false)
         )));
     }
     new.approval = Some(approval.clone());
     Ok(())
+}
+
+/// Who may vote now on each approval among `questions`, by id.
+pub(super) fn voters<'q>(
+    tx: &Tx,
+    questions: impl Iterator<Item = &'q Question>,
+) -> Result<std::collections::HashMap<i64, BTreeSet<String>>> {
+    let mut out = std::collections::HashMap::new();
+    for q in questions {
+        if let Some(a) = &q.approval {
+            out.insert(q.id, a.eligible(&groups_of(tx, q)?));
+        }
+    }
+    Ok(out)
 }
 
 /// The members of the groups `q`'s approval names.

@@ -347,7 +347,7 @@ impl Pg {
                 .map_err(pg_error)
                 .and_then(|_| f(&Tx::new(&wrapped)))
                 .and_then(|value| {
-                    crate::fault("before-commit");
+                    crate::fault::point("before-commit");
                     wrapped.0.into_inner().commit().map_err(pg_error)?;
                     Ok(value)
                 });

@@ -458,7 +458,7 @@ pub(crate) fn parse_options(items: &[Value], path: &str) -> Parsed<Vec<QuestionO
 }
 
 /// The question list under `key` of an envelope: an array of at least one question.
-pub(crate) fn question_list(
+pub fn question_list(
     value: &Value,
     key: &str,
     source: Source,
