@@ -419,6 +419,14 @@ impl Pause {
         std::fs::write(&self.go, b"").unwrap();
     }
 
+    /// Lets the call, stopped at the point, go on, and waits until it comes back there:
+    /// for `wait`, it has read the ledger once more.
+    pub fn go_round(&self) {
+        let _ = std::fs::remove_file(&self.reached);
+        self.release();
+        self.reached();
+    }
+
     /// Waits until the call arrives at the point again after this: for `wait`, it has
     /// read the ledger once more since.
     pub fn again(&self) {
