@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{self, QuestionOption, Status};
+use crate::model::{self, OnExpiry, QuestionOption, Status, Vocabulary};
+use crate::ops::Procedure;
 
 /// Where `serve` listens unless `--bind` says otherwise.
 const DEFAULT_BIND: &str = "127.0.0.1:8466";
@@ -90,8 +91,6 @@ pub fn version_json(args: &[OsString]) -> Option<serde_json::Value> {
         .ok()
         .map(|p| std::fs::canonicalize(&p).unwrap_or(p));
     Some(serde_json::json!({
-        "ok": true,
-        "procedure": "version",
         "name": "questions",
         "version": env!("CARGO_PKG_VERSION"),
         "commit": env!("QUESTIONS_COMMIT"),
@@ -284,65 +283,36 @@ pub enum Command {
 }
 
 impl Command {
-    pub const NAMES: &'static [&'static str] = &[
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "decline",
-        "events",
-        "watch",
-        "serve",
-        "approve",
-        "reject",
-        "group",
-        "completions",
-        "man",
-        "mcp",
-        "hook",
-        "init",
-    ];
-
-    pub fn name(&self) -> &'static str {
+    /// The procedure its documents name.
+    pub fn procedure(&self) -> Procedure {
         match self {
-            Command::Log(_) => "log",
-            Command::Answer(_) => "answer",
-            Command::Skip(_) => "skip",
-            Command::List(_) => "list",
-            Command::Check(_) => "check",
-            Command::Clear(_) => "clear",
-            Command::Reset(_) => "reset",
-            Command::History(_) => "history",
-            Command::Ingest(_) => "ingest",
-            Command::Render(_) => "render",
-            Command::Import(_) => "import",
-            Command::Answers(_) => "answers",
-            Command::AcceptDefaults(_) => "accept-defaults",
-            Command::Ask(_) => "ask",
-            Command::Info => "info",
-            Command::Decline(_) => "decline",
-            Command::Events(_) => "events",
-            Command::Watch(_) => "watch",
-            Command::Serve(_) => "serve",
-            Command::Approve(_) => "approve",
-            Command::Reject(_) => "reject",
-            Command::Group(_) => "group",
-            Command::Completions(_) => "completions",
-            Command::Man => "man",
-            Command::Mcp(_) => "mcp",
-            Command::Hook(_) => "hook",
-            Command::Init(_) => "init",
+            Command::Log(_) => Procedure::Log,
+            Command::Answer(_) => Procedure::Answer,
+            Command::Skip(_) => Procedure::Skip,
+            Command::List(_) => Procedure::List,
+            Command::Check(_) => Procedure::Check,
+            Command::Clear(_) => Procedure::Clear,
+            Command::Reset(_) => Procedure::Reset,
+            Command::History(_) => Procedure::History,
+            Command::Ingest(_) => Procedure::Ingest,
+            Command::Render(_) => Procedure::Render,
+            Command::Import(_) => Procedure::Import,
+            Command::Answers(_) => Procedure::Answers,
+            Command::AcceptDefaults(_) => Procedure::AcceptDefaults,
+            Command::Ask(_) => Procedure::Ask,
+            Command::Info => Procedure::Info,
+            Command::Decline(_) => Procedure::Decline,
+            Command::Events(_) => Procedure::Events,
+            Command::Watch(_) => Procedure::Watch,
+            Command::Serve(_) => Procedure::Serve,
+            Command::Approve(_) => Procedure::Approve,
+            Command::Reject(_) => Procedure::Reject,
+            Command::Group(_) => Procedure::Group,
+            Command::Completions(_) => Procedure::Completions,
+            Command::Man => Procedure::Man,
+            Command::Mcp(_) => Procedure::Mcp,
+            Command::Hook(_) => Procedure::Hook,
+            Command::Init(_) => Procedure::Init,
         }
     }
 }
@@ -568,27 +538,16 @@ pub struct ExpiryArgs {
     /// What happens then: keep it pending (check says so), answer it with its proposed
     /// value (default), or skip it (skip); an approval: keep or reject; recorded as
     /// channel "expiry", by nobody
-    #[arg(long, value_enum, default_value = "keep", requires = "expires_in")]
-    pub on_expiry: OnExpiryArg,
+    #[arg(long, value_parser = vocabulary::<OnExpiry>(), default_value = "keep", requires = "expires_in")]
+    pub on_expiry: OnExpiry,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnExpiryArg {
-    Keep,
-    Default,
-    Skip,
-    Reject,
-}
-
-impl From<OnExpiryArg> for model::OnExpiry {
-    fn from(a: OnExpiryArg) -> model::OnExpiry {
-        match a {
-            OnExpiryArg::Keep => model::OnExpiry::Keep,
-            OnExpiryArg::Default => model::OnExpiry::Default,
-            OnExpiryArg::Skip => model::OnExpiry::Skip,
-            OnExpiryArg::Reject => model::OnExpiry::Reject,
-        }
-    }
+/// A value parser for one of the core's vocabularies: the names it accepts, lists in its
+/// help and names in its errors are the core's own.
+fn vocabulary<T: Vocabulary + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::names())
+        .map(|name| T::parse(&name).expect("one of the vocabulary's own names"))
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -688,31 +647,13 @@ fn event_kinds(text: &str) -> Result<EventKinds, String> {
             Some(kind) => kinds.push(kind),
             None => {
                 return Err(format!(
-                    "'{part}' is not an event: logged, answered, reanswered, skipped, declined, expired, cleared, imported, defaulted, voted, refused, approved, rejected or group"
+                    "'{part}' is not an event: {}",
+                    model::EventKind::names().join(", ")
                 ))
             }
         }
     }
     Ok(EventKinds(kinds))
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StatusArg {
-    Pending,
-    Answered,
-    Skipped,
-    Declined,
-}
-
-impl From<StatusArg> for Status {
-    fn from(s: StatusArg) -> Status {
-        match s {
-            StatusArg::Pending => Status::Pending,
-            StatusArg::Answered => Status::Answered,
-            StatusArg::Skipped => Status::Skipped,
-            StatusArg::Declined => Status::Declined,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -733,8 +674,8 @@ pub struct ListArgs {
     /// Only questions of this stage
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
-    #[arg(long, value_enum)]
-    pub status: Option<StatusArg>,
+    #[arg(long, value_parser = vocabulary::<Status>())]
+    pub status: Option<Status>,
     /// Only questions of this group
     #[arg(long, allow_hyphen_values = true)]
     pub group: Option<String>,
@@ -1059,9 +1000,15 @@ mod tests {
             .get_subcommands()
             .map(|c| c.get_name().to_string())
             .collect();
-        let mut listed: Vec<String> = Command::NAMES.iter().map(|n| n.to_string()).collect();
+        let mut listed: Vec<String> = Procedure::COMMANDS
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         defined.sort();
         listed.sort();
-        assert_eq!(listed, defined, "Command::NAMES must list every command");
+        assert_eq!(
+            listed, defined,
+            "Procedure::COMMANDS must list every command"
+        );
     }
 }

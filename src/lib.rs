@@ -2,6 +2,8 @@
 //!
 //! `run` is the one place where an outcome or an error becomes output and an exit code.
 
+#[cfg(any(feature = "mcp", feature = "serve"))]
+pub mod bridge;
 pub mod cli;
 pub mod cmd;
 pub mod hook;
@@ -57,14 +59,14 @@ fn run_args(args: &[OsString]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Some(version) = cli::version_json(args) {
-        output::json(&version);
+        output::json(&ops::document(true, ops::Procedure::Version, &version));
         return ExitCode::SUCCESS;
     }
     let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(err) => return usage_failure(err, args),
     };
-    let procedure = cli.command.name();
+    let procedure = cli.command.procedure();
     match cmd::dispatch(cli) {
         Ok(outcome) => {
             outcome.print(procedure);
@@ -87,20 +89,20 @@ fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let procedure = named_command(args);
-    if procedure == Some("hook") {
+    if procedure == Some(ops::Procedure::Hook) {
         // A harness reads a hook's exit code 2 as "block the tool": a hook fails open.
         output::stderr_text(&err.render().to_string());
         return ExitCode::SUCCESS;
     }
-    let message = cli::usage_message(&err, procedure);
+    let message = cli::usage_message(&err, procedure.map(ops::Procedure::as_str));
     let error = Error::usage(message);
-    output::json(&output::failure_body(procedure, &error));
+    output::json(&ops::failure(procedure, &error));
     output::stderr_text(&err.render().to_string());
     ExitCode::from(2)
 }
 
 /// The command a failed command line was for, when one can be read from it.
-fn named_command(args: &[OsString]) -> Option<&'static str> {
+fn named_command(args: &[OsString]) -> Option<ops::Procedure> {
     let mut words = args.iter().skip(1);
     while let Some(word) = words.next() {
         let word = word.to_str()?;
@@ -111,7 +113,7 @@ fn named_command(args: &[OsString]) -> Option<&'static str> {
         if word.starts_with('-') {
             continue;
         }
-        return cli::Command::NAMES.iter().copied().find(|n| *n == word);
+        return ops::Procedure::command(word);
     }
     None
 }

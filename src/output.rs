@@ -2,10 +2,9 @@
 
 use std::io::Write;
 
-use serde_json::{json, Value};
-
 use crate::error::Error;
 use crate::model::Question;
+use crate::ops::Procedure;
 
 /// One pretty-printed JSON document (two-space indent) and a newline. A closed stdout
 /// (`questions list | head -1`) is not an error worth a panic.
@@ -46,26 +45,12 @@ pub fn stderr_text(text: &str) {
         .write_all(sanitize(text, true).as_bytes());
 }
 
-/// The contract's failure document.
-pub fn failure_body(procedure: Option<&str>, err: &Error) -> Value {
-    let mut body = serde_json::Map::new();
-    body.insert("ok".into(), json!(false));
-    if let Some(p) = procedure {
-        body.insert("procedure".into(), json!(p));
-    }
-    body.insert("error".into(), json!(err.message));
-    body.insert("error_code".into(), json!(err.code.as_str()));
-    Value::Object(body)
-}
-
 /// The failure document on stdout, and the message on stderr.
 /// The command line's: the message carries the flag that helps (see `Error::flag_hint`).
-pub fn failure(procedure: Option<&str>, err: &Error) {
-    let message = err.cli_message();
-    let mut body = failure_body(procedure, err);
-    body["error"] = json!(message);
+pub fn failure(procedure: Option<Procedure>, err: &Error) {
+    let body = crate::ops::failure(procedure, err).worded(err.cli_message());
     json(&body);
-    note(&format!("error: {message}"));
+    note(&format!("error: {}", body.message()));
 }
 
 /// One question object a line.

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, Status};
-use crate::ops;
+use crate::ops::{self, Step};
 use crate::output::{self, sanitize};
 use crate::store::Ledger;
 
@@ -105,13 +105,11 @@ impl Watcher {
             .max_redirects(0)
             .build()
             .new_agent();
-        let mut generation = ledger.generation();
-        'watching: loop {
+        ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
             let mut page = ops::events(ledger, position, None, 100)?;
-            if ledger.generation() != generation {
+            if seen.replaced(ledger) {
                 // A ledger reset or replaced meanwhile starts its seqs again, and holds no
                 // position of this watcher: all of its events are new.
-                generation = ledger.generation();
                 position = 0;
                 page = ops::events(ledger, position, None, 100)?;
             }
@@ -135,7 +133,7 @@ impl Watcher {
                         }
                     }
                     let pause = match left(Instant::now()) {
-                        Some(rest) if rest < backoff => break 'watching,
+                        Some(rest) if rest < backoff => return Ok(Step::Done(())),
                         _ => backoff,
                     };
                     std::thread::sleep(pause);
@@ -151,16 +149,12 @@ impl Watcher {
                 position = page.last;
                 self.save(ledger, position)?;
             }
-            if !page.at_end {
-                continue;
-            }
-            let wait = match left(Instant::now()) {
-                Some(rest) if rest.is_zero() => break,
-                Some(rest) => rest.min(Duration::from_secs(1)),
-                None => Duration::from_secs(1),
-            };
-            ledger.wait_for_change(wait)?;
-        }
+            Ok(if page.at_end {
+                Step::Wait(())
+            } else {
+                Step::More
+            })
+        })?;
         done.position = position;
         Ok(done)
     }

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use super::Outcome;
 use crate::cli::EventsArgs;
 use crate::error::Result;
-use crate::ops;
+use crate::ops::{self, Step};
 use crate::output;
 use crate::store::Ledger;
 
@@ -17,13 +17,11 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
     let mut since = args.since;
-    let mut generation = ledger.generation();
-    loop {
+    ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
         let mut page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
-        if ledger.generation() != generation {
+        if seen.replaced(ledger) {
             // A ledger reset or replaced meanwhile is followed from its first event: its
             // seqs start again.
-            generation = ledger.generation();
             since = 0;
             page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
         }
@@ -34,20 +32,11 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
         }
         output::text_out(&lines);
         since = page.last;
-        if !page.at_end {
-            continue;
-        }
-        if !args.follow {
-            break;
-        }
-        let left = match deadline {
-            Some(end) => match end.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => left,
-                _ => break,
-            },
-            None => Duration::from_secs(1),
-        };
-        ledger.wait_for_change(left.min(Duration::from_secs(1)))?;
-    }
+        Ok(match (page.at_end, args.follow) {
+            (false, _) => Step::More,
+            (true, false) => Step::Done(()),
+            (true, true) => Step::Wait(()),
+        })
+    })?;
     Ok(Outcome::text(String::new()))
 }

@@ -15,7 +15,7 @@ pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
     };
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,
-        on_expiry: args.expiry.on_expiry.into(),
+        on_expiry: args.expiry.on_expiry,
     };
     let approval = super::log::policy(ledger, &args.approval)?;
     Ok(Outcome::ok(ops::ingest(

@@ -19,7 +19,7 @@ struct Listed {
 pub fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     let filter = Filter {
         stage: args.stage,
-        status: args.status.map(Into::into),
+        status: args.status,
         group: args.group,
         ids: None,
     };

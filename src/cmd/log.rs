@@ -1,10 +1,7 @@
 use super::Outcome;
 use crate::cli::{ApprovalArgs, LogArgs};
 use crate::error::{Error, Result};
-use crate::model::{
-    check_policy, proposed_or_recommended, tidy_options, Approval, NewQuestion, OnExpiry,
-    QuestionOption, Source,
-};
+use crate::model::{check_policy, Approval, Draft, NewQuestion, QuestionOption, Source};
 use crate::ops::{self, Expiry};
 use crate::store::Ledger;
 
@@ -12,7 +9,7 @@ pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,
-        on_expiry: args.expiry.on_expiry.into(),
+        on_expiry: args.expiry.on_expiry,
     };
     let approval = approval(ledger, &args)?;
     let mut new = new_question(args)?;
@@ -40,7 +37,8 @@ fn approval(ledger: &mut Ledger, args: &LogArgs) -> Result<Option<Approval>> {
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
         return Err(Error::usage(format!(
-            "{flag} does not go with --approval: an approval is required and its answers are votes;              usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
+            "{flag} does not go with --approval: an approval is required and its answers are votes; \
+             usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
         )));
     }
     policy(ledger, a)
@@ -67,10 +65,6 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
     }))
 }
 
-fn blank_to_none(text: Option<String>) -> Option<String> {
-    text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
-}
-
 fn new_question(args: LogArgs) -> Result<NewQuestion> {
     let mut options = args.options_json.map(|o| o.0).unwrap_or_default();
     options.extend(args.options.into_iter().map(|label| QuestionOption {
@@ -78,31 +72,18 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         description: None,
         recommended: false,
     }));
-    let options = tidy_options(options)?;
-    if options.is_empty() && args.no_freeform {
-        return Err(Error::usage(
-            "--no-freeform needs options to choose from: add --option LABEL or --options-json",
-        ));
-    }
-    if options.is_empty() && args.multi_select {
-        return Err(Error::usage(
-            "--multi-select needs options to choose from: add --option LABEL or --options-json",
-        ));
-    }
-    Ok(NewQuestion {
+    NewQuestion::build(Draft {
         stage: args.stage,
-        group_name: blank_to_none(args.group),
+        group: args.group,
         question: args.question,
-        proposed: proposed_or_recommended(args.proposed, &options),
+        proposed: args.proposed,
         required: args.required.unwrap_or(true),
-        header: blank_to_none(args.header),
-        context: blank_to_none(args.context),
+        header: args.header,
+        context: args.context,
         options,
         multi_select: args.multi_select,
         allow_freeform: !args.no_freeform,
         source: Source::Cli,
-        expires_at: None,
-        on_expiry: OnExpiry::Keep,
         approval: None,
     })
 }

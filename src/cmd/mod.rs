@@ -33,6 +33,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::ops::{self, Procedure};
 use crate::output;
 use crate::store::{Ledger, Location};
 
@@ -56,38 +57,13 @@ enum Body {
 trait Document {
     /// The envelope's text: serialized into memory with the writer's type known (a
     /// `dyn Write` costs a call per token), then written at once.
-    fn render(&self, ok: bool, procedure: &str) -> String;
+    fn render(&self, ok: bool, procedure: Procedure) -> String;
 }
 
 impl<T: serde::Serialize> Document for T {
-    fn render(&self, ok: bool, procedure: &str) -> String {
-        document(ok, procedure, self)
+    fn render(&self, ok: bool, procedure: Procedure) -> String {
+        output::pretty(&ops::document(ok, procedure, self))
     }
-}
-
-/// The one place a result is put in the contract's envelope: `ok`, `procedure`, then the
-/// result's own keys.
-#[derive(serde::Serialize)]
-struct Envelope<'a, T> {
-    ok: bool,
-    procedure: &'a str,
-    #[serde(flatten)]
-    result: &'a T,
-}
-
-impl<'a, T> Envelope<'a, T> {
-    fn new(ok: bool, procedure: &'a str, result: &'a T) -> Self {
-        Envelope {
-            ok,
-            procedure,
-            result,
-        }
-    }
-}
-
-/// The envelope's text.
-pub fn document(ok: bool, procedure: &str, result: &impl serde::Serialize) -> String {
-    output::pretty(&Envelope::new(ok, procedure, result))
 }
 
 impl Outcome {
@@ -116,7 +92,7 @@ impl Outcome {
         }
     }
 
-    pub fn print(&self, procedure: &str) {
+    pub fn print(&self, procedure: Procedure) {
         match &self.body {
             Body::Json { ok, result } => output::text_out(&result.render(*ok, procedure)),
             Body::Text(text) => output::text_out(text),

@@ -1,12 +1,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{document, write_private, Outcome};
+use super::{write_private, Outcome};
 use crate::cli::{RenderArgs, RenderFormat};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
 use crate::ops;
+use crate::ops::Procedure;
 use crate::store::Ledger;
 
 #[derive(Serialize)]
@@ -115,7 +116,10 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
             if args.out.is_none() {
                 return Ok(Outcome::ok(doc));
             }
-            (document(true, "render", &doc), Some(doc.warnings))
+            (
+                crate::output::pretty(&crate::ops::document(true, Procedure::Render, &doc)),
+                Some(doc.warnings),
+            )
         }
         RenderFormat::PiPending => {
             let payload = pi::render_pending(&stage, &clock::now(), &questions);

@@ -1,8 +1,8 @@
 //! The MCP front end: `questions mcp` serves the ledger's operations as Model Context
 //! Protocol tools on stdio. Each tool translates its input into the same operations the
 //! command line calls, and their results into structured content; stdout carries JSON-RPC
-//! only. The ledger is synchronous: every operation runs on a thread of its own with a
-//! `Ledger` of its own (see `blocking`), so a tool that waits never holds up another.
+//! only. The ledger is synchronous: every operation runs on a blocking thread (see
+//! `crate::bridge`), so a tool that waits never holds up another.
 
 mod form;
 mod stdio;
@@ -26,7 +26,7 @@ pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()
         .enable_all()
         .build()
         .map_err(|e| Error::io(format!("cannot start the MCP server: {e}")))?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let server = tools::Server::new(location).with_user(user, votes);
         let running = server
             .serve(stdio::transport())
@@ -37,23 +37,18 @@ pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()
             .await
             .map_err(|e| Error::io(format!("the MCP session ended in error: {e}")))?;
         Ok(())
-    })
+    });
+    // An operation still running (a wait the client no longer waits for) is not waited
+    // for; the ledgers kept open close after the runtime (see `crate::bridge`).
+    runtime.shutdown_background();
+    drop(crate::bridge::close());
+    served
 }
 
-/// Runs an operation on a thread of its own with a ledger of its own. Not tokio's blocking
-/// pool: its threads carry the runtime's context, where the PostgreSQL client (which runs
-/// a runtime of its own inside) refuses to start.
+/// Runs an operation on the ledger (see `crate::bridge`).
 async fn blocking<T: Send + 'static>(
     location: Location,
     op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("questions-op".into())
-        .spawn(move || {
-            let _ = tx.send(op(&mut Ledger::new(location)));
-        })
-        .map_err(|e| Error::io(format!("cannot start a thread for the operation: {e}")))?;
-    rx.await
-        .map_err(|_| Error::db("internal error: the operation stopped before it finished"))?
+    crate::bridge::run(location, op).await
 }

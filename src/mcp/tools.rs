@@ -23,11 +23,8 @@ use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::ImportFormat;
-use crate::model::{
-    proposed_or_recommended, tidy_options, Channel, NewQuestion, OnExpiry, Question,
-    QuestionOption, Source, Status,
-};
-use crate::ops::{self, Caller, CheckRequest, Wait};
+use crate::model::{Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status};
+use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
 use crate::store::{Filter, Location};
 
 /// How often a wait tells the client it is still waiting, when nothing changes.
@@ -319,21 +316,19 @@ pub struct Waited {
 /// A tool's failure. Its `procedure` is the one its success would name: the command whose
 /// document a tool returns (`check`, `list`, `answers`, `import`), else the tool's own name
 /// (`ask_questions`, `wait_for_answers`), so one call never names two procedures.
-fn failure(procedure: &str, err: &Error) -> CallToolResult {
-    crate::output::note(&format!("{procedure}: error: {}", err.message));
-    CallToolResult::structured_error(crate::output::failure_body(Some(procedure), err))
+fn failure(procedure: Procedure, err: &Error) -> CallToolResult {
+    crate::output::note(&format!("{}: error: {}", procedure.as_str(), err.message));
+    let body = ops::failure(Some(procedure), err);
+    CallToolResult::structured_error(serde_json::to_value(body).unwrap_or(Value::Null))
 }
 
-/// A result in the contract's envelope: `ok`, `procedure`, then the result's own keys.
-fn document(ok: bool, procedure: &str, result: &impl Serialize) -> Result<CallToolResult> {
-    let mut body = serde_json::Map::new();
-    body.insert("ok".into(), Value::Bool(ok));
-    body.insert("procedure".into(), Value::String(procedure.into()));
-    match serde_json::to_value(result).map_err(|e| Error::db(e.to_string()))? {
-        Value::Object(fields) => body.extend(fields),
-        other => return Err(Error::db(format!("not a document: {other}"))),
+/// A result in the contract's envelope (see `ops::document`).
+fn document(ok: bool, procedure: Procedure, result: &impl Serialize) -> Result<CallToolResult> {
+    match serde_json::to_value(ops::document(ok, procedure, result)) {
+        Ok(body @ Value::Object(_)) => Ok(CallToolResult::structured(body)),
+        Ok(other) => Err(Error::db(format!("not a document: {other}"))),
+        Err(e) => Err(Error::db(e.to_string())),
     }
-    Ok(CallToolResult::structured(Value::Object(body)))
 }
 
 /// The output schema of a tool that returns a command's document: the command's own
@@ -487,10 +482,6 @@ fn non_blank(text: &str, what: &str) -> Result<String> {
     Ok(trimmed.to_string())
 }
 
-fn blank_to_none(text: Option<String>) -> Option<String> {
-    text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
-}
-
 /// A question of `ask_questions`, checked as `log` checks its flags.
 fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Result<NewQuestion> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
@@ -513,7 +504,6 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
             })
         }
     };
-    let question = non_blank(&item.question, "the question").map_err(place)?;
     let options = item
         .options
         .unwrap_or_default()
@@ -535,39 +525,21 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
             },
         })
         .collect();
-    let options = tidy_options(options).map_err(place)?;
-    let multi_select = item.multi_select.unwrap_or(false);
-    let allow_freeform = item.allow_freeform.unwrap_or(true);
-    if options.is_empty() && (multi_select || !allow_freeform) {
-        return Err(place(Error::usage(
-            "multi_select and allow_freeform: false need options to choose from: add options",
-        )));
-    }
-    Ok(NewQuestion {
+    NewQuestion::build(Draft {
         stage: stage.to_string(),
-        group_name: blank_to_none(item.group),
-        question,
-        proposed: proposed_or_recommended(blank_to_none(item.proposed), &options),
+        group: item.group,
+        question: item.question,
+        proposed: item.proposed,
         required: item.required.unwrap_or(true),
-        header: blank_to_none(item.header),
-        context: blank_to_none(item.context),
+        header: item.header,
+        context: item.context,
         options,
-        multi_select,
-        allow_freeform,
+        multi_select: item.multi_select.unwrap_or(false),
+        allow_freeform: item.allow_freeform.unwrap_or(true),
         source: Source::AskUser,
-        expires_at: None,
-        on_expiry: OnExpiry::Keep,
         approval,
     })
-    .and_then(|new| {
-        let offers = !new.options.is_empty() || new.proposed.is_some() || !new.required;
-        if new.approval.is_some() && offers {
-            return Err(place(Error::usage(
-                "an approval is required and offers no options or proposed value: its answers are votes",
-            )));
-        }
-        Ok(new)
-    })
+    .map_err(place)
 }
 
 /// The person behind the client: `mcp:<client name>`.
@@ -853,7 +825,7 @@ impl Server {
         let run = async { self.ask(input.read()?, &context).await };
         run.await
             .map(Json)
-            .map_err(|e| failure("ask_questions", &e))
+            .map_err(|e| failure(Procedure::AskQuestions, &e))
     }
 
     #[tool(
@@ -894,7 +866,7 @@ impl Server {
         };
         run.await
             .map(Json)
-            .map_err(|e| failure("wait_for_answers", &e))
+            .map_err(|e| failure(Procedure::WaitForAnswers, &e))
     }
 
     #[tool(
@@ -915,9 +887,9 @@ impl Server {
                 wait: Wait::No,
             };
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
-            document(report.gate.passes(), "check", &report)
+            document(report.gate.passes(), Procedure::Check, &report)
         };
-        run.await.map_err(|e| failure("check", &e))
+        run.await.map_err(|e| failure(Procedure::Check, &e))
     }
 
     #[tool(
@@ -953,14 +925,14 @@ impl Server {
             let questions = blocking(self.location.clone(), move |l| ops::list(l, &filter)).await?;
             document(
                 true,
-                "list",
+                Procedure::List,
                 &Listed {
                     count: questions.len(),
                     questions,
                 },
             )
         };
-        run.await.map_err(|e| failure("list", &e))
+        run.await.map_err(|e| failure(Procedure::List, &e))
     }
 
     #[tool(
@@ -975,9 +947,9 @@ impl Server {
         let run = async {
             let stage = non_blank(&input.read()?.stage, "stage")?;
             let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
-            document(true, "answers", &report)
+            document(true, Procedure::Answers, &report)
         };
-        run.await.map_err(|e| failure("answers", &e))
+        run.await.map_err(|e| failure(Procedure::Answers, &e))
     }
 
     #[tool(
@@ -999,9 +971,9 @@ impl Server {
                 ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
             })
             .await?;
-            document(true, "import", &imported)
+            document(true, Procedure::Import, &imported)
         };
-        run.await.map_err(|e| failure("import", &e))
+        run.await.map_err(|e| failure(Procedure::Import, &e))
     }
 }
 
@@ -1062,9 +1034,9 @@ impl Server {
                 )
             })
             .await?;
-            document(true, "vote", &recorded)
+            document(true, Procedure::Vote, &recorded)
         };
-        run.await.map_err(|e| failure("vote", &e))
+        run.await.map_err(|e| failure(Procedure::Vote, &e))
     }
 }
 

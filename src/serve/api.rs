@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::App;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{AnswerInput, Question, Status};
-use crate::ops;
+use crate::model::{AnswerInput, Question, Status, Vocabulary};
+use crate::ops::{self, Procedure};
 use crate::store::Filter;
 
 /// The HTTP status of an error code.
@@ -37,24 +37,15 @@ fn json(status: StatusCode, text: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], text).into_response()
 }
 
-pub(super) fn success(procedure: &str, result: &impl serde::Serialize) -> Response {
-    json(
-        StatusCode::OK,
-        crate::cmd::document(true, procedure, result),
-    )
+pub(super) fn success(procedure: Procedure, result: &impl serde::Serialize) -> Response {
+    let body = crate::output::pretty(&ops::document(true, procedure, result));
+    json(StatusCode::OK, body)
 }
 
 /// The §2 failure document; a conflict also carries the question as it stands, with the
 /// answer on record.
-pub(super) fn failure(procedure: &str, err: &Error, on_record: Option<&Question>) -> Response {
-    let mut body = crate::output::failure_body(Some(procedure), err);
-    if let (Some(q), Value::Object(map)) = (on_record, &mut body) {
-        map.insert("answer".into(), q.answer.clone().into());
-        map.insert(
-            "question".into(),
-            serde_json::to_value(q).unwrap_or(Value::Null),
-        );
-    }
+pub(super) fn failure(procedure: Procedure, err: &Error, on_record: Option<&Question>) -> Response {
+    let body = ops::failure(Some(procedure), err).on_record(on_record);
     json(status_of(err.code), crate::output::pretty(&body))
 }
 
@@ -65,15 +56,8 @@ pub struct ListQuery {
 }
 
 pub fn parse_status(text: &str) -> Result<Status> {
-    match text.trim() {
-        "pending" => Ok(Status::Pending),
-        "answered" => Ok(Status::Answered),
-        "skipped" => Ok(Status::Skipped),
-        "declined" => Ok(Status::Declined),
-        other => Err(Error::usage(format!(
-            "status '{other}' is not one of pending, answered, skipped, declined"
-        ))),
-    }
+    let text = text.trim();
+    Status::parse(text).ok_or_else(|| Error::usage(Status::not_one(text)))
 }
 
 /// The stage a request may see: the one asked for, within the server's `--stage`.
@@ -107,21 +91,21 @@ pub async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -
     });
     let filter = match filter {
         Ok(f) => f,
-        Err(e) => return failure("list", &e, None),
+        Err(e) => return failure(Procedure::List, &e, None),
     };
     match app
         .ledger(move |l| Ok((ops::list(l, &filter)?, l.id()?)))
         .await
     {
         Ok((questions, ledger)) => success(
-            "list",
+            Procedure::List,
             &Listed {
                 ledger,
                 count: questions.len(),
                 questions,
             },
         ),
-        Err(e) => failure("list", &e, None),
+        Err(e) => failure(Procedure::List, &e, None),
     }
 }
 
@@ -275,7 +259,7 @@ async fn change(
     id: i64,
     change: Result<Change>,
     body: &Bytes,
-    procedure: &str,
+    procedure: Procedure,
 ) -> Response {
     let (change, shown) = match change.and_then(|c| Ok((c, shown_in(id, body)?))) {
         Ok(c) => c,
@@ -295,7 +279,7 @@ async fn change(
 
 pub async fn answer(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
     let input = answer_input(&body).map(Change::Answer);
-    change(app, id, input, &body, "answer").await
+    change(app, id, input, &body, Procedure::Answer).await
 }
 
 pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
@@ -304,7 +288,7 @@ pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes)
     } else {
         read_body(&body).and_then(|m| text_field(&m, "reason"))
     };
-    change(app, id, reason.map(Change::Skip), &body, "skip").await
+    change(app, id, reason.map(Change::Skip), &body, Procedure::Skip).await
 }
 
 pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
@@ -315,7 +299,14 @@ pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Byt
                 Error::usage("a decline needs a \"reason\": what is wrong with the question")
             })
         });
-    change(app, id, reason.map(Change::Decline), &body, "decline").await
+    change(
+        app,
+        id,
+        reason.map(Change::Decline),
+        &body,
+        Procedure::Decline,
+    )
+    .await
 }
 
 #[derive(Deserialize)]

@@ -12,6 +12,10 @@ use axum::response::{IntoResponse, Response};
 
 use super::{App, BODY_LIMIT};
 
+/// Who made a request: the person whose token it carried; none for the server's token.
+#[derive(Debug, Clone)]
+pub struct Person(pub Option<String>);
+
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -35,9 +39,7 @@ pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) ->
                 .or_else(|| cookie(request.headers(), &cookie_name(&app)))
                 .and_then(|t| app.holder(&t))
                 .flatten();
-            request
-                .extensions_mut()
-                .insert(super::votes::Person(person));
+            request.extensions_mut().insert(Person(person));
             next.run(request).await
         }
     };
@@ -254,7 +256,7 @@ impl Refusal {
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <title>Questions</title><link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
              </head><body><main><p class=\"flash failed\" role=\"alert\">{}</p></main></body></html>\n",
-            super::html::esc(self.message)
+            super::escape::esc(self.message)
         );
         (
             self.status,
@@ -267,12 +269,8 @@ impl Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({
-            "ok": false,
-            "procedure": "serve",
-            "error": self.message,
-            "error_code": "usage",
-        });
+        let err = crate::error::Error::usage(self.message);
+        let body = crate::ops::failure(Some(crate::ops::Procedure::Serve), &err);
         (self.status, axum::Json(body)).into_response()
     }
 }

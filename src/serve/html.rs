@@ -4,24 +4,9 @@
 
 use std::fmt::Write;
 
+pub(super) use super::escape::esc;
 use crate::model::{Event, EventKind, OnExpiry, Question};
 use crate::strings;
-
-/// Escapes text for HTML content and for double-quoted attribute values.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// A message at the top of the page: what was just recorded, or why it was not.
 pub enum Flash {
@@ -261,8 +246,8 @@ fn question(
 
     if let Some(approval) = &q.approval {
         // An approval takes votes, not answers (see `votes`).
-        let standing = super::votes::standing(page.person, approval, page.voters.get(&q.id));
-        return super::votes::html(out, q, approval, &shown, history, standing);
+        let standing = standing(page.person, approval, page.voters.get(&q.id));
+        return self::approval(out, q, approval, &shown, history, standing);
     }
     // Nothing is chosen or typed for the person: the proposal is taken only through its
     // own button, and recorded as such.
@@ -382,6 +367,85 @@ pub(super) fn event(out: &mut String, e: &Event) {
         let _ = write!(out, ": <q>{}</q>", esc(&d));
     }
     out.push_str("</li>");
+}
+
+/// Whether the person who opened the page may vote on an approval; when not, why
+/// (shown in place of the buttons, so nobody is offered a vote that would be refused).
+fn standing(
+    person: Option<&str>,
+    approval: &crate::model::Approval,
+    voters: Option<&std::collections::BTreeSet<String>>,
+) -> std::result::Result<(), String> {
+    match person {
+        None => Err(strings::VOTE_NEEDS_TOKEN.to_string()),
+        Some(p) if p == approval.requester => Err(strings::requester_may_not_vote(p)),
+        Some(p) if voters.is_some_and(|v| v.contains(p)) => Ok(()),
+        Some(p) => Err(strings::not_an_approver(p, &approval.approvers.join(", "))),
+    }
+}
+
+/// An approval on the page: its votes, and for those who may vote (`standing`), a form
+/// to approve (with a comment) or reject (with a reason). A vote counts as the person
+/// whose token opened the page.
+fn approval(
+    out: &mut String,
+    q: &crate::model::Question,
+    approval: &crate::model::Approval,
+    shown: &str,
+    history: &[crate::model::Event],
+    standing: std::result::Result<(), String>,
+) {
+    use std::fmt::Write;
+    let id = q.id;
+    let _ = write!(
+        out,
+        "<div class=\"approval\"><p>Approval: {} of {} (requested by {})</p><ul>",
+        approval
+            .votes
+            .iter()
+            .filter(|v| v.vote == crate::model::Verdict::Approve)
+            .count(),
+        approval.min,
+        esc(&approval.requester)
+    );
+    for v in &approval.votes {
+        let _ = write!(
+            out,
+            "<li>{} — {}{}</li>",
+            esc(&v.by),
+            v.vote.as_str(),
+            v.comment
+                .as_deref()
+                .map(|c| format!(": {}", esc(c)))
+                .unwrap_or_default()
+        );
+    }
+    out.push_str("</ul>");
+    match standing {
+        Ok(()) => {
+            let _ = write!(
+                out,
+                "<form method=\"post\" action=\"/q/{id}/approve\">{shown}\
+                 <label for=\"q{id}c\">Comment, or the reason to reject</label>\
+                 <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
+                 <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
+                 <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
+                 </form>"
+            );
+        }
+        Err(why) => {
+            let _ = write!(out, "<p class=\"no-vote\">{}</p>", esc(&why));
+        }
+    }
+    let _ = write!(
+        out,
+        "</div><details class=\"history\"><summary>History ({})</summary><ol>",
+        history.len()
+    );
+    for e in history {
+        event(out, e);
+    }
+    out.push_str("</ol></details></div></details>");
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! a `Ledger` from a small pool on a blocking thread.
 
 mod api;
+mod escape;
 mod guard;
 mod html;
 mod markdown;
@@ -12,7 +13,7 @@ mod page;
 pub mod votes;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
@@ -43,7 +44,7 @@ pub struct Config {
 
 /// What every request shares.
 pub(crate) struct App {
-    pool: Pool,
+    location: Location,
     stage: Option<String>,
     caller: Caller,
     token: String,
@@ -57,44 +58,13 @@ pub(crate) struct App {
     stopping: watch::Receiver<bool>,
 }
 
-/// Ledgers kept open between requests, so a request costs no open (pragmas, schema check).
-struct Pool {
-    location: Location,
-    idle: Mutex<Vec<Ledger>>,
-}
-
-/// How many idle ledgers are kept; more are opened under load and dropped after.
-const POOL_IDLE: usize = 16;
-
-impl Pool {
-    fn with<T>(&self, f: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
-        let taken = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        let mut ledger = taken.unwrap_or_else(|| Ledger::new(self.location.clone()));
-        // A ledger kept open since an earlier request may have been reset or replaced.
-        let out = ledger.follow().and_then(|_| f(&mut ledger));
-        // A ledger whose connection failed is not handed out again.
-        let healthy = !matches!(&out, Err(e) if e.code == crate::error::ErrorCode::DbError);
-        if healthy {
-            if let Ok(mut idle) = self.idle.lock() {
-                if idle.len() < POOL_IDLE {
-                    idle.push(ledger);
-                }
-            }
-        }
-        out
-    }
-}
-
 impl App {
-    /// Runs `f` on a pooled ledger on a blocking thread: the ledger is synchronous.
+    /// Runs `f` on the ledger (see `crate::bridge`).
     pub(crate) async fn ledger<T: Send + 'static>(
         self: &Arc<App>,
         f: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let app = Arc::clone(self);
-        tokio::task::spawn_blocking(move || app.pool.with(f))
-            .await
-            .map_err(|_| Error::db("internal error: a request stopped before it finished"))?
+        crate::bridge::run(self.location.clone(), f).await
     }
 }
 
@@ -176,10 +146,7 @@ async fn serve(
     let (stop_tx, stopping) = watch::channel(false);
     spawn_watcher(location.clone(), seq_tx);
     let app = Arc::new(App {
-        pool: Pool {
-            location,
-            idle: Mutex::new(Vec::new()),
-        },
+        location,
         stage,
         caller,
         token,
@@ -195,20 +162,13 @@ async fn serve(
         _ => bound,
     };
     let stop = stop_signal()?;
-    let line = serde_json::json!({
-        "ok": true,
-        "procedure": "serve",
-        "url": format!("http://{shown}/?token={}", app.token),
-    });
+    let url = serde_json::json!({ "url": format!("http://{shown}/?token={}", app.token) });
+    let line = serde_json::to_string(&ops::document(true, ops::Procedure::Serve, &url))
+        .unwrap_or_default();
     crate::output::text_out(&format!("{line}\n"));
 
     accept(listener, router, stop, stop_tx).await;
-    let kept = app
-        .pool
-        .idle
-        .lock()
-        .map(|mut idle| std::mem::take(&mut *idle));
-    Ok(kept.unwrap_or_default())
+    Ok(crate::bridge::close())
 }
 
 /// The most connections served at once; more are closed as they arrive.

@@ -10,8 +10,8 @@ use axum::{Extension, Form};
 use serde::Deserialize;
 
 use super::api::{self, Change};
+use super::guard::Person;
 use super::html::{self, Flash};
-use super::votes::Person;
 use super::App;
 use crate::clock;
 use crate::error::{Error, ErrorCode};

@@ -11,15 +11,12 @@ use axum::response::Response;
 use axum::Extension;
 
 use super::api;
+use super::guard::Person;
 use super::App;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{Ballot, Channel, Verdict};
-use crate::ops;
+use crate::ops::{self, Procedure};
 use crate::strings;
-
-/// Who made a request: the person whose token it carried; none for the server's token.
-#[derive(Debug, Clone)]
-pub struct Person(pub Option<String>);
 
 /// Reads a `--users` file: one `NAME TOKEN` line per person (blank lines and `#`
 /// comments ignored), tokens of at least 16 characters, the file readable by its owner
@@ -126,7 +123,7 @@ async fn vote(
     id: i64,
     ballot: Result<Ballot>,
     body: &Bytes,
-    procedure: &str,
+    procedure: Procedure,
 ) -> Response {
     let done = match ballot.and_then(|b| Ok((b, api::shown_in(id, body)?))) {
         Ok((ballot, shown)) => cast(&app, &person, id, ballot, shown).await,
@@ -157,7 +154,7 @@ pub(crate) async fn approve(
         verdict: Verdict::Approve,
         comment,
     });
-    vote(app, person, id, ballot, &body, "approve").await
+    vote(app, person, id, ballot, &body, Procedure::Approve).await
 }
 
 /// `POST /api/questions/{id}/reject` `{"reason"}`.
@@ -176,87 +173,7 @@ pub(crate) async fn reject(
             "a rejection needs a \"reason\": why it must not go ahead",
         )),
     });
-    vote(app, person, id, ballot, &body, "reject").await
-}
-
-/// Whether the person who opened the page may vote on an approval; when not, why
-/// (shown in place of the buttons, so nobody is offered a vote that would be refused).
-pub(super) fn standing(
-    person: Option<&str>,
-    approval: &crate::model::Approval,
-    voters: Option<&std::collections::BTreeSet<String>>,
-) -> std::result::Result<(), String> {
-    match person {
-        None => Err(strings::VOTE_NEEDS_TOKEN.to_string()),
-        Some(p) if p == approval.requester => Err(strings::requester_may_not_vote(p)),
-        Some(p) if voters.is_some_and(|v| v.contains(p)) => Ok(()),
-        Some(p) => Err(strings::not_an_approver(p, &approval.approvers.join(", "))),
-    }
-}
-
-/// An approval on the page: its votes, and for those who may vote (`standing`), a form
-/// to approve (with a comment) or reject (with a reason). A vote counts as the person
-/// whose token opened the page.
-pub(super) fn html(
-    out: &mut String,
-    q: &crate::model::Question,
-    approval: &crate::model::Approval,
-    shown: &str,
-    history: &[crate::model::Event],
-    standing: std::result::Result<(), String>,
-) {
-    use super::html::esc;
-    use std::fmt::Write;
-    let id = q.id;
-    let _ = write!(
-        out,
-        "<div class=\"approval\"><p>Approval: {} of {} (requested by {})</p><ul>",
-        approval
-            .votes
-            .iter()
-            .filter(|v| v.vote == Verdict::Approve)
-            .count(),
-        approval.min,
-        esc(&approval.requester)
-    );
-    for v in &approval.votes {
-        let _ = write!(
-            out,
-            "<li>{} — {}{}</li>",
-            esc(&v.by),
-            v.vote.as_str(),
-            v.comment
-                .as_deref()
-                .map(|c| format!(": {}", esc(c)))
-                .unwrap_or_default()
-        );
-    }
-    out.push_str("</ul>");
-    match standing {
-        Ok(()) => {
-            let _ = write!(
-                out,
-                "<form method=\"post\" action=\"/q/{id}/approve\">{shown}\
-                 <label for=\"q{id}c\">Comment, or the reason to reject</label>\
-                 <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
-                 <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
-                 <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
-                 </form>"
-            );
-        }
-        Err(why) => {
-            let _ = write!(out, "<p class=\"no-vote\">{}</p>", esc(&why));
-        }
-    }
-    let _ = write!(
-        out,
-        "</div><details class=\"history\"><summary>History ({})</summary><ol>",
-        history.len()
-    );
-    for e in history {
-        super::html::event(out, e);
-    }
-    out.push_str("</ol></details></div></details>");
+    vote(app, person, id, ballot, &body, Procedure::Reject).await
 }
 
 /// The page's vote: recorded, then back to the inbox; a refusal is shown there.

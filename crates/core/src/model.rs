@@ -79,20 +79,7 @@ impl Channel {
     }
 
     pub fn from_stored(text: &str) -> Option<Channel> {
-        [
-            Channel::Cli,
-            Channel::Ask,
-            Channel::Web,
-            Channel::Mcp,
-            Channel::Import,
-            Channel::AcceptDefaults,
-            Channel::Expiry,
-            Channel::ClaudeCode,
-            Channel::Codex,
-            Channel::Gemini,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == text)
+        Channel::parse(text)
     }
 }
 
@@ -172,16 +159,6 @@ impl Source {
             "open-questions" => Source::OpenQuestions,
             "ask-user" => Source::AskUser,
             _ => Source::Cli,
-        }
-    }
-}
-
-impl From<crate::formats::Source> for Source {
-    fn from(format: crate::formats::Source) -> Source {
-        match format {
-            crate::formats::Source::Uwf => Source::Uwf,
-            crate::formats::Source::OpenQuestions => Source::OpenQuestions,
-            crate::formats::Source::AskUser => Source::AskUser,
         }
     }
 }
@@ -685,7 +662,79 @@ pub enum Transition {
     },
 }
 
+/// A question as a front end read it (the command line's flags, an MCP call's arguments),
+/// before the model's rules make it one to log (`NewQuestion::build`).
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub stage: String,
+    pub group: Option<String>,
+    pub question: String,
+    pub proposed: Option<String>,
+    pub required: bool,
+    pub header: Option<String>,
+    pub context: Option<String>,
+    pub options: Vec<QuestionOption>,
+    pub multi_select: bool,
+    pub allow_freeform: bool,
+    pub source: Source,
+    pub approval: Option<Approval>,
+}
+
+/// What a refusal of a multi-select, or of a question with no free-form answer, tells a
+/// command-line user to do.
+const ADD_OPTIONS: &str = "add --option LABEL or --options-json";
+
 impl NewQuestion {
+    /// The rules every new question keeps, whoever asks it: a question text; blank
+    /// texts are none; option labels tidied (see `tidy_options`); a multi-select, or a
+    /// question that takes no free-form answer, has options to choose from; the proposed
+    /// value is its own, else the recommended option's; an approval is required and
+    /// offers no options or proposed value (its answers are votes). Refusals are
+    /// `usage` errors worded for every front end, with the command line's flags as hints.
+    pub fn build(d: Draft) -> Result<NewQuestion> {
+        let blank = |s: Option<String>| s.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        let question = d.question.trim().to_string();
+        if question.is_empty() {
+            return Err(Error::usage("the question is empty: give it a text"));
+        }
+        let options = tidy_options(d.options)?;
+        if options.is_empty() && d.multi_select {
+            return Err(
+                Error::usage("a multi-select question needs options to choose from")
+                    .with_flag_hint(ADD_OPTIONS),
+            );
+        }
+        if options.is_empty() && !d.allow_freeform {
+            return Err(Error::usage(
+                "a question that takes no free-form answer needs options to choose from",
+            )
+            .with_flag_hint(ADD_OPTIONS));
+        }
+        let proposed = proposed_or_recommended(blank(d.proposed), &options);
+        if d.approval.is_some() && (!options.is_empty() || proposed.is_some() || !d.required) {
+            return Err(Error::usage(
+                "an approval is required and offers no options or proposed value: its answers \
+                 are votes",
+            ));
+        }
+        Ok(NewQuestion {
+            stage: d.stage,
+            group_name: blank(d.group),
+            question,
+            proposed,
+            required: d.required,
+            header: blank(d.header),
+            context: blank(d.context),
+            options,
+            multi_select: d.multi_select,
+            allow_freeform: d.allow_freeform,
+            source: d.source,
+            expires_at: None,
+            on_expiry: OnExpiry::Keep,
+            approval: d.approval,
+        })
+    }
+
     /// The question as the ledger will hold it once logged at `now` (its id not known yet).
     pub fn as_logged(&self, now: &str) -> Question {
         Question {
@@ -798,25 +847,7 @@ impl EventKind {
 impl EventKind {
     /// Reads a stored kind; `None` for one this binary does not know.
     pub fn from_stored(text: &str) -> Option<EventKind> {
-        [
-            EventKind::Logged,
-            EventKind::Answered,
-            EventKind::Reanswered,
-            EventKind::Skipped,
-            EventKind::Declined,
-            EventKind::Expired,
-            EventKind::Cleared,
-            EventKind::Imported,
-            EventKind::Defaulted,
-            EventKind::Voted,
-            EventKind::Refused,
-            EventKind::Approved,
-            EventKind::Rejected,
-            EventKind::Group,
-            EventKind::Delivered,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == text)
+        EventKind::parse(text)
     }
 }
 
@@ -1281,5 +1312,117 @@ mod tests {
         // Nothing to read a time from: the contract's shape still, at the unknown instant.
         assert_eq!(normalize_timestamp("yesterday"), UNKNOWN_TIME);
         assert_eq!(normalize_timestamp(""), UNKNOWN_TIME);
+    }
+}
+
+/// A closed set of names the contract fixes: each enum below lists its values once, here,
+/// and every front end's parser, list of choices and error message is made from that list
+/// (the command line's value parsers, the web's query parameters).
+pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
+    /// Every value, in the order messages list them.
+    const ALL: &'static [Self];
+    /// What one value is called in a message: "status".
+    const WHAT: &'static str;
+    fn name(self) -> &'static str;
+
+    fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|v| v.name() == text)
+    }
+
+    fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|v| v.name()).collect()
+    }
+
+    /// Why `text` is not one: "status 'done' is not one of pending, answered, skipped or
+    /// declined".
+    fn not_one(text: &str) -> String {
+        let names = Self::names();
+        let listed = match names.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        format!("{} '{text}' is not one of {listed}", Self::WHAT)
+    }
+}
+
+macro_rules! vocabulary {
+    ($t:ident, $what:literal, [$($v:ident),* $(,)?]) => {
+        impl Vocabulary for $t {
+            const ALL: &'static [Self] = &[$($t::$v),*];
+            const WHAT: &'static str = $what;
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+        }
+    };
+}
+
+vocabulary!(Status, "status", [Pending, Answered, Skipped, Declined]);
+vocabulary!(OnExpiry, "on-expiry", [Keep, Default, Skip, Reject]);
+vocabulary!(Source, "source", [Cli, Uwf, OpenQuestions, AskUser]);
+vocabulary!(
+    Channel,
+    "channel",
+    [
+        Cli,
+        Ask,
+        Web,
+        Mcp,
+        Import,
+        AcceptDefaults,
+        Expiry,
+        ClaudeCode,
+        Codex,
+        Gemini
+    ]
+);
+vocabulary!(
+    EventKind,
+    "event",
+    [
+        Logged, Answered, Reanswered, Skipped, Declined, Expired, Cleared, Imported, Defaulted,
+        Voted, Refused, Approved, Rejected, Group, Delivered,
+    ]
+);
+
+#[cfg(test)]
+mod vocabulary_tests {
+    use super::*;
+
+    fn round_trips<T: Vocabulary + std::fmt::Debug>() {
+        let names = T::names();
+        for v in T::ALL {
+            assert_eq!(T::parse(v.name()), Some(*v));
+        }
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(T::parse("no such name"), None);
+    }
+
+    #[test]
+    fn every_vocabulary_reads_back_each_of_its_names() {
+        round_trips::<Status>();
+        round_trips::<OnExpiry>();
+        round_trips::<Source>();
+        round_trips::<Channel>();
+        round_trips::<EventKind>();
+        assert_eq!(
+            Status::not_one("done"),
+            "status 'done' is not one of pending, answered, skipped or declined"
+        );
+    }
+
+    /// The lists are complete: a value missing from `ALL` could not be read back from the
+    /// ledger. A new variant goes into its list, and its count here.
+    #[test]
+    fn every_variant_is_listed() {
+        assert_eq!(Status::ALL.len(), 4);
+        assert_eq!(OnExpiry::ALL.len(), 4);
+        assert_eq!(Source::ALL.len(), 4);
+        assert_eq!(Channel::ALL.len(), 10);
+        assert_eq!(EventKind::ALL.len(), 15);
     }
 }

@@ -81,6 +81,17 @@ pub enum Source {
     AskUser,
 }
 
+/// The ledger records which format a question came in.
+impl From<Source> for crate::model::Source {
+    fn from(format: Source) -> crate::model::Source {
+        match format {
+            Source::Uwf => crate::model::Source::Uwf,
+            Source::OpenQuestions => crate::model::Source::OpenQuestions,
+            Source::AskUser => crate::model::Source::AskUser,
+        }
+    }
+}
+
 impl Source {
     pub fn as_str(self) -> &'static str {
         match self {

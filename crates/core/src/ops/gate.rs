@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{select, settle};
+use super::{select, settle, Step};
 use crate::clock;
 use crate::error::Result;
 use crate::model::{Channel, Gate, Question, Status};
@@ -77,8 +77,7 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,
     };
-    let generation = ledger.generation();
-    loop {
+    super::follow(ledger, deadline, POLL, |ledger, seen| {
         let read = settle(ledger).and_then(|_| {
             ledger.read(|tx| {
                 let considered = select(tx, req.stage.as_deref(), req.ids.as_deref())?;
@@ -94,7 +93,7 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         // A stage is followed into a ledger that replaced this one (reset); ids are not:
         // they named questions of the ledger that is gone (whatever the new one says of
         // them).
-        if ledger.generation() != generation && req.ids.is_some() {
+        if seen.replaced(ledger) && req.ids.is_some() {
             return Err(crate::error::Error::conflict(format!(
                 "the ledger {} was reset or replaced while check waited: the ids given \
                  named questions of the ledger that is gone",
@@ -103,29 +102,21 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         }
         let (considered, known, approvals) = read?;
         if known == Some(false) {
-            return unknown_stage(ledger, req, considered);
+            return unknown_stage(ledger, req, considered).map(Step::Done);
         }
         let gate = Gate::over(&considered);
         // A rejected approval never passes: waiting longer cannot help.
         let settled_fail = approvals.iter().any(|a| a.state == "rejected");
-        if gate.passes() || req.wait == Wait::No || settled_fail {
-            let mut done = report(req.stage.clone(), considered, known, false);
-            done.approvals = approvals;
-            return Ok(done);
-        }
-        let now = Instant::now();
-        let pause = match deadline {
-            Some(end) if now >= end => {
-                let mut done = report(req.stage.clone(), considered, known, true);
-                done.approvals = approvals;
-                return Ok(done);
-            }
-            Some(end) => POLL.min(end - now),
-            None => POLL,
-        };
-        // Woken at once by another machine's change on PostgreSQL (NOTIFY).
-        ledger.wait_for_change(pause)?;
-    }
+        let done = gate.passes() || req.wait == Wait::No || settled_fail;
+        // Kept for the deadline: then it is the report, and it says the wait timed out.
+        let mut report = report(req.stage.clone(), considered, known, !done);
+        report.approvals = approvals;
+        Ok(if done {
+            Step::Done(report)
+        } else {
+            Step::Wait(report)
+        })
+    })
 }
 
 /// A stage that has never held a question: it passes, as in the uwf protocol, saying so

@@ -5,6 +5,8 @@
 
 mod approval;
 mod change;
+mod envelope;
+mod follow;
 mod gate;
 mod interop;
 
@@ -14,6 +16,8 @@ pub use change::{
     record_delivery, skip, Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded,
     Recorded, Shown, Together,
 };
+pub use envelope::{document, failure, Envelope, Failure, Procedure};
+pub use follow::{follow, Seen, Step};
 pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
@@ -362,4 +366,30 @@ pub fn watcher_position(ledger: &mut Ledger, name: &str) -> Result<Option<i64>> 
 pub fn save_watcher_position(ledger: &mut Ledger, name: &str, position: i64) -> Result<()> {
     let now = clock::now();
     ledger.write(|tx| tx.set_watcher_position(name, position, &now))
+}
+
+/// What `reset` did.
+#[derive(Debug, Serialize)]
+pub struct Reset {
+    /// The ledger's file, or the PostgreSQL URL without its password.
+    pub deleted: String,
+    pub existed: bool,
+}
+
+/// Deletes the ledger at `location`, every question and answer in it, once `confirmed`
+/// (the command line's `--yes`). It is not opened first, so a damaged ledger can be reset
+/// too (see `store::delete`).
+pub fn reset(location: &Location, confirmed: bool) -> Result<Reset> {
+    if !confirmed {
+        return Err(Error::usage(format!(
+            "reset deletes the ledger {} and every question and answer in it; pass --yes to confirm",
+            location.display()
+        )));
+    }
+    let existed = crate::store::delete(location)?;
+    let deleted = match location {
+        Location::File { path, .. } => path.display().to_string(),
+        Location::Postgres { .. } => location.display(),
+    };
+    Ok(Reset { deleted, existed })
 }

@@ -18,6 +18,9 @@ mod embedded_postgres {
 
 const HISTORY_TABLE: &str = "refinery_schema_history";
 
+/// The newest migration applied to a ledger, on either engine (NULL for none).
+pub(super) const NEWEST_APPLIED: &str = "SELECT MAX(version) FROM refinery_schema_history";
+
 /// The newest migration this binary carries (worked out from `migrations/` at build time).
 pub fn latest_version() -> i64 {
     const LATEST: &str = env!("QUESTIONS_SCHEMA_VERSION");
@@ -36,11 +39,7 @@ pub fn applied_version(conn: &Connection) -> Result<i64> {
         return Ok(0);
     }
     let version: Option<i64> = conn
-        .query_row(
-            &format!("SELECT MAX(version) FROM {HISTORY_TABLE}"),
-            [],
-            |row| row.get(0),
-        )
+        .query_row(NEWEST_APPLIED, [], |row| row.get(0))
         .map_err(|e| {
             Error::db(format!(
                 "{HISTORY_DAMAGED} ({}): questions reads what it can but writes nothing to it; \

@@ -17,7 +17,7 @@ pub use sql::{Tally, Tx};
 
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Status;
 
 /// How often a file ledger is looked at again by a command that waits for a change.
@@ -232,15 +232,30 @@ fn open_for_writing(location: &Location) -> Result<Engine> {
     })
 }
 
-/// Runs `f` (deleting a ledger file) while holding that ledger's write lock.
-pub fn locked_for_reset<T>(path: &std::path::Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    sqlite::locked_for_reset(path, f)
-}
-
-/// Drops a PostgreSQL ledger's tables (`reset`); false when there was no ledger there.
-/// A file ledger is deleted by `reset` itself.
-pub fn drop_postgres(url: &str) -> Result<bool> {
-    postgres::Pg::drop_all(url)
+/// Deletes the ledger at `location` without opening it, so that a damaged ledger can be
+/// deleted too; false when there was none. A file ledger's files are deleted under its
+/// write lock (a write in flight finishes first, and one waiting for the lock finds its
+/// ledger gone and records nothing), and only once each is known to be a ledger's: what
+/// is not a ledger stays whole. A PostgreSQL ledger's tables are dropped.
+pub fn delete(location: &Location) -> Result<bool> {
+    let path = match location {
+        Location::File { path, .. } => path,
+        Location::Postgres { url } => return postgres::Pg::drop_all(url),
+    };
+    for (i, file) in location.files().iter().enumerate() {
+        refuse_non_ledger(file, i == 0)?;
+    }
+    sqlite::locked_for_reset(path, || {
+        let mut existed = false;
+        for file in location.files() {
+            match std::fs::remove_file(&file) {
+                Ok(()) => existed |= &file == path,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("cannot delete {}: {e}", file.display()))),
+            }
+        }
+        Ok(existed)
+    })
 }
 
 #[cfg(test)]

@@ -144,7 +144,7 @@ fn pg_error(e: postgres::Error) -> Error {
 /// The newest migration applied, in one round trip: the common case on every call. A
 /// database with no ledger yet has no history table; that error is the answer 0.
 fn current_version(client: &mut Client) -> Result<i64> {
-    match client.simple_query("SELECT MAX(version) FROM refinery_schema_history") {
+    match client.simple_query(super::migrate::NEWEST_APPLIED) {
         Ok(messages) => Ok(messages
             .iter()
             .find_map(|m| match m {
@@ -170,7 +170,7 @@ fn applied_version(client: &mut impl GenericClient) -> Result<i64> {
         return Ok(0);
     }
     let row = client
-        .query_one("SELECT MAX(version) FROM refinery_schema_history", &[])
+        .query_one(super::migrate::NEWEST_APPLIED, &[])
         .map_err(pg_error)?;
     Ok(row.get::<_, Option<i32>>(0).map(i64::from).unwrap_or(0))
 }

@@ -1,0 +1,56 @@
+//! The one bridge from the async front ends (`mcp`, `serve`) to the synchronous ledger.
+//! An operation runs on tokio's blocking pool (never on a task of the runtime, which it
+//! would hold up), with a ledger kept open between operations, so that a call costs no
+//! open (pragmas, schema check, a PostgreSQL login). A ledger kept open is first made to
+//! follow a reset or a replaced file; one whose connection failed is not used again.
+//!
+//! A PostgreSQL client closes by blocking on a runtime of its own, which it may not do on
+//! a task: ledgers are dropped on the blocking threads, and the ones still kept when the
+//! front end ends are handed back by `close` to be dropped after its runtime.
+
+use std::sync::Mutex;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::{Ledger, Location};
+
+/// How many idle ledgers are kept; more are opened under load and dropped after.
+const IDLE: usize = 16;
+
+/// The ledgers kept open, of whatever location the process serves.
+static IDLE_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
+
+/// Runs `op` on a blocking thread with a ledger of `location`.
+pub async fn run<T: Send + 'static>(
+    location: Location,
+    op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(move || with_ledger(location, op))
+        .await
+        .map_err(|_| Error::db("internal error: the operation stopped before it finished"))?
+}
+
+fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
+    let taken = IDLE_LEDGERS.lock().ok().and_then(|mut idle| {
+        let at = idle.iter().position(|l| *l.location() == location)?;
+        Some(idle.swap_remove(at))
+    });
+    let mut ledger = taken.unwrap_or_else(|| Ledger::new(location));
+    let out = ledger.follow().and_then(|_| op(&mut ledger));
+    let healthy = !matches!(&out, Err(e) if e.code == ErrorCode::DbError);
+    if healthy {
+        if let Ok(mut idle) = IDLE_LEDGERS.lock() {
+            if idle.len() < IDLE {
+                idle.push(ledger);
+            }
+        }
+    }
+    out
+}
+
+/// The ledgers still kept, for the front end to drop once its runtime is gone.
+pub fn close() -> Vec<Ledger> {
+    IDLE_LEDGERS
+        .lock()
+        .map(|mut idle| std::mem::take(&mut *idle))
+        .unwrap_or_default()
+}
