@@ -422,6 +422,11 @@ pub struct McpArgs {
     /// request. Without it, votes count as --by, $QUESTIONS_USER, else the OS user
     #[arg(long)]
     pub no_votes: bool,
+    /// The inbox of a `questions serve` on this ledger, as it printed it (with its token):
+    /// a client that can open a URL (URL-mode elicitation) is sent to the question's page
+    /// there instead of a form
+    #[arg(long, value_name = "URL", env = "QUESTIONS_INBOX_URL")]
+    pub inbox_url: Option<String>,
 }
 
 /// `log --approval`: a required question whose answers are votes (§12).

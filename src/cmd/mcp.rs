@@ -8,6 +8,11 @@ use crate::store::Ledger;
 /// Votes count as the user it is configured with, unless `--no-votes` refuses them.
 pub fn run(ledger: &mut Ledger, who: &Who, args: McpArgs) -> Result<Outcome> {
     let user = who.via(Channel::Mcp).by;
-    crate::mcp::serve(ledger.location().clone(), user, !args.no_votes)?;
+    crate::mcp::serve(
+        ledger.location().clone(),
+        user,
+        !args.no_votes,
+        args.inbox_url,
+    )?;
     Ok(Outcome::text(String::new()))
 }

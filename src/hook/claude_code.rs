@@ -14,7 +14,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{str_at, Asked, Call, Event, Stop, Unreadable};
-use crate::formats::{question_list, Source};
 
 /// The tool's name in Claude Code.
 pub const TOOL: &str = "AskUserQuestion";
@@ -38,18 +37,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
                 .and_then(|r| r.get("answers"))
                 .or_else(|| input.get("answers"))
                 .and_then(Value::as_object);
-            let chosen = call
-                .questions
-                .iter()
-                .map(|q| {
-                    answers
-                        .and_then(|a| a.get(&q.key))
-                        .and_then(Value::as_str)
-                        .map(str::trim)
-                        .filter(|a| !a.is_empty())
-                        .map(str::to_string)
-                })
-                .collect();
+            let chosen = super::answered_texts(&call, answers);
             Ok(Event::Answered(call, chosen))
         }
         "Stop" | "SubagentStop" => Ok(Event::Stopping(Stop {
@@ -65,20 +53,9 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
 
 /// The questions of one `AskUserQuestion` input.
 pub fn call(input: &Value) -> Result<Call, Unreadable> {
-    let news = question_list(
-        input,
-        "questions",
-        Source::AskUser,
-        "AskUserQuestion asks at least one",
-    )?;
-    let items = input
-        .get("questions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let questions = news
+    let asked = super::questions_of(input, "AskUserQuestion")?;
+    let questions = asked
         .into_iter()
-        .zip(items)
         .map(|(new, item)| Asked {
             key: new.question.clone(),
             shown: shown_labels(&item),

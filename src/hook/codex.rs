@@ -12,7 +12,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
-use crate::formats::{question_list, Source};
 
 pub const TOOL: &str = "request_user_input";
 
@@ -59,19 +58,9 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
 
 /// The questions of one `request_user_input` input.
 pub fn call(input: &Value) -> Result<Call, Unreadable> {
-    let news = question_list(
-        input,
-        "questions",
-        Source::AskUser,
-        "request_user_input asks at least one",
-    )?;
-    let items = input
-        .get("questions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let asked = super::questions_of(input, "request_user_input")?;
     let mut questions = Vec::new();
-    for (i, (mut new, item)) in news.into_iter().zip(items).enumerate() {
+    for (i, (mut new, item)) in asked.into_iter().enumerate() {
         let key = str_at(&item, "id")
             .map(str::to_string)
             .ok_or_else(|| Unreadable(format!("questions[{i}].id is missing")))?;

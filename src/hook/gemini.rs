@@ -11,7 +11,6 @@
 use serde_json::{json, Map, Value};
 
 use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
-use crate::formats::{question_list, Source};
 use crate::model::QuestionOption;
 
 pub const TOOL: &str = "ask_user";
@@ -37,37 +36,15 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
         .as_ref()
         .and_then(|c| c.get("answers"))
         .and_then(Value::as_object);
-    let chosen = call
-        .questions
-        .iter()
-        .map(|q| {
-            answers
-                .and_then(|a| a.get(&q.key))
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|a| !a.is_empty())
-                .map(str::to_string)
-        })
-        .collect();
+    let chosen = super::answered_texts(&call, answers);
     Ok(Event::Answered(call, chosen))
 }
 
 /// The questions of one `ask_user` input.
 pub fn call(input: &Value) -> Result<Call, Unreadable> {
-    let news = question_list(
-        input,
-        "questions",
-        Source::AskUser,
-        "ask_user asks at least one",
-    )?;
-    let items = input
-        .get("questions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let questions = news
+    let asked = super::questions_of(input, "ask_user")?;
+    let questions = asked
         .into_iter()
-        .zip(items)
         .enumerate()
         .map(|(i, (mut new, item))| {
             let mut shown = super::claude_code::shown_labels(&item);

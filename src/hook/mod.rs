@@ -133,6 +133,45 @@ pub(crate) fn json_or_string(value: &Value) -> Value {
     }
 }
 
+/// The questions of a harness tool's input, each beside the item it was read from (for
+/// what the harness's own card shows of it); `tool` names the tool in a refusal.
+pub(super) fn questions_of(
+    input: &Value,
+    tool: &str,
+) -> Result<Vec<(NewQuestion, Value)>, Unreadable> {
+    let news = crate::formats::question_list(
+        input,
+        "questions",
+        crate::formats::Source::AskUser,
+        &format!("{tool} asks at least one"),
+    )?;
+    let items = input
+        .get("questions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Ok(news.into_iter().zip(items).collect())
+}
+
+/// Each question's answer in a harness's `answers` object, a text under the question's
+/// key; a blank one is none.
+pub(super) fn answered_texts(
+    call: &Call,
+    answers: Option<&serde_json::Map<String, Value>>,
+) -> Vec<Option<String>> {
+    call.questions
+        .iter()
+        .map(|q| {
+            answers
+                .and_then(|a| a.get(&q.key))
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,12 @@
 //! only. The ledger is synchronous: every operation runs on a blocking thread (see
 //! `crate::bridge`), so a tool that waits never holds up another.
 
+mod app;
 mod form;
+mod inbox;
+mod rounds;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::time::Duration;
@@ -21,13 +25,21 @@ pub const MOST_WAIT: Duration = Duration::from_secs(50);
 
 /// Serves until the client closes stdin. The runtime is built here, for this command
 /// alone.
-pub fn serve(location: Location, user: Option<String>, votes: bool) -> Result<()> {
+pub fn serve(
+    location: Location,
+    user: Option<String>,
+    votes: bool,
+    inbox_url: Option<String>,
+) -> Result<()> {
+    let inbox = inbox::Inbox::parse(inbox_url)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::io(format!("cannot start the MCP server: {e}")))?;
     let served = runtime.block_on(async move {
-        let server = tools::Server::new(location).with_user(user, votes);
+        let server = tools::Server::new(location)?
+            .with_user(user, votes)
+            .with_inbox(inbox);
         let running = server
             .serve(stdio::transport())
             .await

@@ -7,18 +7,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{schema_for_output, InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ElicitRequestParams, ElicitationAction, Implementation, JsonObject,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, GetTaskParams,
+    GetTaskResult, Implementation, InputRequest, InputRequiredResult, JsonObject,
+    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
-use rmcp::{tool, tool_handler, tool_router, Json, Peer, RoleServer, ServerHandler};
+use rmcp::service::RequestContext;
+use rmcp::{
+    tool, tool_handler, tool_router, ErrorData as McpError, Peer, RoleServer, ServerHandler,
+};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::inbox::Inbox;
+use super::rounds::Rounds;
+use super::tasks;
 use super::{blocking, form, MOST_WAIT};
 use crate::clock;
 use crate::error::{Error, Result};
@@ -26,6 +36,10 @@ use crate::formats::answers::ImportFormat;
 use crate::model::{Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status};
 use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
 use crate::store::{Filter, Location};
+
+/// The key of the form among an "input required" result's requests (and of the person's
+/// reply among the client's responses).
+const FORM_KEY: &str = "form";
 
 /// How often a wait tells the client it is still waiting, when nothing changes.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -39,6 +53,10 @@ pub struct Server {
     /// casts unless `votes` is false (`mcp --no-votes`).
     user: Option<String>,
     votes: bool,
+    /// The forms of stateless sessions: their sealed request states.
+    rounds: Rounds,
+    /// A running inbox to send the person to (URL-mode elicitation).
+    inbox: Inbox,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -274,6 +292,10 @@ pub enum Elicited {
     Cancelled,
     /// The client cannot show forms (no elicitation capability).
     Unsupported,
+    /// The client opened the questions' page in the inbox for the person (URL-mode
+    /// elicitation): what they answer there is recorded by the inbox (channel `web`); the
+    /// outcomes say what is answered by now.
+    SentToInbox,
     /// `elicit: false`.
     NotRequested,
     /// No question was pending.
@@ -542,17 +564,87 @@ fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Re
     .map_err(place)
 }
 
-/// The person behind the client: `mcp:<client name>`.
-fn caller(peer: &Peer<RoleServer>) -> Caller {
-    let name = peer
-        .peer_info()
-        .map(|info| info.client_info.name.trim().to_string())
+/// The client's name, from the session's handshake or, on a stateless session, from the
+/// request's own metadata.
+fn client_name(context: &RequestContext<RoleServer>) -> String {
+    context
+        .client_info()
+        .map(|info| info.name.trim().to_string())
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "client".to_string());
+        .unwrap_or_else(|| "client".to_string())
+}
+
+/// The person behind the client: `mcp:<client name>`.
+fn caller(context: &RequestContext<RoleServer>) -> Caller {
     Caller {
-        by: Some(format!("mcp:{name}")),
+        by: Some(format!("mcp:{}", client_name(context))),
         channel: Channel::Mcp,
     }
+}
+
+/// Whether the client shows forms: an elicitation capability that names form mode, or
+/// names no mode at all (as before modes were named).
+fn shows_forms(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// What became of the person sent to the inbox.
+fn inbox_outcome(action: &ElicitationAction) -> Elicited {
+    match action {
+        ElicitationAction::Accept => Elicited::SentToInbox,
+        ElicitationAction::Decline => Elicited::Declined,
+        _ => Elicited::Cancelled,
+    }
+}
+
+/// Whether the client opens a URL for the person (URL-mode elicitation).
+fn opens_urls(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.url.is_some())
+}
+
+/// Whether the client declares the Tasks extension: a wait then outlives the call.
+fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|c| c.supports_tasks())
+}
+
+/// When a task's wait ends: after the seconds asked for, uncapped (a task outlives a
+/// call), else never.
+fn task_deadline(value: Option<f64>) -> Result<Option<String>> {
+    match value {
+        None => Ok(None),
+        Some(s) if s.is_finite() && (0.0..=31_536_000.0).contains(&s) => Ok(Some(clock::after(
+            &clock::now(),
+            Duration::from_secs_f64(s),
+        ))),
+        Some(s) => Err(Error::usage(format!(
+            "a number of seconds, 0 or more, is needed; got {s}"
+        ))),
+    }
+}
+
+fn unknown_task(id: &str) -> McpError {
+    McpError::invalid_params(
+        format!(
+            "no task '{id}' in this ledger: it was never started here, or the ledger was reset"
+        ),
+        None,
+    )
+}
+
+/// A session on revision 2026-07-28 or later: no server-to-client requests; a form goes
+/// through the multi round-trip pattern.
+fn stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Tells the client how far a wait has got, when it asked to be told.
@@ -599,19 +691,28 @@ impl Server {
         self
     }
 
-    pub fn new(location: Location) -> Server {
-        let mut tool_router = Self::tool_router() + Self::vote_router();
+    /// The inbox a client that opens URLs sends the person to.
+    pub fn with_inbox(mut self, inbox: Inbox) -> Server {
+        self.inbox = inbox;
+        self
+    }
+
+    pub fn new(location: Location) -> Result<Server> {
+        let mut tool_router = Self::tool_router() + Self::vote_router() + Self::app_router();
+        super::app::mark_tools(&mut tool_router);
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
                 route.attr.output_schema = Some(or_failure(schema));
             }
         }
-        Server {
+        Ok(Server {
             location,
             tool_router,
             user: None,
             votes: false,
-        }
+            rounds: Rounds::new()?,
+            inbox: Inbox::default(),
+        })
     }
 
     /// Reads the named questions until none is pending, `limit` runs out, or the client
@@ -690,7 +791,15 @@ impl Server {
         ))
     }
 
-    async fn ask(&self, input: AskInput, context: &RequestContext<RoleServer>) -> Result<Asked> {
+    /// `ask_questions`: logs, puts the pending questions to the person (a form in the
+    /// session, or a round trip on a stateless session), waits. `round` is the state and
+    /// the replies a client echoes when it calls again after an "input required" result.
+    async fn ask(
+        &self,
+        input: AskInput,
+        round: Option<(String, Option<rmcp::model::InputResponses>)>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
         let stage = non_blank(&input.stage, "stage")?;
         if input.questions.is_empty() {
             return Err(Error::usage(
@@ -704,62 +813,255 @@ impl Server {
             .enumerate()
             .map(|(at, item)| new_question(&stage, item, at, self.user.as_deref()))
             .collect::<Result<_>>()?;
-        // All or nothing, in one transaction, as `ingest` logs an envelope.
+        // All or nothing, in one transaction, as `ingest` logs an envelope; called again
+        // (a round trip), the same questions are found on record.
         let logged = blocking(self.location.clone(), move |ledger| {
             ops::log_all(ledger, &new)
         })
         .await?;
-        let (question_ids, created_ids) = (logged.question_ids, logged.created_ids);
+        let (question_ids, mut created_ids) = (logged.question_ids, logged.created_ids);
 
-        let supported = context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form);
-        let ((elicitation, not_recorded), elicitation_error) = match (input.elicit, supported) {
-            (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
-            (_, false) => ((Elicited::Unsupported, Vec::new()), None),
-            (_, true) => match self.elicit(&stage, &question_ids, context).await {
+        let ((elicitation, not_recorded), elicitation_error) = if let Some((state, replies)) = round
+        {
+            // The second call of a round trip: the form's reply, under the state we sealed.
+            let ledger_id = self.ledger_id().await?;
+            let state = self.rounds.redeem(
+                &state,
+                &client_name(context),
+                ledger_id.as_deref(),
+                &question_ids,
+            )?;
+            created_ids = state.created_ids.clone();
+            let reply = replies
+                .as_ref()
+                .and_then(|r| r.get(FORM_KEY))
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "requestState came without inputResponses.{FORM_KEY}, the person's \
+                         reply to the form: nothing was recorded"
+                    ))
+                })?;
+            let reply: ElicitResult = serde_json::from_value(reply.clone()).map_err(|e| {
+                Error::usage(format!(
+                    "inputResponses.{FORM_KEY} is not an elicitation result: {e}"
+                ))
+            })?;
+            let shown = ops::Shown {
+                ledger: ledger_id,
+                questions: state.shown.iter().cloned().collect(),
+            };
+            let ids: Vec<i64> = state.shown.iter().map(|(id, _)| *id).collect();
+            match self.record_form(&stage, &ids, shown, reply, context).await {
                 Ok(done) => (done, None),
                 Err(e) => {
                     crate::output::note(&format!("ask_questions: the form failed: {e}"));
                     ((Elicited::Failed, Vec::new()), Some(e.message))
                 }
-            },
+            }
+        } else {
+            let to_inbox = self.inbox.known() && opens_urls(context);
+            match (input.elicit, shows_forms(context) || to_inbox) {
+                (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
+                (_, false) => ((Elicited::Unsupported, Vec::new()), None),
+                (_, true) if stateless(context) => {
+                    let (pending, ledger_id) = self.form_questions(&stage, &question_ids).await?;
+                    if pending.is_empty() {
+                        ((Elicited::NothingPending, Vec::new()), None)
+                    } else {
+                        // The inbox's page records nothing through this call: its state
+                        // shows no question.
+                        let (params, shown) = match self.inbox_request(&pending, to_inbox)? {
+                            Some(params) => (params, Vec::new()),
+                            None => {
+                                let (message, schema) = form::build(&pending)?;
+                                let params = ElicitRequestParams::FormElicitationParams {
+                                    meta: None,
+                                    message,
+                                    requested_schema: schema,
+                                };
+                                (
+                                    params,
+                                    pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
+                                )
+                            }
+                        };
+                        let state = self.rounds.seal(
+                            &client_name(context),
+                            ledger_id.as_deref(),
+                            question_ids,
+                            created_ids,
+                            shown,
+                        )?;
+                        let form = InputRequest::Elicitation(ElicitRequest::new(params));
+                        let requests = [(FORM_KEY.to_string(), form)].into_iter().collect();
+                        return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                            Some(requests),
+                            Some(state),
+                        )));
+                    }
+                }
+                (_, true) => match self.elicit(&stage, &question_ids, to_inbox, context).await {
+                    Ok(done) => (done, None),
+                    Err(e) => {
+                        crate::output::note(&format!("ask_questions: the form failed: {e}"));
+                        ((Elicited::Failed, Vec::new()), Some(e.message))
+                    }
+                },
+            }
         };
 
+        if !wait.is_zero() && takes_tasks(context) {
+            let questions = self.named(None, Some(question_ids.clone())).await?;
+            if questions.iter().any(|q| q.status == Status::Pending) {
+                let template = serde_json::to_value(Asked {
+                    question_ids: question_ids.clone(),
+                    created_ids,
+                    outcomes: outcomes(&questions),
+                    elicitation,
+                    elicitation_error,
+                    not_recorded,
+                })
+                .map_err(|e| Error::db(e.to_string()))?;
+                return self
+                    .start_task(tasks::NewTask {
+                        tool: "ask_questions",
+                        stage: Some(stage),
+                        question_ids,
+                        template,
+                        deadline: task_deadline(input.wait_seconds)?,
+                    })
+                    .await;
+            }
+        }
         let (questions, _) = self
             .wait(Some(stage), Some(question_ids.clone()), wait, context)
             .await?;
-        Ok(Asked {
+        let asked = Asked {
             question_ids,
             created_ids,
             outcomes: outcomes(&questions),
             elicitation,
             elicitation_error,
             not_recorded,
-        })
+        };
+        let value = serde_json::to_value(&asked).map_err(|e| Error::db(e.to_string()))?;
+        Ok(CallToolResponse::Complete(CallToolResult::structured(
+            value,
+        )))
     }
 
-    /// Puts the pending questions among `ids` to the person through the client's form,
-    /// and records what they chose.
-    async fn elicit(
+    /// The named questions as they stand; a stage that holds none is not found.
+    async fn named(&self, stage: Option<String>, ids: Option<Vec<i64>>) -> Result<Vec<Question>> {
+        blocking(self.location.clone(), move |ledger| {
+            let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
+            if questions.is_empty() {
+                return Err(Error::not_found(format!(
+                    "stage '{}' holds no question to wait for; ask_questions logs them",
+                    stage.as_deref().unwrap_or("")
+                )));
+            }
+            Ok(questions)
+        })
+        .await
+    }
+
+    async fn start_task(&self, new: tasks::NewTask) -> Result<CallToolResponse> {
+        let stored = blocking(self.location.clone(), move |ledger| {
+            tasks::start(ledger, new)
+        })
+        .await?;
+        Ok(CallToolResponse::Task(CreateTaskResult::new(
+            tasks::task_of(&stored),
+        )))
+    }
+
+    /// A task as it stands, as `tasks/get` reports it; an unknown id is invalid params.
+    async fn look_task(&self, id: String) -> std::result::Result<DetailedTask, McpError> {
+        let lookup = id.clone();
+        let stored = blocking(self.location.clone(), move |ledger| {
+            tasks::look(ledger, &lookup, |questions| {
+                serde_json::to_value(outcomes(questions)).unwrap_or_default()
+            })
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.message, None))?
+        .ok_or_else(|| unknown_task(&id))?;
+        tasks::detailed(&stored).map_err(|e| McpError::internal_error(e.message, None))
+    }
+
+    /// The URL-mode request that sends the person to the first pending question's page in
+    /// the inbox, when `to_inbox`.
+    fn inbox_request(
+        &self,
+        pending: &[Question],
+        to_inbox: bool,
+    ) -> Result<Option<ElicitRequestParams>> {
+        let Some(url) = pending
+            .first()
+            .filter(|_| to_inbox)
+            .and_then(|q| self.inbox.page(q.id))
+        else {
+            return Ok(None);
+        };
+        let message = match pending {
+            [one] => format!("Answer in the questions inbox: {}", one.question),
+            many => format!(
+                "{} questions need your answer in the questions inbox",
+                many.len()
+            ),
+        };
+        Ok(Some(ElicitRequestParams::UrlElicitationParams {
+            meta: None,
+            message,
+            url,
+            elicitation_id: super::rounds::random_hex(16)?,
+        }))
+    }
+
+    async fn ledger_id(&self) -> Result<Option<String>> {
+        blocking(self.location.clone(), |ledger| ledger.id()).await
+    }
+
+    /// The pending questions among `ids` a form puts to the person (approvals take votes,
+    /// not a form's answers), and the ledger's id.
+    async fn form_questions(
         &self,
         stage: &str,
         ids: &[i64],
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(Elicited, Vec<NotRecorded>)> {
+    ) -> Result<(Vec<Question>, Option<String>)> {
         let (s, i) = (stage.to_string(), ids.to_vec());
         let (pending, ledger_id) = blocking(self.location.clone(), move |ledger| {
             Ok((ops::pending(ledger, &s, Some(&i))?, ledger.id()?))
         })
         .await?;
-        // Approvals take votes, not a form's answers.
-        let pending: Vec<_> = pending
+        let pending = pending
             .into_iter()
             .filter(|q| q.approval.is_none())
             .collect();
+        Ok((pending, ledger_id))
+    }
+
+    /// Puts the pending questions among `ids` to the person through the client's form
+    /// (a request to the client, on a session of an older revision), and records what they
+    /// chose.
+    async fn elicit(
+        &self,
+        stage: &str,
+        ids: &[i64],
+        to_inbox: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Elicited, Vec<NotRecorded>)> {
+        let (pending, ledger_id) = self.form_questions(stage, ids).await?;
         if pending.is_empty() {
             return Ok((Elicited::NothingPending, Vec::new()));
+        }
+        if let Some(params) = self.inbox_request(&pending, to_inbox)? {
+            let reply = context
+                .peer
+                .create_elicitation(params)
+                .await
+                .map_err(|e| Error::io(format!("the client did not open the inbox: {e}")))?;
+            return Ok((inbox_outcome(&reply.action), Vec::new()));
         }
         let (message, schema) = form::build(&pending)?;
         let params = ElicitRequestParams::FormElicitationParams {
@@ -772,18 +1074,40 @@ impl Server {
             .create_elicitation(params)
             .await
             .map_err(|e| Error::io(format!("the client did not show the form: {e}")))?;
+        // What the form showed is what is recorded.
+        let shown = ops::Shown::all(ledger_id, &pending);
+        let ids: Vec<i64> = pending.iter().map(|q| q.id).collect();
+        self.record_form(stage, &ids, shown, reply, context).await
+    }
+
+    /// Records the person's reply to a form that showed `shown` (questions `ids`): a
+    /// question answered elsewhere while the form was open is reported, and the others are
+    /// recorded.
+    async fn record_form(
+        &self,
+        stage: &str,
+        ids: &[i64],
+        shown: ops::Shown,
+        reply: ElicitResult,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Elicited, Vec<NotRecorded>)> {
+        if ids.is_empty() {
+            // The person was sent to the inbox: it records what they answer there.
+            return Ok((inbox_outcome(&reply.action), Vec::new()));
+        }
         match reply.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),
             _ => return Ok((Elicited::Cancelled, Vec::new())),
         }
-        let chosen = form::read(&pending, reply.content.as_ref())?;
-        let caller = caller(&context.peer);
-        let stage = stage.to_string();
-        // What the form showed is what is recorded; a question answered elsewhere while
-        // the form was open is reported, and the others are recorded.
-        let shown = ops::Shown::all(ledger_id, &pending);
+        let caller = caller(context);
+        let (stage, ids) = (stage.to_string(), ids.to_vec());
+        let content = reply.content;
         let asked = blocking(self.location.clone(), move |ledger| {
+            // The questions as they stand: the form's reply is read against them, and
+            // `shown` refuses any that is no longer what the form showed.
+            let questions = ops::named(ledger, None, Some(&ids))?;
+            let chosen = form::read(&questions, content.as_ref())?;
             ops::record_choices(
                 ledger,
                 &caller,
@@ -814,29 +1138,32 @@ impl Server {
     /// record), puts them to the person through the client's form when it can show one,
     /// and returns each question's outcome, at once or after at most `wait_seconds`.
     #[tool(
+        output_schema = schema_for_output::<Asked>(),
         description = "Log questions that need a person's answer (the same stage, group and question text again returns the question on record), put the pending ones to the person through the client's form when the client supports elicitation, and return each question's outcome (answered, skipped, declined, expired or pending) at once or after waiting up to wait_seconds (at most 50). Questions left pending stay answerable by any means; wait_for_answers picks them up later.",
         annotations(open_world_hint = false)
     )]
     async fn ask_questions(
         &self,
         Parameters(input): Parameters<Input<AskInput>>,
+        RequestState(state): RequestState,
+        InputResponses(replies): InputResponses,
         context: RequestContext<RoleServer>,
-    ) -> std::result::Result<Json<Asked>, CallToolResult> {
-        let run = async { self.ask(input.read()?, &context).await };
-        run.await
-            .map(Json)
-            .map_err(|e| failure(Procedure::AskQuestions, &e))
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let round = state.map(|s| (s, replies));
+        let run = async { self.ask(input.read()?, round, &context).await };
+        run.await.map_err(|e| failure(Procedure::AskQuestions, &e))
     }
 
     #[tool(
-        description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls.",
+        output_schema = schema_for_output::<Waited>(),
+        description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls. A client that declares the Tasks extension gets a task instead when a question is still pending: it is kept in the ledger (it survives a restart of the server), has no 50 s cap (timeout_seconds, when given, ends it), and tasks/get returns this tool's result once every question has left pending.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn wait_for_answers(
         &self,
         Parameters(input): Parameters<Input<WaitInput>>,
         context: RequestContext<RoleServer>,
-    ) -> std::result::Result<Json<Waited>, CallToolResult> {
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
             let input = input.read()?;
             let stage = input
@@ -856,16 +1183,43 @@ impl Server {
                 ));
             }
             let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;
+            if takes_tasks(&context) {
+                // A wait that outlives the call: a task in the ledger, unless nothing is
+                // left to wait for.
+                let deadline = task_deadline(input.timeout_seconds)?;
+                let questions = self.named(stage.clone(), input.ids.clone()).await?;
+                if questions.iter().any(|q| q.status == Status::Pending) {
+                    let template = serde_json::to_value(Waited {
+                        question_ids: questions.iter().map(|q| q.id).collect(),
+                        settled: false,
+                        timed_out: false,
+                        outcomes: outcomes(&questions),
+                    })
+                    .map_err(|e| Error::db(e.to_string()))?;
+                    return self
+                        .start_task(tasks::NewTask {
+                            tool: "wait_for_answers",
+                            stage,
+                            question_ids: questions.iter().map(|q| q.id).collect(),
+                            template,
+                            deadline,
+                        })
+                        .await;
+                }
+            }
             let (questions, timed_out) = self.wait(stage, input.ids, limit, &context).await?;
-            Ok(Waited {
+            let waited = Waited {
                 question_ids: questions.iter().map(|q| q.id).collect(),
                 settled: !timed_out,
                 timed_out,
                 outcomes: outcomes(&questions),
-            })
+            };
+            let value = serde_json::to_value(&waited).map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
         };
         run.await
-            .map(Json)
             .map_err(|e| failure(Procedure::WaitForAnswers, &e))
     }
 
@@ -966,7 +1320,7 @@ impl Server {
             let input = input.read()?;
             let stage = non_blank(&input.stage, "stage")?;
             let text = Value::Object(input.answers).to_string();
-            let caller = caller(&context.peer);
+            let caller = caller(&context);
             let imported = blocking(self.location.clone(), move |l| {
                 ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
             })
@@ -974,6 +1328,128 @@ impl Server {
             document(true, Procedure::Import, &imported)
         };
         run.await.map_err(|e| failure(Procedure::Import, &e))
+    }
+}
+
+/// `answer_in_app`'s arguments: what a form of the in-chat inbox (MCP Apps) sends.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppInput {
+    /// The question's id.
+    #[serde(deserialize_with = "one_id")]
+    #[schemars(with = "i64")]
+    pub id: i64,
+    /// "answer", "accept" (take the proposal), "skip" or "decline".
+    pub action: String,
+    /// The ledger the page showed (its id): a change is refused when it was reset since.
+    pub ledger: Option<String>,
+    /// The question the page showed (its fingerprint): refused when it is no longer it.
+    pub fingerprint: Option<String>,
+    /// The answer in the person's words.
+    pub answer: Option<String>,
+    /// The option labels chosen.
+    pub select: Option<Vec<String>>,
+    /// Why it is skipped or declined (required to decline).
+    pub reason: Option<String>,
+}
+
+/// What `answer_in_app` recorded.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AppRecorded {
+    question_id: i64,
+    status: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    selected: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Always `mcp-app`.
+    channel: String,
+}
+
+/// `open_inbox`'s result: the pending questions the in-chat inbox shows.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct InboxShown {
+    pending_count: usize,
+    question_ids: Vec<i64>,
+    /// The MCP Apps resource a host renders for it.
+    resource_uri: String,
+}
+
+/// An id, or an id written as text.
+fn one_id<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an id"))),
+        Value::String(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not an id"))),
+        other => Err(serde::de::Error::custom(format!("{other} is not an id"))),
+    }
+}
+
+#[tool_router(router = app_router)]
+impl Server {
+    #[tool(
+        description = "Show the person the pending questions as an interactive inbox inside the chat (an MCP Apps view, on hosts that render them): they answer, skip or decline each there. Returns how many are pending.",
+        output_schema = schema_for_output::<InboxShown>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn open_inbox(&self) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let run = async {
+            let inbox = blocking(self.location.clone(), |l| ops::inbox(l, None)).await?;
+            let shown = InboxShown {
+                pending_count: inbox.questions.len(),
+                question_ids: inbox.questions.iter().map(|(q, _)| q.id).collect(),
+                resource_uri: super::app::URI.to_string(),
+            };
+            let value = serde_json::to_value(&shown).map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
+        };
+        run.await.map_err(|e| failure(Procedure::OpenInbox, &e))
+    }
+
+    #[tool(
+        description = "The in-chat inbox's own tool (MCP Apps; hidden from the model): records what the person did on a question there, as the inbox's forms send it. Channel mcp-app.",
+        output_schema = schema_for_output::<AppRecorded>(),
+        annotations(destructive_hint = false, open_world_hint = false)
+    )]
+    async fn answer_in_app(
+        &self,
+        Parameters(input): Parameters<Input<AppInput>>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
+        let run = async {
+            let input = input.read()?;
+            let caller = Caller {
+                by: Some(format!("mcp:{}", client_name(&context))),
+                channel: Channel::McpApp,
+            };
+            let recorded = blocking(self.location.clone(), move |l| {
+                super::app::record(l, &caller, input)
+            })
+            .await?;
+            let q = &recorded.question;
+            let outcome = Outcome::of(q, &clock::now());
+            let value = serde_json::to_value(AppRecorded {
+                question_id: recorded.question_id,
+                status: outcome.status,
+                answer: outcome.answer,
+                selected: outcome.selected,
+                reason: outcome.reason,
+                channel: Channel::McpApp.as_str().to_string(),
+            })
+            .map_err(|e| Error::db(e.to_string()))?;
+            Ok(CallToolResponse::Complete(CallToolResult::structured(
+                value,
+            )))
+        };
+        run.await.map_err(|e| failure(Procedure::AnswerInApp, &e))
     }
 }
 
@@ -1042,8 +1518,74 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.look_task(request.task_id).await?))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), McpError> {
+        let id = request.task_id;
+        let lookup = id.clone();
+        blocking(self.location.clone(), move |ledger| {
+            tasks::cancel(ledger, &lookup)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.message, None))?
+        .ok_or_else(|| unknown_task(&id))?;
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            super::app::resource(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, McpError> {
+        if request.uri != super::app::URI {
+            return Err(McpError::resource_not_found(
+                format!(
+                    "no resource '{}': this server has {}",
+                    request.uri,
+                    super::app::URI
+                ),
+                None,
+            ));
+        }
+        let html = blocking(self.location.clone(), crate::serve::app::page)
+            .await
+            .map_err(|e| McpError::internal_error(e.message, None))?;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
+            vec![super::app::contents(html)],
+        )))
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_tasks()
+            .build();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(super::app::EXTENSION_ID.to_string(), JsonObject::new());
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("questions", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "A durable ledger of the questions that need a person's answer. Log them with ask_questions (stage + questions), then wait_for_answers or check_gate before going on; get_answers returns what the person said. Nothing is lost if a call times out: call wait_for_answers again.",

@@ -5,6 +5,7 @@
 //! a `Ledger` from a small pool on a blocking thread.
 
 mod api;
+pub mod app;
 mod escape;
 mod guard;
 mod html;

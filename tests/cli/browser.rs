@@ -109,7 +109,7 @@ fn is_root() -> bool {
 }
 
 /// Runs `test` with a fresh headless Chromium (JavaScript on or off).
-fn with_browser<F, Fut>(javascript: bool, test: F)
+pub(crate) fn with_browser<F, Fut>(javascript: bool, test: F)
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -162,7 +162,7 @@ where
 }
 
 /// Waits up to `within` for `check` to hold, polling; how long it took.
-async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F) -> Duration
+pub(crate) async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F) -> Duration
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -177,7 +177,7 @@ where
     }
 }
 
-async fn present(c: &Client, css: &str) -> bool {
+pub(crate) async fn present(c: &Client, css: &str) -> bool {
     c.find_all(Locator::Css(css))
         .await
         .is_ok_and(|found| !found.is_empty())

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    ProgressNotificationParam, Request,
+    ProgressNotificationParam, ProtocolVersion, Request,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceExt,
+};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -20,9 +22,32 @@ use crate::common::*;
 /// How the test person answers a form: from its requested schema, an action and content.
 type Person = Arc<dyn Fn(&Value) -> (ElicitationAction, Option<Value>) + Send + Sync>;
 
+/// The protocol's two eras: a session opened by `initialize` (2025-11-25, where the
+/// server asks the client to show a form), and stateless MCP (2026-07-28, opened by
+/// `server/discover`, where a form is an "input required" result the client answers by
+/// calling again).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Era {
+    Session,
+    Stateless,
+}
+
+const ERAS: [Era; 2] = [Era::Session, Era::Stateless];
+
+/// What the test person does with a page the client opens for them (URL mode).
+type InboxPerson = Arc<dyn Fn(&str) -> ElicitationAction + Send + Sync>;
+
 #[derive(Clone)]
 struct Client {
     name: String,
+    era: Era,
+    /// Declares the Tasks extension.
+    tasks: bool,
+    /// Opens URLs for the person (URL-mode elicitation): what the person does there.
+    inbox_person: Option<InboxPerson>,
+    urls: Arc<Mutex<Vec<String>>>,
+    /// More arguments for `questions mcp`.
+    server_args: Vec<String>,
     person: Option<Person>,
     forms: Arc<Mutex<Vec<Value>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
@@ -32,6 +57,11 @@ impl Client {
     fn new(name: &str) -> Client {
         Client {
             name: name.to_string(),
+            era: Era::Session,
+            tasks: false,
+            inbox_person: None,
+            urls: Arc::default(),
+            server_args: Vec::new(),
             person: None,
             forms: Arc::default(),
             progress: Arc::default(),
@@ -48,14 +78,37 @@ impl Client {
             ..Client::new(name)
         }
     }
+
+    fn with_tasks(mut self) -> Client {
+        self.tasks = true;
+        self
+    }
+
+    fn in_era(mut self, era: Era) -> Client {
+        self.era = era;
+        self
+    }
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.person {
+        let mut capabilities = match self.person {
             Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
             None => ClientCapabilities::default(),
         };
+        if self.inbox_person.is_some() {
+            let mut elicitation = rmcp::model::ElicitationCapability::new()
+                .with_url(rmcp::model::UrlElicitationCapability::new());
+            if self.person.is_some() {
+                elicitation =
+                    elicitation.with_form(rmcp::model::FormElicitationCapability::default());
+            }
+            capabilities.elicitation = Some(elicitation);
+        }
+        if self.tasks {
+            let tasks = ClientCapabilities::builder().enable_tasks().build();
+            capabilities.extensions = tasks.extensions;
+        }
         ClientConfig::new(capabilities, Implementation::new(&self.name, "1.0.0"))
     }
 
@@ -64,11 +117,19 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let ElicitRequestParams::FormElicitationParams {
-            requested_schema, ..
-        } = request
-        else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        let requested_schema = match request {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => requested_schema,
+            ElicitRequestParams::UrlElicitationParams { url, .. } => {
+                self.urls.lock().unwrap().push(url.clone());
+                let person = self
+                    .inbox_person
+                    .as_ref()
+                    .expect("a URL sent to a client that opens none");
+                return Ok(ElicitResult::new(person(&url)));
+            }
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         };
         let schema = serde_json::to_value(&requested_schema).unwrap();
         self.forms.lock().unwrap().push(schema.clone());
@@ -114,9 +175,29 @@ fn server_command(ledger: &Ledger) -> tokio::process::Command {
 }
 
 async fn connect(ledger: &Ledger, client: Client) -> Session {
-    let transport = TokioChildProcess::new(server_command(ledger)).expect("spawn questions mcp");
+    let mut cmd = server_command(ledger);
+    cmd.args(&client.server_args);
+    let transport = TokioChildProcess::new(cmd).expect("spawn questions mcp");
     let pid = transport.id();
-    let service = client.clone().serve(transport).await.expect("initialize");
+    let service = match client.era {
+        Era::Session => client.clone().serve(transport).await,
+        Era::Stateless => {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            client
+                .clone()
+                .serve_with_lifecycle(transport, lifecycle)
+                .await
+        }
+    }
+    .expect("initialize");
+    let negotiated = service.peer().peer_info().unwrap().protocol_version.clone();
+    let expected = match client.era {
+        Era::Session => ProtocolVersion::V_2025_11_25,
+        Era::Stateless => ProtocolVersion::V_2026_07_28,
+    };
+    assert_eq!(negotiated, expected, "{:?}", client.era);
     let tools = service.list_all_tools().await.expect("tools/list");
     let output_schemas = tools
         .iter()
@@ -391,11 +472,18 @@ fn three_questions() -> Value {
 
 #[test]
 fn a_form_accepted_by_the_person_records_the_answers() {
+    for era in ERAS {
+        a_form_accepted_in(era);
+    }
+}
+
+fn a_form_accepted_in(era: Era) {
     let ledger = Ledger::new();
     run(async {
         let client = Client::with_person("form-client", |schema| {
             (ElicitationAction::Accept, Some(fill(schema)))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
@@ -455,6 +543,12 @@ fn a_form_accepted_by_the_person_records_the_answers() {
 
 #[test]
 fn the_form_takes_the_person_s_own_words_beside_a_choice() {
+    for era in ERAS {
+        own_words_in(era);
+    }
+}
+
+fn own_words_in(era: Era) {
     let ledger = Ledger::new();
     run(async {
         let client = Client::with_person("form-client", |schema| {
@@ -470,7 +564,8 @@ fn the_form_takes_the_person_s_own_words_beside_a_choice() {
             content[&own[0]] = json!("MariaDB, which ops knows");
             content[&own[1]] = json!("FreeBSD");
             (ElicitationAction::Accept, Some(content))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
@@ -495,11 +590,14 @@ fn the_form_takes_the_person_s_own_words_beside_a_choice() {
 fn a_declined_or_cancelled_form_leaves_the_questions_pending_and_says_which() {
     let ledger = Ledger::new();
     run(async {
-        for (action, said) in [
-            (ElicitationAction::Decline, "declined"),
-            (ElicitationAction::Cancel, "cancelled"),
+        for (action, said, era) in [
+            (ElicitationAction::Decline, "declined", Era::Session),
+            (ElicitationAction::Cancel, "cancelled", Era::Session),
+            (ElicitationAction::Decline, "declined", Era::Stateless),
+            (ElicitationAction::Cancel, "cancelled", Era::Stateless),
         ] {
-            let client = Client::with_person("form-client", move |_| (action.clone(), None));
+            let client =
+                Client::with_person("form-client", move |_| (action.clone(), None)).in_era(era);
             let s = connect(&ledger, client).await;
             let asked = s.ok("ask_questions", three_questions()).await;
             assert_eq!(asked["elicitation"], said);
@@ -700,6 +798,12 @@ fn a_killed_server_loses_nothing_and_a_new_one_goes_on() {
 
 #[test]
 fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serving() {
+    for era in ERAS {
+        bad_input_in(era);
+    }
+}
+
+fn bad_input_in(era: Era) {
     let ledger = Ledger::new();
     let closed = ledger.log_with(
         "intake",
@@ -707,7 +811,7 @@ fn bad_input_is_a_tool_error_with_the_failure_document_and_the_server_keeps_serv
         &["--option", "A", "--option", "B", "--no-freeform"],
     );
     run(async {
-        let s = connect(&ledger, Client::new("careless")).await;
+        let s = connect(&ledger, Client::new("careless").in_era(era)).await;
         let missing = s.fails("ask_questions", json!({"stage": "intake"})).await;
         assert_eq!(missing["error_code"], "usage");
         assert!(
@@ -982,10 +1086,18 @@ fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
 #[test]
 fn sqlite_only_the_readme_transcript_is_what_the_server_says() {
     crate::sqlite_only!();
+    // The same transcript in both eras of the protocol.
+    let block = readme_transcript(Era::Session);
+    assert_eq!(readme_transcript(Era::Stateless), block);
+    readme_check(block);
+}
+
+/// The transcript of the README's MCP session, as rmcp's client sees it in `era`.
+fn readme_transcript(era: Era) -> String {
     let ledger = Ledger::new();
     let mut transcript = String::new();
     run(async {
-        let s = connect(&ledger, Client::new("readme")).await;
+        let s = connect(&ledger, Client::new("readme").in_era(era)).await;
         fn step(transcript: &mut String, tool: &str, args: &Value, result: &Value) {
             transcript.push_str(&format!("→ {tool} {args}\n"));
             transcript.push_str(&format!(
@@ -1034,7 +1146,10 @@ fn sqlite_only_the_readme_transcript_is_what_the_server_says() {
         );
         s.service.cancel().await.unwrap();
     });
-    let block = format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n");
+    format!("```text\n{}```\n", transcript.trim_end().to_string() + "\n")
+}
+
+fn readme_check(block: String) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (open, close) = ("<!-- mcp-transcript -->\n", "<!-- /mcp-transcript -->");
@@ -1089,6 +1204,12 @@ fn a_line_that_is_not_json_gets_a_parse_error_and_the_session_goes_on() {
 
 #[test]
 fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others() {
+    for era in ERAS {
+        late_form_in(era);
+    }
+}
+
+fn late_form_in(era: Era) {
     let ledger = Ledger::new();
     let db = ledger.db();
     let dir = ledger.dir.path().to_path_buf();
@@ -1112,7 +1233,8 @@ fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others(
                 .unwrap();
             assert!(out.status.success(), "{out:?}");
             (ElicitationAction::Accept, Some(fill(schema)))
-        });
+        })
+        .in_era(era);
         let s = connect(&ledger, client).await;
         let asked = s.ok("ask_questions", three_questions()).await;
         assert_eq!(asked["elicitation"], "accepted");
@@ -1125,4 +1247,520 @@ fn a_form_accepted_after_one_question_was_answered_elsewhere_records_the_others(
         assert_eq!(o[q[2].to_string()]["status"], "answered");
         s.service.cancel().await.unwrap();
     });
+}
+
+/// On a stateless session the form is an "input required" result whose `requestState`
+/// the client echoes: one altered, issued for other questions, or used twice records
+/// nothing; the genuine one records the person's answer once.
+#[test]
+fn a_forged_replayed_or_misbound_request_state_is_refused() {
+    use rmcp::model::CallToolResponse;
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::new("mrtr-client").in_era(Era::Stateless);
+        let client = Client {
+            person: Some(Arc::new(|_: &Value| (ElicitationAction::Accept, None))),
+            ..client
+        };
+        let s = connect(&ledger, client).await;
+        let ask = json!({"stage": "design", "questions": [{"question": "Which database?"}]});
+        let first = s
+            .service
+            .call_tool_once(params("ask_questions", ask.clone()))
+            .await
+            .unwrap();
+        let CallToolResponse::InputRequired(required) = first else {
+            panic!("a stateless session gets an input-required result: {first:?}");
+        };
+        let state = required.request_state.clone().expect("a requestState");
+        let form =
+            serde_json::to_value(&required.input_requests.as_ref().unwrap()["form"]).unwrap();
+        assert_eq!(form["method"], "elicitation/create");
+        let id = form["params"]["requestedSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let reply = |answer: &str| {
+            let mut replies = rmcp::model::InputResponses::new();
+            replies.insert(
+                "form".to_string(),
+                json!({"action": "accept", "content": {id.clone(): answer}}),
+            );
+            replies
+        };
+        let again = |args: Value, state: String, answer: &str| {
+            let mut p = params("ask_questions", args);
+            p.request_state = Some(state);
+            p.input_responses = Some(reply(answer));
+            p
+        };
+        let refused = |result: CallToolResponse, code: &str| {
+            let CallToolResponse::Complete(result) = result else {
+                panic!("not a final result: {result:?}");
+            };
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+            let doc = result.structured_content.unwrap();
+            assert_eq!(doc["error_code"], code, "{doc}");
+            crate::schema::assert_valid("error", &doc);
+        };
+
+        // Altered: one character of the signed state changed.
+        let mut forged = state.clone().into_bytes();
+        let at = forged.len() / 2;
+        forged[at] = if forged[at] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).unwrap();
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), forged, "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        // Issued for other questions than these arguments log.
+        let other = json!({"stage": "design", "questions": [{"question": "Which cache?"}]});
+        let result = s
+            .service
+            .call_tool_once(again(other, state.clone(), "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        assert_eq!(ledger.all()[0]["status"], "pending");
+
+        // The genuine state, with the person's reply: recorded.
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), state.clone(), "SQLite"))
+            .await
+            .unwrap();
+        let CallToolResponse::Complete(done) = result else {
+            panic!("{result:?}");
+        };
+        let doc = done.structured_content.unwrap();
+        assert_eq!(doc["elicitation"], "accepted", "{doc}");
+        assert_eq!(doc["created_ids"], json!([1]), "{doc}");
+
+        // The same state again: refused, and the answer stays the person's.
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), state, "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "conflict");
+        s.service.cancel().await.unwrap();
+    });
+    let q = &ledger.all()[0];
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "mcp:mrtr-client");
+}
+
+/// A wait that outlives the call: a client that declares the Tasks extension gets a task,
+/// kept in the ledger. The server is killed with `kill -9`, the person answers at the CLI,
+/// and `tasks/get` on a new server reports the task completed with the answers.
+#[test]
+fn a_task_outlives_a_killed_server_and_reports_the_answers_given_meanwhile() {
+    for era in ERAS {
+        task_in(era);
+    }
+}
+
+fn task_in(era: Era) {
+    use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::new("tasker").in_era(era).with_tasks();
+        let s = connect(&ledger, client.clone()).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}, {"question": "Budget?"}]}),
+            )
+            .await;
+        let q = id_list(&asked["question_ids"]);
+        let started = s
+            .service
+            .call_tool_once(params("wait_for_answers", json!({"ids": q.clone()})))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = started else {
+            panic!("{era:?}: a client with tasks gets a task: {started:?}");
+        };
+        assert_eq!(created.task.status, TaskStatus::Working);
+        let id = created.task.task_id.clone();
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .unwrap();
+        assert_eq!(got.task.status(), TaskStatus::Working, "{got:?}");
+
+        let pid = s.pid.expect("the server's pid");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        drop(s);
+
+        let (db, dir) = (ledger.db(), ledger.dir.path().to_path_buf());
+        let (a, b) = (q[0].to_string(), q[1].to_string());
+        tokio::task::spawn_blocking(move || {
+            for (id, answer) in [(a, "A blog"), (b, "Small")] {
+                let mut cmd = bare_command(&dir);
+                cmd.arg("--db")
+                    .arg(&db)
+                    .args(["answer", "--id", &id, "--answer", answer]);
+                assert_eq!(finish(cmd).code, 0);
+            }
+        })
+        .await
+        .unwrap();
+
+        let s = connect(&ledger, client).await;
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&got).unwrap();
+        assert_eq!(wire["status"], "completed", "{wire}");
+        let doc = &wire["result"]["structuredContent"];
+        assert_valid(
+            &s.output_schemas["wait_for_answers"],
+            doc,
+            "the task's result",
+        );
+        assert_eq!(doc["settled"], true, "{doc}");
+        assert_eq!(doc["outcomes"][q[0].to_string()]["answer"], "A blog");
+        assert_eq!(doc["outcomes"][q[1].to_string()]["answer"], "Small");
+
+        // ask_questions with a wait is a task too, whose result is ask_questions' own.
+        let started = s
+            .service
+            .call_tool_once(params(
+                "ask_questions",
+                json!({"stage": "later", "questions": [{"question": "Name?"}], "wait_seconds": 3600}),
+            ))
+            .await
+            .unwrap();
+        let CallToolResponse::Task(created) = started else {
+            panic!("{era:?}: {started:?}");
+        };
+        let (db, dir) = (ledger.db(), ledger.dir.path().to_path_buf());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = bare_command(&dir);
+            cmd.arg("--db")
+                .arg(&db)
+                .args(["answer", "--id", "3", "--answer", "ledger"]);
+            assert_eq!(finish(cmd).code, 0);
+        })
+        .await
+        .unwrap();
+        let got = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new(created.task.task_id.clone()))
+            .await
+            .unwrap();
+        let wire = serde_json::to_value(&got).unwrap();
+        let doc = &wire["result"]["structuredContent"];
+        assert_valid(&s.output_schemas["ask_questions"], doc, "the task's result");
+        assert_eq!(doc["created_ids"], json!([3]), "{wire}");
+        assert_eq!(doc["outcomes"]["3"]["answer"], "ledger", "{wire}");
+
+        // An unknown task is an error, and the server goes on serving.
+        let unknown = s
+            .service
+            .peer()
+            .get_task(GetTaskParams::new("no-such-task"))
+            .await;
+        assert!(unknown.is_err(), "{unknown:?}");
+        s.ok("list_questions", json!({})).await;
+        s.service.cancel().await.unwrap();
+    });
+}
+
+/// With `--inbox-url` naming a running `questions serve`, a client that opens URLs sends
+/// the person to the question's page in the inbox instead of showing a form; what they
+/// answer there is recorded by the inbox (channel web), and the tool's wait sees it.
+#[test]
+fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
+    for era in ERAS {
+        inbox_in(era);
+    }
+}
+
+fn inbox_in(era: Era) {
+    let ledger = Ledger::new();
+    let served = Arc::new(crate::serve::Served::start(&ledger, &["--user", "alice"]));
+    let inbox = served.url.clone();
+    run(async {
+        let at_inbox = Arc::clone(&served);
+        let client = Client {
+            inbox_person: Some(Arc::new(move |url: &str| {
+                // The person opens the page and answers there.
+                let id: i64 = url.rsplit_once("#q-").unwrap().1.parse().unwrap();
+                let (status, done) = at_inbox.api(
+                    "POST",
+                    &format!("/api/questions/{id}/answer"),
+                    Some(json!({"answer": "Read it all: go with SQLite"})),
+                );
+                assert_eq!(status, 200, "{done}");
+                ElicitationAction::Accept
+            })),
+            server_args: vec!["--inbox-url".into(), inbox.clone()],
+            // It shows forms too: the inbox is preferred.
+            ..Client::with_person("url-client", |_| panic!("a form instead of the inbox"))
+        }
+        .in_era(era);
+        let s = connect(&ledger, client).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "design", "questions": [{"question": "Which database?",
+                       "context": "A long story, with code."}], "wait_seconds": 5}),
+            )
+            .await;
+        assert_eq!(asked["elicitation"], "sent_to_inbox", "{era:?}: {asked}");
+        assert_eq!(asked["outcomes"]["1"]["status"], "answered", "{asked}");
+        let urls = s.client.urls.lock().unwrap().clone();
+        assert_eq!(urls, vec![format!("{inbox}#q-1")]);
+        s.service.cancel().await.unwrap();
+    });
+    let q = ledger.question(1);
+    assert_eq!(q["channel"], "web");
+    assert_eq!(q["answered_by"], "alice");
+}
+
+/// The inbox inside the chat (MCP Apps): `open_inbox` names a `ui://` resource, which is
+/// the inbox's page made whole (style and the app's script inlined, nothing fetched from a
+/// server), and what the person does in it comes back through `answer_in_app`, hidden from
+/// the model, recorded with channel `mcp-app` and refused when the page is stale.
+#[test]
+fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let ledger = Ledger::new();
+    let id = ledger.log_with(
+        "design",
+        "Which database?",
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    );
+    let other = ledger.log("design", "Project name?");
+    run(async {
+        let s = connect(&ledger, Client::new("app-host")).await;
+        let tools = s.service.list_all_tools().await.unwrap();
+        let meta = |name: &str| {
+            let tool = tools.iter().find(|t| t.name == name).unwrap();
+            serde_json::to_value(&tool.meta).unwrap()
+        };
+        assert_eq!(
+            meta("open_inbox")["ui"]["resourceUri"],
+            "ui://questions/inbox"
+        );
+        assert_eq!(meta("answer_in_app")["ui"]["visibility"], json!(["app"]));
+
+        let resources = s.service.list_all_resources().await.unwrap();
+        assert_eq!(resources.len(), 1);
+        assert_eq!(resources[0].uri, "ui://questions/inbox");
+        assert_eq!(
+            resources[0].mime_type.as_deref(),
+            Some("text/html;profile=mcp-app")
+        );
+        let shown = s.ok("open_inbox", json!({})).await;
+        assert_eq!(shown["pending_count"], 2);
+
+        let read = s
+            .service
+            .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents {
+            text, mime_type, ..
+        } = &read.contents[0]
+        else {
+            panic!("{read:?}");
+        };
+        assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
+        assert!(text.contains("Which database?") && text.contains("Project name?"));
+        assert!(text.contains("<style>") && text.contains("ui/initialize"));
+        assert!(!text.contains("/assets/"), "the app fetches nothing");
+        // The fingerprint the page's form sends back with the answer.
+        let at = text.find(&format!("id=\"q-{id}\"")).unwrap();
+        let from = text[at..].find("name=\"fingerprint\" value=\"").unwrap() + at + 26;
+        let fingerprint = text[from..from + text[from..].find('"').unwrap()].to_string();
+
+        let done = s
+            .ok(
+                "answer_in_app",
+                json!({"id": id, "action": "answer", "select": ["SQLite"], "fingerprint": fingerprint}),
+            )
+            .await;
+        assert_eq!(done["status"], "answered", "{done}");
+        assert_eq!(done["channel"], "mcp-app");
+        // A page showing another question under that id is refused.
+        let stale = s
+            .fails(
+                "answer_in_app",
+                json!({"id": other, "action": "answer", "answer": "ledger", "fingerprint": "0000"}),
+            )
+            .await;
+        assert_eq!(stale["error_code"], "conflict", "{stale}");
+        let declined = s
+            .fails("answer_in_app", json!({"id": other, "action": "decline"}))
+            .await;
+        assert_eq!(declined["error_code"], "usage", "{declined}");
+        s.service.cancel().await.unwrap();
+    });
+    let q = ledger.question(id);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["channel"], "mcp-app");
+    assert_eq!(q["answered_by"], "mcp:app-host");
+    assert_eq!(ledger.question(other)["status"], "pending");
+}
+
+/// Chromium's: skipped with the browser tests where it is not installed.
+mod browser {
+    use super::*;
+
+    /// The in-chat inbox in a real host: headless Chromium runs the MCP Apps extension's own
+    /// host library (AppBridge, from npm), which shows the app's resource in a sandboxed frame;
+    /// its tool calls are relayed to `questions mcp` by this client. A click in the frame
+    /// records the answer, with channel `mcp-app`, within a second.
+    #[test]
+    fn a_click_in_the_app_s_frame_records_the_answer() {
+        use fantoccini::Locator;
+        use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+        let Some(bundle) =
+            crate::mcp_clients::client(crate::mcp_clients::clients().join("apps-host.bundle.js"))
+        else {
+            return;
+        };
+        let ledger = Ledger::new();
+        let id = ledger.log_with(
+            "design",
+            "Which database?",
+            &["--option", "PostgreSQL", "--option", "SQLite"],
+        );
+        let host = ledger.dir.path().join("host.html");
+        std::fs::write(
+            &host,
+            format!(
+                "<!doctype html><html><body><script>{}</script></body></html>",
+                std::fs::read_to_string(bundle).unwrap()
+            ),
+        )
+        .unwrap();
+        let l = &ledger;
+        crate::browser::with_browser(true, |c| async move {
+            let s = connect(l, Client::new("apps-host")).await;
+            let read = s
+                .service
+                .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))
+                .await
+                .unwrap();
+            let ResourceContents::TextResourceContents { text: html, .. } = &read.contents[0]
+            else {
+                panic!("{read:?}");
+            };
+            c.goto(&format!("file://{}", host.display())).await.unwrap();
+            c.execute(
+                "window.startHost(arguments[0]); return true;",
+                vec![json!(html)],
+            )
+            .await
+            .unwrap();
+            crate::browser::eventually(Duration::from_secs(10), "the app initializes", || async {
+                c.execute("return window.hostReady === true;", vec![])
+                    .await
+                    .unwrap()
+                    == json!(true)
+            })
+            .await;
+
+            // The person opens the question, picks SQLite and clicks Answer, in the frame.
+            c.enter_frame(0).await.unwrap();
+            c.execute(
+                "document.getElementById(arguments[0]).open = true; return true;",
+                vec![json!(format!("q-{id}"))],
+            )
+            .await
+            .unwrap();
+            c.find(Locator::Css(&format!("label[for='q{id}o1']")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            c.find(Locator::Css(&format!("#q-{id} form.answer button.primary")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            let clicked = Instant::now();
+            c.enter_parent_frame().await.unwrap();
+
+            // The host hands each tool call to the client, which makes it on the server.
+            let mut relayed = 0;
+            let recorded = loop {
+                let calls = c
+                    .execute(
+                        "return window.toolCalls.map(function (t) { return {name: t.name, arguments: t.arguments}; });",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                let calls = calls.as_array().unwrap().clone();
+                for (n, call) in calls.iter().enumerate().skip(relayed) {
+                    assert_eq!(call["name"], "answer_in_app", "{call}");
+                    let result = s
+                        .call(call["name"].as_str().unwrap(), call["arguments"].clone())
+                        .await;
+                    let result = serde_json::to_value(&result).unwrap();
+                    c.execute(
+                        "window.toolCalls[arguments[0]].resolve(arguments[1]); return true;",
+                        vec![json!(n), result],
+                    )
+                    .await
+                    .unwrap();
+                    relayed = n + 1;
+                }
+                let answered = s
+                    .ok(
+                        "wait_for_answers",
+                        json!({"ids": [id], "timeout_seconds": 0}),
+                    )
+                    .await;
+                if answered["settled"] == true {
+                    break clicked.elapsed();
+                }
+                assert!(
+                    clicked.elapsed() < Duration::from_secs(10),
+                    "never recorded"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            eprintln!("the click was recorded after {recorded:?}");
+            assert!(
+                recorded < Duration::from_millis(1500),
+                "recorded after {recorded:?}"
+            );
+            assert_eq!(relayed, 1);
+            // The frame says so.
+            c.enter_frame(0).await.unwrap();
+            crate::browser::eventually(Duration::from_secs(5), "the frame shows it", || async {
+                crate::browser::present(&c, &format!("#q-{id}.settled")).await
+            })
+            .await;
+            c.enter_parent_frame().await.unwrap();
+            s.service.cancel().await.unwrap();
+        });
+        let q = ledger.question(id);
+        assert_eq!(q["answer"], "SQLite", "{q}");
+        assert_eq!(q["channel"], "mcp-app");
+        assert_eq!(q["answered_by"], "mcp:apps-host");
+    }
 }

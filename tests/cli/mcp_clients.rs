@@ -9,13 +9,13 @@ use serde_json::{json, Value};
 
 use crate::common::{Ledger, BIN};
 
-fn clients() -> PathBuf {
+pub(crate) fn clients() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-clients")
 }
 
 /// The client at `path`, or None (and a word on stderr) when `scripts/mcp-clients` has not
 /// installed it; under CI every client is required.
-fn client(path: PathBuf) -> Option<PathBuf> {
+pub(crate) fn client(path: PathBuf) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
@@ -116,22 +116,38 @@ fn the_inspector_on_the_typescript_sdk_reads_every_tool_s_error() {
     assert_eq!(waited["structuredContent"]["timed_out"], true);
 }
 
+/// The Python SDK in both eras of the protocol: the initialize handshake (2025-11-25) and
+/// stateless MCP (2026-07-28), where the form is answered through the multi round-trip
+/// pattern. Every tool's error reaches it, and a form its person fills in is recorded.
 #[test]
-fn the_python_sdk_reads_every_tool_s_error() {
+fn the_python_sdk_reads_every_tool_s_error_and_answers_a_form_in_both_eras() {
     let Some(python) = client(clients().join("venv/bin/python")) else {
         return;
     };
+    for (mode, negotiated) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        python_sdk_in(&python, mode, negotiated);
+    }
+}
+
+fn python_sdk_in(python: &std::path::Path, mode: &str, negotiated: &str) {
     let (l, closed) = ledger_with_a_closed_question();
     let paths = error_paths(closed);
+    let form = json!({"stage": "form", "questions": [
+        {"question": "Which database?", "options": ["PostgreSQL", "SQLite"]},
+        {"question": "Project name?"}]});
     let calls: Vec<Value> = paths
         .iter()
         .map(|(tool, args, _, _)| json!({"tool": tool, "arguments": args}))
-        .chain([json!({"tool": "list_questions", "arguments": {}})])
+        .chain([
+            json!({"tool": "list_questions", "arguments": {}}),
+            json!({"tool": "ask_questions", "arguments": form}),
+        ])
         .collect();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_python.py");
     let mut child = Command::new(python)
         .current_dir(l.dir.path())
         .arg(script)
+        .arg(mode)
         .arg(BIN)
         .arg("--db")
         .arg(l.db())
@@ -148,18 +164,37 @@ fn the_python_sdk_reads_every_tool_s_error() {
         .write_all(serde_json::to_string(&calls).unwrap().as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
+    assert!(out.status.success(), "{mode}: {out:?}");
     let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(results.len(), calls.len());
+    assert_eq!(results.len(), calls.len() + 1, "{mode}: {results:?}");
+    assert_eq!(
+        results.last().unwrap()["protocol_version"],
+        negotiated,
+        "{mode}"
+    );
     for ((tool, _, code, words), result) in paths.iter().zip(&results) {
         let as_inspector =
             json!({"isError": result["is_error"], "structuredContent": result["structured"]});
         assert_failure(tool, &as_inspector, code, words);
     }
-    let listed = results.last().unwrap();
+    let listed = &results[paths.len()];
     assert_eq!(listed["is_error"], false, "{listed}");
     assert_eq!(listed["structured"]["count"], 1);
+    let asked = &results[paths.len() + 1];
+    assert_eq!(asked["is_error"], false, "{mode}: {asked}");
+    assert_eq!(
+        asked["structured"]["elicitation"], "accepted",
+        "{mode}: {asked}"
+    );
+    let recorded: Vec<Value> = l
+        .all()
+        .into_iter()
+        .filter(|q| q["stage"] == "form")
+        .collect();
+    assert_eq!(recorded[0]["answer"], "PostgreSQL", "{mode}");
+    assert_eq!(recorded[1]["answer"], "from python", "{mode}");
+    assert_eq!(recorded[1]["answered_by"], "mcp:python-sdk", "{mode}");
 }

@@ -126,6 +126,38 @@ fn postgres_only_reset_drops_a_database_ledger() {
     assert_eq!(l.log("s", "again?"), 1);
 }
 
+/// A reset leaves nothing of the ledger behind for the next one: not its groups of
+/// approvers (who may vote), not its watchers' positions.
+#[test]
+fn nothing_of_a_reset_ledger_reaches_the_next_one() {
+    let l = Ledger::new();
+    l.ok(["group", "add", "leads", "dave"]);
+    l.ok(["reset", "--yes"]);
+    l.assert_not_created();
+    l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "group:leads",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ]);
+    let check = l.run(["check", "--stage", "deploy"]);
+    assert_eq!(check.code, 1);
+    assert_eq!(
+        check.json["approvals"][0]["may_vote"],
+        serde_json::json!([]),
+        "{}",
+        check.stdout
+    );
+}
+
 #[test]
 fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
     let l = Ledger::new();

@@ -1,36 +1,62 @@
 """Drives `questions mcp` with the official MCP Python SDK, as a Python agent would: one
 call per line of the JSON list on stdin ({"tool", "arguments"}), each answered with one
-JSON line on stdout: {"is_error", "structured", "text"}. argv: the server's command."""
+JSON line on stdout: {"is_error", "structured", "text"}; then a last line
+{"protocol_version"} naming the revision the session negotiated.
+
+argv: the connection mode ("legacy": the initialize handshake; "auto": server/discover,
+as the SDK does by default; or a revision such as "2026-07-28"), then the server's
+command. The client shows forms: its person picks the first option of each choice and
+types "from python" into each text field."""
 
 import asyncio
 import json
 import sys
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client, StdioServerParameters, types
+
+
+async def person(_context, params):
+    schema = params.requested_schema
+    if not isinstance(schema, dict):
+        schema = schema.model_dump(by_alias=True, exclude_none=True)
+    content = {}
+    for key, prop in schema.get("properties", {}).items():
+        if key.endswith("_own"):
+            continue
+        if "oneOf" in prop:
+            content[key] = prop["oneOf"][0]["const"]
+        elif prop.get("type") == "array":
+            content[key] = prop["items"]["enum"][:1]
+        else:
+            content[key] = "from python"
+    return types.ElicitResult(action="accept", content=content)
 
 
 async def main() -> None:
     calls = json.load(sys.stdin)
-    server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
-    async with stdio_client(server) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            for call in calls:
-                try:
-                    result = await session.call_tool(call["tool"], call["arguments"])
-                    text = "".join(getattr(c, "text", "") for c in result.content)
-                    # The SDK's 1.x names, or 2.x's.
-                    is_error = getattr(result, "is_error", None)
-                    if is_error is None:
-                        is_error = getattr(result, "isError", False)
-                    structured = getattr(result, "structured_content", None)
-                    if structured is None:
-                        structured = getattr(result, "structuredContent", None)
-                    out = {"is_error": bool(is_error), "structured": structured, "text": text}
-                except Exception as e:  # the SDK's own refusal: what an agent would see
-                    out = {"is_error": True, "structured": None, "text": f"client error: {e}"}
-                print(json.dumps(out), flush=True)
+    mode, command = sys.argv[1], sys.argv[2:]
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(
+        server,
+        mode=mode,
+        elicitation_callback=person,
+        client_info=types.Implementation(name="python-sdk", version="1"),
+    ) as client:
+        for call in calls:
+            try:
+                result = await client.call_tool(call["tool"], call["arguments"])
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                is_error = getattr(result, "is_error", None)
+                if is_error is None:
+                    is_error = getattr(result, "isError", False)
+                structured = getattr(result, "structured_content", None)
+                if structured is None:
+                    structured = getattr(result, "structuredContent", None)
+                out = {"is_error": bool(is_error), "structured": structured, "text": text}
+            except Exception as e:  # the SDK's own refusal: what an agent would see
+                out = {"is_error": True, "structured": None, "text": f"client error: {e}"}
+            print(json.dumps(out), flush=True)
+        print(json.dumps({"protocol_version": client.protocol_version}), flush=True)
 
 
 asyncio.run(main())

@@ -60,6 +60,8 @@ pub enum Channel {
     ClaudeCode,
     Codex,
     Gemini,
+    /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
+    McpApp,
 }
 
 impl Channel {
@@ -75,6 +77,7 @@ impl Channel {
             Channel::ClaudeCode => "claude-code",
             Channel::Codex => "codex",
             Channel::Gemini => "gemini",
+            Channel::McpApp => "mcp-app",
         }
     }
 
@@ -1374,7 +1377,8 @@ vocabulary!(
         Expiry,
         ClaudeCode,
         Codex,
-        Gemini
+        Gemini,
+        McpApp
     ]
 );
 vocabulary!(
@@ -1422,7 +1426,7 @@ mod vocabulary_tests {
         assert_eq!(Status::ALL.len(), 4);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 10);
+        assert_eq!(Channel::ALL.len(), 11);
         assert_eq!(EventKind::ALL.len(), 15);
     }
 }

@@ -44,6 +44,10 @@ pub enum Procedure {
     AskQuestions,
     WaitForAnswers,
     Vote,
+    /// The in-chat inbox (MCP Apps) of `questions mcp`: the tool that shows it, and the
+    /// tool its forms call.
+    OpenInbox,
+    AnswerInApp,
     /// `questions --version --json`.
     Version,
 }
@@ -112,6 +116,8 @@ impl Procedure {
             Procedure::AskQuestions => "ask_questions",
             Procedure::WaitForAnswers => "wait_for_answers",
             Procedure::Vote => "vote",
+            Procedure::OpenInbox => "open_inbox",
+            Procedure::AnswerInApp => "answer_in_app",
             Procedure::Version => "version",
         }
     }

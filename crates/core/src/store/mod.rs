@@ -13,7 +13,7 @@ mod tls;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
-pub use sql::{Tally, Tx};
+pub use sql::{StoredTask, Tally, Tx};
 
 use std::time::Duration;
 

@@ -16,6 +16,19 @@ use super::migrate;
 use super::sql::{Cell, Conn, Dialect, Param, Rows, Tx};
 use crate::error::{Error, Result};
 
+/// Every table a ledger's migrations create, in the order a reset locks them (the events
+/// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
+/// of approvers, say) outlives it into the next one.
+const LEDGER_TABLES: [&str; 7] = [
+    "question_events",
+    "questions",
+    "watchers",
+    "approval_groups",
+    "mcp_tasks",
+    "ledger_identity",
+    "refinery_schema_history",
+];
+
 /// Any number fixed for this program: the advisory lock migrations take.
 const MIGRATION_LOCK: i64 = 0x7175_6573_7469_6f6e; // "question" in ASCII, near enough
 const ATTEMPTS: u32 = 30;
@@ -237,10 +250,9 @@ impl Pg {
             .map_err(pg_error)?;
         let present: Vec<String> = tx
             .query_typed(
-                "SELECT name FROM unnest(ARRAY['question_events', 'questions', 'watchers', \
-                 'ledger_identity', 'refinery_schema_history']) WITH ORDINALITY AS t(name, n) \
+                "SELECT name FROM unnest($1::text[]) WITH ORDINALITY AS t(name, n) \
                  WHERE to_regclass(name) IS NOT NULL ORDER BY n",
-                &[],
+                &[(&&LEDGER_TABLES[..], postgres::types::Type::TEXT_ARRAY)],
             )
             .map_err(pg_error)?
             .iter()
@@ -253,13 +265,13 @@ impl Pg {
             ))
             .map_err(pg_error)?;
         }
-        tx.batch_execute(
-            "DROP TABLE IF EXISTS question_events, questions, watchers, ledger_identity, \
-               refinery_schema_history CASCADE;
+        tx.batch_execute(&format!(
+            "DROP TABLE IF EXISTS {} CASCADE;
              DROP FUNCTION IF EXISTS question_events_append_only();
              DROP FUNCTION IF EXISTS question_events_notify();
              NOTIFY questions_events;",
-        )
+            LEDGER_TABLES.join(", ")
+        ))
         .map_err(pg_error)?;
         tx.commit().map_err(pg_error)?;
         Ok(!present.is_empty())

@@ -293,6 +293,10 @@ pub struct Tally {
     pub count: i64,
 }
 
+/// The MCP server's durable tasks.
+mod tasks;
+pub use tasks::StoredTask;
+
 /// The operations of one transaction, over either engine.
 pub struct Tx<'a> {
     conn: &'a dyn Conn,

@@ -1,0 +1,107 @@
+//! The inbox inside the chat (the MCP Apps extension): the pending questions as a `ui://`
+//! resource, rendered from the inbox's own page (`serve::app`), which a host shows in a
+//! frame; what the person does there comes back through the `answer_in_app` tool, which
+//! the model does not see, and is recorded with channel `mcp-app`. The `open_inbox` tool
+//! names the resource, so a host shows the inbox when the model calls it.
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{MetaObject, Resource, ResourceContents};
+use serde_json::{json, Value};
+
+use super::tools::{AppInput, Server};
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::AnswerInput;
+use crate::ops::{self, Caller, Recorded, Shown};
+use crate::store::Ledger;
+
+/// The extension's identifier, as servers and hosts declare it.
+pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
+/// The resource: every pending question of the ledger.
+pub const URI: &str = "ui://questions/inbox";
+/// What marks HTML as an MCP App.
+pub const MIME: &str = "text/html;profile=mcp-app";
+
+fn meta(value: Value) -> Option<MetaObject> {
+    match value {
+        Value::Object(o) => Some(MetaObject(o)),
+        _ => None,
+    }
+}
+
+/// `open_inbox` names the resource (in the current form and the older key hosts also
+/// read); `answer_in_app` is the view's alone.
+pub fn mark_tools(router: &mut ToolRouter<Server>) {
+    for route in router.map.values_mut() {
+        match route.attr.name.as_ref() {
+            "open_inbox" => {
+                route.attr.meta = meta(json!({"ui": {"resourceUri": URI}, "ui/resourceUri": URI}));
+            }
+            "answer_in_app" => {
+                route.attr.meta = meta(json!({"ui": {"visibility": ["app"]}}));
+            }
+            _ => {}
+        }
+    }
+}
+
+pub fn resource() -> Resource {
+    Resource::new(URI, "questions-inbox")
+        .with_title("Questions inbox")
+        .with_description("The pending questions, to answer inside the chat")
+        .with_mime_type(MIME)
+}
+
+pub fn contents(html: String) -> ResourceContents {
+    ResourceContents::TextResourceContents {
+        uri: URI.to_string(),
+        mime_type: Some(MIME.to_string()),
+        text: html,
+        meta: None,
+    }
+}
+
+fn blank_to_none(text: Option<String>) -> Option<String> {
+    text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
+}
+
+/// Records what a form of the in-chat inbox sent, as the inbox's own forms are recorded:
+/// refused when the ledger or the question is no longer what the page showed.
+pub fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> Result<Recorded> {
+    let (id, action) = (input.id, input.action.trim().to_string());
+    let shown = Shown::one(
+        blank_to_none(input.ledger.clone()),
+        id,
+        blank_to_none(input.fingerprint.clone()),
+    );
+    match action.as_str() {
+        "answer" => {
+            let answer = AnswerInput {
+                text: blank_to_none(input.answer.clone()),
+                select: input.select.clone().unwrap_or_default(),
+            };
+            ops::answer(ledger, caller, id, &shown, &answer, false)
+        }
+        "accept" => ops::accept_proposed(ledger, caller, id, &shown),
+        "skip" => ops::skip(
+            ledger,
+            caller,
+            id,
+            &shown,
+            blank_to_none(input.reason.clone()),
+            false,
+        ),
+        "decline" => {
+            let reason = blank_to_none(input.reason.clone())
+                .ok_or_else(|| Error::usage(format!("declining question {id} needs a reason")))?;
+            ops::decline(ledger, caller, id, &shown, &reason, false)
+        }
+        "approve" | "reject" => Err(Error::new(
+            ErrorCode::Forbidden,
+            "votes are not cast inside the chat: approve or reject in the inbox of \
+             `questions serve`, or with `questions approve` / `questions reject`",
+        )),
+        other => Err(Error::usage(format!(
+            "action '{other}' is none of answer, accept, skip, decline"
+        ))),
+    }
+}

@@ -1,0 +1,42 @@
+//! The inbox inside an MCP client's chat (MCP Apps): the same page as `serve` renders,
+//! made whole for a host that shows it in a sandboxed frame with no server behind it. Its
+//! style is inlined, and in place of the inbox's script (which talks to `serve`) a script
+//! that speaks the MCP Apps protocol to the host: every answer, skip or decline is a call
+//! of the MCP server's `answer_in_app` tool, which records it (channel `mcp-app`).
+
+use super::html;
+use crate::clock;
+use crate::error::Result;
+use crate::ops;
+use crate::store::Ledger;
+
+const CSS: &str = include_str!("assets/inbox.css");
+const SCRIPT: &str = include_str!("assets/mcp-app.js");
+
+/// The pending questions of the ledger as the app's HTML document.
+pub fn page(ledger: &mut Ledger) -> Result<String> {
+    let inbox = ops::inbox(ledger, None)?;
+    let now = clock::now();
+    let body = html::inbox(&html::Page {
+        seq: inbox.seq,
+        now: &now,
+        ledger: inbox.ledger.as_deref(),
+        stage: None,
+        questions: &inbox.questions,
+        // No person's token: votes are not cast inside the chat.
+        person: None,
+        voters: &inbox.voters,
+        flash: None,
+    });
+    Ok(body
+        .replacen(
+            "<link rel=\"stylesheet\" href=\"/assets/inbox.css\">",
+            &format!("<style>{CSS}</style>"),
+            1,
+        )
+        .replacen(
+            "<script src=\"/assets/inbox.js\" defer></script>",
+            &format!("<script>{SCRIPT}</script>"),
+            1,
+        ))
+}
