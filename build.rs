@@ -6,6 +6,24 @@ fn main() {
     let target = std::env::var("TARGET").unwrap_or_else(|_| "unknown".into());
     println!("cargo:rustc-env=QUESTIONS_TARGET={target}");
     println!("cargo:rustc-env=QUESTIONS_COMMIT={}", commit());
+
+    // Start-up, on Linux with glibc: the binary is linked at a fixed address (`-no-pie`).
+    // As a position-independent executable, the dynamic loader rewrote some 29 000
+    // pointers of its read-only data (clap's tables, vtables, string slices) at every
+    // start, each page of them copied on write: about 120 of its 300 page faults, and
+    // `--version` at 1.9 times the time of a hello-world binary (bench/bench.py measures
+    // it). Here, so that it applies to every build of the binary, `cargo install` too; the
+    // static musl build of scripts/release keeps its own linking. The price: the
+    // executable's own code and data are not placed at a random address (the libraries,
+    // heap and stack still are). A build that wants that (a distribution's policy) sets
+    // QUESTIONS_PIE=1 and keeps the linker's default.
+    println!("cargo:rerun-if-env-changed=QUESTIONS_PIE");
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    let pie = std::env::var("QUESTIONS_PIE").is_ok_and(|v| v == "1");
+    if os == "linux" && env == "gnu" && !pie {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
 }
 
 /// The commit this build comes from: `$QUESTIONS_COMMIT` when a release job sets it, else

@@ -5,7 +5,9 @@ questions, plus ingest, render and concurrent throughput.
 
 Run from the repository root:  scripts/with-postgres python3 bench/bench.py
 (or python3 bench/bench.py for SQLite alone; python3 bench/bench.py serve measures
-only the web inbox's page, python3 bench/bench.py hook only the harness hook)
+only the web inbox's page, python3 bench/bench.py hook only the harness hook,
+python3 bench/bench.py startup only the start-up beside a hello-world binary it builds
+with the same release profile, and the sizes of the default and CLI-only binaries)
 It builds the release binary, needs hyperfine (installed with apt-get when missing and
 run as root), prints a table and writes it to bench/RESULTS.md. Ratios are measured
 within one run: the machine is noisy, the floor moves with it.
@@ -40,6 +42,85 @@ def ensure_tools():
         else:
             sys.exit(f"needed: apt-get install {' '.join(missing)}")
     sh("cargo", "build", "--release", "--quiet", cwd=ROOT)
+
+
+def hello_world():
+    """A Rust "hello world" built here with this project's own release profile: the floor
+    of starting any Rust binary on this machine, that the start-up ratios are measured
+    against."""
+    import tomllib
+    with open(os.path.join(ROOT, "Cargo.toml"), "rb") as f:
+        profile = tomllib.load(f)["profile"]["release"]
+    project = os.path.join(ROOT, "target", "bench-hello")
+    os.makedirs(os.path.join(project, "src"), exist_ok=True)
+    lines = ["[package]", 'name = "hello"', 'version = "0.1.0"', 'edition = "2021"', "",
+             "[workspace]", "", "[profile.release]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in profile.items()]
+    with open(os.path.join(project, "Cargo.toml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(project, "src", "main.rs"), "w") as f:
+        f.write('fn main() {\n    println!("Hello, world!");\n}\n')
+    sh("cargo", "build", "--release", "--quiet", cwd=project)
+    return os.path.join(project, "target", "release", "hello")
+
+
+def cli_only_binary():
+    """The CLI-only build (`--no-default-features`), in a target folder of its own so that
+    the default build stays as it is."""
+    target = os.path.join(ROOT, "target", "cli-only")
+    sh("cargo", "build", "--release", "--quiet", "--no-default-features", "--target-dir", target, cwd=ROOT)
+    return os.path.join(target, "release", "questions")
+
+
+def minor_faults(args):
+    """Minor page faults of one run of `args`, as GNU time counts them."""
+    out = subprocess.run(["/usr/bin/time", "-f", "%R", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return int(out.stderr.strip().splitlines()[-1])
+
+
+def startup(work, runs=None):
+    """Start-up beside a hello-world binary of the same release profile, in hyperfine runs
+    of all three: `--version`, and `check` of a 10-question stage (a ledger of 10
+    questions); with the minor page faults of each and the sizes of the default and
+    CLI-only binaries."""
+    hello = hello_world()
+    cli_only = cli_only_binary()
+    db = os.path.join(work, "startup.db")
+    for i in range(10):
+        sh(BIN, "--db", db, "log", "--stage", "small", "--question", f"Small question {i}?", stdout=subprocess.DEVNULL)
+    calls = {
+        "hello world (same profile)": [hello],
+        "questions --version": [BIN, "--version"],
+        "questions check --stage (10 questions)": [BIN, "--db", db, "check", "--stage", "small"],
+    }
+    # Hyperfine runs one command after the other: on a shared machine the load moves
+    # between them. Five rounds, and of each call the round whose ratio to the hello world
+    # is the median one.
+    global RUNS
+    saved, RUNS = RUNS, runs or max(RUNS, 100)
+    try:
+        rounds = [hyperfine([" ".join(shell_quote(a) for a in args) for args in calls.values()]) for _ in range(5)]
+    finally:
+        RUNS = saved
+    rows = []
+    for i, (name, args) in enumerate(calls.items()):
+        middle = sorted(rounds, key=lambda r: r[i] / r[0])[len(rounds) // 2]
+        rows.append((name, middle[i], middle[i] / middle[0], minor_faults(args)))
+    sizes = {"default": os.path.getsize(BIN), "CLI-only (--no-default-features)": os.path.getsize(cli_only)}
+    return rows, sizes
+
+
+def startup_lines(rows, sizes):
+    lines = ["| call | median | × hello world | minor page faults |", "|---|---:|---:|---:|"]
+    for name, median, ratio, faults in rows:
+        lines.append(f"| {name} | {median * 1000:.2f} ms | {ratio:.2f} | {faults} |")
+    lines += ["", "| build | binary size |", "|---|---:|"]
+    lines += [f"| {name} | {size / 1_000_000:.1f} MB |" for name, size in sizes.items()]
+    verdicts = [
+        ("--version within 1.2× a hello world", rows[1][2] <= 1.2),
+        ("check of a 10-question stage within 2× a hello world", rows[2][2] <= 2.0),
+    ]
+    return lines, verdicts
 
 
 def make_ledger(path, size, scattered=False):
@@ -389,6 +470,7 @@ def main():
         hook_floor, hook_s = hook_call(work)
         syncs = sync_counts(work)
         per_q, mjs_per_q = bytes_per_question(work, int(os.environ.get("BENCH_BYTES_QUESTIONS", "1000000")))
+        start_rows, sizes = startup(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -426,6 +508,10 @@ def main():
         f"{hook_s * 1000:.2f} ms median, {hook_s / hook_floor:.2f} × floor",
         f"- `serve`: the inbox page with 1 000 pending questions ({inbox_bytes // 1024} KiB of HTML): {inbox_s * 1000:.1f} ms median, request on loopback included",
     ]
+    start_lines, start_verdicts = startup_lines(start_rows, sizes)
+    lines += ["", "Start-up beside a Rust hello world built with the same release profile (five hyperfine runs of the three; the run whose ratio is the median):", ""]
+    lines += start_lines
+    verdicts += start_verdicts
     lines += ["", "Durability costs, counted with `strace -f -c` (a write is durable when the call exits 0):", "",
               "| call | fsync+fdatasync per call, mean | most in one call |", "|---|---:|---:|"]
     for name, mean, most in syncs:
@@ -510,6 +596,18 @@ if __name__ == "__main__":
         finally:
             shutil.rmtree(work, ignore_errors=True)
         print(f"hook claude-code, nobody answered yet: {median * 1000:.2f} ms median ({floor * 1000:.2f} ms floor)")
+    elif sys.argv[1:] == ["startup"]:
+        # Start-up alone: python3 bench/bench.py startup
+        ensure_tools()
+        work = tempfile.mkdtemp(prefix="questions-bench-")
+        try:
+            start_rows, sizes = startup(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        start_lines, start_verdicts = startup_lines(start_rows, sizes)
+        print("\n".join(start_lines))
+        print()
+        print("\n".join(f"- {'met' if ok else 'MISSED'}: {what}" for what, ok in start_verdicts))
     elif sys.argv[1:] == ["serve"]:
         # One measure alone, without the whole benchmark: python3 bench/bench.py serve
         sh("cargo", "build", "--release", "--quiet", cwd=ROOT)

@@ -44,6 +44,27 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+/// What `questions --version` (or `-V`) alone prints: the line clap prints for it, as a
+/// constant, so that the commonest call of launchers and scripts does not build the
+/// command tree (a test holds it to clap's own rendering).
+pub const VERSION_LINE: &str = concat!(
+    "questions ",
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("QUESTIONS_COMMIT"),
+    ", ",
+    env!("QUESTIONS_TARGET"),
+    ")\n"
+);
+
+/// `VERSION_LINE` when the command line is `--version` or `-V` and nothing else.
+pub fn plain_version(args: &[OsString]) -> Option<&'static str> {
+    match args {
+        [_, flag] if flag == "--version" || flag == "-V" => Some(VERSION_LINE),
+        _ => None,
+    }
+}
+
 /// `questions --version --json` (in either order, nothing else): the same facts for tools,
 /// with the path of this binary, so that a launcher's caller (npm's `questions`, a
 /// Python entry point) can find the native one and call it directly.
@@ -120,7 +141,12 @@ pub struct Cli {
 /// Parses a command line, noting where `--db`'s value came from.
 pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args);
+    // The tree of every command's arguments goes with the process: freeing it piece by
+    // piece would only take time, on every call.
+    std::mem::forget(command);
+    let matches = matches?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     cli.db_from_env = matches.value_source("db") == Some(clap::parser::ValueSource::EnvVariable);
     cli.by_from_flag = matches.value_source("by") == Some(clap::parser::ValueSource::CommandLine);

@@ -54,6 +54,10 @@ where
 }
 
 fn run_args(args: &[OsString]) -> ExitCode {
+    if let Some(line) = cli::plain_version(args) {
+        output::text_out(line);
+        return ExitCode::SUCCESS;
+    }
     if let Some(version) = cli::version_json(args) {
         output::json(&ops::document(true, ops::Procedure::Version, &version));
         return ExitCode::SUCCESS;

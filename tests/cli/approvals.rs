@@ -64,11 +64,8 @@ fn run_as(l: &Ledger, who: &str, args: &[&str]) -> Run {
     finish(cmd)
 }
 
-/// New roles cannot log in through PgBouncer (its user list is fixed): the role tests
-/// run on the direct PostgreSQL pass and the SQLite pass.
-fn roles_unavailable() -> bool {
-    postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
-}
+// New roles cannot log in through PgBouncer (its user list is fixed): the role tests are
+// `unpooled`, run on the direct PostgreSQL pass and the SQLite pass.
 
 /// An approval logged by `requester`.
 fn approval(l: &Ledger, requester: &str, approvers: &str, min: &str, more: &[&str]) -> i64 {
@@ -106,10 +103,8 @@ fn kinds(l: &Ledger, id: i64) -> Vec<(String, Value)> {
 }
 
 #[test]
-fn two_of_three_passes_after_the_second_distinct_approver() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_two_of_three_passes_after_the_second_distinct_approver() {
+    crate::unpooled!();
     let l = Ledger::new();
     let id = approval(&l, "carol", "alice,bob,dave", "2", &[]);
     let ids = id.to_string();
@@ -179,10 +174,8 @@ fn two_of_three_passes_after_the_second_distinct_approver() {
 }
 
 #[test]
-fn the_requester_and_strangers_are_refused_and_recorded() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_the_requester_and_strangers_are_refused_and_recorded() {
+    crate::unpooled!();
     let l = Ledger::new();
     let id = approval(&l, "carol", "alice,carol", "1", &[]);
     let ids = id.to_string();
@@ -228,10 +221,8 @@ fn the_requester_and_strangers_are_refused_and_recorded() {
 }
 
 #[test]
-fn one_rejection_fails_the_gate_with_who_and_why() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_one_rejection_fails_the_gate_with_who_and_why() {
+    crate::unpooled!();
     let l = Ledger::new();
     let id = approval(&l, "carol", "alice,bob", "1", &[]);
     let ids = id.to_string();
@@ -261,10 +252,8 @@ fn one_rejection_fails_the_gate_with_who_and_why() {
 }
 
 #[test]
-fn group_members_may_vote_and_group_changes_are_in_the_history() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_group_members_may_vote_and_group_changes_are_in_the_history() {
+    crate::unpooled!();
     let l = Ledger::new();
     let id = approval(&l, "carol", "group:release", "1", &[]);
     let ids = id.to_string();
@@ -303,10 +292,8 @@ fn group_members_may_vote_and_group_changes_are_in_the_history() {
 }
 
 #[test]
-fn expiry_rejects_or_keeps_an_approval() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_expiry_rejects_or_keeps_an_approval() {
+    crate::unpooled!();
     let l = Ledger::new();
     let rejected = approval(
         &l,
@@ -340,10 +327,8 @@ fn expiry_rejects_or_keeps_an_approval() {
 }
 
 #[test]
-fn concurrent_votes_that_reach_the_quorum_settle_once() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_concurrent_votes_that_reach_the_quorum_settle_once() {
+    crate::unpooled!();
     let voters = ["alice", "bob", "dave", "erin"];
     for _round in 0..3 {
         let l = Ledger::new();
@@ -473,10 +458,8 @@ fn bad_approval_input_is_a_clear_error() {
 }
 
 #[test]
-fn approval_output_matches_the_schemas() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_approval_output_matches_the_schemas() {
+    crate::unpooled!();
     use crate::schema::assert_valid;
     let l = Ledger::new();
     let logged = run_as(
@@ -855,10 +838,8 @@ fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
 }
 
 #[test]
-fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection() {
+    crate::unpooled!();
     let approve: &[&str] = &["approve", "--id", "1"];
     let (code, check) = approval_recipe(&[("alice", approve), ("bob", approve)]);
     assert_eq!(code, 0, "{check}");
@@ -874,10 +855,8 @@ fn the_readme_approval_recipe_passes_on_two_approvals_and_fails_on_a_rejection()
 
 #[test]
 #[cfg(feature = "watch")]
-fn watch_delivers_each_vote_and_the_settlement() {
-    if roles_unavailable() {
-        return;
-    }
+fn unpooled_watch_delivers_each_vote_and_the_settlement() {
+    crate::unpooled!();
     let l = Ledger::new();
     let id = approval(&l, "carol", "alice,bob", "2", &[]).to_string();
     let watch = || {

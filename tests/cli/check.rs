@@ -122,14 +122,18 @@ fn wait_times_out_with_timed_out() {
 fn wait_returns_when_another_process_answers() {
     let l = Ledger::new();
     let id = l.log("release", "Ship?");
+    let wait = Pause::new(l.dir.path(), "wait");
     let mut waiter = std::process::Command::new(BIN)
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
         .args(["--db"])
         .arg(l.db())
         .args(["check", "--stage", "release", "--wait", "--timeout", "60"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    // It has found the gate closed and waits for a change.
+    wait.reached();
+    wait.release();
     assert!(
         waiter.try_wait().unwrap().is_none(),
         "the waiter must still be waiting"

@@ -339,7 +339,7 @@ fn hooks_in(project: &Path) -> Value {
 }
 
 #[test]
-fn answers_already_in_the_ledger_reach_the_model_without_the_card() {
+fn sqlite_only_answers_already_in_the_ledger_reach_the_model_without_the_card() {
     crate::sqlite_only!();
     let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
     let project = Project::new();
@@ -390,7 +390,7 @@ fn answers_already_in_the_ledger_reach_the_model_without_the_card() {
 }
 
 #[test]
-fn unanswered_questions_fall_through_to_the_card_and_its_answers_are_recorded() {
+fn sqlite_only_unanswered_questions_fall_through_to_the_card_and_its_answers_are_recorded() {
     crate::sqlite_only!();
     let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
     let project = Project::new();
@@ -424,7 +424,7 @@ fn unanswered_questions_fall_through_to_the_card_and_its_answers_are_recorded() 
 }
 
 #[test]
-fn the_binary_init_writes_is_the_native_one() {
+fn sqlite_only_the_binary_init_writes_is_the_native_one() {
     crate::sqlite_only!();
     let project = Project::new();
     let hooks = hooks_in(project.dir.path());
@@ -437,7 +437,7 @@ fn the_binary_init_writes_is_the_native_one() {
 }
 
 #[test]
-fn answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_stop() {
+fn sqlite_only_answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_stop() {
     crate::sqlite_only!();
     let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
     let project = Project::new();
@@ -468,7 +468,7 @@ fn answers_that_come_after_the_card_was_dismissed_are_handed_over_once_at_the_st
 }
 
 #[test]
-fn the_plugin_passes_claude_codes_own_validation() {
+fn sqlite_only_the_plugin_passes_claude_codes_own_validation() {
     crate::sqlite_only!();
     let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/claude-code-plugin");
     let home = tempfile::tempdir().unwrap();

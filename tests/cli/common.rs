@@ -47,15 +47,74 @@ pub fn postgres_server() -> Option<String> {
         .filter(|u| !u.is_empty())
 }
 
-/// Tests of what only a file ledger has (its bytes, its mode, its path) return early
-/// on the PostgreSQL pass; they ran on the SQLite pass.
+/// A test that applies to one engine (or not through the pooler) says so in its name,
+/// and the passes it does not apply to skip it by that name, so that their output reports
+/// it filtered out rather than passed:
+///
+/// - `sqlite_only`: what only a file ledger has (its bytes, its mode, its path); the
+///   PostgreSQL passes run with `--skip sqlite_only`.
+/// - `postgres_only`: what only the PostgreSQL engine has; the SQLite pass runs with
+///   `--skip postgres_only`.
+/// - `unpooled`: what needs a direct connection to the server (its own refusals, TLS,
+///   roles); the PgBouncer pass runs with `--skip unpooled`.
+///
+/// Each such test starts with the macro of its tag. Run in a pass it does not apply to
+/// (the skip forgotten), it fails, saying which skip the pass needs: it never reports a
+/// pass for work it did not do.
+pub fn only(tag: &str, applies: bool, skip: &str) {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("main");
+    // libtest names each test's thread after the test; the name must carry the tag the
+    // passes skip by.
+    if name != "main" {
+        assert!(
+            name.contains(tag),
+            "{name} must carry `{tag}` in its name, for the passes that skip it"
+        );
+    }
+    if !applies {
+        panic!(
+            "{name} applies {skip}: this pass must skip it by name (`cargo test -- --skip {tag}`)"
+        );
+    }
+}
+
+/// Whether this pass goes through PgBouncer (scripts/with-postgres --pgbouncer).
+pub fn pooled() -> bool {
+    postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
+}
+
+/// The first line of a `sqlite_only` test.
 #[macro_export]
 macro_rules! sqlite_only {
     () => {
-        if $crate::common::postgres_server().is_some() {
-            eprintln!("a SQLite file test: run in the SQLite pass");
-            return;
-        }
+        $crate::common::only(
+            "sqlite_only",
+            $crate::common::postgres_server().is_none(),
+            "to SQLite only",
+        )
+    };
+}
+
+/// The first line of a `postgres_only` test: the admin URL of the server under test.
+#[macro_export]
+macro_rules! postgres_only {
+    () => {{
+        let server = $crate::common::postgres_server();
+        $crate::common::only("postgres_only", server.is_some(), "to PostgreSQL only");
+        server.unwrap()
+    }};
+}
+
+/// The first line of an `unpooled` test (after its engine's macro, if it has one).
+#[macro_export]
+macro_rules! unpooled {
+    () => {
+        $crate::common::only(
+            "unpooled",
+            !$crate::common::pooled(),
+            "to direct connections only, not through PgBouncer",
+        )
     };
 }
 
@@ -250,29 +309,37 @@ pub fn finish(mut cmd: assert_cmd::Command) -> Run {
     }
 }
 
-/// Every key of the contract's question object.
-pub const QUESTION_KEYS: &[&str] = &[
-    "id",
-    "stage",
-    "group_name",
-    "question",
-    "proposed",
-    "required",
-    "status",
-    "answer",
-    "created_at",
-    "answered_at",
-    "updated_at",
-    "header",
-    "context",
-    "options",
-    "multi_select",
-    "allow_freeform",
-    "selected",
-    "was_custom",
-    "skip_reason",
-    "source",
-];
+/// Every key the contract's question object always carries: the `required` list of
+/// schema/question.json, so that a key added there is checked everywhere this is.
+pub fn question_keys() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: Value = serde_json::from_str(&text).expect("schema/question.json is JSON");
+    let keys: Vec<String> = schema["required"]
+        .as_array()
+        .expect("a required list in schema/question.json")
+        .iter()
+        .map(|k| k.as_str().expect("a key name").to_string())
+        .collect();
+    assert!(
+        keys.len() > 20,
+        "schema/question.json requires only {keys:?}"
+    );
+    keys
+}
+
+/// Every command the binary has, as its clap definition declares them (not `help`, which
+/// clap adds): a command added there is covered by the tests that walk this list.
+pub fn commands() -> Vec<String> {
+    use clap::CommandFactory;
+    let names: Vec<String> = questions::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|name| name != "help")
+        .collect();
+    assert!(names.len() > 10, "the clap definition lists only {names:?}");
+    names
+}
 
 /// A file under tests/fixtures.
 pub fn fixture(name: &str) -> String {
@@ -321,5 +388,64 @@ impl Ledger {
         let mut cmd = self.command();
         cmd.env("QUESTIONS_NOW", now).args(args);
         finish(cmd)
+    }
+}
+
+/// A point where a spawned call stops (`QUESTIONS_TEST_PAUSE`, debug builds only; the
+/// points are the `fault` calls in the source, and `wait` is where a waiting call
+/// (`check --wait`, `events --follow`, `watch`, a hook's wait) sleeps before it reads the
+/// ledger again). The call announces each arrival there; the test waits for that, not
+/// for time to pass.
+pub struct Pause {
+    go: PathBuf,
+    reached: PathBuf,
+    /// The value of `QUESTIONS_TEST_PAUSE` for the call.
+    pub env: String,
+}
+
+impl Pause {
+    pub fn new(dir: &Path, point: &str) -> Pause {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let go = dir.join(format!(
+            "go-{point}-{}",
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let reached = PathBuf::from(format!("{}.reached", go.display()));
+        let env = format!("{point}:{}", go.display());
+        Pause { go, reached, env }
+    }
+
+    /// Waits until the call has arrived at the point (30 s at most).
+    pub fn reached(&self) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.reached.exists() {
+            assert!(
+                std::time::Instant::now() < end,
+                "the call never reached {}",
+                self.env
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Lets the call go on, and not stop there again.
+    pub fn release(&self) {
+        std::fs::write(&self.go, b"").unwrap();
+    }
+
+    /// Lets the call, stopped at the point, go on, and waits until it comes back there:
+    /// for `wait`, it has read the ledger once more.
+    pub fn go_round(&self) {
+        let _ = std::fs::remove_file(&self.reached);
+        self.release();
+        self.reached();
+    }
+
+    /// Waits until the call arrives at the point again after this: for `wait`, it has
+    /// read the ledger once more since.
+    pub fn again(&self) {
+        let _ = std::fs::remove_file(&self.reached);
+        self.reached();
     }
 }

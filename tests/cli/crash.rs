@@ -80,7 +80,7 @@ fn duration_of(db: &std::path::Path, args: &[&str], input: &std::path::Path) -> 
 }
 
 #[test]
-fn a_killed_ingest_leaves_all_or_nothing() {
+fn sqlite_only_a_killed_ingest_leaves_all_or_nothing() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let envelope = l.dir.path().join("envelope.txt");
@@ -134,7 +134,7 @@ fn a_killed_ingest_leaves_all_or_nothing() {
 }
 
 #[test]
-fn a_killed_import_leaves_all_or_nothing() {
+fn sqlite_only_a_killed_import_leaves_all_or_nothing() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let envelope = l.dir.path().join("envelope.txt");
@@ -194,7 +194,7 @@ fn a_killed_import_leaves_all_or_nothing() {
 }
 
 #[test]
-fn the_write_ahead_log_is_copied_into_the_ledger_before_it_grows_long() {
+fn sqlite_only_the_write_ahead_log_is_copied_into_the_ledger_before_it_grows_long() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let wal = std::path::PathBuf::from(format!("{}-wal", l.path.display()));

@@ -51,7 +51,7 @@ fn invalid_utf8_in_an_argument_is_a_usage_error() {
 }
 
 #[test]
-fn a_file_that_is_not_a_database_is_left_untouched() {
+fn sqlite_only_a_file_that_is_not_a_database_is_left_untouched() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let text = b"# my notes\nnot a database, but precious\n".repeat(200);
@@ -68,7 +68,7 @@ fn a_file_that_is_not_a_database_is_left_untouched() {
 }
 
 #[test]
-fn a_directory_as_ledger_is_an_io_error() {
+fn sqlite_only_a_directory_as_ledger_is_an_io_error() {
     crate::sqlite_only!();
     let l = Ledger::new();
     std::fs::create_dir(&l.path).unwrap();
@@ -79,7 +79,7 @@ fn a_directory_as_ledger_is_an_io_error() {
 }
 
 #[test]
-fn a_file_in_place_of_the_folder_is_an_io_error() {
+fn sqlite_only_a_file_in_place_of_the_folder_is_an_io_error() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("plain"), b"x").unwrap();
@@ -92,7 +92,7 @@ fn a_file_in_place_of_the_folder_is_an_io_error() {
 }
 
 #[test]
-fn a_read_only_folder_is_a_clear_error() {
+fn sqlite_only_a_read_only_folder_is_a_clear_error() {
     crate::sqlite_only!();
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -174,26 +174,8 @@ fn completions_and_the_man_page_come_from_the_command_definition() {
 #[test]
 fn every_command_help_has_a_real_example() {
     let l = Ledger::new();
-    for command in [
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "completions",
-        "man",
-    ] {
-        let help = l.run([command, "--help"]);
+    for command in commands() {
+        let help = l.run([command.as_str(), "--help"]);
         assert_eq!(help.code, 0, "{command}");
         assert!(
             help.stdout.contains(&format!("questions {command}")),

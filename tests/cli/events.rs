@@ -47,9 +47,11 @@ fn events_print_as_lines_and_resume_without_repeats_or_gaps() {
 fn follow_sees_another_process_s_change_within_a_second() {
     let l = Ledger::new();
     l.log("s", "Before?");
+    let wait = Pause::new(l.dir.path(), "wait");
     let mut follower = std::process::Command::new(BIN)
         .current_dir(l.dir.path())
         .env("QUESTIONS_NOW", NOW)
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
         .env_remove("QUESTIONS_DB")
         .arg("--db")
         .arg(l.db())
@@ -58,8 +60,9 @@ fn follow_sees_another_process_s_change_within_a_second() {
         .spawn()
         .unwrap();
     let mut out = BufReader::new(follower.stdout.take().unwrap());
-    // Let it start and go quiet at the end of the history.
-    std::thread::sleep(Duration::from_millis(500));
+    // It has read to the end of the history and waits for a change.
+    wait.reached();
+    wait.release();
     let logged_at = Instant::now();
     l.log("s", "After?");
     let mut line = String::new();

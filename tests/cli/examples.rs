@@ -181,7 +181,7 @@ fn interrupted(line: &str, dir: &Path, path: &str) -> std::process::ExitStatus {
 }
 
 #[test]
-fn every_help_example_runs_as_written() {
+fn sqlite_only_every_help_example_runs_as_written() {
     crate::sqlite_only!();
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(

@@ -120,7 +120,7 @@ fn a_location_that_starts_like_a_postgres_url_is_refused_without_its_password() 
 }
 
 #[test]
-fn a_device_is_not_a_ledger_and_gets_no_companions() {
+fn sqlite_only_a_device_is_not_a_ledger_and_gets_no_companions() {
     crate::sqlite_only!();
     let l = Ledger::new();
     for companion in ["/dev/null-wal", "/dev/null-journal"] {
@@ -194,7 +194,7 @@ fn typographic_bullets_before_q_lines_are_read() {
 }
 
 #[test]
-fn a_symlinked_log_and_a_bad_postgres_url_say_what_is_wrong() {
+fn sqlite_only_a_symlinked_log_and_a_bad_postgres_url_say_what_is_wrong() {
     crate::sqlite_only!();
     let l = Ledger::new();
     std::os::unix::fs::symlink("/tmp/elsewhere", l.dir.path().join("ledger.db-wal")).unwrap();
@@ -220,7 +220,7 @@ fn a_symlinked_log_and_a_bad_postgres_url_say_what_is_wrong() {
 }
 
 #[test]
-fn a_tampered_ledger_reads_what_it_can_and_names_the_damage_in_one_line() {
+fn sqlite_only_a_tampered_ledger_reads_what_it_can_and_names_the_damage_in_one_line() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let id = l.log("s", "Q?");

@@ -164,12 +164,16 @@ fn one_of_two_questions_answered_is_not_enough() {
 fn the_hook_waits_for_answers_from_another_channel() {
     let l = Ledger::new();
     assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let wait = crate::common::Pause::new(l.dir.path(), "wait");
     let mut cmd = l.command();
     cmd.args(["hook", "claude-code", "--wait", "20"])
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
         .write_stdin(event("pre_tool_use.json"));
     let started = Instant::now();
     let waiting = std::thread::spawn(move || crate::common::finish(cmd));
-    std::thread::sleep(Duration::from_millis(600));
+    // It found the questions unanswered and waits for a change.
+    wait.reached();
+    wait.release();
     l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
     l.ok(["answer", "--id", "2", "--select", "Search"]);
     let run = waiting.join().unwrap();
@@ -324,7 +328,7 @@ fn other_tools_and_events_are_left_alone() {
 }
 
 #[test]
-fn an_unreachable_ledger_fails_open() {
+fn sqlite_only_an_unreachable_ledger_fails_open() {
     crate::sqlite_only!();
     let l = Ledger::new();
     // Not a ledger: a file of other bytes.

@@ -402,7 +402,7 @@ fn malformed_calls_fail_cleanly_and_leave_the_ledger_unchanged() {
 }
 
 #[test]
-fn a_symlinked_ledger_is_refused_and_its_target_untouched() {
+fn sqlite_only_a_symlinked_ledger_is_refused_and_its_target_untouched() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let target = l.dir.path().join("not-a-ledger.txt");

@@ -9,7 +9,7 @@ fn json_of(cmd: assert_cmd::Command) -> serde_json::Value {
 }
 
 #[test]
-fn without_db_the_first_write_creates_dot_questions_here() {
+fn sqlite_only_without_db_the_first_write_creates_dot_questions_here() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut list = bare_command(dir.path());
@@ -38,7 +38,7 @@ fn without_db_the_first_write_creates_dot_questions_here() {
 }
 
 #[test]
-fn the_nearest_dot_questions_upwards_is_used() {
+fn sqlite_only_the_nearest_dot_questions_upwards_is_used() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join(".questions")).unwrap();
@@ -52,7 +52,7 @@ fn the_nearest_dot_questions_upwards_is_used() {
 }
 
 #[test]
-fn questions_db_is_used_and_db_overrides_it_before_or_after_the_command() {
+fn sqlite_only_questions_db_is_used_and_db_overrides_it_before_or_after_the_command() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let from_env = dir.path().join("env.db");
@@ -81,7 +81,7 @@ fn questions_db_is_used_and_db_overrides_it_before_or_after_the_command() {
 }
 
 #[test]
-fn a_missing_folder_for_an_explicit_path_is_an_io_error() {
+fn sqlite_only_a_missing_folder_for_an_explicit_path_is_an_io_error() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut log = bare_command(dir.path());
@@ -94,7 +94,7 @@ fn a_missing_folder_for_an_explicit_path_is_an_io_error() {
 }
 
 #[test]
-fn an_empty_db_is_a_usage_error() {
+fn sqlite_only_an_empty_db_is_a_usage_error() {
     crate::sqlite_only!();
     let dir = tempfile::tempdir().unwrap();
     let mut list = bare_command(dir.path());
@@ -202,26 +202,9 @@ fn every_postgres_form_reaches_postgres_and_never_prints_its_password() {
 fn help_never_prints_the_password_in_questions_db() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("postgres://me:{PASSWORD}@127.0.0.1:1/ledger");
+    let names = commands();
     let mut commands: Vec<Vec<&str>> = vec![vec!["--help"], vec!["-h"]];
-    for name in [
-        "log",
-        "answer",
-        "skip",
-        "list",
-        "check",
-        "clear",
-        "reset",
-        "history",
-        "ingest",
-        "render",
-        "import",
-        "answers",
-        "accept-defaults",
-        "ask",
-        "info",
-        "completions",
-        "man",
-    ] {
+    for name in &names {
         commands.push(vec![name, "--help"]);
         commands.push(vec!["help", name]);
     }

@@ -18,8 +18,8 @@ fn log_prints_the_whole_question_with_every_key() {
     assert_eq!(out["created"], true);
     let q = &out["question"];
     assert_eq!(out["question_id"], q["id"]);
-    for key in QUESTION_KEYS {
-        assert!(q.get(*key).is_some(), "missing key {key}: {q}");
+    for key in question_keys() {
+        assert!(q.get(&key).is_some(), "missing key {key}: {q}");
     }
     assert_eq!(q["stage"], "intake");
     assert_eq!(q["group_name"], "Goal");

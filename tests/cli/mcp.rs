@@ -1084,7 +1084,7 @@ fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
 }
 
 #[test]
-fn the_readme_transcript_is_what_the_server_says() {
+fn sqlite_only_the_readme_transcript_is_what_the_server_says() {
     crate::sqlite_only!();
     // The same transcript in both eras of the protocol.
     let block = readme_transcript(Era::Session);

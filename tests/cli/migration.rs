@@ -28,7 +28,7 @@ fn old_ledger(l: &Ledger) {
 }
 
 #[test]
-fn an_old_ledger_upgrades_with_nothing_lost_and_ids_continuing() {
+fn sqlite_only_an_old_ledger_upgrades_with_nothing_lost_and_ids_continuing() {
     crate::sqlite_only!();
     let l = Ledger::new();
     old_ledger(&l);
@@ -89,7 +89,7 @@ fn an_old_ledger_upgrades_with_nothing_lost_and_ids_continuing() {
 }
 
 #[test]
-fn a_ledger_from_a_newer_questions_is_refused_untouched() {
+fn sqlite_only_a_ledger_from_a_newer_questions_is_refused_untouched() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
@@ -120,7 +120,7 @@ fn a_ledger_from_a_newer_questions_is_refused_untouched() {
 }
 
 #[test]
-fn an_old_ledger_in_rollback_mode_refused_as_newer_keeps_its_header() {
+fn sqlite_only_an_old_ledger_in_rollback_mode_refused_as_newer_keeps_its_header() {
     crate::sqlite_only!();
     let l = Ledger::new();
     old_ledger(&l);
@@ -400,7 +400,7 @@ fn a_version_3_history_is_stored_compactly_and_reads_back_the_same() {
 }
 
 #[test]
-fn a_row_that_questions_mjs_clears_keeps_its_history() {
+fn sqlite_only_a_row_that_questions_mjs_clears_keeps_its_history() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let id = l.log("s", "Which database?");
@@ -431,7 +431,7 @@ fn a_row_that_questions_mjs_clears_keeps_its_history() {
 }
 
 #[test]
-fn rows_other_tools_wrote_print_in_the_contract_s_shape() {
+fn sqlite_only_rows_other_tools_wrote_print_in_the_contract_s_shape() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "Ours?");

@@ -175,7 +175,7 @@ fn asking_tools_can_decline_through_import() {
 }
 
 #[test]
-fn a_user_without_a_name_is_recorded_by_uid_never_as_nobody() {
+fn sqlite_only_a_user_without_a_name_is_recorded_by_uid_never_as_nobody() {
     crate::sqlite_only!();
     if std::process::Command::new("setpriv")
         .arg("--version")

@@ -7,13 +7,10 @@ fn with_database(url: &str, db: &str) -> String {
 }
 
 #[test]
-fn connection_failures_name_the_server_and_the_cause_but_not_the_password() {
-    let Some(admin) = postgres_server() else {
-        return; // runs in the PostgreSQL pass
-    };
-    if std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some() {
-        return; // the server's own refusals; the pooler words them its own way
-    }
+fn postgres_only_unpooled_connection_failures_name_the_server_and_the_cause_but_not_the_password() {
+    let admin = crate::postgres_only!();
+    // The server's own refusals; the pooler words them its own way.
+    crate::unpooled!();
     let wrong_password = admin.replacen("questions-test", "not-the-password", 1);
     let port = admin
         .rsplit_once(':')
@@ -49,10 +46,8 @@ fn connection_failures_name_the_server_and_the_cause_but_not_the_password() {
 }
 
 #[test]
-fn postgresql_scheme_and_questions_db_name_the_database_too() {
-    let Some(_) = postgres_server() else {
-        return;
-    };
+fn postgres_only_postgresql_scheme_and_questions_db_name_the_database_too() {
+    crate::postgres_only!();
     let l = Ledger::new();
     let url = l
         .url
@@ -85,18 +80,18 @@ fn connected_with_tls(admin: &str, database: &str) -> Option<bool> {
 }
 
 #[test]
-fn every_sslmode_means_what_it_means_to_libpq() {
-    let (Some(_), Ok(ca), Ok(other_ca), Ok(plain)) = (
-        postgres_server(),
-        std::env::var("QUESTIONS_TEST_PG_CA"),
-        std::env::var("QUESTIONS_TEST_PG_OTHER_CA"),
-        std::env::var("QUESTIONS_TEST_PG_PLAIN"),
-    ) else {
-        return; // runs in the PostgreSQL pass, against scripts/with-postgres's servers
+fn postgres_only_unpooled_every_sslmode_means_what_it_means_to_libpq() {
+    let admin = crate::postgres_only!();
+    // The pooler is plain text in front of the TLS server.
+    crate::unpooled!();
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name}: set by scripts/with-postgres"))
     };
-    if std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some() {
-        return; // the pooler is plain text in front of the TLS server
-    }
+    let (ca, other_ca, plain) = (
+        var("QUESTIONS_TEST_PG_CA"),
+        var("QUESTIONS_TEST_PG_OTHER_CA"),
+        var("QUESTIONS_TEST_PG_PLAIN"),
+    );
     let l = Ledger::new();
     let url = l.url.clone().unwrap();
     l.log("s", "Encrypted?");
@@ -199,7 +194,6 @@ fn every_sslmode_means_what_it_means_to_libpq() {
     assert_eq!((bad.code, bad.error_code()), (2, "usage"));
 
     // And the server agrees: require is encrypted, disable is not.
-    let admin = postgres_server().unwrap();
     for (mode, encrypted) in [("require", true), ("disable", false), ("prefer", true)] {
         let mut follower = std::process::Command::new(BIN)
             .args(["--db", &q(&url, &format!("sslmode={mode}"))])
@@ -222,10 +216,9 @@ fn every_sslmode_means_what_it_means_to_libpq() {
 }
 
 #[test]
-fn reset_in_the_middle_of_writers_neither_deadlocks_nor_lets_one_report_a_lost_write() {
-    let Some(_) = postgres_server() else {
-        return;
-    };
+fn postgres_only_reset_in_the_middle_of_writers_neither_deadlocks_nor_lets_one_report_a_lost_write()
+{
+    crate::postgres_only!();
     let l = Ledger::new();
     l.log("s", "First?");
     let writers: Vec<_> = (0..6)

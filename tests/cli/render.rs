@@ -444,7 +444,7 @@ fn a_question_holding_block_syntax_reads_back_as_itself() {
 }
 
 #[test]
-fn render_never_writes_over_the_ledger_or_its_companions() {
+fn sqlite_only_render_never_writes_over_the_ledger_or_its_companions() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "Goal?");

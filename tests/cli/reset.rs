@@ -10,7 +10,7 @@ fn reset_needs_yes() {
 }
 
 #[test]
-fn reset_deletes_the_ledger_and_its_companions_only() {
+fn sqlite_only_reset_deletes_the_ledger_and_its_companions_only() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
@@ -31,7 +31,7 @@ fn reset_deletes_the_ledger_and_its_companions_only() {
 }
 
 #[test]
-fn reset_works_on_a_damaged_ledger() {
+fn sqlite_only_reset_works_on_a_damaged_ledger() {
     crate::sqlite_only!();
     let l = Ledger::new();
     let mut damaged = b"SQLite format 3\0".to_vec();
@@ -47,7 +47,7 @@ fn reset_works_on_a_damaged_ledger() {
 }
 
 #[test]
-fn reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
+fn sqlite_only_reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
     crate::sqlite_only!();
     let l = Ledger::new();
     for text in [
@@ -67,7 +67,7 @@ fn reset_refuses_a_file_that_is_not_a_ledger_and_leaves_it_untouched() {
 }
 
 #[test]
-fn reset_refuses_what_is_not_a_regular_file() {
+fn sqlite_only_reset_refuses_what_is_not_a_regular_file() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "q");
@@ -114,11 +114,9 @@ fn reset_refuses_what_is_not_a_regular_file() {
 }
 
 #[test]
-fn reset_drops_a_database_ledger() {
+fn postgres_only_reset_drops_a_database_ledger() {
+    crate::postgres_only!();
     let l = Ledger::new();
-    if l.url.is_none() {
-        return; // the file case is the test above
-    }
     l.log("s", "q");
     let out = l.ok(["reset", "--yes"]);
     assert_eq!(out["procedure"], "reset");
@@ -164,15 +162,12 @@ fn nothing_of_a_reset_ledger_reaches_the_next_one() {
 fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
     let l = Ledger::new();
     l.log("s", "Before the reset?");
-    let go = l.dir.path().join("go");
     // A log that has opened the ledger and stops just before its write.
+    let write = Pause::new(l.dir.path(), "before-write");
     let waiting = std::process::Command::new(BIN)
         .current_dir(l.dir.path())
         .env("QUESTIONS_NOW", NOW)
-        .env(
-            "QUESTIONS_TEST_PAUSE",
-            format!("before-write:{}", go.display()),
-        )
+        .env("QUESTIONS_TEST_PAUSE", &write.env)
         .env_remove("QUESTIONS_DB")
         .arg("--db")
         .arg(l.db())
@@ -180,9 +175,9 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    write.reached();
     l.ok(["reset", "--yes"]);
-    std::fs::write(&go, b"").unwrap();
+    write.release();
     let out = waiting.wait_with_output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{json}");
@@ -194,7 +189,7 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
 }
 
 #[test]
-fn under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
+fn sqlite_only_under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "Start?");

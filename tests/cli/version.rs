@@ -75,6 +75,32 @@ fn json_without_version_is_a_usage_error() {
     l.assert_not_created();
 }
 
+#[test]
+fn version_alone_prints_the_line_clap_prints() {
+    use clap::CommandFactory;
+    // `--version` or `-V` alone is answered without building the command tree; beside a
+    // global flag it goes through clap. Every form prints clap's own line, byte for byte.
+    let clap_line = questions::cli::Cli::command().render_version().to_string();
+    assert!(clap_line.starts_with("questions "), "{clap_line:?}");
+    let l = Ledger::new();
+    for flag in ["--version", "-V"] {
+        for with_db_flag in [false, true] {
+            let mut cmd = crate::common::bare_command(l.dir.path());
+            if with_db_flag {
+                cmd.arg("--db").arg(l.db());
+            } else {
+                cmd.env("QUESTIONS_DB", l.db());
+            }
+            cmd.arg(flag);
+            let run = crate::common::finish(cmd);
+            assert_eq!(run.code, 0, "{flag} {run:?}");
+            assert_eq!(run.stdout, clap_line, "{flag}, --db given: {with_db_flag}");
+            assert_eq!(run.stderr, "", "{flag}");
+        }
+    }
+    l.assert_not_created();
+}
+
 /// A build without a front end (`cargo build --no-default-features`) still knows its
 /// command, and says how to get it: a usage error, not "unrecognized subcommand". In the
 /// default build every front end is there and answers its own help.

@@ -337,14 +337,17 @@ fn shell(l: &Ledger, script: &str) -> std::process::Command {
 fn the_readme_ntfy_recipe_pings_for_a_required_question() {
     let l = Ledger::new();
     let ntfy = Receiver::start(Behavior::Accept);
+    let wait = Pause::new(l.dir.path(), "wait");
     let mut watcher = shell(&l, &recipe("ntfy"))
         .env("NTFY_URL", &ntfy.url)
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The watcher starts at the end of the history: give it a moment to get there.
-    std::thread::sleep(Duration::from_millis(700));
+    // The watcher starts at the end of the history: it is there once it waits.
+    wait.reached();
+    wait.release();
     l.log_with("s", "Optional detail?", &["--required", "false"]);
     l.log("s", "Which region?");
     let got = ntfy.wait_for(1, Duration::from_secs(10));

@@ -22,9 +22,12 @@ pub fn point(point: &str) {
             panic!("injected at {point} (QUESTIONS_TEST_PANIC)");
         }
         // `QUESTIONS_TEST_PAUSE=<point>:<file>`: wait here until the file exists (10 s at
-        // most), so a test can act while this call is in the middle of its work.
+        // most), so a test can act while this call is in the middle of its work. Arriving,
+        // it creates `<file>.reached` (each time), so that the test waits for that rather
+        // than for time to pass.
         if let Ok(pause) = std::env::var("QUESTIONS_TEST_PAUSE") {
             if let Some(file) = pause.strip_prefix(&format!("{point}:")) {
+                let _ = std::fs::write(format!("{file}.reached"), b"");
                 let file = std::path::Path::new(file);
                 let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
                 while !file.exists() && std::time::Instant::now() < end {

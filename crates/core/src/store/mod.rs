@@ -163,6 +163,7 @@ impl Ledger {
     /// Then, when the ledger at the location is no longer the one open here, the next
     /// read opens the one there now (see `follow` and `generation`).
     pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
+        crate::fault::point("wait");
         match self.open.as_mut() {
             Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) => {
                 pg.wait_for_event(timeout)?
