@@ -36,7 +36,6 @@ mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_clients;
 mod migration;
-mod parsers;
 mod people;
 mod postgres;
 #[cfg(feature = "watch")]

@@ -2,8 +2,8 @@
 //! None may panic, hang, or accept what it then cannot hold.
 
 use proptest::prelude::*;
-use questions::formats::{self, answers, Source};
-use questions::model::parse_ids;
+use questions_core::formats::{self, answers, Source};
+use questions_core::model::parse_ids;
 
 /// Text built from the pieces the parsers look for, so that the search reaches their
 /// deeper branches instead of stopping at "no envelope".
