@@ -1462,7 +1462,7 @@ pub struct VoteInput {
     /// The approval's id.
     id: i64,
     /// "approve" or "reject".
-    vote: String,
+    vote: Named<crate::model::Verdict>,
     /// A comment with an approval; the reason of a rejection (required then).
     comment: Option<String>,
 }
@@ -1480,15 +1480,7 @@ impl Server {
     ) -> std::result::Result<CallToolResult, CallToolResult> {
         let run = async {
             let input = input.read()?;
-            let verdict = match input.vote.trim() {
-                "approve" => crate::model::Verdict::Approve,
-                "reject" => crate::model::Verdict::Reject,
-                other => {
-                    return Err(Error::usage(format!(
-                        "vote '{other}' is neither \"approve\" nor \"reject\""
-                    )))
-                }
-            };
+            let Named(verdict) = input.vote;
             let Some(voter) = self.user.clone().filter(|_| self.votes) else {
                 return Err(Error::new(
                     crate::error::ErrorCode::Forbidden,

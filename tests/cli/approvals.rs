@@ -718,6 +718,18 @@ fn mcp_votes_as_its_configured_user_and_no_votes_refuses() {
     assert_eq!(refused["structuredContent"]["error_code"], "forbidden");
     let own = mcp_call(&l, "carol", &[], "vote", vote.clone());
     assert_eq!(own["structuredContent"]["error_code"], "forbidden", "{own}");
+    // A vote is approve or reject, as the core names them: anything else is a usage error.
+    let maybe = serde_json::json!({"id": id, "vote": "maybe"});
+    let unsure = mcp_call(&l, "alice", &[], "vote", maybe);
+    assert_eq!(
+        unsure["structuredContent"]["error_code"], "usage",
+        "{unsure}"
+    );
+    let said = unsure["structuredContent"]["error"].as_str().unwrap();
+    assert!(
+        said.contains("vote 'maybe' is not one of approve or reject"),
+        "{said}"
+    );
     assert_eq!(l.run(["check", "--stage", "deploy"]).code, 1);
 
     let voted = mcp_call(&l, "alice", &[], "vote", vote);

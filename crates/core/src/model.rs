@@ -1362,6 +1362,7 @@ macro_rules! vocabulary {
 }
 
 vocabulary!(Status, "status", [Pending, Answered, Skipped, Declined]);
+vocabulary!(Verdict, "vote", [Approve, Reject]);
 vocabulary!(OnExpiry, "on-expiry", [Keep, Default, Skip, Reject]);
 vocabulary!(Source, "source", [Cli, Uwf, OpenQuestions, AskUser]);
 vocabulary!(
@@ -1409,6 +1410,7 @@ mod vocabulary_tests {
     #[test]
     fn every_vocabulary_reads_back_each_of_its_names() {
         round_trips::<Status>();
+        round_trips::<Verdict>();
         round_trips::<OnExpiry>();
         round_trips::<Source>();
         round_trips::<Channel>();
@@ -1424,6 +1426,7 @@ mod vocabulary_tests {
     #[test]
     fn every_variant_is_listed() {
         assert_eq!(Status::ALL.len(), 4);
+        assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
         assert_eq!(Channel::ALL.len(), 11);
