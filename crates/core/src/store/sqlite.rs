@@ -56,8 +56,15 @@ impl Sqlite {
             }
             match Sqlite::open_existing(path, true) {
                 // `reset` deleted or replaced it while we opened it: nothing was written
-                // yet, so open the ledger there now.
-                Err(e) if tries < 5 && (!path.exists() || is_reset_meanwhile(&e)) => tries += 1,
+                // yet, so open the ledger there now. That includes SQLite's bare "disk
+                // I/O error" from a file whose write-ahead log or index a reset deleted
+                // after a new ledger took the path (the inode can even be the same).
+                Err(e)
+                    if tries < 5
+                        && (!path.exists() || is_reset_meanwhile(&e) || is_io_error(&e)) =>
+                {
+                    tries += 1
+                }
                 opened => return opened,
             }
         }
@@ -213,6 +220,11 @@ fn reset_meanwhile(path: &Path) -> Error {
 
 fn is_reset_meanwhile(err: &Error) -> bool {
     err.message.contains(RESET_MEANWHILE)
+}
+
+/// SQLite's words for a read or write of the file that failed (`SQLITE_IOERR`).
+fn is_io_error(err: &Error) -> bool {
+    err.code == ErrorCode::DbError && err.message.contains("disk I/O error")
 }
 
 /// The device and inode of the file at `path`, if there is one.
