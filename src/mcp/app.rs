@@ -6,9 +6,10 @@
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{MetaObject, Resource, ResourceContents};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::tools::{AppInput, Server};
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::AnswerInput;
 use crate::ops::{self, Caller, Recorded, Shown};
@@ -30,7 +31,7 @@ fn meta(value: Value) -> Option<MetaObject> {
 
 /// `open_inbox` names the resource (in the current form and the older key hosts also
 /// read); `answer_in_app` is the view's alone.
-pub fn mark_tools(router: &mut ToolRouter<Server>) {
+pub fn mark_tools<S>(router: &mut ToolRouter<S>) {
     for route in router.map.values_mut() {
         match route.attr.name.as_ref() {
             "open_inbox" => {
@@ -57,6 +58,42 @@ pub fn contents(html: String) -> ResourceContents {
         mime_type: Some(MIME.to_string()),
         text: html,
         meta: None,
+    }
+}
+
+/// `answer_in_app`'s arguments: what a form of the in-chat inbox (MCP Apps) sends.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppInput {
+    /// The question's id.
+    #[serde(deserialize_with = "one_id")]
+    #[schemars(with = "i64")]
+    pub id: i64,
+    /// "answer", "accept" (take the proposal), "skip" or "decline".
+    pub action: String,
+    /// The ledger the page showed (its id): a change is refused when it was reset since.
+    pub ledger: Option<String>,
+    /// The question the page showed (its fingerprint): refused when it is no longer it.
+    pub fingerprint: Option<String>,
+    /// The answer in the person's words.
+    pub answer: Option<String>,
+    /// The option labels chosen.
+    pub select: Option<Vec<String>>,
+    /// Why it is skipped or declined (required to decline).
+    pub reason: Option<String>,
+}
+
+/// An id, or an id written as text.
+fn one_id<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an id"))),
+        Value::String(t) => t
+            .trim()
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not an id"))),
+        other => Err(serde::de::Error::custom(format!("{other} is not an id"))),
     }
 }
 

@@ -1333,28 +1333,6 @@ impl Server {
     }
 }
 
-/// `answer_in_app`'s arguments: what a form of the in-chat inbox (MCP Apps) sends.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AppInput {
-    /// The question's id.
-    #[serde(deserialize_with = "one_id")]
-    #[schemars(with = "i64")]
-    pub id: i64,
-    /// "answer", "accept" (take the proposal), "skip" or "decline".
-    pub action: String,
-    /// The ledger the page showed (its id): a change is refused when it was reset since.
-    pub ledger: Option<String>,
-    /// The question the page showed (its fingerprint): refused when it is no longer it.
-    pub fingerprint: Option<String>,
-    /// The answer in the person's words.
-    pub answer: Option<String>,
-    /// The option labels chosen.
-    pub select: Option<Vec<String>>,
-    /// Why it is skipped or declined (required to decline).
-    pub reason: Option<String>,
-}
-
 /// What `answer_in_app` recorded.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AppRecorded {
@@ -1377,20 +1355,6 @@ pub struct InboxShown {
     question_ids: Vec<i64>,
     /// The MCP Apps resource a host renders for it.
     resource_uri: String,
-}
-
-/// An id, or an id written as text.
-fn one_id<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<i64, D::Error> {
-    match Value::deserialize(d)? {
-        Value::Number(n) => n
-            .as_i64()
-            .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an id"))),
-        Value::String(t) => t
-            .trim()
-            .parse()
-            .map_err(|_| serde::de::Error::custom(format!("\"{t}\" is not an id"))),
-        other => Err(serde::de::Error::custom(format!("{other} is not an id"))),
-    }
 }
 
 #[tool_router(router = app_router)]
@@ -1423,7 +1387,7 @@ impl Server {
     )]
     async fn answer_in_app(
         &self,
-        Parameters(input): Parameters<Input<AppInput>>,
+        Parameters(input): Parameters<Input<super::app::AppInput>>,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
