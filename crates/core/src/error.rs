@@ -117,6 +117,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// How SQLite's `SQLITE_CANTOPEN` begins, in our words.
+pub(crate) const CANNOT_OPEN: &str = "cannot open the ledger file";
+
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Error {
         use rusqlite::ErrorCode as Sql;
@@ -132,9 +135,10 @@ impl From<rusqlite::Error> for Error {
             Some(Sql::ReadOnly) => "the ledger is read-only here: check the permissions of \
                  the file and of its folder (SQLite writes -wal and -shm files beside it)"
                 .to_string(),
-            Some(Sql::CannotOpen) => "cannot open the ledger file: check that it and its \
-                 folder exist and are readable and writable"
-                .to_string(),
+            Some(Sql::CannotOpen) => format!(
+                "{CANNOT_OPEN}: check that it and its folder exist and are readable and \
+                 writable"
+            ),
             Some(Sql::DatabaseCorrupt) => {
                 "the ledger file is damaged (SQLite reports corruption)".to_string()
             }

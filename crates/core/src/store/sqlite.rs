@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::migrate;
 use super::sql::{Cell, Conn, Dialect, Param, Rows, Tx};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result, CANNOT_OPEN};
 
 pub struct Sqlite {
     conn: Connection,
@@ -40,9 +40,22 @@ impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
     /// empty one, and nothing is created.
     pub fn open_for_reading(path: &Path) -> Result<Sqlite> {
-        match check_path(path)? {
-            true => Sqlite::open_existing(path, false),
-            false => Sqlite::empty(),
+        let mut tries = 0;
+        loop {
+            if !check_path(path)? {
+                return Sqlite::empty();
+            }
+            match Sqlite::open_existing(path, false) {
+                // Reset by another process while we opened it (see `open_for_writing`):
+                // read what is at the path now, or the empty ledger if nothing is.
+                Err(e)
+                    if tries < 5
+                        && (is_reset_meanwhile(&e) || is_io_error(&e) || is_cannot_open(&e)) =>
+                {
+                    tries += 1
+                }
+                opened => return opened,
+            }
         }
     }
 
@@ -61,7 +74,10 @@ impl Sqlite {
                 // after a new ledger took the path (the inode can even be the same).
                 Err(e)
                     if tries < 5
-                        && (!path.exists() || is_reset_meanwhile(&e) || is_io_error(&e)) =>
+                        && (!path.exists()
+                            || is_reset_meanwhile(&e)
+                            || is_io_error(&e)
+                            || is_cannot_open(&e)) =>
                 {
                     tries += 1
                 }
@@ -225,6 +241,14 @@ fn is_reset_meanwhile(err: &Error) -> bool {
 /// SQLite's words for a read or write of the file that failed (`SQLITE_IOERR`).
 fn is_io_error(err: &Error) -> bool {
     err.code == ErrorCode::DbError && err.message.contains("disk I/O error")
+}
+
+/// SQLite's "unable to open database file" (`SQLITE_CANTOPEN`): on a ledger another
+/// process just reset, the file was gone at the moment SQLite opened it, and a new one
+/// (possibly with the same inode number) took its path before we could tell. A real
+/// permission problem fails the same way every time, so a few tries cost nothing.
+fn is_cannot_open(err: &Error) -> bool {
+    err.code == ErrorCode::DbError && err.message.starts_with(CANNOT_OPEN)
 }
 
 /// The device and inode of the file at `path`, if there is one.
