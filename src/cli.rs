@@ -153,7 +153,11 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     Ok(cli)
 }
 
+/// Each command's arguments are defined only when it is the one called (`defer`): a
+/// call then builds one command's flags, not all two dozen; help, completions and the man
+/// page build the whole tree (`Command::build`).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Log a question for a stage (an identical one already logged is returned instead)
     #[command(
@@ -429,7 +433,8 @@ pub struct McpArgs {
     pub inbox_url: Option<String>,
 }
 
-/// `log --approval`: a required question whose answers are votes (§12).
+// `log --approval`: a required question whose answers are votes (§12). (A plain comment:
+// a doc comment would become the about of every command that flattens it.)
 #[derive(Debug, Args)]
 pub struct ApprovalArgs {
     /// Log an approval: only --approvers may answer it, by voting (approve / reject)
@@ -534,7 +539,8 @@ pub struct DeclineArgs {
     pub force: bool,
 }
 
-/// When a question's time runs out: `log` and `ingest` take the same two flags.
+// When a question's time runs out: `log` and `ingest` take the same two flags. (A plain
+// comment: a doc comment would become the about of the commands that flatten it.)
 #[derive(Debug, Args)]
 pub struct ExpiryArgs {
     /// The question's time runs out after this long: 90s, 30m, 2h, 1d

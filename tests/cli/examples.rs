@@ -283,3 +283,30 @@ fn the_readme_installs_as_cargo_wants_and_the_license_matches() {
     let license = std::fs::read_to_string(root.join("LICENSE")).expect("a LICENSE file");
     assert!(license.starts_with("MIT License"));
 }
+
+/// A command's `--help` opens with the line the command list gives it: its flags are
+/// defined only when it is called, and a doc comment on a group of flags it takes in
+/// would then replace that line.
+#[test]
+fn each_command_s_help_opens_with_its_own_line() {
+    use clap::CommandFactory;
+    let top = questions::cli::Cli::command();
+    for name in crate::common::commands() {
+        let about = top
+            .find_subcommand(&name)
+            .and_then(|c| c.get_about())
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| panic!("{name} has no line in the command list"));
+        let run = finish({
+            let mut cmd = bare_command(Path::new("."));
+            cmd.args([name.as_str(), "--help"]);
+            cmd
+        });
+        assert_eq!(run.code, 0, "{name} --help: {run:?}");
+        assert_eq!(
+            run.stdout.lines().next(),
+            Some(about.as_str()),
+            "{name} --help"
+        );
+    }
+}
