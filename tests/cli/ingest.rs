@@ -233,3 +233,36 @@ fn many_questions_and_their_answers_go_in_and_out_in_one_call_each() {
     assert_eq!(check["total"], n);
     assert_eq!(check["pending_count"], 0);
 }
+
+/// A question `log` refuses (a multi-select, or a question with no free-form answer,
+/// without options to choose from) is refused by `ingest` with the same words, at its
+/// place in the envelope, and nothing of the envelope is written; before, ingest turned
+/// it silently into another question.
+#[test]
+fn a_question_log_refuses_is_refused_by_ingest_with_the_same_words() {
+    let l = Ledger::new();
+    l.log("design", "Already here?");
+    let before = l.all();
+    for (flag, key) in [
+        ("--multi-select", "\"multiSelect\": true"),
+        ("--no-freeform", "\"allowFreeformInput\": false"),
+    ] {
+        let logged = l.run(["log", "--stage", "design", "--question", "Which?", flag]);
+        assert_eq!(logged.code, 2, "{logged:?}");
+        let words = logged.json["error"].as_str().unwrap();
+        // The command line's own hint (a flag to add) is not for a subagent's envelope.
+        let words = words.split("; add --option").next().unwrap();
+        let envelope = format!(
+            "{{\"questions\": [{{\"question\": \"Fine?\"}}, {{\"question\": \"Which?\", {key}}}]}}"
+        );
+        let run = l.run_stdin(["ingest", "--stage", "design"], envelope.clone());
+        assert_eq!(
+            (run.code, run.error_code()),
+            (1, "parse_error"),
+            "{envelope}"
+        );
+        let message = run.json["error"].as_str().unwrap();
+        assert_eq!(message, format!("questions[1]: {words}"), "{envelope}");
+    }
+    assert_eq!(l.all(), before, "nothing was written");
+}

@@ -14,7 +14,7 @@ pub mod uwf;
 
 use serde_json::{Map, Value};
 
-use crate::model::{proposed_or_recommended, split_recommended, NewQuestion, QuestionOption};
+use crate::model::{split_recommended, Draft, NewQuestion, QuestionOption};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError(pub String);
@@ -501,52 +501,30 @@ fn question_item(item: &Value, path: &str, source: Source) -> Parsed<NewQuestion
     let freeform = o
         .opt_bool("allowFreeformInput")?
         .or(o.opt_bool("allowFreeform")?);
-    Ok(draft(
-        source,
-        o.opt_str("group")?,
-        o.req_str("question")?,
-        o.opt_str("proposed")?,
-        o.opt_bool("required")?.unwrap_or(true),
-        o.opt_str("header")?,
-        o.opt_str("context")?,
-        options,
-        multi.unwrap_or(false),
-        freeform.unwrap_or(true),
-    ))
+    built(
+        path,
+        Draft {
+            stage: String::new(),
+            group: o.opt_str("group")?,
+            question: o.req_str("question")?,
+            proposed: o.opt_str("proposed")?,
+            required: o.opt_bool("required")?.unwrap_or(true),
+            header: o.opt_str("header")?,
+            context: o.opt_str("context")?,
+            options,
+            multi_select: multi.unwrap_or(false),
+            allow_freeform: freeform.unwrap_or(true),
+            source: source.into(),
+            approval: None,
+        },
+    )
 }
 
-/// A question as parsed, before `ingest` gives it a stage.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn draft(
-    source: Source,
-    group: Option<String>,
-    question: String,
-    proposed: Option<String>,
-    required: bool,
-    header: Option<String>,
-    context: Option<String>,
-    options: Vec<QuestionOption>,
-    multi_select: bool,
-    allow_freeform: bool,
-) -> NewQuestion {
-    let blank = |s: Option<String>| s.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-    let proposed = proposed_or_recommended(blank(proposed), &options);
-    NewQuestion {
-        stage: String::new(),
-        group_name: blank(group),
-        question,
-        proposed,
-        required,
-        header: blank(header),
-        context: blank(context),
-        multi_select: multi_select && !options.is_empty(),
-        allow_freeform: allow_freeform || options.is_empty(),
-        options,
-        source: source.into(),
-        expires_at: None,
-        on_expiry: crate::model::OnExpiry::Keep,
-        approval: None,
-    }
+/// A question as parsed, made one to log by the same rules as every other (see
+/// `NewQuestion::build`), before `ingest` gives it a stage; a question they refuse is a
+/// parse error at `path` (a line, or a JSON path), not silently changed.
+pub(crate) fn built(path: &str, draft: Draft) -> Parsed<NewQuestion> {
+    NewQuestion::build(draft).map_err(|e| ParseError(format!("{path}: {}", e.message)))
 }
 
 #[cfg(test)]

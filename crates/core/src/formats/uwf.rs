@@ -12,8 +12,8 @@
 //! bullets, a surrounding code fence, missing `Proposed:`/`Required:` lines, several `Q:`
 //! under one group, question text running on over several lines, and prose after the block.
 
-use super::{draft, fail, Parsed, Source};
-use crate::model::{parse_bool, NewQuestion, Question};
+use super::{built, fail, Parsed, Source};
+use crate::model::{parse_bool, Draft, NewQuestion, Question};
 
 const MARKER: &str = "QUESTIONS_NEEDED";
 
@@ -151,18 +151,23 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
             if q.question.trim().is_empty() {
                 return fail(format!("line {}: the question after 'Q:' is empty", q.line));
             }
-            done.push(draft(
-                Source::Uwf,
-                q.group,
-                q.question.trim().to_string(),
-                q.proposed,
-                q.required.unwrap_or(true),
-                None,
-                None,
-                Vec::new(),
-                false,
-                true,
-            ));
+            done.push(built(
+                &format!("line {}", q.line),
+                Draft {
+                    stage: String::new(),
+                    group: q.group,
+                    question: q.question,
+                    proposed: q.proposed,
+                    required: q.required.unwrap_or(true),
+                    header: None,
+                    context: None,
+                    options: Vec::new(),
+                    multi_select: false,
+                    allow_freeform: true,
+                    source: Source::Uwf.into(),
+                    approval: None,
+                },
+            )?);
         }
         Ok(())
     };
