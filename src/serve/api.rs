@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::App;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Refusal, Result};
 use crate::model::{AnswerInput, Question, Status, Vocabulary};
 use crate::ops::{self, Procedure};
 use crate::store::Filter;
@@ -171,9 +171,11 @@ pub async fn apply(
 
 /// The message a person reads when someone else was first.
 pub fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
-    match on_record {
-        // Someone answered first (not: the question shown is gone, which says so itself).
-        Some(q) if q.status == Status::Answered && !err.message.contains("shown") => {
+    match (err.refusal, on_record) {
+        // Someone answered first: who, and how.
+        (Some(Refusal::AlreadyAnswered { .. } | Refusal::SettledMeanwhile { .. }), Some(q))
+            if q.status == Status::Answered =>
+        {
             let by = match (&q.answered_by, &q.channel) {
                 (Some(by), Some(ch)) => format!(" (by {by}, via {})", ch.as_str()),
                 (Some(by), None) => format!(" (by {by})"),

@@ -56,6 +56,20 @@ pub struct Error {
     /// command line adds it to the message; other front ends, whose users have no flags,
     /// leave it out.
     pub flag_hint: Option<String>,
+    /// What a refusal was about, as data: a front end that words it for its own users
+    /// (the inbox says who answered first) matches on this, never on the message.
+    pub refusal: Option<Refusal>,
+}
+
+/// The refusals a front end may word its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Question `id` has an answer on record that this change would replace.
+    AlreadyAnswered { id: i64 },
+    /// Question `id` (or its ledger) is not what the person was shown.
+    NotAsShown { id: i64 },
+    /// Question `id` was settled by someone else while the person was answering it.
+    SettledMeanwhile { id: i64 },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -67,6 +81,7 @@ impl Error {
             message: message.into(),
             transient: false,
             flag_hint: None,
+            refusal: None,
         }
     }
 
@@ -74,6 +89,14 @@ impl Error {
     pub fn with_flag_hint(mut self, hint: impl Into<String>) -> Error {
         self.flag_hint = Some(hint.into());
         self
+    }
+
+    /// A `conflict` refusing a change for `refusal`.
+    pub fn refused(refusal: Refusal, message: impl Into<String>) -> Error {
+        Error {
+            refusal: Some(refusal),
+            ..Error::conflict(message)
+        }
     }
 
     /// The message as the command line says it: with the flag that helps, if any.

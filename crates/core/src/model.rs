@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 
 mod approval;
 pub use approval::{
@@ -313,11 +313,14 @@ impl Question {
 
     /// The conflict message for replacing the answer on record.
     fn conflict(&self, action: &str) -> Error {
-        Error::conflict(format!(
-            "question {} is already answered: \"{}\"",
-            self.id,
-            self.answer.as_deref().unwrap_or("")
-        ))
+        Error::refused(
+            Refusal::AlreadyAnswered { id: self.id },
+            format!(
+                "question {} is already answered: \"{}\"",
+                self.id,
+                self.answer.as_deref().unwrap_or("")
+            ),
+        )
         .with_flag_hint(format!(
             "pass --force to {action} (the earlier answer stays in the history)"
         ))
@@ -352,11 +355,14 @@ impl Question {
                 Status::Pending => EventKind::Answered,
                 _ if same => return Ok(None),
                 other => {
-                    return Err(Error::conflict(format!(
-                        "question {} was {} by someone else meanwhile; nothing was recorded, run ask again",
-                        self.id,
-                        other.as_str()
-                    )))
+                    return Err(Error::refused(
+                        Refusal::SettledMeanwhile { id: self.id },
+                        format!(
+                            "question {} was {} by someone else meanwhile; nothing was recorded, run ask again",
+                            self.id,
+                            other.as_str()
+                        ),
+                    ))
                 }
             },
             Mode::Default => match self.status {
@@ -436,11 +442,14 @@ impl Question {
     /// someone else settling it meanwhile is a conflict, not a decline over their answer.
     pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
         if self.status != Status::Pending {
-            return Err(Error::conflict(format!(
-                "question {} was {} by someone else meanwhile; nothing was recorded for it",
-                self.id,
-                self.status.as_str()
-            )));
+            return Err(Error::refused(
+                Refusal::SettledMeanwhile { id: self.id },
+                format!(
+                    "question {} was {} by someone else meanwhile; nothing was recorded for it",
+                    self.id,
+                    self.status.as_str()
+                ),
+            ));
         }
         self.decline(reason, false, actor)
     }
@@ -451,11 +460,14 @@ impl Question {
     /// settled meanwhile is a conflict.
     pub fn accept_proposal(&self, actor: &Actor) -> Result<Option<Transition>> {
         if self.status != Status::Pending {
-            return Err(Error::conflict(format!(
-                "question {} was {} by someone else meanwhile; its proposal was not taken",
-                self.id,
-                self.status.as_str()
-            )));
+            return Err(Error::refused(
+                Refusal::SettledMeanwhile { id: self.id },
+                format!(
+                    "question {} was {} by someone else meanwhile; its proposal was not taken",
+                    self.id,
+                    self.status.as_str()
+                ),
+            ));
         }
         let Some(proposed) = self.proposed.clone().filter(|p| !p.trim().is_empty()) else {
             return Err(Error::invalid_answer(format!(
@@ -1183,6 +1195,40 @@ mod tests {
             text: Some(t.into()),
             select: vec![],
         }
+    }
+
+    /// A refusal carries what it is about, for the front ends that word it themselves.
+    #[test]
+    fn refusals_say_what_they_refuse_as_data() {
+        let actor = Actor {
+            by: Some("ana".into()),
+            channel: Channel::Cli,
+            at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let answered = Question {
+            status: Status::Answered,
+            answer: Some("yes".into()),
+            proposed: Some("no".into()),
+            ..question(&[], false, true)
+        };
+        let refusal = |r: Result<Option<Transition>>| r.unwrap_err().refusal;
+        let already = Some(Refusal::AlreadyAnswered { id: 3 });
+        let direct = Mode::Direct { force: false };
+        assert_eq!(
+            refusal(answered.answer(&text("no"), direct, &actor)),
+            already
+        );
+        assert_eq!(refusal(answered.skip(None, direct, &actor)), already);
+        assert_eq!(refusal(answered.decline("why", false, &actor)), already);
+        let meanwhile = Some(Refusal::SettledMeanwhile { id: 3 });
+        assert_eq!(
+            refusal(answered.answer(&text("no"), Mode::Ask, &actor)),
+            meanwhile
+        );
+        assert_eq!(refusal(answered.accept_proposal(&actor)), meanwhile);
+        // An invalid answer is not a refusal a front end rewords.
+        let pending = question(&["A", "B"], false, false);
+        assert_eq!(refusal(pending.answer(&text("C"), direct, &actor)), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::{existing, expire_due, Caller};
 use crate::clock;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Refusal, Result};
 use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status, Transition};
 use crate::store::{Filter, Ledger, Tx};
 
@@ -124,20 +124,26 @@ impl Shown {
     pub(super) fn check(&self, tx: &Tx, q: &Question) -> Result<()> {
         if let Some(shown) = &self.ledger {
             if tx.ledger_id()?.as_deref() != Some(shown.as_str()) {
-                return Err(Error::conflict(format!(
-                    "the ledger was reset or replaced since question {} was shown; nothing \
-                     was recorded: load the questions again",
-                    q.id
-                )));
+                return Err(Error::refused(
+                    Refusal::NotAsShown { id: q.id },
+                    format!(
+                        "the ledger was reset or replaced since question {} was shown; \
+                         nothing was recorded: load the questions again",
+                        q.id
+                    ),
+                ));
             }
         }
         match self.questions.get(&q.id) {
-            Some(shown) if !q.is_the_one(shown) => Err(Error::conflict(format!(
-                "question {} is no longer the question that was shown (it now asks \"{}\"); \
-                 nothing was recorded: load the questions again",
-                q.id,
-                crate::error::brief(&q.question)
-            ))),
+            Some(shown) if !q.is_the_one(shown) => Err(Error::refused(
+                Refusal::NotAsShown { id: q.id },
+                format!(
+                    "question {} is no longer the question that was shown (it now asks \"{}\"); \
+                     nothing was recorded: load the questions again",
+                    q.id,
+                    crate::error::brief(&q.question)
+                ),
+            )),
             _ => Ok(()),
         }
     }
