@@ -300,6 +300,8 @@ mod generated {
                         }
                     })
                     .collect();
+                // A multi-select needs options to choose from (ingest refuses one without).
+                let multi = multi && !options.is_empty();
                 json!({"question": text, "header": header, "group": group,
                        "proposed": proposed, "options": options, "multiSelect": multi})
             })
