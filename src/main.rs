@@ -4,5 +4,5 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    questions::run(std::env::args_os())
+    questions::entry::run(std::env::args_os())
 }
