@@ -326,6 +326,19 @@ impl Question {
         ))
     }
 
+    /// The refusal of a change to a question someone else settled while the person was
+    /// answering it; `what` says what became of the change.
+    fn settled_meanwhile(&self, what: &str) -> Error {
+        Error::refused(
+            Refusal::SettledMeanwhile { id: self.id },
+            format!(
+                "question {} was {} by someone else meanwhile; {what}",
+                self.id,
+                self.status.as_str()
+            ),
+        )
+    }
+
     /// Answers this question as `mode` allows. `Ok(None)`: nothing to change (the same
     /// answer again where that is harmless); an error is a `conflict` or `invalid_answer`.
     pub fn answer(
@@ -354,16 +367,7 @@ impl Question {
             Mode::Ask => match self.status {
                 Status::Pending => EventKind::Answered,
                 _ if same => return Ok(None),
-                other => {
-                    return Err(Error::refused(
-                        Refusal::SettledMeanwhile { id: self.id },
-                        format!(
-                            "question {} was {} by someone else meanwhile; nothing was recorded, run ask again",
-                            self.id,
-                            other.as_str()
-                        ),
-                    ))
-                }
+                _ => return Err(self.settled_meanwhile("nothing was recorded, run ask again")),
             },
             Mode::Default => match self.status {
                 Status::Pending => EventKind::Defaulted,
@@ -442,14 +446,7 @@ impl Question {
     /// someone else settling it meanwhile is a conflict, not a decline over their answer.
     pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
         if self.status != Status::Pending {
-            return Err(Error::refused(
-                Refusal::SettledMeanwhile { id: self.id },
-                format!(
-                    "question {} was {} by someone else meanwhile; nothing was recorded for it",
-                    self.id,
-                    self.status.as_str()
-                ),
-            ));
+            return Err(self.settled_meanwhile("nothing was recorded for it"));
         }
         self.decline(reason, false, actor)
     }
@@ -460,14 +457,7 @@ impl Question {
     /// settled meanwhile is a conflict.
     pub fn accept_proposal(&self, actor: &Actor) -> Result<Option<Transition>> {
         if self.status != Status::Pending {
-            return Err(Error::refused(
-                Refusal::SettledMeanwhile { id: self.id },
-                format!(
-                    "question {} was {} by someone else meanwhile; its proposal was not taken",
-                    self.id,
-                    self.status.as_str()
-                ),
-            ));
+            return Err(self.settled_meanwhile("its proposal was not taken"));
         }
         let Some(proposed) = self.proposed.clone().filter(|p| !p.trim().is_empty()) else {
             return Err(Error::invalid_answer(format!(
