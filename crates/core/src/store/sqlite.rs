@@ -23,10 +23,10 @@ pub struct Sqlite {
     conn: Connection,
     /// The `-wal` file beside the ledger; none for the in-memory stand-in.
     wal: Option<PathBuf>,
-    /// The ledger file as it was opened (its path, device and inode): `reset` may delete
-    /// it while this process waits for the write lock, and a write must not then go to
-    /// the deleted file.
-    file: Option<(PathBuf, u64, u64)>,
+    /// The ledger file as it was opened (its path and identity): `reset` may delete it
+    /// while this process waits for the write lock, and a write must not then go to the
+    /// deleted file.
+    file: Option<(PathBuf, FileId)>,
 }
 
 /// The write-ahead log is copied into the ledger (and emptied) once it holds about this
@@ -103,7 +103,7 @@ impl Sqlite {
         Ok(Sqlite {
             conn,
             wal: Some(wal),
-            file: before.map(|(dev, ino)| (path.to_path_buf(), dev, ino)),
+            file: before.map(|id| (path.to_path_buf(), id)),
         })
     }
 
@@ -123,7 +123,7 @@ impl Sqlite {
     /// (for the in-memory stand-in) created since.
     pub fn is_replaced(&self, path: &Path) -> bool {
         match &self.file {
-            Some((_, dev, ino)) => identity(path) != Some((*dev, *ino)),
+            Some((_, id)) => identity(path).as_ref() != Some(id),
             None => fs::symlink_metadata(path).is_ok(),
         }
     }
@@ -177,8 +177,8 @@ impl Sqlite {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Holding the write lock now: the file must still be the ledger (see `file`).
-        if let Some((path, dev, ino)) = &self.file {
-            if identity(path) != Some((*dev, *ino)) {
+        if let Some((path, id)) = &self.file {
+            if identity(path).as_ref() != Some(id) {
                 return Err(Error::db(format!(
                     "the ledger {} was reset while this command waited for it; nothing was recorded",
                     path.display()
@@ -195,8 +195,8 @@ impl Sqlite {
     /// (`reset` by another one: SQLite then reports a bare "disk I/O error") says so.
     fn explain(&self, err: Error) -> Error {
         match &self.file {
-            Some((path, dev, ino))
-                if err.code == ErrorCode::DbError && identity(path) != Some((*dev, *ino)) =>
+            Some((path, id))
+                if err.code == ErrorCode::DbError && identity(path).as_ref() != Some(id) =>
             {
                 reset_meanwhile(path)
             }
@@ -251,10 +251,24 @@ fn is_cannot_open(err: &Error) -> bool {
     err.code == ErrorCode::DbError && err.message.starts_with(CANNOT_OPEN)
 }
 
-/// The device and inode of the file at `path`, if there is one.
-fn identity(path: &Path) -> Option<(u64, u64)> {
+/// Which file a path names: its device and inode, and when it was created where the
+/// filesystem records that. A file that replaces a deleted one can get the inode number
+/// just freed; its birth time still tells them apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    born: Option<std::time::SystemTime>,
+}
+
+/// The identity of the file at `path`, if there is one.
+fn identity(path: &Path) -> Option<FileId> {
     use std::os::unix::fs::MetadataExt;
-    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    fs::metadata(path).ok().map(|m| FileId {
+        dev: m.dev(),
+        ino: m.ino(),
+        born: m.created().ok(),
+    })
 }
 
 /// Holds the ledger's write lock while `f` runs (waiting for writers in flight), so that
@@ -523,6 +537,23 @@ fn bind(stmt: &mut rusqlite::CachedStatement, params: &[Param]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file deleted and created again at the same path is another file, even when the
+    /// filesystem gives it the inode number just freed (ext4 does, at once).
+    #[test]
+    fn a_file_created_again_at_a_path_is_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let mut seen = Vec::new();
+        for _ in 0..20 {
+            fs::write(&path, b"").unwrap();
+            seen.push(identity(&path).unwrap());
+            fs::remove_file(&path).unwrap();
+        }
+        for (i, id) in seen.iter().enumerate() {
+            assert!(!seen[..i].contains(id), "{id:?} seen twice: {seen:?}");
+        }
+    }
 
     fn memory() -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
