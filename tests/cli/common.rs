@@ -429,6 +429,11 @@ impl Pause {
         }
     }
 
+    /// Whether the call has arrived at the point.
+    pub fn has_reached(&self) -> bool {
+        self.reached.exists()
+    }
+
     /// Lets the call go on, and not stop there again.
     pub fn release(&self) {
         std::fs::write(&self.go, b"").unwrap();

@@ -188,6 +188,66 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
     assert_eq!(listed.json["count"], 0, "{listed:?}");
 }
 
+/// A reset deletes the ledger, then its write-ahead log. A `log` that creates a new
+/// ledger in between opens the old log beside it, and sees the old ledger through it;
+/// what it wrote there would be deleted with it while it said "recorded". It fails
+/// saying the ledger was reset, or what it wrote is in the ledger afterwards.
+#[test]
+fn sqlite_only_a_ledger_created_in_the_middle_of_a_reset_loses_no_acknowledged_write() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "Of the old ledger?");
+    let command = |pause: &Pause, args: &[&str]| {
+        std::process::Command::new(BIN)
+            .current_dir(l.dir.path())
+            .env("QUESTIONS_NOW", NOW)
+            .env("QUESTIONS_TEST_PAUSE", &pause.env)
+            .env_remove("QUESTIONS_DB")
+            .arg("--db")
+            .arg(l.db())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The reset has deleted the ledger and holds its lock; the log is still there.
+    let between = Pause::new(l.dir.path(), "reset-deleted-ledger");
+    let reset = command(&between, &["reset", "--yes"]);
+    between.reached();
+    assert!(!std::path::Path::new(&l.db()).exists());
+    // A log creates a new ledger and opens it, then stops before its write; or it sees
+    // the reset in its way and gives up first.
+    let write = Pause::new(l.dir.path(), "before-write");
+    let mut log = command(&write, &["log", "--stage", "s", "--question", "Kept?"]);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !write.has_reached() && log.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the log neither stopped nor ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    between.release();
+    assert!(reset.wait_with_output().unwrap().status.success());
+    write.release();
+    let out = log.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = l.run(["list"]);
+    let texts: Vec<&str> = listed.json["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["question"].as_str().unwrap())
+        .collect();
+    match out.status.code() {
+        Some(0) => assert_eq!(texts, ["Kept?"], "acknowledged: {json}"),
+        _ => {
+            assert!(json["error"].as_str().unwrap().contains("reset"), "{json}");
+            assert!(texts.is_empty(), "{texts:?}");
+        }
+    }
+}
+
 #[test]
 fn sqlite_only_under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
     crate::sqlite_only!();
@@ -241,4 +301,39 @@ fn sqlite_only_under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
             "a failure that does not say what happened: {message}"
         );
     }
+}
+
+/// A ledger file put in another's place (renamed over it) without moving the old one's
+/// write-ahead log away is never read through that log: SQLite would take the old
+/// ledger's pages from it. It is refused, saying which file is stale; with the stale
+/// files moved away, as told, the ledger put in place reads again.
+#[test]
+fn sqlite_only_a_ledger_put_in_place_of_another_is_not_read_through_its_old_log() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("s", "Of the ledger replaced?");
+    let other = Ledger::new();
+    other.log("s", "Of the ledger put in its place?");
+    std::fs::rename(other.db(), l.db()).unwrap();
+    let refused = l.run(["list"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    let message = refused.json["error"].as_str().unwrap();
+    assert!(message.contains("older than the ledger"), "{message}");
+    assert!(message.contains("-wal"), "{message}");
+    assert!(
+        !refused.stdout.contains("Of the ledger replaced?"),
+        "{refused:?}"
+    );
+    let db = std::path::PathBuf::from(l.db());
+    for suffix in ["-wal", "-shm"] {
+        let mut name = db.clone().into_os_string();
+        name.push(suffix);
+        std::fs::remove_file(name).unwrap();
+    }
+    let listed = l.run(["list"]);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(
+        !listed.stdout.contains("Of the ledger replaced?"),
+        "{listed:?}"
+    );
 }

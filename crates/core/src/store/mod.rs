@@ -251,7 +251,13 @@ pub fn delete(location: &Location) -> Result<bool> {
         let mut existed = false;
         for file in location.files() {
             match std::fs::remove_file(&file) {
-                Ok(()) => existed |= &file == path,
+                Ok(()) if &file == path => {
+                    existed = true;
+                    // Between the ledger and its log: a ledger created now can open the
+                    // old log (see `sqlite::Files::current`).
+                    crate::fault::point("reset-deleted-ledger");
+                }
+                Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(format!("cannot delete {}: {e}", file.display()))),
             }

@@ -23,10 +23,10 @@ pub struct Sqlite {
     conn: Connection,
     /// The `-wal` file beside the ledger; none for the in-memory stand-in.
     wal: Option<PathBuf>,
-    /// The ledger file as it was opened (its path and identity): `reset` may delete it
-    /// while this process waits for the write lock, and a write must not then go to the
-    /// deleted file.
-    file: Option<(PathBuf, FileId)>,
+    /// The ledger file and its log as they were opened: `reset` may delete them while
+    /// this process waits for the write lock, and a write must not then go to the
+    /// deleted files.
+    file: Option<Files>,
 }
 
 /// The write-ahead log is copied into the ledger (and emptied) once it holds about this
@@ -40,70 +40,47 @@ impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
     /// empty one, and nothing is created.
     pub fn open_for_reading(path: &Path) -> Result<Sqlite> {
-        let mut tries = 0;
-        loop {
-            if !check_path(path)? {
-                return Sqlite::empty();
-            }
-            match Sqlite::open_existing(path, false) {
-                // Reset by another process while we opened it (see `open_for_writing`):
-                // read what is at the path now, or the empty ledger if nothing is.
-                Err(e)
-                    if tries < 5
-                        && (is_reset_meanwhile(&e) || is_io_error(&e) || is_cannot_open(&e)) =>
-                {
-                    tries += 1
-                }
-                opened => return opened,
-            }
-        }
+        retrying(path, || match check_path(path)? {
+            true => Sqlite::open_existing(path, false),
+            false => Sqlite::empty(),
+        })
     }
 
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
     pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
-        let mut tries = 0;
-        loop {
+        retrying(path, || {
             if !check_path(path)? {
                 create_file(path, make_folder)?;
             }
-            match Sqlite::open_existing(path, true) {
-                // `reset` deleted or replaced it while we opened it: nothing was written
-                // yet, so open the ledger there now. That includes SQLite's bare "disk
-                // I/O error" from a file whose write-ahead log or index a reset deleted
-                // after a new ledger took the path (the inode can even be the same).
-                Err(e)
-                    if tries < 5
-                        && (!path.exists()
-                            || is_reset_meanwhile(&e)
-                            || is_io_error(&e)
-                            || is_cannot_open(&e)) =>
-                {
-                    tries += 1
-                }
-                opened => return opened,
-            }
-        }
+            Sqlite::open_existing(path, true)
+        })
     }
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
         let wal = companion(path, "-wal");
         let before = identity(path);
-        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found)| {
+        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found, log)| {
             migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
-            Ok(conn)
+            Ok((conn, log))
         });
-        let conn = match opened {
+        let (conn, log) = match opened {
             // SQLite's words for a file deleted or replaced under it ("disk I/O error").
             Err(e) if e.code == ErrorCode::DbError && identity(path) != before => {
                 return Err(reset_meanwhile(path))
             }
             other => other?,
         };
+        let file = before.map(|ledger| Files {
+            path: path.to_path_buf(),
+            wal: wal.clone(),
+            ledger,
+            log,
+        });
         Ok(Sqlite {
             conn,
             wal: Some(wal),
-            file: before.map(|id| (path.to_path_buf(), id)),
+            file,
         })
     }
 
@@ -123,7 +100,7 @@ impl Sqlite {
     /// (for the in-memory stand-in) created since.
     pub fn is_replaced(&self, path: &Path) -> bool {
         match &self.file {
-            Some((_, id)) => identity(path).as_ref() != Some(id),
+            Some(files) => !files.current(),
             None => fs::symlink_metadata(path).is_ok(),
         }
     }
@@ -176,12 +153,13 @@ impl Sqlite {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // Holding the write lock now: the file must still be the ledger (see `file`).
-        if let Some((path, id)) = &self.file {
-            if identity(path).as_ref() != Some(id) {
+        // Holding the write lock now: the files must still be the ledger and its log (see
+        // `file`).
+        if let Some(files) = &self.file {
+            if !files.current() {
                 return Err(Error::db(format!(
                     "the ledger {} was reset while this command waited for it; nothing was recorded",
-                    path.display()
+                    files.path.display()
                 )));
             }
         }
@@ -195,10 +173,8 @@ impl Sqlite {
     /// (`reset` by another one: SQLite then reports a bare "disk I/O error") says so.
     fn explain(&self, err: Error) -> Error {
         match &self.file {
-            Some((path, id))
-                if err.code == ErrorCode::DbError && identity(path).as_ref() != Some(id) =>
-            {
-                reset_meanwhile(path)
+            Some(files) if err.code == ErrorCode::DbError && !files.current() => {
+                reset_meanwhile(&files.path)
             }
             _ => err,
         }
@@ -225,6 +201,31 @@ impl Sqlite {
     }
 }
 
+/// Runs `open` again, a few times after a short pause, while a reset by another process
+/// is in its way: it deleted or replaced the ledger while we opened it, or is between
+/// deleting the ledger and deleting its log. Nothing was read or written yet. That
+/// includes SQLite's "unable to open" (the file gone at that moment) and its bare "disk
+/// I/O error" (a write-ahead log or index deleted under it); a problem that is not a
+/// reset fails the same way each time, and is reported as it is.
+fn retrying(path: &Path, mut open: impl FnMut() -> Result<Sqlite>) -> Result<Sqlite> {
+    let mut tries = 0;
+    loop {
+        match open() {
+            Err(e)
+                if tries < 5
+                    && (!path.exists()
+                        || is_reset_meanwhile(&e)
+                        || is_io_error(&e)
+                        || is_cannot_open(&e)) =>
+            {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10 * tries));
+            }
+            opened => return opened,
+        }
+    }
+}
+
 const RESET_MEANWHILE: &str = "was reset or replaced while this command ran";
 
 fn reset_meanwhile(path: &Path) -> Error {
@@ -235,7 +236,21 @@ fn reset_meanwhile(path: &Path) -> Error {
 }
 
 fn is_reset_meanwhile(err: &Error) -> bool {
-    err.message.contains(RESET_MEANWHILE)
+    err.message.contains(RESET_MEANWHILE) || err.message.contains(STALE_LOG)
+}
+
+const STALE_LOG: &str = "is older than the ledger";
+
+/// The ledger's log belongs to a ledger deleted or replaced before this one.
+fn stale_log(path: &Path, wal: &Path) -> Error {
+    Error::db(format!(
+        "the ledger's log {} {STALE_LOG} {}: it belongs to a ledger that was deleted or \
+         replaced (a reset still under way, or a file put in the ledger's place without \
+         its -wal and -shm), and reading through it would bring that ledger back; nothing \
+         was read or written. If no reset is running, move the -wal and -shm files away",
+        wal.display(),
+        path.display()
+    ))
 }
 
 /// SQLite's words for a read or write of the file that failed (`SQLITE_IOERR`).
@@ -259,6 +274,25 @@ struct FileId {
     dev: u64,
     ino: u64,
     born: Option<std::time::SystemTime>,
+}
+
+/// The files a connection opened: the ledger at `path` and its log at `wal`, as they were.
+#[derive(Debug)]
+struct Files {
+    path: PathBuf,
+    wal: PathBuf,
+    ledger: FileId,
+    log: FileId,
+}
+
+impl Files {
+    /// Both paths still name the files opened. A reset deletes the ledger, then its log:
+    /// a ledger created at the path in between can have opened the old log, and what it
+    /// wrote there would go with it.
+    fn current(&self) -> bool {
+        identity(&self.path).as_ref() == Some(&self.ledger)
+            && identity(&self.wal).as_ref() == Some(&self.log)
+    }
 }
 
 /// The identity of the file at `path`, if there is one.
@@ -358,16 +392,36 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
 }
 
 /// The open connection and the schema version the ledger had.
-fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64)> {
+/// Opens the ledger at `path`: the connection, the schema version it has, and the
+/// identity of the log SQLite opened beside it.
+fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64, FileId)> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     create_log(wal).map_err(|e| in_context(e, path))?;
+    let log = identity(wal);
+    // A log older than its ledger is a deleted ledger's: a reset is between deleting the
+    // ledger and deleting its log. Read through it, the old ledger would come back.
+    if let (Some(log), Some(ledger)) = (&log, identity(path)) {
+        if log
+            .born
+            .zip(ledger.born)
+            .is_some_and(|(log, ledger)| log < ledger)
+        {
+            return Err(stale_log(path, wal));
+        }
+    }
     super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     let found = configure(&mut conn, writing).map_err(|e| in_context(e, path))?;
-    Ok((conn, found))
+    // SQLite has opened the log by now (reading through it, or switching to it). The same
+    // file before and after is the one it opened; another means a reset deleted it
+    // meanwhile, and the one SQLite holds may be the old ledger's log.
+    match (log, identity(wal)) {
+        (Some(before), Some(after)) if before == after => Ok((conn, found, after)),
+        _ => Err(reset_meanwhile(path)),
+    }
 }
 
 /// The log is created here, once, with the folder synced so that its name survives a
