@@ -302,38 +302,3 @@ fn sqlite_only_under_reset_churn_a_failed_write_says_the_ledger_was_reset() {
         );
     }
 }
-
-/// A ledger file put in another's place (renamed over it) without moving the old one's
-/// write-ahead log away is never read through that log: SQLite would take the old
-/// ledger's pages from it. It is refused, saying which file is stale; with the stale
-/// files moved away, as told, the ledger put in place reads again.
-#[test]
-fn sqlite_only_a_ledger_put_in_place_of_another_is_not_read_through_its_old_log() {
-    crate::sqlite_only!();
-    let l = Ledger::new();
-    l.log("s", "Of the ledger replaced?");
-    let other = Ledger::new();
-    other.log("s", "Of the ledger put in its place?");
-    std::fs::rename(other.db(), l.db()).unwrap();
-    let refused = l.run(["list"]);
-    assert_eq!(refused.code, 1, "{refused:?}");
-    let message = refused.json["error"].as_str().unwrap();
-    assert!(message.contains("older than the ledger"), "{message}");
-    assert!(message.contains("-wal"), "{message}");
-    assert!(
-        !refused.stdout.contains("Of the ledger replaced?"),
-        "{refused:?}"
-    );
-    let db = std::path::PathBuf::from(l.db());
-    for suffix in ["-wal", "-shm"] {
-        let mut name = db.clone().into_os_string();
-        name.push(suffix);
-        std::fs::remove_file(name).unwrap();
-    }
-    let listed = l.run(["list"]);
-    assert_eq!(listed.code, 0, "{listed:?}");
-    assert!(
-        !listed.stdout.contains("Of the ledger replaced?"),
-        "{listed:?}"
-    );
-}

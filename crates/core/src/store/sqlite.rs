@@ -239,15 +239,14 @@ fn is_reset_meanwhile(err: &Error) -> bool {
     err.message.contains(RESET_MEANWHILE) || err.message.contains(STALE_LOG)
 }
 
-const STALE_LOG: &str = "is older than the ledger";
+const STALE_LOG: &str = "holds the writes of a ledger deleted before";
 
-/// The ledger's log belongs to a ledger deleted or replaced before this one.
+/// The ledger is empty and its log is a deleted ledger's.
 fn stale_log(path: &Path, wal: &Path) -> Error {
     Error::db(format!(
-        "the ledger's log {} {STALE_LOG} {}: it belongs to a ledger that was deleted or \
-         replaced (a reset still under way, or a file put in the ledger's place without \
-         its -wal and -shm), and reading through it would bring that ledger back; nothing \
-         was read or written. If no reset is running, move the -wal and -shm files away",
+        "the ledger's log {} {STALE_LOG} the ledger {} was created (a reset still under \
+         way): read through it, that ledger would come back; nothing was read or \
+         written. If no reset is running, move the -wal and -shm files away",
         wal.display(),
         path.display()
     ))
@@ -400,16 +399,13 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64,
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     create_log(wal).map_err(|e| in_context(e, path))?;
     let log = identity(wal);
-    // A log older than its ledger is a deleted ledger's: a reset is between deleting the
-    // ledger and deleting its log. Read through it, the old ledger would come back.
-    if let (Some(log), Some(ledger)) = (&log, identity(path)) {
-        if log
-            .born
-            .zip(ledger.born)
-            .is_some_and(|(log, ledger)| log < ledger)
-        {
-            return Err(stale_log(path, wal));
-        }
+    // A ledger file still empty beside a log that holds writes: the log is a deleted
+    // ledger's (a reset is between deleting the ledger and deleting its log), and read
+    // through it the old ledger would come back. A ledger of its own always has its first
+    // page in the file before anything is in its log.
+    let size = |file: &Path| fs::metadata(file).map(|m| m.len()).ok();
+    if size(path) == Some(0) && size(wal).is_some_and(|n| n > 0) {
+        return Err(stale_log(path, wal));
     }
     super::dirsync::skip_folder_syncs();
     let mut conn =
