@@ -194,6 +194,13 @@ fn a_write_waiting_when_reset_runs_records_nothing_into_the_gone_ledger() {
 /// saying the ledger was reset, or what it wrote is in the ledger afterwards.
 #[test]
 fn sqlite_only_a_ledger_created_in_the_middle_of_a_reset_loses_no_acknowledged_write() {
+    // Between the ledger and its log, and between the log and its index.
+    for point in ["reset-deleted-ledger", "reset-deleted-log"] {
+        created_in_the_middle_of_a_reset(point);
+    }
+}
+
+fn created_in_the_middle_of_a_reset(point: &str) {
     crate::sqlite_only!();
     let l = Ledger::new();
     l.log("s", "Of the old ledger?");
@@ -210,8 +217,8 @@ fn sqlite_only_a_ledger_created_in_the_middle_of_a_reset_loses_no_acknowledged_w
             .spawn()
             .unwrap()
     };
-    // The reset has deleted the ledger and holds its lock; the log is still there.
-    let between = Pause::new(l.dir.path(), "reset-deleted-ledger");
+    // The reset has deleted the ledger (and perhaps its log) and holds its lock.
+    let between = Pause::new(l.dir.path(), point);
     let reset = command(&between, &["reset", "--yes"]);
     between.reached();
     assert!(!std::path::Path::new(&l.db()).exists());
@@ -240,10 +247,13 @@ fn sqlite_only_a_ledger_created_in_the_middle_of_a_reset_loses_no_acknowledged_w
         .map(|q| q["question"].as_str().unwrap())
         .collect();
     match out.status.code() {
-        Some(0) => assert_eq!(texts, ["Kept?"], "acknowledged: {json}"),
+        Some(0) => assert_eq!(texts, ["Kept?"], "{point}: acknowledged: {json}"),
         _ => {
-            assert!(json["error"].as_str().unwrap().contains("reset"), "{json}");
-            assert!(texts.is_empty(), "{texts:?}");
+            assert!(
+                json["error"].as_str().unwrap().contains("reset"),
+                "{point}: {json}"
+            );
+            assert!(texts.is_empty(), "{point}: {texts:?}");
         }
     }
 }

@@ -249,18 +249,20 @@ pub fn delete(location: &Location) -> Result<bool> {
     }
     sqlite::locked_for_reset(path, || {
         let mut existed = false;
-        for file in location.files() {
-            match std::fs::remove_file(&file) {
-                Ok(()) if &file == path => {
-                    existed = true;
-                    // Between the ledger and its log: a ledger created now can open the
-                    // old log (see `sqlite::Files::current`).
-                    crate::fault::point("reset-deleted-ledger");
-                }
-                Ok(()) => {}
+        // The ledger, its log, its index; between two of them, a ledger created at the
+        // path meanwhile can open what is left of this one (see `sqlite::open_file`).
+        let between = [
+            "reset-deleted-ledger",
+            "reset-deleted-log",
+            "reset-deleted-index",
+        ];
+        for (file, point) in location.files().iter().zip(between) {
+            match std::fs::remove_file(file) {
+                Ok(()) => existed |= file == path,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(format!("cannot delete {}: {e}", file.display()))),
             }
+            crate::fault::point(point);
         }
         Ok(existed)
     })

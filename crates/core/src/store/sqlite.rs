@@ -40,7 +40,7 @@ impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
     /// empty one, and nothing is created.
     pub fn open_for_reading(path: &Path) -> Result<Sqlite> {
-        retrying(path, || match check_path(path)? {
+        retrying(|| match check_path(path)? {
             true => Sqlite::open_existing(path, false),
             false => Sqlite::empty(),
         })
@@ -49,7 +49,7 @@ impl Sqlite {
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
     pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
-        retrying(path, || {
+        retrying(|| {
             if !check_path(path)? {
                 create_file(path, make_folder)?;
             }
@@ -60,27 +60,21 @@ impl Sqlite {
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
         let wal = companion(path, "-wal");
         let before = identity(path);
-        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found, log)| {
+        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found, files)| {
             migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
-            Ok((conn, log))
+            Ok((conn, files))
         });
-        let (conn, log) = match opened {
+        let (conn, files) = match opened {
             // SQLite's words for a file deleted or replaced under it ("disk I/O error").
             Err(e) if e.code == ErrorCode::DbError && identity(path) != before => {
                 return Err(reset_meanwhile(path))
             }
             other => other?,
         };
-        let file = before.map(|ledger| Files {
-            path: path.to_path_buf(),
-            wal: wal.clone(),
-            ledger,
-            log,
-        });
         Ok(Sqlite {
             conn,
             wal: Some(wal),
-            file,
+            file: Some(files),
         })
     }
 
@@ -207,16 +201,13 @@ impl Sqlite {
 /// includes SQLite's "unable to open" (the file gone at that moment) and its bare "disk
 /// I/O error" (a write-ahead log or index deleted under it); a problem that is not a
 /// reset fails the same way each time, and is reported as it is.
-fn retrying(path: &Path, mut open: impl FnMut() -> Result<Sqlite>) -> Result<Sqlite> {
+fn retrying(mut open: impl FnMut() -> Result<Sqlite>) -> Result<Sqlite> {
     let mut tries = 0;
     loop {
         match open() {
             Err(e)
                 if tries < 5
-                    && (!path.exists()
-                        || is_reset_meanwhile(&e)
-                        || is_io_error(&e)
-                        || is_cannot_open(&e)) =>
+                    && (is_reset_meanwhile(&e) || is_io_error(&e) || is_cannot_open(&e)) =>
             {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10 * tries));
@@ -236,18 +227,33 @@ fn reset_meanwhile(path: &Path) -> Error {
 }
 
 fn is_reset_meanwhile(err: &Error) -> bool {
-    err.message.contains(RESET_MEANWHILE) || err.message.contains(STALE_LOG)
+    [RESET_MEANWHILE, STALE_LOG, STALE_INDEX]
+        .iter()
+        .any(|words| err.message.contains(words))
 }
 
-const STALE_LOG: &str = "holds the writes of a ledger deleted before";
+const STALE_LOG: &str = "is empty but its log";
+const STALE_INDEX: &str = "lists writes of a log that is gone";
 
-/// The ledger is empty and its log is a deleted ledger's.
+/// The ledger file is empty and its log holds writes.
 fn stale_log(path: &Path, wal: &Path) -> Error {
     Error::db(format!(
-        "the ledger's log {} {STALE_LOG} the ledger {} was created (a reset still under \
-         way): read through it, that ledger would come back; nothing was read or \
-         written. If no reset is running, move the -wal and -shm files away",
-        wal.display(),
+        "the ledger {} {STALE_LOG} {} holds writes: a reset is still deleting the ledger \
+         before it, or the ledger file was emptied; nothing was read or written. If no \
+         reset is running, move the -wal and -shm files aside and keep them (do not \
+         delete them): the log may hold the only copy of the latest writes",
+        path.display(),
+        wal.display()
+    ))
+}
+
+/// The ledger's index (`-shm`) is left from a ledger whose log was deleted.
+fn stale_index(path: &Path, shm: &Path) -> Error {
+    Error::db(format!(
+        "the index {} {STALE_INDEX} (a reset still under way, or a -wal deleted by hand); \
+         nothing was read or written to the ledger {}. If no reset is running and nothing \
+         else has the ledger open, delete the index: SQLite builds it again",
+        shm.display(),
         path.display()
     ))
 }
@@ -265,33 +271,44 @@ fn is_cannot_open(err: &Error) -> bool {
     err.code == ErrorCode::DbError && err.message.starts_with(CANNOT_OPEN)
 }
 
-/// Which file a path names: its device and inode, and when it was created where the
-/// filesystem records that. A file that replaces a deleted one can get the inode number
-/// just freed; its birth time still tells them apart.
+/// Which file a path names: its device and inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct FileId {
     dev: u64,
     ino: u64,
-    born: Option<std::time::SystemTime>,
 }
 
-/// The files a connection opened: the ledger at `path` and its log at `wal`, as they were.
+/// The files a connection opened, as they were: the ledger at `path`, its log at `wal`
+/// and its index at `shm` (none where SQLite keeps the index in memory).
 #[derive(Debug)]
 struct Files {
     path: PathBuf,
     wal: PathBuf,
+    shm: PathBuf,
     ledger: FileId,
     log: FileId,
+    index: Option<FileId>,
 }
 
 impl Files {
-    /// Both paths still name the files opened. A reset deletes the ledger, then its log:
-    /// a ledger created at the path in between can have opened the old log, and what it
-    /// wrote there would go with it.
+    /// The paths still name the files opened. A reset deletes the ledger, then its log,
+    /// then its index: a connection that opened any of them is on the deleted ledger,
+    /// and what it wrote would go with it.
     fn current(&self) -> bool {
         identity(&self.path).as_ref() == Some(&self.ledger)
             && identity(&self.wal).as_ref() == Some(&self.log)
+            && (self.index.is_none() || identity(&self.shm) == self.index)
     }
+}
+
+/// The index at `shm` lists frames of its log: the `mxFrame` of SQLite's WAL-index
+/// header (a 32-bit number in the machine's byte order, 16 bytes in) is not 0.
+fn index_lists_frames(shm: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    fs::File::open(shm)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok_and(|()| u32::from_ne_bytes([header[16], header[17], header[18], header[19]]) > 0)
 }
 
 /// The identity of the file at `path`, if there is one.
@@ -300,7 +317,6 @@ fn identity(path: &Path) -> Option<FileId> {
     fs::metadata(path).ok().map(|m| FileId {
         dev: m.dev(),
         ino: m.ino(),
-        born: m.created().ok(),
     })
 }
 
@@ -390,32 +406,52 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
     }
 }
 
-/// The open connection and the schema version the ledger had.
-/// Opens the ledger at `path`: the connection, the schema version it has, and the
-/// identity of the log SQLite opened beside it.
-fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64, FileId)> {
+/// Opens the ledger at `path`: the connection, the schema version it has, and the files
+/// SQLite opened (the ledger, its log and its index).
+fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64, Files)> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let shm = companion(path, "-shm");
     create_log(wal).map_err(|e| in_context(e, path))?;
-    let log = identity(wal);
-    // A ledger file still empty beside a log that holds writes: the log is a deleted
-    // ledger's (a reset is between deleting the ledger and deleting its log), and read
-    // through it the old ledger would come back. A ledger of its own always has its first
-    // page in the file before anything is in its log.
+    let before = [identity(path), identity(wal), identity(&shm)];
+    // What a reset leaves for a moment, between deleting the ledger and deleting its log
+    // and index, must not be opened as the new ledger's.
     let size = |file: &Path| fs::metadata(file).map(|m| m.len()).ok();
     if size(path) == Some(0) && size(wal).is_some_and(|n| n > 0) {
+        // An empty ledger never has writes in its log: switching to WAL puts the first
+        // page in the file. SQLite would delete such a log.
         return Err(stale_log(path, wal));
+    }
+    if size(wal) == Some(0) && index_lists_frames(&shm) {
+        // An empty log beside an index that lists frames in it: the index is of a ledger
+        // whose log is gone (emptying the log resets the index), and its locks are not
+        // this ledger's.
+        return Err(stale_index(path, &shm));
     }
     super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
     let found = configure(&mut conn, writing).map_err(|e| in_context(e, path))?;
-    // SQLite has opened the log by now (reading through it, or switching to it). The same
-    // file before and after is the one it opened; another means a reset deleted it
-    // meanwhile, and the one SQLite holds may be the old ledger's log.
-    match (log, identity(wal)) {
-        (Some(before), Some(after)) if before == after => Ok((conn, found, after)),
+    // SQLite has opened all three by now (reading through the log, or switching to it),
+    // and holds them open from here on, so no other file can get their inode numbers while
+    // this connection lives. The same file before and after is the one it opened; another
+    // means a reset came in between.
+    let after = [identity(path), identity(wal), identity(&shm)];
+    match (before, after) {
+        ([Some(l0), Some(w0), s0], [Some(ledger), Some(log), index])
+            if l0 == ledger && w0 == log && (s0.is_none() || s0 == index) =>
+        {
+            let files = Files {
+                path: path.to_path_buf(),
+                wal: wal.to_path_buf(),
+                shm,
+                ledger,
+                log,
+                index,
+            };
+            Ok((conn, found, files))
+        }
         _ => Err(reset_meanwhile(path)),
     }
 }
@@ -587,23 +623,6 @@ fn bind(stmt: &mut rusqlite::CachedStatement, params: &[Param]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A file deleted and created again at the same path is another file, even when the
-    /// filesystem gives it the inode number just freed (ext4 does, at once).
-    #[test]
-    fn a_file_created_again_at_a_path_is_another_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("ledger.db");
-        let mut seen = Vec::new();
-        for _ in 0..20 {
-            fs::write(&path, b"").unwrap();
-            seen.push(identity(&path).unwrap());
-            fs::remove_file(&path).unwrap();
-        }
-        for (i, id) in seen.iter().enumerate() {
-            assert!(!seen[..i].contains(id), "{id:?} seen twice: {seen:?}");
-        }
-    }
 
     fn memory() -> Connection {
         let mut conn = Connection::open_in_memory().unwrap();
