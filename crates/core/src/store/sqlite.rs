@@ -21,11 +21,9 @@ use crate::error::{Error, ErrorCode, Result, CANNOT_OPEN};
 
 pub struct Sqlite {
     conn: Connection,
-    /// The `-wal` file beside the ledger; none for the in-memory stand-in.
-    wal: Option<PathBuf>,
-    /// The ledger file and its log as they were opened: `reset` may delete them while
-    /// this process waits for the write lock, and a write must not then go to the
-    /// deleted files.
+    /// The ledger file, its log and its index as they were opened (none for the
+    /// in-memory stand-in): `reset` may delete them while this process waits for the
+    /// write lock, and a write must not then go to the deleted files.
     file: Option<Files>,
 }
 
@@ -58,9 +56,8 @@ impl Sqlite {
     }
 
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
-        let wal = companion(path, "-wal");
         let before = identity(path);
-        let opened = open_file(path, &wal, writing).and_then(|(mut conn, found, files)| {
+        let opened = open_file(path, writing).and_then(|(mut conn, found, files)| {
             migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
             Ok((conn, files))
         });
@@ -73,7 +70,6 @@ impl Sqlite {
         };
         Ok(Sqlite {
             conn,
-            wal: Some(wal),
             file: Some(files),
         })
     }
@@ -83,11 +79,7 @@ impl Sqlite {
     pub fn empty() -> Result<Sqlite> {
         let mut conn = Connection::open_in_memory()?;
         migrate::ensure_current(&mut conn)?;
-        Ok(Sqlite {
-            conn,
-            wal: None,
-            file: None,
-        })
+        Ok(Sqlite { conn, file: None })
     }
 
     /// The ledger at `path` is not the file open here: it was deleted or replaced, or
@@ -101,7 +93,7 @@ impl Sqlite {
 
     /// False for the in-memory stand-in of `empty`.
     pub fn on_disk(&self) -> bool {
-        self.wal.is_some()
+        self.file.is_some()
     }
 
     pub fn schema_version(&self) -> Result<i64> {
@@ -119,8 +111,8 @@ impl Sqlite {
     /// log (one fsync). When the log has grown long, the commit is instead made durable by
     /// the checkpoint that follows it (which syncs the log, then the ledger): two in all.
     pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
-        let checkpoint = self
-            .wal
+        let wal = self.file.as_ref().map(|f| f.wal.clone());
+        let checkpoint = wal
             .as_deref()
             .is_some_and(|wal| fs::metadata(wal).is_ok_and(|m| m.len() >= CHECKPOINT_PAGES * 4096));
         if checkpoint {
@@ -132,7 +124,7 @@ impl Sqlite {
             if written.is_ok() && !synced {
                 // The checkpoint could not copy the log (a reader holds it): sync the
                 // commit ourselves.
-                if let Some(wal) = &self.wal {
+                if let Some(wal) = &wal {
                     fs::File::open(wal)
                         .and_then(|f| f.sync_data())
                         .map_err(|e| Error::db(format!("cannot sync the ledger's log: {e}")))?;
@@ -147,8 +139,7 @@ impl Sqlite {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        // Holding the write lock now: the files must still be the ledger and its log (see
-        // `file`).
+        // Holding the write lock now: the files must still be the ledger's (see `file`).
         if let Some(files) = &self.file {
             if !files.current() {
                 return Err(Error::db(format!(
@@ -197,7 +188,7 @@ impl Sqlite {
 
 /// Runs `open` again, a few times after a short pause, while a reset by another process
 /// is in its way: it deleted or replaced the ledger while we opened it, or is between
-/// deleting the ledger and deleting its log. Nothing was read or written yet. That
+/// deleting the ledger, its log and its index. Nothing was read or written yet. That
 /// includes SQLite's "unable to open" (the file gone at that moment) and its bare "disk
 /// I/O error" (a write-ahead log or index deleted under it); a problem that is not a
 /// reset fails the same way each time, and is reported as it is.
@@ -264,8 +255,7 @@ fn is_io_error(err: &Error) -> bool {
 }
 
 /// SQLite's "unable to open database file" (`SQLITE_CANTOPEN`): on a ledger another
-/// process just reset, the file was gone at the moment SQLite opened it, and a new one
-/// (possibly with the same inode number) took its path before we could tell. A real
+/// process just reset, the file was gone at the moment SQLite opened it. A real
 /// permission problem fails the same way every time, so a few tries cost nothing.
 fn is_cannot_open(err: &Error) -> bool {
     err.code == ErrorCode::DbError && err.message.starts_with(CANNOT_OPEN)
@@ -311,13 +301,19 @@ fn index_lists_frames(shm: &Path) -> bool {
         .is_ok_and(|()| u32::from_ne_bytes([header[16], header[17], header[18], header[19]]) > 0)
 }
 
+impl FileId {
+    fn of(meta: &fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+}
+
 /// The identity of the file at `path`, if there is one.
 fn identity(path: &Path) -> Option<FileId> {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(path).ok().map(|m| FileId {
-        dev: m.dev(),
-        ino: m.ino(),
-    })
+    fs::metadata(path).ok().as_ref().map(FileId::of)
 }
 
 /// Holds the ledger's write lock while `f` runs (waiting for writers in flight), so that
@@ -408,27 +404,28 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
 
 /// Opens the ledger at `path`: the connection, the schema version it has, and the files
 /// SQLite opened (the ledger, its log and its index).
-fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64, Files)> {
+fn open_file(path: &Path, writing: bool) -> Result<(Connection, i64, Files)> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let shm = companion(path, "-shm");
-    create_log(wal).map_err(|e| in_context(e, path))?;
-    let before = [identity(path), identity(wal), identity(&shm)];
+    let (wal, shm) = (companion(path, "-wal"), companion(path, "-shm"));
+    create_log(&wal).map_err(|e| in_context(e, path))?;
+    let [ledger, log, index] = [path, &wal, &shm].map(|file| fs::metadata(file).ok());
+    let size = |meta: &Option<fs::Metadata>| meta.as_ref().map(fs::Metadata::len);
     // What a reset leaves for a moment, between deleting the ledger and deleting its log
     // and index, must not be opened as the new ledger's.
-    let size = |file: &Path| fs::metadata(file).map(|m| m.len()).ok();
-    if size(path) == Some(0) && size(wal).is_some_and(|n| n > 0) {
+    if size(&ledger) == Some(0) && size(&log).is_some_and(|n| n > 0) {
         // An empty ledger never has writes in its log: switching to WAL puts the first
         // page in the file. SQLite would delete such a log.
-        return Err(stale_log(path, wal));
+        return Err(stale_log(path, &wal));
     }
-    if size(wal) == Some(0) && index_lists_frames(&shm) {
+    if size(&log) == Some(0) && index.is_some() && index_lists_frames(&shm) {
         // An empty log beside an index that lists frames in it: the index is of a ledger
         // whose log is gone (emptying the log resets the index), and its locks are not
         // this ledger's.
         return Err(stale_index(path, &shm));
     }
+    let before = [ledger, log, index].map(|meta| meta.as_ref().map(FileId::of));
     super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
@@ -437,14 +434,14 @@ fn open_file(path: &Path, wal: &Path, writing: bool) -> Result<(Connection, i64,
     // and holds them open from here on, so no other file can get their inode numbers while
     // this connection lives. The same file before and after is the one it opened; another
     // means a reset came in between.
-    let after = [identity(path), identity(wal), identity(&shm)];
+    let after = [identity(path), identity(&wal), identity(&shm)];
     match (before, after) {
         ([Some(l0), Some(w0), s0], [Some(ledger), Some(log), index])
             if l0 == ledger && w0 == log && (s0.is_none() || s0 == index) =>
         {
             let files = Files {
                 path: path.to_path_buf(),
-                wal: wal.to_path_buf(),
+                wal,
                 shm,
                 ledger,
                 log,
