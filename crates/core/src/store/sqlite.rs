@@ -55,6 +55,8 @@ impl Sqlite {
         })
     }
 
+    /// Opens the ledger file at `path`, which was just there: found by `check_path`, or
+    /// created by this call or another one.
     fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
         let before = identity(path);
         let opened = open_file(path, writing).and_then(|(mut conn, found, files)| {
@@ -62,8 +64,14 @@ impl Sqlite {
             Ok((conn, files))
         });
         let (conn, files) = match opened {
-            // SQLite's words for a file deleted or replaced under it ("disk I/O error").
-            Err(e) if e.code == ErrorCode::DbError && identity(path) != before => {
+            // SQLite's words for a file deleted or replaced under it ("disk I/O error",
+            // "unable to open"). Gone already before SQLite opened it counts too: it was
+            // there a moment ago, so it was deleted meanwhile (a reset, between this
+            // call's creating the file and opening it).
+            Err(e)
+                if e.code == ErrorCode::DbError
+                    && (before.is_none() || identity(path) != before) =>
+            {
                 return Err(reset_meanwhile(path))
             }
             other => other?,
@@ -625,6 +633,25 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate::ensure_current(&mut conn).unwrap();
         conn
+    }
+
+    #[test]
+    fn a_ledger_gone_before_sqlite_opens_it_was_reset_meanwhile() {
+        // What a write meets when a reset deletes the ledger it has just created.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        for writing in [false, true] {
+            let err = Sqlite::open_existing(&path, writing).err().unwrap();
+            assert!(err.message.contains(RESET_MEANWHILE), "{err}");
+        }
+        // A ledger that is there and cannot be opened is reported as it is.
+        fs::write(&path, b"").unwrap();
+        fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+        if fs::File::open(&path).is_err() {
+            // (root opens it anyway)
+            let err = Sqlite::open_existing(&path, true).err().unwrap();
+            assert!(err.message.starts_with(CANNOT_OPEN), "{err}");
+        }
     }
 
     #[test]
