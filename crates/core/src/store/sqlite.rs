@@ -119,10 +119,9 @@ impl Sqlite {
     /// log (one fsync). When the log has grown long, the commit is instead made durable by
     /// the checkpoint that follows it (which syncs the log, then the ledger): two in all.
     pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
-        let wal = self.file.as_ref().map(|f| f.wal.clone());
-        let checkpoint = wal
-            .as_deref()
-            .is_some_and(|wal| fs::metadata(wal).is_ok_and(|m| m.len() >= CHECKPOINT_PAGES * 4096));
+        let checkpoint = self.file.as_ref().is_some_and(|files| {
+            fs::metadata(&files.wal).is_ok_and(|m| m.len() >= CHECKPOINT_PAGES * 4096)
+        });
         if checkpoint {
             self.conn.execute_batch("PRAGMA synchronous = NORMAL")?;
         }
@@ -132,10 +131,8 @@ impl Sqlite {
             if written.is_ok() && !synced {
                 // The checkpoint could not copy the log (a reader holds it): sync the
                 // commit ourselves.
-                if let Some(wal) = &wal {
-                    fs::File::open(wal)
-                        .and_then(|f| f.sync_data())
-                        .map_err(|e| Error::db(format!("cannot sync the ledger's log: {e}")))?;
+                if let Some(files) = &self.file {
+                    files.sync_log()?;
                 }
             }
             self.conn.execute_batch("PRAGMA synchronous = FULL")?;
@@ -296,6 +293,24 @@ impl Files {
         identity(&self.path).as_ref() == Some(&self.ledger)
             && identity(&self.wal).as_ref() == Some(&self.log)
             && (self.index.is_none() || identity(&self.shm) == self.index)
+    }
+}
+
+impl Files {
+    /// Syncs the log this connection wrote its commit to. A log no longer at its path
+    /// went with a reset that came after the commit (it holds the write lock, so it
+    /// cannot have come before): the commit went with it, as any write before a reset
+    /// does, and there is nothing left to sync.
+    fn sync_log(&self) -> Result<()> {
+        let cannot = |e: std::io::Error| Error::db(format!("cannot sync the ledger's log: {e}"));
+        match fs::File::open(&self.wal) {
+            Ok(log) if FileId::of(&log.metadata().map_err(cannot)?) == self.log => {
+                log.sync_data().map_err(cannot)
+            }
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(cannot(e)),
+        }
     }
 }
 
