@@ -85,8 +85,8 @@ impl Sqlite {
     /// An empty ledger in memory: what reading a ledger that does not exist yet sees. It
     /// is only ever opened for reading (see `Ledger`).
     pub fn empty() -> Result<Sqlite> {
-        let mut conn = Connection::open_in_memory()?;
-        migrate::ensure_current(&mut conn)?;
+        let conn = Connection::open_in_memory()?;
+        migrate::create_newest(&conn)?;
         Ok(Sqlite { conn, file: None })
     }
 
