@@ -294,9 +294,7 @@ impl Files {
             && identity(&self.wal).as_ref() == Some(&self.log)
             && (self.index.is_none() || identity(&self.shm) == self.index)
     }
-}
 
-impl Files {
     /// Syncs the log this connection wrote its commit to. A log no longer at its path
     /// went with a reset that came after the commit (it holds the write lock, so it
     /// cannot have come before): the commit went with it, as any write before a reset
