@@ -80,8 +80,8 @@ def minor_faults(args):
 
 def startup(work, runs=None):
     """Start-up beside a hello-world binary of the same release profile, in hyperfine runs
-    of all three: `--version`, and `check` of a 10-question stage (a ledger of 10
-    questions); with the minor page faults of each and the sizes of the default and
+    of them: `--version`, `check` of a 10-question stage (a ledger of 10 questions), and
+    `check` where no ledger exists yet; with the minor page faults of each and the sizes of the default and
     CLI-only binaries."""
     hello = hello_world()
     cli_only = cli_only_binary()
@@ -92,6 +92,8 @@ def startup(work, runs=None):
         "hello world (same profile)": [hello],
         "questions --version": [BIN, "--version"],
         "questions check --stage (10 questions)": [BIN, "--db", db, "check", "--stage", "small"],
+        # A fresh clone's first gate: the read sees an empty stand-in and creates nothing.
+        "questions check --stage (no ledger yet)": [BIN, "--db", os.path.join(work, "none.db"), "check", "--stage", "small"],
     }
     # Hyperfine runs one command after the other: on a shared machine the load moves
     # between them. Five rounds, and of each call the round whose ratio to the hello world
