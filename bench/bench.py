@@ -81,8 +81,8 @@ def minor_faults(args):
 def startup(work, runs=None):
     """Start-up beside a hello-world binary of the same release profile, in hyperfine runs
     of them: `--version`, `check` of a 10-question stage (a ledger of 10 questions), and
-    `check` where no ledger exists yet; with the minor page faults of each and the sizes of the default and
-    CLI-only binaries."""
+    `check` where no ledger exists yet; with the minor page faults of each and the sizes
+    of the default and CLI-only binaries."""
     hello = hello_world()
     cli_only = cli_only_binary()
     db = os.path.join(work, "startup.db")
