@@ -13,7 +13,7 @@ use crate::cli::{Harness, HookArgs};
 use crate::error::{Error, Result};
 use crate::hook::{self, claude_code, codex, gemini, Call, Event};
 use crate::model::{AnswerInput, Channel, Question};
-use crate::ops::{self, CheckRequest, Choice, Wait};
+use crate::ops::{self, CallStep, CheckRequest, Choice, Wait};
 use crate::store::Ledger;
 
 /// The most a hook event is read: far beyond any real one.
@@ -74,7 +74,7 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
             answered(ledger, who, args.harness, &stage, &call, &chosen)?;
             Ok(None)
         }
-        Event::Stopping(stop) => stopping(ledger, &stage, &stop),
+        Event::Stopping(stop) => stopping(ledger, args.harness, &stage, &stop),
         Event::Ignored => Ok(None),
     }
 }
@@ -86,7 +86,12 @@ const TRANSCRIPT_WAIT: Duration = Duration::from_secs(2);
 
 /// At the end of a turn: the answers that came in for the session's questions after the
 /// agent stopped waiting for them, handed over once (the transcript then holds them).
-fn stopping(ledger: &mut Ledger, stage: &str, stop: &hook::Stop) -> Result<Option<Value>> {
+fn stopping(
+    ledger: &mut Ledger,
+    harness: Harness,
+    stage: &str,
+    stop: &hook::Stop,
+) -> Result<Option<Value>> {
     let Some(path) = stop.transcript.as_ref().filter(|_| !stop.active) else {
         return Ok(None);
     };
@@ -110,10 +115,14 @@ fn stopping(ledger: &mut Ledger, stage: &str, stop: &hook::Stop) -> Result<Optio
         std::thread::sleep(Duration::from_millis(25));
     };
     let mut lines = Vec::new();
-    for call in calls.unanswered {
-        let questions = logged(ledger, stage, &call)?;
+    for mut call in calls.unanswered {
+        // This session's calls only, each found by its key: never logged here, never an
+        // answer given to another call.
+        call.session.clone_from(&stop.session);
+        let questions = call_questions(ledger, harness, stage, &call, CallStep::Looking)?;
         for (asked, q) in call.questions.iter().zip(&questions) {
-            if let Some(answer) = hook::answer_as_shown(q, &asked.shown) {
+            let Some(q) = q else { continue };
+            if let Some(answer) = hook::persons_answer(q, &asked.shown).map(|a| a.join(", ")) {
                 let line = claude_code::late_line(&asked.key, &answer);
                 if !claude_code::delivered(&transcript, &line) && !lines.contains(&line) {
                     lines.push(line);
@@ -124,8 +133,16 @@ fn stopping(ledger: &mut Ledger, stage: &str, stop: &hook::Stop) -> Result<Optio
     Ok((!lines.is_empty()).then(|| claude_code::reply_stop(&claude_code::late_reason(&lines))))
 }
 
-/// The call's questions, in the ledger under `stage` (each once, however often asked).
-fn logged(ledger: &mut Ledger, stage: &str, call: &Call) -> Result<Vec<Question>> {
+/// The call's questions in the ledger, one per question of the call, in its order: found
+/// by the call's key (its harness, session and id), logged under `stage` when `step`
+/// asks for it and they are not yet; none where `Looking` found none.
+fn call_questions(
+    ledger: &mut Ledger,
+    harness: Harness,
+    stage: &str,
+    call: &Call,
+    step: CallStep,
+) -> Result<Vec<Option<Question>>> {
     let news: Vec<_> = call
         .questions
         .iter()
@@ -134,20 +151,20 @@ fn logged(ledger: &mut Ledger, stage: &str, call: &Call) -> Result<Vec<Question>
             ..q.new.clone()
         })
         .collect();
-    let all = ops::log_all(ledger, &news)?;
-    // One per question of the call, in its order (a question asked twice is one row).
-    let ids: Vec<i64> = news
-        .iter()
-        .map(|n| {
-            all.questions
-                .iter()
-                .find(|q| q.question == n.question && q.group_name == n.group_name)
-                .map_or(0, |q| q.id)
-        })
-        .collect();
-    Ok(ids
-        .iter()
-        .filter_map(|id| all.questions.iter().find(|q| q.id == *id).cloned())
+    ops::log_call(ledger, &call.key(harness.channel()), step, &news)
+}
+
+/// The call's questions, logged when they are not yet (see `call_questions`).
+fn logged(
+    ledger: &mut Ledger,
+    harness: Harness,
+    stage: &str,
+    call: &Call,
+    step: CallStep,
+) -> Result<Vec<Question>> {
+    Ok(call_questions(ledger, harness, stage, call, step)?
+        .into_iter()
+        .flatten()
         .collect())
 }
 
@@ -160,7 +177,7 @@ fn asking(
     args: &HookArgs,
     call: Call,
 ) -> Result<Option<Value>> {
-    let mut questions = logged(ledger, stage, &call)?;
+    let mut questions = logged(ledger, args.harness, stage, &call, CallStep::Asking)?;
     if hook::all_answered(&call, &questions).is_none() && args.wait > 0 {
         let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
         ids.dedup();
@@ -192,7 +209,9 @@ fn asking(
     let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     ids.dedup();
     let detail = serde_json::json!({ "harness": args.harness.name() });
-    if let Err(e) = ops::record_delivery(ledger, &who.via(args.harness.channel()), &ids, &detail) {
+    let delivered = ops::record_delivery(ledger, &who.via(args.harness.channel()), &ids, &detail)
+        .and_then(|()| ops::end_call(ledger, &call.key(args.harness.channel())));
+    if let Err(e) = delivered {
         crate::output::note(&format!(
             "hook: the delivery was not recorded: {}",
             e.message
@@ -212,7 +231,7 @@ fn answered(
     call: &Call,
     chosen: &[Option<String>],
 ) -> Result<()> {
-    let questions = logged(ledger, stage, call)?;
+    let questions = logged(ledger, harness, stage, call, CallStep::Answered)?;
     let caller = who.via(harness.channel());
     let choices: Vec<(i64, Choice)> = questions
         .iter()
@@ -229,9 +248,9 @@ fn answered(
         })
         .collect();
     if choices.is_empty() {
-        return Ok(());
+        return ops::end_call(ledger, &call.key(harness.channel()));
     }
-    // The card showed these questions, found in the ledger by their text just now.
+    // The card showed these questions: the call's own, found by its key just now.
     let shown = ops::Shown::all(None, &questions);
     let asked = ops::record_choices(
         ledger,
@@ -241,6 +260,7 @@ fn answered(
         &shown,
         ops::Together::Each,
     )?;
+    ops::end_call(ledger, &call.key(harness.channel()))?;
     if asked.not_recorded.is_empty() {
         return Ok(());
     }

@@ -26,7 +26,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
             let input = event
                 .get("tool_input")
                 .ok_or_else(|| Unreadable("the event has no tool_input".into()))?;
-            let call = call(input)?;
+            let call = call(input)?.named_by(event);
             if name == "PreToolUse" {
                 return Ok(Event::Asking(call));
             }
@@ -41,6 +41,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
             Ok(Event::Answered(call, chosen))
         }
         "Stop" | "SubagentStop" => Ok(Event::Stopping(Stop {
+            session: str_at(event, "session_id").map(str::to_string),
             transcript: str_at(event, "transcript_path").map(Into::into),
             active: event
                 .get("stop_hook_active")
@@ -65,6 +66,8 @@ pub fn call(input: &Value) -> Result<Call, Unreadable> {
     Ok(Call {
         input: input.clone(),
         questions,
+        session: None,
+        id: None,
     })
 }
 
@@ -175,7 +178,11 @@ pub fn unanswered_calls(transcript: &str) -> Calls {
     let unanswered = calls
         .into_iter()
         .filter(|(id, _)| failed.contains(id) && !answered.contains(id))
-        .filter_map(|(_, input)| call(&input).ok())
+        .filter_map(|(id, input)| {
+            let mut call = call(&input).ok()?;
+            call.id = Some(id);
+            Some(call)
+        })
         .collect();
     Calls {
         unanswered,

@@ -24,7 +24,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
     let input = event
         .get("tool_input")
         .ok_or_else(|| Unreadable("the event has no tool_input".into()))?;
-    let call = call(input)?;
+    let call = call(input)?.named_by(event);
     if name == "PreToolUse" {
         return Ok(Event::Asking(call));
     }
@@ -79,6 +79,8 @@ pub fn call(input: &Value) -> Result<Call, Unreadable> {
     Ok(Call {
         input: input.clone(),
         questions,
+        session: None,
+        id: None,
     })
 }
 

@@ -34,6 +34,32 @@ pub struct Call {
     /// The tool's input as the harness gave it, to hand back with the answers.
     pub input: Value,
     pub questions: Vec<Asked>,
+    /// The harness's session, and its id of this call (`tool_use_id`), where the event
+    /// names them: with the harness, they key the call's questions in the ledger.
+    pub session: Option<String>,
+    pub id: Option<String>,
+}
+
+impl Call {
+    /// The call's questions, as one call of `harness` (see `HarnessCall`).
+    pub fn key(&self, harness: crate::model::Channel) -> crate::model::HarnessCall {
+        crate::model::HarnessCall::new(
+            harness,
+            self.session.as_deref(),
+            self.id.as_deref(),
+            &self.input,
+        )
+    }
+
+    /// This call, as the event `event` names it: its session and its call id.
+    pub(crate) fn named_by(mut self, event: &Value) -> Call {
+        self.session = str_at(event, "session_id").map(str::to_string);
+        self.id = ["tool_use_id", "tool_call_id", "call_id"]
+            .iter()
+            .find_map(|k| str_at(event, k))
+            .map(str::to_string);
+        self
+    }
 }
 
 /// One question of a call.
@@ -50,6 +76,8 @@ pub struct Asked {
 /// The end of a turn, and where the session's transcript is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stop {
+    /// The harness's session: only its own calls' answers are handed over.
+    pub session: Option<String>,
     pub transcript: Option<std::path::PathBuf>,
     /// The harness is already continuing because of a stop hook: never block twice.
     pub active: bool,
@@ -112,7 +140,18 @@ pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
     Some(parts)
 }
 
-/// Every question's answer as shown, as a list, or none unless all of them are answered.
+/// The answer to `q` as a list (see `answer_parts`) when a person gave it: an answer
+/// nobody gave (the proposed value taken by `accept-defaults`, or by expiry) is never
+/// handed to an agent as the person's.
+pub fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
+    if !q.channel.is_some_and(crate::model::Channel::is_a_persons) {
+        return None;
+    }
+    answer_parts(q, shown)
+}
+
+/// Every question's answer as shown, as a list, or none unless a person answered all of
+/// them.
 pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<String>>> {
     if questions.len() != call.questions.len() {
         return None;
@@ -120,7 +159,7 @@ pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<Strin
     call.questions
         .iter()
         .zip(questions)
-        .map(|(asked, q)| answer_parts(q, &asked.shown))
+        .map(|(asked, q)| persons_answer(q, &asked.shown))
         .collect()
 }
 
@@ -212,6 +251,7 @@ mod tests {
             on_expiry: OnExpiry::Keep,
             decline_reason: None,
             approval: None,
+            harness_call: None,
         }
     }
 

@@ -111,9 +111,19 @@ fn a_call_whose_questions_are_answered_gets_the_answers_in_claude_codes_shape() 
     }
 }
 
+/// `text`, an event, as the call `id` of the session `session`.
+fn as_call(text: &str, session: &str, id: &str) -> String {
+    let mut event: Value = serde_json::from_str(text).unwrap();
+    event["session_id"] = json!(session);
+    if event.get("tool_use_id").is_some() || id != "-" {
+        event["tool_use_id"] = json!(id);
+    }
+    event.to_string()
+}
+
 #[test]
-fn questions_answered_before_the_agent_asked_them_answer_the_tool() {
-    // An orchestrator (or an earlier session) put the same questions to the person.
+fn an_answer_on_record_for_the_same_text_never_answers_a_new_call() {
+    // An orchestrator (or anyone) asked the person the same texts, and they answered.
     let l = Ledger::new();
     l.ok([
         "log",
@@ -126,26 +136,80 @@ fn questions_answered_before_the_agent_asked_them_answer_the_tool() {
         "--option",
         "PostgreSQL",
     ]);
-    l.ok([
-        "log",
-        "--stage",
-        "claude-code",
-        "--question",
-        FEATURES,
-        "--option",
-        "Auth",
-        "--option",
-        "Search",
-        "--option",
-        "Export",
-        "--multi-select",
-    ]);
+    l.ok(["log", "--stage", "claude-code", "--question", FEATURES]);
     l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
     l.ok(["answer", "--id", "2", "--answer", "search, auth"]);
-    let got = reply(&hook(&l, &[], &event("pre_tool_use.json")));
+    // The agent's call is its own question: logged anew, left to the card.
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let all = l.all();
+    assert_eq!(all.len(), 4, "the call's own questions: {all:?}");
+    assert_eq!(all[2]["status"], "pending");
+    assert_eq!(all[3]["status"], "pending");
     assert_eq!(
-        answers(&got),
-        json!({DATABASE: "PostgreSQL", FEATURES: "Search, Auth"})
+        all[2]["harness_call"],
+        "claude-code:7a00d1ec-d63f-412f-a111-6321fe1f2513:toolu_01ask"
+    );
+    // And the orchestrator's `log` of the same text is its own row, never the call's.
+    let again = l.ok(["log", "--stage", "claude-code", "--question", DATABASE]);
+    assert_eq!(again["question_id"], 1);
+}
+
+#[test]
+fn a_new_call_is_never_answered_from_an_earlier_calls_answer() {
+    // The reproduction: session A's call is answered in its card; session B asks
+    // the same text with other options, and a later call of session A asks it again.
+    let l = Ledger::new();
+    let pre = event("pre_tool_use.json");
+    let post = event("post_tool_use.json");
+    assert_silent(&hook(&l, &[], &as_call(&pre, "A", "t1")));
+    assert_silent(&hook(&l, &[], &as_call(&post, "A", "t1")));
+    let all = l.all();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    for (session, id) in [("B", "t9"), ("A", "t2")] {
+        let run = hook(&l, &[], &as_call(&pre, session, id));
+        assert_silent(&run);
+    }
+    let all = l.all();
+    assert_eq!(all.len(), 6, "each call logs its own questions: {all:?}");
+    assert!(all[2..].iter().all(|q| q["status"] == "pending"), "{all:?}");
+    // A re-run of a call finds its own questions, answered or not.
+    assert_silent(&hook(&l, &[], &as_call(&pre, "B", "t9")));
+    assert_eq!(l.all().len(), 6);
+    let run = hook(&l, &[], &as_call(&pre, "A", "t1"));
+    assert_eq!(
+        answers(&reply(&run))[DATABASE],
+        "PostgreSQL",
+        "call t1 was answered: {run:?}"
+    );
+    assert_eq!(l.all().len(), 6);
+}
+
+#[test]
+fn an_answer_nobody_gave_is_never_handed_to_the_agent() {
+    let l = Ledger::new();
+    let mut pre: Value = serde_json::from_str(&event("pre_tool_use.json")).unwrap();
+    pre["tool_input"]["questions"][0]["options"][0]["label"] = json!("SQLite (Recommended)");
+    pre["tool_input"]["questions"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(1);
+    let pre = pre.to_string();
+    assert_silent(&hook(&l, &[], &pre));
+    // `accept-defaults` takes the proposed value: nobody answered.
+    let accepted = l.ok([
+        "accept-defaults",
+        "--stage",
+        "claude-code",
+        "--include-required",
+    ]);
+    assert_eq!(accepted["answered_ids"], json!([1]), "{accepted}");
+    assert_silent(&hook(&l, &[], &pre));
+    // Given by a person, it is handed over.
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL", "--force"]);
+    assert_eq!(
+        answers(&reply(&hook(&l, &[], &pre)))[DATABASE],
+        "PostgreSQL"
     );
 }
 
@@ -221,10 +285,11 @@ fn the_stage_comes_from_the_flag_else_the_environment() {
         &["--stage", "design"],
         &event("pre_tool_use.json"),
     ));
+    // Another call: a call's questions stay where it logged them.
     let mut cmd = l.command();
     cmd.env("QUESTIONS_STAGE", "intake")
         .args(["hook", "claude-code"])
-        .write_stdin(event("pre_tool_use.json"));
+        .write_stdin(as_call(&event("pre_tool_use.json"), "S", "t2"));
     assert_silent(&crate::common::finish(cmd));
     let stages: Vec<Value> = l.all().iter().map(|q| q["stage"].clone()).collect();
     assert_eq!(stages, vec!["design", "design", "intake", "intake"]);
@@ -408,6 +473,30 @@ fn answers_that_came_after_the_card_was_refused_keep_the_turn_going_once() {
 }
 
 #[test]
+fn a_stop_hands_over_only_answers_to_its_own_sessions_calls() {
+    let l = Ledger::new();
+    // Another session asked the same texts, and its card was answered; an orchestrator's
+    // questions of the same texts are answered too.
+    let pre = event("pre_tool_use.json");
+    assert_silent(&hook(&l, &[], &as_call(&pre, "other", "toolu_01ask")));
+    assert_silent(&hook(
+        &l,
+        &[],
+        &as_call(&event("post_tool_use.json"), "other", "toolu_01ask"),
+    ));
+    l.ok(["log", "--stage", "claude-code", "--question", DATABASE]);
+    l.ok(["answer", "--id", "3", "--answer", "SQLite"]);
+    // This session's card was dismissed, and nobody answered its questions: nothing to
+    // hand over, and nothing logged by the end of the turn.
+    assert_silent(&hook(
+        &l,
+        &[],
+        &stop_event(&l, "transcript_refused.jsonl", false),
+    ));
+    assert_eq!(l.all().len(), 3);
+}
+
+#[test]
 fn a_stop_without_a_readable_transcript_fails_open() {
     let l = Ledger::new();
     let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
@@ -572,4 +661,55 @@ fn a_call_whose_result_is_not_in_the_transcript_yet_is_left_alone() {
     let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
     stop["transcript_path"] = json!(path);
     assert_silent(&hook(&l, &[], &stop.to_string()));
+}
+
+#[test]
+fn codex_and_gemini_calls_are_never_answered_from_an_earlier_call() {
+    // Codex names its calls: a new call of the same text is its own question.
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX}/pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &as_call(&pre, "S", "c1")));
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["answer", "--id", "2", "--answer", "ledger"]);
+    assert_silent(&harness(&l, "codex", &as_call(&pre, "S", "c2")));
+    assert_eq!(l.all().len(), 4);
+    let again = harness(&l, "codex", &as_call(&pre, "S", "c1"));
+    assert!(
+        again.stdout.contains("deny"),
+        "call c1 is answered: {again:?}"
+    );
+
+    // Gemini names none: a call is its session and its input, and once it is over (its
+    // card answered, or its answers handed to the agent) the same input asks anew.
+    let l = Ledger::new();
+    let before = fixture(&format!("{GEMINI}/before_tool.json"));
+    let after = fixture(&format!("{GEMINI}/after_tool.json"));
+    assert_silent(&harness(&l, "gemini", &before));
+    assert_silent(&harness(&l, "gemini", &before));
+    assert_eq!(
+        l.all().len(),
+        3,
+        "a re-run of the call finds its own questions"
+    );
+    assert_silent(&harness(&l, "gemini", &after));
+    let all = l.all();
+    assert_eq!(
+        all.len(),
+        3,
+        "the card answered the call's questions: {all:?}"
+    );
+    assert_eq!(all[0]["answer"], "PostgreSQL");
+    assert_silent(&harness(&l, "gemini", &before));
+    let all = l.all();
+    assert_eq!(all.len(), 6, "a later call asks anew: {all:?}");
+    for id in ["4", "5", "6"] {
+        l.ok(["answer", "--id", id, "--answer", "Yes"]);
+    }
+    let handed = harness(&l, "gemini", &before);
+    assert!(handed.stdout.contains("deny"), "{handed:?}");
+    assert_silent(&harness(&l, "gemini", &before));
+    assert_eq!(l.all().len(), 9, "and once handed over, the call is over");
+    // Another session is another call.
+    assert_silent(&harness(&l, "gemini", &as_call(&before, "other", "-")));
+    assert_eq!(l.all().len(), 12);
 }

@@ -84,6 +84,13 @@ impl Channel {
     pub fn from_stored(text: &str) -> Option<Channel> {
         Channel::parse(text)
     }
+
+    /// Whether a change through this channel was a person's: every channel but those that
+    /// answer for nobody (`accept-defaults` takes the proposed values as they stand,
+    /// `expiry` is time running out). A harness's ask tool is handed only such answers.
+    pub fn is_a_persons(self) -> bool {
+        !matches!(self, Channel::AcceptDefaults | Channel::Expiry)
+    }
 }
 
 /// What happens to a pending question when its time is up.
@@ -237,6 +244,54 @@ pub struct Question {
     /// Approvals only (§12): who may vote, how many must approve, who asked, the votes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// Asked through an agent harness's own ask tool (§11): the call it was asked in,
+    /// `<harness>:<session id>:<call id>`. Each call is its own question: found again by
+    /// this key, never by its text, so no call is answered from another's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_call: Option<String>,
+}
+
+/// One call of an agent harness's own ask tool, as `questions hook` keys its questions
+/// (see `Question::harness_call`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessCall {
+    /// `<harness>:<session id>:<call id>`.
+    pub key: String,
+    /// The harness gives the call no id of its own (Gemini CLI's hook events carry none),
+    /// so the key stands on the session and the call's input, which a later call may
+    /// share: once the call is over, its questions leave the key (`ops::end_call`).
+    pub by_input: bool,
+}
+
+impl HarnessCall {
+    /// The call `call_id` of `session` in `harness`; a call without an id is told by its
+    /// `input` (16 hex digits of SHA-256 of its JSON), a session without one is `-`.
+    pub fn new(
+        harness: Channel,
+        session: Option<&str>,
+        call_id: Option<&str>,
+        input: &serde_json::Value,
+    ) -> HarnessCall {
+        let clean = |s: Option<&str>| {
+            s.map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.replace(':', "_"))
+        };
+        let session = clean(session).unwrap_or_else(|| "-".to_string());
+        let (call, by_input) = match clean(call_id) {
+            Some(id) => (id, false),
+            None => {
+                use sha2::{Digest, Sha256};
+                let digest = Sha256::digest(input.to_string().as_bytes());
+                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                (format!("input-{hex}"), true)
+            }
+        };
+        HarnessCall {
+            key: format!("{}:{session}:{call}", harness.as_str()),
+            by_input,
+        }
+    }
 }
 
 /// 32 bits of SHA-256 of a question's text, as the ledger stores it to find the same
@@ -737,6 +792,7 @@ impl NewQuestion {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             approval: d.approval,
+            harness_call: None,
         })
     }
 
@@ -769,6 +825,7 @@ impl NewQuestion {
             on_expiry: self.on_expiry,
             decline_reason: None,
             approval: self.approval.clone(),
+            harness_call: self.harness_call.clone(),
         }
     }
 
@@ -799,6 +856,9 @@ pub struct NewQuestion {
     pub on_expiry: OnExpiry,
     /// An approval's policy, its requester resolved; none for an ordinary question.
     pub approval: Option<Approval>,
+    /// The harness call it is asked in (see `Question::harness_call`); none for every
+    /// question not asked through a harness's own ask tool.
+    pub harness_call: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1177,6 +1237,7 @@ mod tests {
             on_expiry: OnExpiry::Keep,
             decline_reason: None,
             approval: None,
+            harness_call: None,
         }
     }
 

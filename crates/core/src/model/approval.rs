@@ -369,6 +369,7 @@ mod tests {
                 requester: requester.into(),
                 votes: vec![],
             }),
+            harness_call: None,
         };
         let mut q = new.as_logged("2026-01-01T00:00:00.000Z");
         q.id = 1;

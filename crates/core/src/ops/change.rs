@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Refusal, Result};
-use crate::model::{AnswerInput, Mode, NewQuestion, Question, Status, Transition};
+use crate::model::{AnswerInput, HarnessCall, Mode, NewQuestion, Question, Status, Transition};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -83,6 +83,68 @@ pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedA
         }
     }
     Ok(all)
+}
+
+/// Where a harness's call is when its hook runs (see `log_call`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallStep {
+    /// The agent is about to ask: the call's questions, logged when they are not yet.
+    Asking,
+    /// The harness's card was answered: the call's questions, logged when no hook logged
+    /// them before (one installed while the card was up).
+    Answered,
+    /// A later look (the end of a turn): the call's questions if they were logged,
+    /// nothing is written.
+    Looking,
+}
+
+/// The questions of one call of a harness's ask tool, one per question given (none
+/// where `Looking` found none), in their order. They are found by the call's key, never
+/// by their text: a new call never meets an earlier call's question and its answer,
+/// whatever the two have in common.
+pub fn log_call(
+    ledger: &mut Ledger,
+    call: &HarnessCall,
+    step: CallStep,
+    questions: &[NewQuestion],
+) -> Result<Vec<Option<Question>>> {
+    let find = |tx: &Tx, new: &NewQuestion| {
+        tx.find_in_call(&call.key, new.group_name.as_deref(), &new.question)
+    };
+    if step == CallStep::Looking {
+        return ledger.read(|tx| questions.iter().map(|new| find(tx, new)).collect());
+    }
+    let now = clock::now();
+    ledger.write(|tx| {
+        let mut found = Vec::with_capacity(questions.len());
+        for new in questions {
+            let q = match find(tx, new)? {
+                Some(q) => q,
+                None => {
+                    let new = NewQuestion {
+                        harness_call: Some(call.key.clone()),
+                        ..new.clone()
+                    };
+                    tx.apply(&new.log(&now))?
+                        .ok_or_else(|| Error::db("a logged question was not written"))?
+                }
+            };
+            found.push(Some(q));
+        }
+        Ok(found)
+    })
+}
+
+/// The call is over: its answers went to the agent, or the person answered its card. A
+/// call the harness gives no id (`HarnessCall::by_input`) is keyed by its session and
+/// input, which a later call may share: its questions leave the key, so that a later
+/// call asks anew. A call with an id of its own keeps its key (its id is never reused,
+/// and its card's answers still come after the hook answered it).
+pub fn end_call(ledger: &mut Ledger, call: &HarnessCall) -> Result<()> {
+    if !call.by_input {
+        return Ok(());
+    }
+    ledger.write(|tx| tx.end_call(&call.key))
 }
 
 /// One question after an answer, a skip or a decline.

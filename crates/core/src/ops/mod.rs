@@ -12,9 +12,9 @@ mod interop;
 
 pub use approval::{group, identify, vote, ApprovalReport, GroupChanged, Identity};
 pub use change::{
-    accept_defaults, accept_proposed, answer, clear, decline, log, log_all, record_choices,
-    record_delivery, skip, Asked, Choice, Cleared, Defaulted, Logged, LoggedAll, NotRecorded,
-    Recorded, Shown, Together,
+    accept_defaults, accept_proposed, answer, clear, decline, end_call, log, log_all, log_call,
+    record_choices, record_delivery, skip, Asked, CallStep, Choice, Cleared, Defaulted, Logged,
+    LoggedAll, NotRecorded, Recorded, Shown, Together,
 };
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, Seen, Step};

@@ -289,6 +289,7 @@ mod tests {
             expires_at: None,
             on_expiry: crate::model::OnExpiry::Keep,
             approval: None,
+            harness_call: None,
         }
     }
 

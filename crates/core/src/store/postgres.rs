@@ -19,11 +19,12 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 7] = [
+const LEDGER_TABLES: [&str; 8] = [
     "question_events",
     "questions",
     "watchers",
     "approval_groups",
+    "approval_group_admins",
     "mcp_tasks",
     "ledger_identity",
     "refinery_schema_history",

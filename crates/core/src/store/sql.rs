@@ -208,7 +208,8 @@ impl Dialect {
 const QUESTION: &str = "id, stage, group_name, question, proposed, required, status, answer, \
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
-     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval";
+     skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval, \
+     harness_call";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -237,6 +238,7 @@ const QUESTION_NAMES: &[&str] = &[
     "on_expiry",
     "decline_reason",
     "approval",
+    "harness_call",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -271,6 +273,7 @@ fn question(r: &mut Record) -> Result<Question> {
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         decline_reason: r.text("decline_reason"),
         approval: r.take("approval").json(),
+        harness_call: r.text("harness_call"),
     };
     // Another tool may have marked a row answered without an answer: an answered
     // question's answer is a string, always.
@@ -351,7 +354,9 @@ impl<'a> Tx<'a> {
         self.questions_where(&clause, &params)
     }
 
-    /// The question with this stage, group (or none) and text, whatever its status.
+    /// The question with this stage, group (or none) and text, whatever its status, among
+    /// those not asked through a harness's ask tool (each such call is its own question:
+    /// see `find_in_call`).
     pub fn find_same(
         &self,
         stage: &str,
@@ -363,7 +368,7 @@ impl<'a> Tx<'a> {
         let hash = text_hash(text);
         let mut found = self.questions_where(
             "WHERE trim(stage) = $1 AND text_hash = $2 AND question = $3 \
-             AND group_name IS NOT DISTINCT FROM $4 ORDER BY id LIMIT 1",
+             AND group_name IS NOT DISTINCT FROM $4 AND harness_call IS NULL ORDER BY id LIMIT 1",
             &[stage.into(), hash.into(), text.into(), group.into()],
         )?;
         if found.is_empty() {
@@ -374,6 +379,33 @@ impl<'a> Tx<'a> {
             )?;
         }
         Ok(found.into_iter().next())
+    }
+
+    /// The question asked in the harness call `call` with this text and group, whatever
+    /// its stage and status.
+    pub fn find_in_call(
+        &self,
+        call: &str,
+        group: Option<&str>,
+        text: &str,
+    ) -> Result<Option<Question>> {
+        let found = self.questions_where(
+            "WHERE harness_call = $1 AND question = $2 \
+             AND group_name IS NOT DISTINCT FROM $3 ORDER BY id DESC LIMIT 1",
+            &[call.into(), text.into(), group.into()],
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    /// Ends the harness call `call`: its questions keep their key with their id after it
+    /// (`<key>#<id>`), so that no later call finds them under the key again.
+    pub fn end_call(&self, call: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE questions SET harness_call = harness_call || '#' || CAST(id AS TEXT) \
+             WHERE harness_call = $1",
+            &[call.into()],
+        )?;
+        Ok(())
     }
 
     /// Writes a transition: the row and its history event together. Returns the question
@@ -467,9 +499,9 @@ impl<'a> Tx<'a> {
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source, expires_at, on_expiry, text_hash, approval) \
+                 selected, source, expires_at, on_expiry, text_hash, approval, harness_call) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14, $15, $16) \
+                 $13, $14, $15, $16, $17) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -489,6 +521,7 @@ impl<'a> Tx<'a> {
                 new.on_expiry.stored().into(),
                 text_hash(&new.question).into(),
                 approval.as_deref().into(),
+                (&new.harness_call).into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?

@@ -67,6 +67,7 @@ fn new(stage: &str, group: Option<&str>, text: &str) -> NewQuestion {
         expires_at: None,
         on_expiry: crate::model::OnExpiry::Keep,
         approval: None,
+        harness_call: None,
     }
 }
 
