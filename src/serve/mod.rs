@@ -39,7 +39,8 @@ pub struct Config {
     pub allow_remote: bool,
     /// A fixed token (`QUESTIONS_SERVE_TOKEN`); else a new one for this start.
     pub token: Option<String>,
-    /// People and their own tokens (`--users FILE`): their votes count as them.
+    /// People and their own tokens (`--users FILE`): their answers and votes count as
+    /// them.
     pub users: Vec<(String, String)>,
 }
 

@@ -328,6 +328,90 @@ fn api_skips_and_declines_with_reasons() {
 }
 
 #[test]
+fn with_users_each_person_s_answers_are_recorded_as_them_through_the_page_and_the_api() {
+    let l = Ledger::new();
+    let ids: Vec<i64> = (0..8)
+        .map(|n| l.log_with("s", &format!("Q{n}?"), &["--proposed", "yes"]))
+        .collect();
+    let users = crate::approvals::users_file(
+        &l,
+        "ann ann-token-0123456789
+ben ben-token-0123456789
+",
+        0o600,
+    );
+    let s = Served::start(&l, &["--users", &users, "--user", "operator"]);
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let ann =
+        "Cookie: questions_token_PORT=ann-token-0123456789".replace("PORT", &s.port.to_string());
+    // Through the page's forms, with ann's cookie: every kind of change is hers.
+    for (id, action, body) in [
+        (ids[0], "answer", "answer=no"),
+        (ids[1], "accept", ""),
+        (ids[2], "skip", "reason=later"),
+        (ids[3], "decline", "reason=two+in+one"),
+    ] {
+        let reply = s.request("POST", &format!("/q/{id}/{action}"), &[&ann, form], body);
+        assert_eq!(reply.status, 303, "{action}: {reply:?}");
+    }
+    // Through the API, with ben's bearer token: his.
+    let ben = "Authorization: Bearer ben-token-0123456789";
+    let json_type = "Content-Type: application/json";
+    for (id, action, body) in [
+        (ids[4], "answer", json!({"answer": "no"})),
+        (ids[5], "skip", json!({"reason": "later"})),
+        (ids[6], "decline", json!({"reason": "two in one"})),
+    ] {
+        let path = format!("/api/questions/{id}/{action}");
+        let reply = s.request("POST", &path, &[ben, json_type], &body.to_string());
+        assert_eq!(reply.status, 200, "{action}: {reply:?}");
+    }
+    // The server's own token names nobody: its changes are the server's user's.
+    let (status, _) = s.api(
+        "POST",
+        &format!("/api/questions/{}/answer", ids[7]),
+        Some(json!({"answer": "no"})),
+    );
+    assert_eq!(status, 200);
+    let recorded: Vec<(Value, Value, Value)> = ids
+        .iter()
+        .map(|&id| {
+            let q = l.question(id);
+            (
+                q["status"].clone(),
+                q["answered_by"].clone(),
+                q["channel"].clone(),
+            )
+        })
+        .collect();
+    let by = |status: &str, who: &str| (json!(status), json!(who), json!("web"));
+    assert_eq!(
+        recorded,
+        [
+            by("answered", "ann"),
+            by("answered", "ann"),
+            by("skipped", "ann"),
+            by("declined", "ann"),
+            by("answered", "ben"),
+            by("skipped", "ben"),
+            by("declined", "ben"),
+            by("answered", "operator"),
+        ]
+    );
+    // The history says the same.
+    for (n, &id) in ids.iter().enumerate() {
+        let history = l.ok(["history", "--id", &id.to_string()]);
+        let last = history["events"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["answered_by"], recorded[n].1, "{last}");
+    }
+}
+
+#[test]
 fn a_stage_inbox_answers_only_its_stage() {
     let l = Ledger::new();
     let mine = l.log("intake", "Mine?");
