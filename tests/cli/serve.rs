@@ -882,6 +882,93 @@ fn half_sent_requests_are_bounded_in_number_and_time() {
     );
 }
 
+/// A request from `from`, on its own connection: its status, or none when the server
+/// closed the connection without answering.
+async fn request_from(from: &str, port: u16, request: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply).await;
+    String::from_utf8_lossy(&reply)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+}
+
+#[test]
+fn one_address_flooding_half_sent_requests_does_not_lock_out_another() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // More at once than the server keeps open in all (256); each one the server closes is
+    // opened again, up to REOPENS in all.
+    const FLOOD: usize = 300;
+    const REOPENS: usize = 20_000;
+    const REQUESTS: usize = 20;
+    let l = Ledger::new();
+    let s = Served::start(&l, &[]);
+    let port = s.port;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        // How many of the flood's connections the server has closed; and the end.
+        let (closed, mut seen) = tokio::sync::watch::channel(0usize);
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let opened = Arc::new(AtomicUsize::new(0));
+        let flood: Vec<_> = (0..FLOOD)
+            .map(|_| {
+                let (closed, mut stop, opened) = (closed.clone(), stop.subscribe(), opened.clone());
+                tokio::spawn(async move {
+                    while !*stop.borrow() && opened.fetch_add(1, Ordering::SeqCst) < REOPENS {
+                        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                        let Ok(mut stream) = socket.connect(([127, 0, 0, 1], port).into()).await
+                        else {
+                            continue;
+                        };
+                        // Half a request: the header never ends.
+                        let _ = stream
+                            .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                            .await;
+                        let mut byte = [0u8; 1];
+                        tokio::select! {
+                            _ = stream.read(&mut byte) => closed.send_modify(|n| *n += 1),
+                            _ = stop.changed() => return,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let ask = format!(
+            "GET /api/questions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Authorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        );
+        // The server is full: it has closed what it could not keep.
+        let _ = seen.wait_for(|&n| n >= FLOOD - 256).await;
+        for n in 0..REQUESTS {
+            // Each request while the flood goes on: more of it closed and opened again.
+            let now = *seen.borrow_and_update();
+            let _ = seen
+                .wait_for(|&c| c >= now + 10 || opened.load(Ordering::SeqCst) >= REOPENS)
+                .await;
+            let status = request_from("127.0.0.1", port, &ask).await;
+            assert_eq!(status, Some(200), "request {n} from another address");
+        }
+        let _ = stop.send(true);
+        for task in flood {
+            task.await.unwrap();
+        }
+    });
+    // The server serves on once the flood is over.
+    assert_eq!(s.api("GET", "/api/questions", None).0, 200);
+}
+
 #[test]
 fn accept_proposed_takes_only_a_pending_question_s_proposal() {
     let l = Ledger::new();
