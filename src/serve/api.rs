@@ -8,9 +8,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::guard::Person;
 use super::App;
 use crate::error::{Error, ErrorCode, Refusal, Result};
 use crate::model::{AnswerInput, Question, Status, Vocabulary};
@@ -132,15 +134,28 @@ pub(super) fn in_stage(stage: Option<&str>, l: &mut crate::store::Ledger, id: i6
         })
 }
 
-/// Applies a change for the person the server answers as. A conflict comes back with the
-/// question as it stands, so the caller can say what is on record.
+/// Who a change is recorded as: the person whose own token made the request (`--users`),
+/// else the person the server answers as (`--user`, else the §8 default).
+fn caller(app: &App, person: &Person) -> ops::Caller {
+    match &person.0 {
+        Some(name) => ops::Caller {
+            by: Some(name.clone()),
+            channel: app.caller.channel,
+        },
+        None => app.caller.clone(),
+    }
+}
+
+/// Applies a change for `person` (see `caller`). A conflict comes back with the question
+/// as it stands, so the caller can say what is on record.
 pub async fn apply(
     app: &Arc<App>,
+    person: &Person,
     id: i64,
     change: Change,
     shown: ops::Shown,
 ) -> std::result::Result<ops::Recorded, (Error, Option<Box<Question>>)> {
-    let caller = app.caller.clone();
+    let caller = caller(app, person);
     let stage = app.stage.clone();
     app.ledger(move |l| {
         in_stage(stage.as_deref(), l, id)?;
@@ -258,6 +273,7 @@ pub(super) fn shown_in(id: i64, body: &Bytes) -> Result<ops::Shown> {
 
 async fn change(
     app: Arc<App>,
+    person: Person,
     id: i64,
     change: Result<Change>,
     body: &Bytes,
@@ -267,7 +283,7 @@ async fn change(
         Ok(c) => c,
         Err(e) => return failure(procedure, &e, None),
     };
-    match apply(&app, id, change, shown).await {
+    match apply(&app, &person, id, change, shown).await {
         Ok(recorded) => success(procedure, &recorded),
         Err((e, q)) => {
             let e = match e.code {
@@ -279,21 +295,44 @@ async fn change(
     }
 }
 
-pub async fn answer(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+pub async fn answer(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Response {
     let input = answer_input(&body).map(Change::Answer);
-    change(app, id, input, &body, Procedure::Answer).await
+    change(app, person, id, input, &body, Procedure::Answer).await
 }
 
-pub async fn skip(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+pub async fn skip(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Response {
     let reason = if body.is_empty() {
         Ok(None)
     } else {
         read_body(&body).and_then(|m| text_field(&m, "reason"))
     };
-    change(app, id, reason.map(Change::Skip), &body, Procedure::Skip).await
+    change(
+        app,
+        person,
+        id,
+        reason.map(Change::Skip),
+        &body,
+        Procedure::Skip,
+    )
+    .await
 }
 
-pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Bytes) -> Response {
+pub async fn decline(
+    State(app): State<Arc<App>>,
+    Extension(person): Extension<Person>,
+    Path(id): Path<i64>,
+    body: Bytes,
+) -> Response {
     let reason = read_body(&body)
         .and_then(|m| text_field(&m, "reason"))
         .and_then(|r| {
@@ -303,6 +342,7 @@ pub async fn decline(State(app): State<Arc<App>>, Path(id): Path<i64>, body: Byt
         });
     change(
         app,
+        person,
         id,
         reason.map(Change::Decline),
         &body,

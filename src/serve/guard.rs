@@ -33,7 +33,8 @@ pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) ->
         Err(refused) => refused.into_response(),
         Ok(Some(redirect)) => redirect,
         Ok(None) => {
-            // Whose token it is: a vote counts as that person (see `votes`).
+            // Whose token it is: an answer or a vote counts as that person (see
+            // `api::apply` and `votes`).
             let mut request = request;
             let person = bearer(request.headers())
                 .or_else(|| cookie(request.headers(), &cookie_name(&app)))

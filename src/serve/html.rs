@@ -312,18 +312,22 @@ fn question(
     }
     out.push_str("</div></form>");
 
+    // A form of its own for each, with its own reason field: Enter in a field presses its
+    // form's first button, so a decline's reason can never be sent as a skip's.
     let _ = write!(
         out,
         "<details class=\"other\"><summary>{skip_or_decline}</summary>\
          <form method=\"post\" action=\"/q/{id}/skip\">{shown}\
-         <label for=\"q{id}r\">{reason}</label>\
-         <input id=\"q{id}r\" name=\"reason\" type=\"text\" placeholder=\"{hint}\">\
-         <div class=\"actions\"><button type=\"submit\">{skip}</button>\
-         <button type=\"submit\" formaction=\"/q/{id}/decline\">{decline}</button></div>\
-         </form></details>",
+         <label for=\"q{id}r\">{skip_reason}</label>\
+         <div class=\"reason\"><input id=\"q{id}r\" name=\"reason\" type=\"text\">\
+         <button type=\"submit\">{skip}</button></div></form>\
+         <form method=\"post\" action=\"/q/{id}/decline\">{shown}\
+         <label for=\"q{id}d\">{decline_reason}</label>\
+         <div class=\"reason\"><input id=\"q{id}d\" name=\"reason\" type=\"text\">\
+         <button type=\"submit\">{decline}</button></div></form></details>",
         skip_or_decline = strings::SKIP_OR_DECLINE,
-        reason = strings::REASON,
-        hint = strings::REASON_HINT,
+        skip_reason = strings::SKIP_REASON,
+        decline_reason = strings::DECLINE_REASON,
         skip = strings::SKIP,
         decline = strings::DECLINE,
     );
@@ -422,15 +426,19 @@ fn approval(
     }
     out.push_str("</ul>");
     match standing {
+        // Approve and reject each have a form and a field of their own: Enter in the
+        // reason to reject rejects, and never approves.
         Ok(()) => {
             let _ = write!(
                 out,
                 "<form method=\"post\" action=\"/q/{id}/approve\">{shown}\
-                 <label for=\"q{id}c\">Comment, or the reason to reject</label>\
-                 <input id=\"q{id}c\" name=\"comment\" type=\"text\">\
-                 <div class=\"actions\"><button type=\"submit\" class=\"primary\">Approve</button>\
-                 <button type=\"submit\" formaction=\"/q/{id}/reject\">Reject</button></div>\
-                 </form>"
+                 <label for=\"q{id}c\">Comment (optional)</label>\
+                 <div class=\"reason\"><input id=\"q{id}c\" name=\"comment\" type=\"text\">\
+                 <button type=\"submit\" class=\"primary\">Approve</button></div></form>\
+                 <form method=\"post\" action=\"/q/{id}/reject\">{shown}\
+                 <label for=\"q{id}j\">Reason to reject</label>\
+                 <div class=\"reason\"><input id=\"q{id}j\" name=\"reason\" type=\"text\">\
+                 <button type=\"submit\">Reject</button></div></form>"
             );
         }
         Err(why) => {

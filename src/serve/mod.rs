@@ -9,6 +9,7 @@ pub mod app;
 mod escape;
 mod guard;
 mod html;
+mod limit;
 mod markdown;
 mod page;
 pub mod votes;
@@ -22,6 +23,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::watch;
 
+use self::limit::{Limits, HEADER_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::ops::{self, Caller};
 use crate::store::{Ledger, Location};
@@ -39,7 +41,8 @@ pub struct Config {
     pub allow_remote: bool,
     /// A fixed token (`QUESTIONS_SERVE_TOKEN`); else a new one for this start.
     pub token: Option<String>,
-    /// People and their own tokens (`--users FILE`): their votes count as them.
+    /// People and their own tokens (`--users FILE`): their answers and votes count as
+    /// them.
     pub users: Vec<(String, String)>,
 }
 
@@ -172,16 +175,11 @@ async fn serve(
     Ok(crate::bridge::close())
 }
 
-/// The most connections served at once; more are closed as they arrive.
-const MAX_CONNECTIONS: usize = 256;
-/// How long a request's header may take to arrive (a connection kept open between
-/// requests waits as long for the next one).
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Serves connections until `stop` resolves, then lets those in flight finish (long
-/// polls end at once: `stopping` is set). Each connection is bounded: its header must
-/// arrive within `HEADER_TIMEOUT`, and at most `MAX_CONNECTIONS` are open, so that
-/// half-sent requests cannot use up the process's files and lock everyone out.
+/// polls end at once: `stopping` is set). Each connection is bounded (see `limit`): its
+/// header must arrive within `HEADER_TIMEOUT`, at most `MAX_CONNECTIONS` are open and at
+/// most `MAX_PER_CLIENT` from one client, so that half-sent requests cannot use up the
+/// process's files, and one address that keeps sending them cannot lock others out.
 async fn accept(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -189,12 +187,12 @@ async fn accept(
     stopping: watch::Sender<bool>,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let limits = Limits::new();
     tokio::pin!(stop);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 // Out of files, say: the connections in flight end and free some.
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -203,7 +201,7 @@ async fn accept(
             },
             _ = &mut stop => break,
         };
-        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+        let Some(place) = limits.admit(peer.ip()) else {
             drop(stream);
             continue;
         };
@@ -225,16 +223,12 @@ async fn accept(
                     let _ = connection.await;
                 }
             }
-            drop(permit);
+            drop(place);
         });
     }
     let _ = stopping.send(true);
-    // Every connection hands its permit back when it has finished.
-    let _ = tokio::time::timeout(
-        Duration::from_secs(5),
-        open.acquire_many(MAX_CONNECTIONS as u32),
-    )
-    .await;
+    // Every connection gives its place back when it has finished.
+    limits.drained(Duration::from_secs(5)).await;
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called, so a

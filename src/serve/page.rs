@@ -193,7 +193,7 @@ async fn submit(
         Change::Decline(_) => "declined",
         Change::Accept => "accepted",
     };
-    match api::apply(&app, id, change, shown).await {
+    match api::apply(&app, &person, id, change, shown).await {
         Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
         Err((e, on_record)) => {
             let message = match e.code {

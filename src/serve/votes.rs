@@ -203,10 +203,10 @@ async fn vote_form(
 
 type Fields = Vec<(String, String)>;
 
-fn comment(fields: &Fields) -> Option<String> {
+fn text(fields: &Fields, name: &str) -> Option<String> {
     fields
         .iter()
-        .find(|(k, _)| k == "comment")
+        .find(|(k, _)| k == name)
         .map(|(_, v)| v.trim().to_string())
         .filter(|v| !v.is_empty())
 }
@@ -219,7 +219,7 @@ pub(crate) async fn approve_form(
 ) -> Response {
     let ballot = Ballot {
         verdict: Verdict::Approve,
-        comment: comment(&fields),
+        comment: text(&fields, "comment"),
     };
     vote_form(app, person, id, Ok(ballot), &fields).await
 }
@@ -230,7 +230,9 @@ pub(crate) async fn reject_form(
     UrlPath(id): UrlPath<i64>,
     axum::Form(fields): axum::Form<Fields>,
 ) -> Response {
-    let ballot = match comment(&fields) {
+    // The reject form's own field; a page drawn before it had one sends `comment`.
+    let reason = text(&fields, "reason").or_else(|| text(&fields, "comment"));
+    let ballot = match reason {
         Some(reason) => Ok(Ballot {
             verdict: Verdict::Reject,
             comment: Some(reason),

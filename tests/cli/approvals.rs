@@ -500,7 +500,7 @@ fn unpooled_approval_output_matches_the_schemas() {
 
 /// A `--users` file only its owner may read.
 #[cfg(feature = "serve")]
-fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
+pub(crate) fn users_file(l: &Ledger, text: &str, mode: u32) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = l.dir.path().join("users");
     std::fs::write(&path, text).unwrap();

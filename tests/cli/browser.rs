@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::common::{Ledger, BIN, NOW};
 use crate::serve::Served;
@@ -1050,4 +1050,136 @@ fn on_a_phone_the_two_required_questions_are_answered_without_scrolling_past_the
             ),
         ]
     );
+}
+
+/// Enter in a reason field does what the field's own button does, with JavaScript on or
+/// off: a decline's reason declines (never skips), a rejection's reason rejects (never
+/// approves). Ctrl+Enter there does the same, even when an answer was typed above.
+#[test]
+fn enter_in_a_reason_field_does_what_its_own_button_does() {
+    const ALICE: &str = "alice-token-0123456789";
+    for javascript in [false, true] {
+        let l = Ledger::new();
+        let approval = |question: &str| {
+            l.ok([
+                "log",
+                "--stage",
+                "deploy",
+                "--question",
+                question,
+                "--approval",
+                "--approvers",
+                "alice",
+                "--min",
+                "1",
+                "--requester",
+                "carol",
+            ])["question_id"]
+                .as_i64()
+                .unwrap()
+        };
+        let skipped = l.log("design", "Which cache?");
+        let declined = l.log("design", "Which region, us-east or eu-west?");
+        let approved = approval("Ship build 41?");
+        let rejected = approval("Ship build 42?");
+        let typed = l.log("design", "Which queue?");
+        let users = crate::approvals::users_file(&l, &format!("alice {ALICE}\n"), 0o600);
+        let served = Served::start(&l, &["--users", &users, "--user", "operator"]);
+        let url = format!("{}/?token={ALICE}", served.base());
+        let enter = Key::Enter.to_string();
+        let ctrl_enter = format!("{}{}", Key::Control, Key::Enter);
+        // The question, the form whose field is typed in, what is typed, and the keys.
+        let mut cases = vec![
+            (skipped, "skip", "after the launch", enter.clone()),
+            (declined, "decline", "both: we serve both", enter.clone()),
+            (approved, "approve", "diff read", enter.clone()),
+            (rejected, "reject", "not during the freeze", enter.clone()),
+        ];
+        if javascript {
+            cases.push((typed, "decline", "two in one", ctrl_enter));
+        }
+        let lr = &l;
+        with_browser(javascript, |c| async move {
+            for (id, action, reason, keys) in &cases {
+                c.goto(&url).await.unwrap();
+                if javascript {
+                    eventually(Duration::from_secs(10), "the script runs", || async {
+                        present(&c, "body[data-live]").await
+                    })
+                    .await;
+                }
+                js(
+                    &c,
+                    "document.querySelectorAll('details').forEach(d => d.open = true)",
+                )
+                .await;
+                if *id == typed {
+                    // An answer typed, then left for a decline.
+                    let answer = c.find(Locator::Id(&format!("q{id}t"))).await.unwrap();
+                    answer.send_keys("Kafka").await.unwrap();
+                }
+                let field = format!("form[action='/q/{id}/{action}'] input[type=text]");
+                let input = c.find(Locator::Css(&field)).await.unwrap();
+                input.click().await.unwrap();
+                input.send_keys(&format!("{reason}{keys}")).await.unwrap();
+                eventually(Duration::from_secs(10), "the change is recorded", || {
+                    let id = *id;
+                    async move { lr.question(id)["status"] != "pending" }
+                })
+                .await;
+            }
+        });
+        let q = |id: i64| l.question(id);
+        let (s, d) = (q(skipped), q(declined));
+        assert_eq!(
+            (&s["status"], &s["skip_reason"], &s["answered_by"]),
+            (
+                &json!("skipped"),
+                &json!("after the launch"),
+                &json!("alice")
+            ),
+            "JavaScript {javascript}: {s}"
+        );
+        assert_eq!(
+            (&d["status"], &d["decline_reason"], &d["answered_by"]),
+            (
+                &json!("declined"),
+                &json!("both: we serve both"),
+                &json!("alice")
+            ),
+            "JavaScript {javascript}: {d}"
+        );
+        for (id, status, vote, comment) in [
+            (approved, "answered", "approve", "diff read"),
+            (rejected, "declined", "reject", "not during the freeze"),
+        ] {
+            let a = q(id);
+            let votes = &a["approval"]["votes"];
+            assert_eq!(
+                (
+                    &a["status"],
+                    &votes[0]["by"],
+                    &votes[0]["vote"],
+                    &votes[0]["comment"]
+                ),
+                (
+                    &json!(status),
+                    &json!("alice"),
+                    &json!(vote),
+                    &json!(comment)
+                ),
+                "JavaScript {javascript}: {a}"
+            );
+            assert_eq!(votes.as_array().unwrap().len(), 1, "{a}");
+        }
+        let t = q(typed);
+        match javascript {
+            true => assert_eq!(
+                (&t["status"], &t["decline_reason"], &t["answer"]),
+                (&json!("declined"), &json!("two in one"), &Value::Null),
+                "{t}"
+            ),
+            false => assert_eq!(t["status"], "pending", "{t}"),
+        }
+    }
 }

@@ -328,6 +328,90 @@ fn api_skips_and_declines_with_reasons() {
 }
 
 #[test]
+fn with_users_each_person_s_answers_are_recorded_as_them_through_the_page_and_the_api() {
+    let l = Ledger::new();
+    let ids: Vec<i64> = (0..8)
+        .map(|n| l.log_with("s", &format!("Q{n}?"), &["--proposed", "yes"]))
+        .collect();
+    let users = crate::approvals::users_file(
+        &l,
+        "ann ann-token-0123456789
+ben ben-token-0123456789
+",
+        0o600,
+    );
+    let s = Served::start(&l, &["--users", &users, "--user", "operator"]);
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let ann =
+        "Cookie: questions_token_PORT=ann-token-0123456789".replace("PORT", &s.port.to_string());
+    // Through the page's forms, with ann's cookie: every kind of change is hers.
+    for (id, action, body) in [
+        (ids[0], "answer", "answer=no"),
+        (ids[1], "accept", ""),
+        (ids[2], "skip", "reason=later"),
+        (ids[3], "decline", "reason=two+in+one"),
+    ] {
+        let reply = s.request("POST", &format!("/q/{id}/{action}"), &[&ann, form], body);
+        assert_eq!(reply.status, 303, "{action}: {reply:?}");
+    }
+    // Through the API, with ben's bearer token: his.
+    let ben = "Authorization: Bearer ben-token-0123456789";
+    let json_type = "Content-Type: application/json";
+    for (id, action, body) in [
+        (ids[4], "answer", json!({"answer": "no"})),
+        (ids[5], "skip", json!({"reason": "later"})),
+        (ids[6], "decline", json!({"reason": "two in one"})),
+    ] {
+        let path = format!("/api/questions/{id}/{action}");
+        let reply = s.request("POST", &path, &[ben, json_type], &body.to_string());
+        assert_eq!(reply.status, 200, "{action}: {reply:?}");
+    }
+    // The server's own token names nobody: its changes are the server's user's.
+    let (status, _) = s.api(
+        "POST",
+        &format!("/api/questions/{}/answer", ids[7]),
+        Some(json!({"answer": "no"})),
+    );
+    assert_eq!(status, 200);
+    let recorded: Vec<(Value, Value, Value)> = ids
+        .iter()
+        .map(|&id| {
+            let q = l.question(id);
+            (
+                q["status"].clone(),
+                q["answered_by"].clone(),
+                q["channel"].clone(),
+            )
+        })
+        .collect();
+    let by = |status: &str, who: &str| (json!(status), json!(who), json!("web"));
+    assert_eq!(
+        recorded,
+        [
+            by("answered", "ann"),
+            by("answered", "ann"),
+            by("skipped", "ann"),
+            by("declined", "ann"),
+            by("answered", "ben"),
+            by("skipped", "ben"),
+            by("declined", "ben"),
+            by("answered", "operator"),
+        ]
+    );
+    // The history says the same.
+    for (n, &id) in ids.iter().enumerate() {
+        let history = l.ok(["history", "--id", &id.to_string()]);
+        let last = history["events"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["answered_by"], recorded[n].1, "{last}");
+    }
+}
+
+#[test]
 fn a_stage_inbox_answers_only_its_stage() {
     let l = Ledger::new();
     let mine = l.log("intake", "Mine?");
@@ -796,6 +880,93 @@ fn half_sent_requests_are_bounded_in_number_and_time() {
         after < before + 10,
         "{before} files before, {after} after: {files:?}"
     );
+}
+
+/// A request from `from`, on its own connection: its status, or none when the server
+/// closed the connection without answering.
+async fn request_from(from: &str, port: u16, request: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply).await;
+    String::from_utf8_lossy(&reply)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+}
+
+#[test]
+fn one_address_flooding_half_sent_requests_does_not_lock_out_another() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // More at once than the server keeps open in all (256); each one the server closes is
+    // opened again, up to REOPENS in all.
+    const FLOOD: usize = 300;
+    const REOPENS: usize = 20_000;
+    const REQUESTS: usize = 20;
+    let l = Ledger::new();
+    let s = Served::start(&l, &[]);
+    let port = s.port;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        // How many of the flood's connections the server has closed; and the end.
+        let (closed, mut seen) = tokio::sync::watch::channel(0usize);
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let opened = Arc::new(AtomicUsize::new(0));
+        let flood: Vec<_> = (0..FLOOD)
+            .map(|_| {
+                let (closed, mut stop, opened) = (closed.clone(), stop.subscribe(), opened.clone());
+                tokio::spawn(async move {
+                    while !*stop.borrow() && opened.fetch_add(1, Ordering::SeqCst) < REOPENS {
+                        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                        let Ok(mut stream) = socket.connect(([127, 0, 0, 1], port).into()).await
+                        else {
+                            continue;
+                        };
+                        // Half a request: the header never ends.
+                        let _ = stream
+                            .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                            .await;
+                        let mut byte = [0u8; 1];
+                        tokio::select! {
+                            _ = stream.read(&mut byte) => closed.send_modify(|n| *n += 1),
+                            _ = stop.changed() => return,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let ask = format!(
+            "GET /api/questions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Authorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        );
+        // The server is full: it has closed what it could not keep.
+        let _ = seen.wait_for(|&n| n >= FLOOD - 256).await;
+        for n in 0..REQUESTS {
+            // Each request while the flood goes on: more of it closed and opened again.
+            let now = *seen.borrow_and_update();
+            let _ = seen
+                .wait_for(|&c| c >= now + 10 || opened.load(Ordering::SeqCst) >= REOPENS)
+                .await;
+            let status = request_from("127.0.0.1", port, &ask).await;
+            assert_eq!(status, Some(200), "request {n} from another address");
+        }
+        let _ = stop.send(true);
+        for task in flood {
+            task.await.unwrap();
+        }
+    });
+    // The server serves on once the flood is over.
+    assert_eq!(s.api("GET", "/api/questions", None).0, 200);
 }
 
 #[test]

@@ -219,7 +219,13 @@
     const target = e.target;
     const q = current();
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      if (q) {
+      // In a skip, decline or vote form's field, it sends that form, as Enter does there;
+      // anywhere else in a question, its answer.
+      const own = target.closest ? target.closest("form") : null;
+      if (own && !own.matches("form.answer")) {
+        e.preventDefault();
+        own.requestSubmit();
+      } else if (q) {
         e.preventDefault();
         submitAnswer(q);
       }
