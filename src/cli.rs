@@ -256,17 +256,17 @@ pub enum Command {
     Serve(ServeArgs),
     /// Approve an approval (a vote; you must be among its approvers, never its requester)
     #[command(
-        after_help = "Your vote counts as the PostgreSQL role you connect as, or on a SQLite file as the\noperating-system user; --by is refused. One vote a person: a later one replaces it.\n\nExample:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions approve --id 11 --comment 'checked the diff'"
+        after_help = "Your vote counts as the PostgreSQL role you connect as, or on a SQLite file as the\noperating-system user (by uid); --by is refused. One vote a person: a later one replaces\nit. Whoever asked for an approval, or logged it, never votes on it.\n\nApproval 11 was logged by the pipeline, naming you among its --approvers.\n\nExample:\n  questions approve --id 11 --comment 'checked the diff'"
     )]
     Approve(ApproveArgs),
     /// Reject an approval (a vote that settles it rejected, with the reason)
     #[command(
-        after_help = "Example:\n  questions log --stage release --question 'Deploy build 42?' --requester ci \\\n    --approval --approvers \"${USER:-$(id -un)}\",bob --min 1\n  questions reject --id 11 --reason 'not during the freeze'"
+        after_help = "Approval 11 was logged by the pipeline, naming you among its --approvers.\n\nExample:\n  questions reject --id 11 --reason 'not during the freeze'"
     )]
     Reject(RejectArgs),
-    /// Add people to a group of approvers, or remove them (recorded in the history)
+    /// Create a group of approvers, or add or remove its members (its admins only)
     #[command(
-        after_help = "An approval's --approvers may name group:NAME: its members at the time of each vote\nmay vote.\n\nExample:\n  questions group add release alice bob\n  questions group remove release bob"
+        after_help = "An approval's --approvers may name group:NAME (a group that exists): its members at the\ntime of each vote may vote. You act as the PostgreSQL role you connect as, or on a\nSQLite file as the operating-system user; --by is refused.\n\nExample:\n  questions group create release --admins \"$(id -un)\"\n  questions group add release alice bob\n  questions group remove release bob"
     )]
     Group(GroupArgs),
     /// Print the man page (roff)
@@ -479,19 +479,24 @@ pub struct RejectArgs {
 
 #[derive(Debug, Args)]
 pub struct GroupArgs {
-    /// add or remove
+    /// create, add or remove
     #[arg(value_enum)]
     pub action: GroupAction,
     /// The group's name (approvers name it as group:NAME)
     #[arg(value_name = "GROUP")]
     pub group: String,
-    /// The people to add or remove
-    #[arg(value_name = "NAME", required = true)]
+    /// The people to add or remove (with create: its first members, if any)
+    #[arg(value_name = "NAME")]
     pub names: Vec<String>,
+    /// With create: who may add and remove the group's members (on PostgreSQL a role
+    /// stands for its members)
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    pub admins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroupAction {
+    Create,
     Add,
     Remove,
 }

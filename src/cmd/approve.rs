@@ -11,9 +11,14 @@ use crate::store::Ledger;
 /// `--by` would let anyone vote as anyone: it is refused.
 fn voter(by_from_flag: bool, verb: &str) -> Result<Identity> {
     if by_from_flag {
+        let what = if verb == "group" {
+            "a group change"
+        } else {
+            "a vote"
+        };
         return Err(Error::usage(format!(
-            "--by is refused for '{verb}': a vote counts as the PostgreSQL role you connect as, \
-             or on a SQLite file as the operating-system user; usage: questions {verb} --id N"
+            "--by is refused for '{verb}': {what} counts as the PostgreSQL role you connect \
+             as, or on a SQLite file as the operating-system user (by uid)"
         )));
     }
     Ok(Identity::Local(Who::os_user()))
@@ -51,14 +56,33 @@ pub fn reject(ledger: &mut Ledger, by_from_flag: bool, args: RejectArgs) -> Resu
     )?))
 }
 
-pub fn group(ledger: &mut Ledger, who: &Who, args: GroupArgs) -> Result<Outcome> {
-    let caller = who.via(Channel::Cli);
+/// `group create|add|remove`: as the PostgreSQL role, else the operating-system user, as a
+/// vote is; `--by` is refused (who changes a group decides who votes).
+pub fn group(ledger: &mut Ledger, by_from_flag: bool, args: GroupArgs) -> Result<Outcome> {
+    let identity = voter(by_from_flag, "group")?;
+    let change = match args.action {
+        GroupAction::Create => ops::GroupChange::Create {
+            admins: args.admins.iter().map(|a| a.trim().to_string()).collect(),
+        },
+        GroupAction::Add | GroupAction::Remove if !args.admins.is_empty() => {
+            return Err(Error::usage(
+                "--admins goes with 'group create' only: a group's admins are named when it is made",
+            ))
+        }
+        GroupAction::Add => ops::GroupChange::Add,
+        GroupAction::Remove => ops::GroupChange::Remove,
+    };
+    if !matches!(change, ops::GroupChange::Create { .. }) && args.names.is_empty() {
+        return Err(Error::usage(
+            "name the people to add or remove: questions group add|remove GROUP NAME…",
+        ));
+    }
     Ok(Outcome::ok(ops::group(
         ledger,
-        caller.by,
+        &identity,
         Channel::Cli,
         &args.group,
-        args.action == GroupAction::Add,
+        &change,
         &args.names,
     )?))
 }

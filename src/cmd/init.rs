@@ -15,6 +15,10 @@ use crate::cli::{Client, InitArgs};
 use crate::error::{Error, Result};
 
 /// The name our MCP server goes by in every client's config.
+/// The MCP server as `init` writes it for an agent's client: an agent never approves a
+/// request, its own or another's, so the server it talks to refuses votes (§12).
+const MCP_ARGS: [&str; 2] = ["mcp", "--no-votes"];
+
 const SERVER: &str = "questions";
 
 #[derive(Debug, Serialize)]
@@ -118,7 +122,7 @@ fn shell_command(exe: &Path, args: &str) -> String {
 
 fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>> {
     let exe_text = exe.display().to_string();
-    let server = json!({"command": exe_text, "args": ["mcp"]});
+    let server = json!({"command": exe_text, "args": MCP_ARGS});
     Ok(match client {
         // Docs, not configs: `uwf` edits them itself.
         Client::Uwf => Vec::new(),
@@ -174,13 +178,13 @@ fn plan(client: Client, user: bool, base: &Path, exe: &Path) -> Result<Vec<Edit>
                 };
                 (
                     base.join(dir).join("mcp.json"),
-                    json!({"type": "stdio", "command": exe_text, "args": ["mcp"]}),
+                    json!({"type": "stdio", "command": exe_text, "args": MCP_ARGS}),
                 )
             } else {
                 // Started in the workspace, so the ledger is found from there.
                 (
                     base.join(".vscode/mcp.json"),
-                    json!({"type": "stdio", "command": exe_text, "args": ["mcp"],
+                    json!({"type": "stdio", "command": exe_text, "args": MCP_ARGS,
                            "cwd": "${workspaceFolder}"}),
                 )
             };
@@ -338,9 +342,11 @@ fn codex_server(doc: &mut toml_edit::DocumentMut, exe: &str, remove: bool) {
         .get("args")
         .and_then(Item::as_array)
         .map(|a| a.iter().filter_map(|v| v.as_str()).collect());
-    if args_now.as_deref() != Some(&["mcp"][..]) {
+    if args_now.as_deref() != Some(&MCP_ARGS[..]) {
         let mut args = Array::new();
-        args.push("mcp");
+        for arg in MCP_ARGS {
+            args.push(arg);
+        }
         ours.insert("args", value(args));
     }
 }

@@ -1,7 +1,7 @@
 use super::Outcome;
 use crate::cli::{ApprovalArgs, LogArgs};
 use crate::error::{Error, Result};
-use crate::model::{check_policy, Approval, Draft, NewQuestion, QuestionOption, Source};
+use crate::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
 use crate::ops::{self, Expiry};
 use crate::store::Ledger;
 
@@ -50,19 +50,17 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
     if !a.approval {
         return Ok(None);
     }
-    let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
-    let min = a.min.unwrap_or(1);
-    let requester = match &a.requester {
-        Some(name) => name.trim().to_string(),
-        None => ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?,
-    };
-    check_policy(&approvers, min, &requester).map_err(Error::usage)?;
-    Ok(Some(Approval {
-        approvers,
-        min,
-        requester,
-        votes: Vec::new(),
-    }))
+    // Whoever logs it, as votes know them: the PostgreSQL role, else the operating-system
+    // user by uid (never the environment).
+    let logger = ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?;
+    let approval = Approval::new(
+        &a.approvers,
+        a.min.unwrap_or(1),
+        a.requester.as_deref(),
+        &logger,
+    )
+    .map_err(Error::usage)?;
+    Ok(Some(approval))
 }
 
 fn new_question(args: LogArgs) -> Result<NewQuestion> {

@@ -112,13 +112,11 @@ impl Who {
         Who(named(by))
     }
 
-    /// The operating-system user, whatever `--by` or `QUESTIONS_USER` say: who votes
-    /// from the command line on a file ledger.
+    /// The operating-system user this process runs as, by its uid, whatever `--by`,
+    /// `QUESTIONS_USER`, `USER` or `LOGNAME` say (anyone can set those): who votes, asks
+    /// for an approval or changes a group from the command line on a file ledger.
     pub fn os_user() -> String {
-        named(std::env::var("USER").ok())
-            .or_else(|| named(std::env::var("LOGNAME").ok()))
-            .or_else(system_user)
-            .unwrap_or_else(|| "unknown".to_string())
+        system_user().unwrap_or_else(|| "unknown".to_string())
     }
 
     /// This person acting through `channel`.
@@ -215,7 +213,7 @@ pub fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Init(args) => init::run(args),
         Command::Approve(args) => approve::approve(l, by_from_flag, args),
         Command::Reject(args) => approve::reject(l, by_from_flag, args),
-        Command::Group(args) => approve::group(l, w, args),
+        Command::Group(args) => approve::group(l, by_from_flag, args),
     }
 }
 

@@ -526,26 +526,16 @@ fn non_blank(text: &str, what: &str) -> Result<String> {
 }
 
 /// A question of `ask_questions`, checked as `log` checks its flags.
-fn new_question(stage: &str, item: NewItem, at: usize, user: Option<&str>) -> Result<NewQuestion> {
+/// `logger` is who logs it (this server's user, else the client): never a voter on an
+/// approval it logs, whatever requester it names.
+fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<NewQuestion> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
     let approval = match item.approval {
         None => None,
-        Some(a) => {
-            let requester = a
-                .requester
-                .or(user.map(str::to_string))
-                .map(|r| r.trim().to_string())
-                .unwrap_or_default();
-            let approvers: Vec<String> = a.approvers.iter().map(|p| p.trim().to_string()).collect();
-            crate::model::check_policy(&approvers, a.min, &requester)
-                .map_err(|why| place(Error::usage(why)))?;
-            Some(crate::model::Approval {
-                approvers,
-                min: a.min,
-                requester,
-                votes: Vec::new(),
-            })
-        }
+        Some(a) => Some(
+            crate::model::Approval::new(&a.approvers, a.min, a.requester.as_deref(), logger)
+                .map_err(|why| place(Error::usage(why)))?,
+        ),
     };
     let options = item
         .options
@@ -814,11 +804,16 @@ impl Server {
             ));
         }
         let wait = seconds(input.wait_seconds, Duration::ZERO, "wait_seconds")?;
+        let logger = self
+            .user
+            .clone()
+            .or_else(|| caller(context).by)
+            .unwrap_or_default();
         let new: Vec<NewQuestion> = input
             .questions
             .into_iter()
             .enumerate()
-            .map(|(at, item)| new_question(&stage, item, at, self.user.as_deref()))
+            .map(|(at, item)| new_question(&stage, item, at, &logger))
             .collect::<Result<_>>()?;
         // All or nothing, in one transaction, as `ingest` logs an envelope; called again
         // (a round trip), the same questions are found on record.

@@ -246,8 +246,10 @@ fn question(
 
     if let Some(approval) = &q.approval {
         // An approval takes votes, not answers (see `votes`).
-        let standing = standing(page.person, approval, page.voters.get(&q.id));
-        return self::approval(out, q, approval, &shown, history, standing);
+        let voters = page.voters.get(&q.id);
+        let approvals = voters.map_or(0, |v| approval.approvals_among(v));
+        let standing = standing(page.person, approval, voters);
+        return self::approval(out, q, approval, approvals, &shown, history, standing);
     }
     // Nothing is chosen or typed for the person: the proposal is taken only through its
     // own button, and recorded as such.
@@ -382,7 +384,7 @@ fn standing(
 ) -> std::result::Result<(), String> {
     match person {
         None => Err(strings::VOTE_NEEDS_TOKEN.to_string()),
-        Some(p) if p == approval.requester => Err(strings::requester_may_not_vote(p)),
+        Some(p) if approval.asked_by(p) => Err(strings::requester_may_not_vote(p)),
         Some(p) if voters.is_some_and(|v| v.contains(p)) => Ok(()),
         Some(p) => Err(strings::not_an_approver(p, &approval.approvers.join(", "))),
     }
@@ -395,6 +397,7 @@ fn approval(
     out: &mut String,
     q: &crate::model::Question,
     approval: &crate::model::Approval,
+    approvals: usize,
     shown: &str,
     history: &[crate::model::Event],
     standing: std::result::Result<(), String>,
@@ -404,11 +407,7 @@ fn approval(
     let _ = write!(
         out,
         "<div class=\"approval\"><p>Approval: {} of {} (requested by {})</p><ul>",
-        approval
-            .votes
-            .iter()
-            .filter(|v| v.vote == crate::model::Verdict::Approve)
-            .count(),
+        approvals,
         approval.min,
         esc(&approval.requester)
     );

@@ -48,20 +48,138 @@ fn db_as(l: &Ledger, who: &str) -> std::ffi::OsString {
     }
 }
 
-/// The command, run as the person `who`.
-fn as_person(l: &Ledger, who: &str) -> assert_cmd::Command {
-    let mut cmd = bare_command(l.dir.path());
-    cmd.env("USER", who)
-        .env("LOGNAME", who)
+/// The people of these tests. On a file ledger each is an operating-system user told by
+/// uid (none of them is in the password database, so each is `uid:N`), numbered in the
+/// order of their names so that lists sort the same; on PostgreSQL each is a role.
+const PEOPLE: [&str; 8] = [
+    "alice", "bob", "carol", "ci", "dave", "erin", "mallory", "ops",
+];
+
+fn uid(name: &str) -> Option<u32> {
+    PEOPLE
+        .iter()
+        .position(|p| *p == name)
+        .map(|i| 61_000 + i as u32)
+}
+
+/// `name` as the ledger knows them: the role's name, or on a file `uid:N`.
+fn known_as(l: &Ledger, name: &str) -> String {
+    match (&l.url, uid(name)) {
+        (None, Some(uid)) => format!("uid:{uid}"),
+        _ => name.to_string(),
+    }
+}
+
+/// The arguments with each person named as the ledger knows them (a lone name or a
+/// comma list of names and groups); other arguments as they are.
+fn as_known(l: &Ledger, args: &[&str]) -> Vec<String> {
+    args.iter()
+        .map(|arg| {
+            let items: Vec<&str> = arg.split(',').collect();
+            let people = items
+                .iter()
+                .all(|i| uid(i).is_some() || i.starts_with("group:"))
+                && items.iter().any(|i| uid(i).is_some());
+            if !people {
+                return arg.to_string();
+            }
+            items
+                .iter()
+                .map(|i| known_as(l, i))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
+/// The run with each person's `uid:N` named again, so that assertions read the same on
+/// every engine.
+fn named(l: &Ledger, mut run: Run) -> Run {
+    if l.url.is_none() {
+        for name in PEOPLE {
+            run.stdout = run.stdout.replace(&known_as(l, name), name);
+        }
+        run.json = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    }
+    run
+}
+
+/// Lets every user write the file ledger (it is made first when it is not there yet).
+fn open_to_all(l: &Ledger) {
+    use std::os::unix::fs::PermissionsExt;
+    if !l.path.exists() {
+        l.ok(["clear", "--stage", "nothing-here"]);
+    }
+    let _ = std::fs::set_permissions(l.dir.path(), std::fs::Permissions::from_mode(0o777));
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", l.path.display());
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666));
+    }
+}
+
+/// The command, run as the person `who`: on PostgreSQL as their role (with `USER` and
+/// `LOGNAME` naming another person, which must change nothing), on a file as their uid.
+fn person_command(l: &Ledger, who: &str) -> std::process::Command {
+    let mut cmd = match (&l.url, uid(who)) {
+        (None, Some(uid)) => {
+            open_to_all(l);
+            let mut cmd = std::process::Command::new("setpriv");
+            let id = uid.to_string();
+            cmd.args(["--reuid", &id, "--regid", &id, "--clear-groups"])
+                .arg(BIN);
+            cmd
+        }
+        _ => std::process::Command::new(BIN),
+    };
+    cmd.current_dir(l.dir.path())
+        .env_remove("QUESTIONS_DB")
+        .env_remove("QUESTIONS_USER")
+        .env("QUESTIONS_NOW", NOW)
+        .env("USER", "mallory")
+        .env("LOGNAME", "mallory")
         .arg("--db")
         .arg(db_as(l, who));
     cmd
 }
 
+fn as_person(l: &Ledger, who: &str) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(person_command(l, who));
+    cmd.timeout(std::time::Duration::from_secs(120));
+    cmd
+}
+
 fn run_as(l: &Ledger, who: &str, args: &[&str]) -> Run {
     let mut cmd = as_person(l, who);
-    cmd.args(args);
-    finish(cmd)
+    cmd.args(as_known(l, args));
+    named(l, finish(cmd))
+}
+
+/// A command of whoever runs the tests, with people named as in `run_as`.
+fn run(l: &Ledger, args: &[&str]) -> Run {
+    named(l, l.run(as_known(l, args)))
+}
+
+fn ok(l: &Ledger, args: &[&str]) -> Value {
+    let run = run(l, args);
+    assert_eq!(run.code, 0, "{run:?}");
+    run.json
+}
+
+/// A `group` command of `ops`, the admin of the tests' groups, with `args` as they are
+/// (members named as a `serve --users` file names them, say).
+fn ops_group(l: &Ledger, args: &[&str]) -> Run {
+    let mut cmd = as_person(l, "ops");
+    cmd.arg("group").args(args);
+    named(l, finish(cmd))
+}
+
+/// The group `name` made by `ops`, its admin, with these members (as they are).
+fn group_of(l: &Ledger, name: &str, members: &[&str]) {
+    let admin = known_as(l, "ops");
+    let mut args = vec!["create", name, "--admins", &admin];
+    args.extend_from_slice(members);
+    let made = ops_group(l, &args);
+    assert_eq!(made.code, 0, "{made:?}");
 }
 
 // New roles cannot log in through PgBouncer (its user list is fixed): the role tests are
@@ -90,11 +208,11 @@ fn approval(l: &Ledger, requester: &str, approvers: &str, min: &str, more: &[&st
 }
 
 fn check(l: &Ledger) -> Run {
-    l.run(["check", "--stage", "deploy"])
+    run(l, &["check", "--stage", "deploy"])
 }
 
 fn kinds(l: &Ledger, id: i64) -> Vec<(String, Value)> {
-    l.ok(["history", "--id", &id.to_string()])["events"]
+    ok(l, &["history", "--id", &id.to_string()])["events"]
         .as_array()
         .unwrap()
         .iter()
@@ -255,17 +373,19 @@ fn unpooled_one_rejection_fails_the_gate_with_who_and_why() {
 fn unpooled_group_members_may_vote_and_group_changes_are_in_the_history() {
     crate::unpooled!();
     let l = Ledger::new();
+    group_of(&l, "release", &[]);
     let id = approval(&l, "carol", "group:release", "1", &[]);
     let ids = id.to_string();
     let outsider = run_as(&l, "dave", &["approve", "--id", &ids]);
     assert_eq!(outsider.error_code(), "forbidden");
-    let added = l.ok(["group", "add", "release", "dave", "erin"]);
-    assert_eq!(added["members"], serde_json::json!(["dave", "erin"]));
-    let removed = l.ok(["group", "remove", "release", "erin"]);
-    assert_eq!(removed["removed"], serde_json::json!(["erin"]));
-    let bad = l.run(["group", "add", "release", "group:ops"]);
+    let added = run_as(&l, "ops", &["group", "add", "release", "dave", "erin"]);
+    assert_eq!(added.json["members"], serde_json::json!(["dave", "erin"]));
+    assert_eq!(added.json["admins"], serde_json::json!(["ops"]));
+    let removed = run_as(&l, "ops", &["group", "remove", "release", "erin"]);
+    assert_eq!(removed.json["removed"], serde_json::json!(["erin"]));
+    let bad = run_as(&l, "ops", &["group", "add", "release", "group:ops"]);
     assert_eq!(bad.error_code(), "usage");
-    let events = l.run(["events"]);
+    let events = run(&l, &["events"]);
     let group_events: Vec<Value> = events
         .stdout
         .lines()
@@ -274,11 +394,13 @@ fn unpooled_group_members_may_vote_and_group_changes_are_in_the_history() {
         .collect();
     assert_eq!(
         group_events.len(),
-        2,
-        "two group changes recorded: {events:?}"
+        3,
+        "the group made and two changes, recorded: {events:?}"
     );
+    assert_eq!(group_events[0]["detail"]["created"], true);
+    assert_eq!(group_events[2]["answered_by"], "ops");
     assert_eq!(
-        group_events[1]["detail"]["removed"],
+        group_events[2]["detail"]["removed"],
         serde_json::json!(["erin"])
     );
     let gate = check(&l);
@@ -338,18 +460,8 @@ fn unpooled_concurrent_votes_that_reach_the_quorum_settle_once() {
         let commands: Vec<std::process::Command> = voters
             .iter()
             .map(|who| {
-                let db = db_as(&l, who);
-                let mut std_cmd = std::process::Command::new(BIN);
-                std_cmd
-                    .current_dir(l.dir.path())
-                    .env_remove("QUESTIONS_DB")
-                    .env_remove("QUESTIONS_USER")
-                    .env("USER", who)
-                    .env("LOGNAME", who)
-                    .env("QUESTIONS_NOW", NOW)
-                    .arg("--db")
-                    .arg(db)
-                    .args(["approve", "--id", &id.to_string()]);
+                let mut std_cmd = person_command(&l, who);
+                std_cmd.args(["approve", "--id", &id.to_string()]);
                 std_cmd
             })
             .collect();
@@ -410,6 +522,7 @@ fn bad_approval_input_is_a_clear_error() {
         ],
         vec!["--approvers", "alice", "--min", "1", "--requester", "alice"],
         vec!["--approvers", "alice,,bob", "--min", "1"],
+        vec!["--approvers", "alice,group:nobody-made-it", "--min", "1"],
         vec!["--approvers", "alice", "--min", "1", "--proposed", "yes"],
         vec!["--approvers", "alice", "--min", "1", "--required", "false"],
         vec!["--approvers", "alice", "--min", "1", "--option", "yes"],
@@ -462,6 +575,7 @@ fn unpooled_approval_output_matches_the_schemas() {
     crate::unpooled!();
     use crate::schema::assert_valid;
     let l = Ledger::new();
+    group_of(&l, "oncall", &[]);
     let logged = run_as(
         &l,
         "carol",
@@ -473,13 +587,16 @@ fn unpooled_approval_output_matches_the_schemas() {
             "Ship?",
             "--approval",
             "--approvers",
-            "alice,bob,group:ops",
+            "alice,bob,group:oncall",
             "--min",
             "2",
         ],
     );
     assert_valid("log", &logged.json);
-    assert_valid("group", &l.ok(["group", "add", "ops", "dave"]));
+    assert_valid(
+        "group",
+        &run_as(&l, "ops", &["group", "add", "oncall", "dave"]).json,
+    );
     assert_valid(
         "approve",
         &run_as(&l, "alice", &["approve", "--id", "1"]).json,
@@ -809,6 +926,13 @@ fn recipe(name: &str) -> String {
 /// the recipe's exit code and its output.
 fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
     let l = Ledger::new();
+    // The group the recipe names is made once, beforehand, by its admin.
+    group_of(&l, "release", &[]);
+    // The recipe's approvers, as the ledger knows them.
+    let mut script = recipe("approval");
+    for name in PEOPLE {
+        script = script.replace(&format!("{name},"), &format!("{},", known_as(&l, name)));
+    }
     let bin_dir = std::path::Path::new(BIN).parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -817,7 +941,7 @@ fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
     );
     let gate = std::process::Command::new("sh")
         .arg("-c")
-        .arg(recipe("approval"))
+        .arg(&script)
         .current_dir(l.dir.path())
         .env("PATH", path)
         .env("QUESTIONS_DB", l.db())
@@ -842,7 +966,16 @@ fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
         assert_eq!(run.code, 0, "{who} {args:?}: {run:?}");
     }
     let out = gate.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = named(
+        &l,
+        Run {
+            code: 0,
+            json: Value::Null,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::new(),
+        },
+    )
+    .stdout;
     // The log's document, then the check's: the last one is the gate's.
     let last = text.rfind("\n{\n").map_or(0, |i| i + 1);
     let check: Value = serde_json::from_str(&text[last..]).unwrap_or(Value::Null);
@@ -891,7 +1024,16 @@ fn unpooled_watch_delivers_each_vote_and_the_settlement() {
     }
     let run = watch();
     assert_eq!(run.code, 0, "{run:?}");
-    let text = std::fs::read_to_string(l.dir.path().join("delivered.jsonl")).unwrap();
+    let text = named(
+        &l,
+        Run {
+            code: 0,
+            json: Value::Null,
+            stdout: std::fs::read_to_string(l.dir.path().join("delivered.jsonl")).unwrap(),
+            stderr: String::new(),
+        },
+    )
+    .stdout;
     let seen: Vec<(String, String)> = text
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
@@ -992,7 +1134,7 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
 fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
     use crate::serve::Served;
     let l = Ledger::new();
-    l.ok(["group", "add", "leads", "dave"]);
+    group_of(&l, "leads", &["dave"]);
     let id = l.ok([
         "log",
         "--stage",
@@ -1051,7 +1193,7 @@ fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
         assert!(body.contains(why), "{why}: {body}");
     }
     // Someone leaves the group: the page stops offering them the vote.
-    l.ok(["group", "remove", "leads", "dave"]);
+    assert_eq!(ops_group(&l, &["remove", "leads", "dave"]).code, 0);
     assert!(!page_for("dave-token-0123456789").contains(&buttons));
 
     // A vote names what it was shown, as an answer does: another text is a conflict.
@@ -1106,4 +1248,297 @@ fn render_leaves_approvals_to_their_approvers() {
     let uwf = l.run(["render", "--stage", "deploy", "--format", "uwf"]);
     assert!(!uwf.stdout.contains("Ship?"), "{uwf:?}");
     assert!(uwf.stderr.contains("approval"), "{uwf:?}");
+}
+
+#[test]
+fn unpooled_an_approval_never_merges_with_another_question() {
+    crate::unpooled!();
+    let l = Ledger::new();
+    let text = "Deploy v2 to production?";
+    // A plain question of the same text, answered: an approval logged over it would
+    // pass its gate with no vote.
+    let plain = l.log("deploy", text);
+    l.ok(["answer", "--id", &plain.to_string(), "--answer", "yes"]);
+    let merged = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            text,
+            "--approval",
+            "--approvers",
+            "alice,bob",
+            "--min",
+            "1",
+        ],
+    );
+    assert_eq!(merged.code, 1, "{merged:?}");
+    assert_eq!(merged.error_code(), "conflict");
+    // The same through ingest, all or nothing.
+    let ingested = l.run_stdin(
+        [
+            "ingest",
+            "--stage",
+            "deploy",
+            "--approval",
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+        ],
+        format!("{{\"questions\": [{{\"question\": \"{text}\"}}]}}"),
+    );
+    assert_eq!(ingested.error_code(), "conflict", "{ingested:?}");
+    assert_eq!(l.all().len(), 1, "nothing was logged");
+
+    // Another approval of the same text with another policy is no merge either; the
+    // same approval again is the one on record.
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice,bob", "2", &[]);
+    let other = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            text,
+            "--approval",
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+        ],
+    );
+    assert_eq!(other.error_code(), "conflict", "{other:?}");
+    let plain = run(&l, &["log", "--stage", "deploy", "--question", text]);
+    assert_eq!(plain.error_code(), "conflict", "{plain:?}");
+    let same = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            text,
+            "--approval",
+            "--approvers",
+            "bob,alice",
+            "--min",
+            "2",
+        ],
+    );
+    assert_eq!(same.code, 0, "{same:?}");
+    assert_eq!(same.json["created"], false);
+    assert_eq!(same.json["question_id"], id);
+    assert_eq!(check(&l).code, 1, "still open");
+}
+
+#[test]
+fn unpooled_an_open_approval_cannot_be_cleared() {
+    crate::unpooled!();
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice", "1", &[]);
+    l.log("deploy", "Which region?");
+    for more in [&[][..], &["--strict"][..]] {
+        let mut args = vec!["clear", "--stage", "deploy"];
+        args.extend_from_slice(more);
+        let cleared = run(&l, &args);
+        // `clear` takes no --strict: it is a usage error, and clears nothing either.
+        assert_ne!(cleared.code, 0, "{cleared:?}");
+        assert_eq!(l.all().len(), 2, "nothing was cleared: {cleared:?}");
+    }
+    let cleared = run(&l, &["clear", "--stage", "deploy"]);
+    assert_eq!(cleared.error_code(), "conflict");
+    assert!(cleared.json["error"].as_str().unwrap().contains("approval"));
+    let gate = run(&l, &["check", "--stage", "deploy", "--strict"]);
+    assert_eq!(gate.code, 1, "the gate still fails: {gate:?}");
+    // Settled, it clears with the rest.
+    run_as(&l, "alice", &["approve", "--id", &id.to_string()]);
+    assert_eq!(ok(&l, &["clear", "--stage", "deploy"])["deleted"], 2);
+}
+
+#[test]
+fn sqlite_only_a_vote_is_the_uid_s_never_the_environment_s() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let id = approval(&l, "carol", "alice", "1", &[]).to_string();
+    // Whoever runs the tests, claiming to be alice in every variable there is.
+    let mut cmd = l.command();
+    cmd.env("USER", known_as(&l, "alice"))
+        .env("LOGNAME", known_as(&l, "alice"))
+        .env("QUESTIONS_USER", known_as(&l, "alice"))
+        .args(["approve", "--id", &id]);
+    let forged = named(&l, finish(cmd));
+    assert_eq!(forged.code, 2, "{forged:?}");
+    assert_eq!(forged.error_code(), "forbidden");
+    let refused = kinds(&l, id.parse().unwrap())
+        .into_iter()
+        .find(|(k, _)| k == "refused")
+        .unwrap()
+        .1;
+    assert_ne!(refused["answered_by"], "alice", "{refused}");
+    assert_eq!(check(&l).code, 1);
+    // A requester taken by default is the uid's too.
+    let logged = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "s",
+            "--question",
+            "Ship?",
+            "--approval",
+            "--approvers",
+            "alice",
+            "--min",
+            "1",
+        ],
+    );
+    assert_eq!(
+        logged.json["question"]["approval"]["requester"], "carol",
+        "{logged:?}"
+    );
+    // And alice herself is alice, whatever USER says (mallory, in `as_person`).
+    let real = run_as(&l, "alice", &["approve", "--id", &id]);
+    assert_eq!(real.code, 0, "{real:?}");
+    assert_eq!(real.json["question"]["approval"]["votes"][0]["by"], "alice");
+}
+
+#[test]
+fn unpooled_groups_are_changed_by_their_admins_only() {
+    crate::unpooled!();
+    let l = Ledger::new();
+    // An approval may name only a group that exists: one named first could be made by
+    // anyone, who would then decide who votes.
+    let early = run_as(
+        &l,
+        "carol",
+        &[
+            "log",
+            "--stage",
+            "s",
+            "--question",
+            "Ship?",
+            "--approval",
+            "--approvers",
+            "group:release",
+            "--min",
+            "1",
+        ],
+    );
+    assert_eq!(early.error_code(), "usage", "{early:?}");
+    assert!(early.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("group create"));
+    group_of(&l, "release", &[]);
+    let again = ops_group(&l, &["create", "release", "--admins", "mallory"]);
+    assert_eq!(again.error_code(), "conflict");
+    let id = approval(&l, "carol", "group:release", "1", &[]).to_string();
+
+    // Anyone who can write the ledger is not an admin: joining to vote is refused.
+    let joined = run_as(&l, "mallory", &["group", "add", "release", "mallory"]);
+    assert_eq!(joined.code, 2, "{joined:?}");
+    assert_eq!(joined.error_code(), "forbidden");
+    let by = run_as(
+        &l,
+        "mallory",
+        &["--by", "ops", "group", "add", "release", "mallory"],
+    );
+    assert_eq!(by.error_code(), "usage");
+    assert!(by.json["error"].as_str().unwrap().contains("--by"));
+    let vote = run_as(&l, "mallory", &["approve", "--id", &id]);
+    assert_eq!(vote.error_code(), "forbidden");
+    assert_eq!(check(&l).code, 1);
+    let missing = run_as(&l, "ops", &["group", "add", "nosuch", "dave"]);
+    assert_eq!(missing.error_code(), "not_found");
+    let admins_elsewhere = run_as(
+        &l,
+        "ops",
+        &["group", "add", "release", "dave", "--admins", "x"],
+    );
+    assert_eq!(admins_elsewhere.error_code(), "usage");
+
+    // The admin adds a member, who votes.
+    let added = run_as(&l, "ops", &["group", "add", "release", "dave"]);
+    assert_eq!(added.code, 0, "{added:?}");
+    assert_eq!(run_as(&l, "dave", &["approve", "--id", &id]).code, 0);
+    assert_eq!(check(&l).code, 0);
+}
+
+#[test]
+fn unpooled_one_count_of_approvals_across_group_changes() {
+    crate::unpooled!();
+    let l = Ledger::new();
+    group_of(&l, "leads", &[]);
+    run_as(&l, "ops", &["group", "add", "leads", "dave", "erin"]);
+    let id = approval(&l, "carol", "group:leads", "2", &[]);
+    let ids = id.to_string();
+    assert_eq!(run_as(&l, "dave", &["approve", "--id", &ids]).code, 0);
+    // dave leaves: his vote no longer counts, anywhere.
+    run_as(&l, "ops", &["group", "remove", "leads", "dave"]);
+    let report = check(&l).json["approvals"][0].clone();
+    assert_eq!(report["approvals"], 0, "{report}");
+    assert_eq!(report["needed"], 2);
+    assert_eq!(report["may_vote"], serde_json::json!(["erin"]));
+    assert_eq!(run_as(&l, "erin", &["approve", "--id", &ids]).code, 0);
+    assert_eq!(check(&l).code, 1);
+    // dave is back: two eligible approvals, so the change that brought him settles it,
+    // rather than leaving it open with nobody left to vote.
+    let back = run_as(&l, "ops", &["group", "add", "leads", "dave"]);
+    assert_eq!(back.code, 0, "{back:?}");
+    assert_eq!(back.json["settled"], serde_json::json!([id]));
+    let gate = check(&l);
+    assert_eq!(gate.code, 0, "{gate:?}");
+    let report = &gate.json["approvals"][0];
+    assert_eq!(report["state"], "approved");
+    assert_eq!(report["approvals"], 2);
+    assert_eq!(report["needed"], 0);
+    let approved = kinds(&l, id)
+        .into_iter()
+        .find(|(k, _)| k == "approved")
+        .unwrap()
+        .1;
+    assert_eq!(approved["answered_by"], "ops");
+}
+
+#[test]
+#[cfg(feature = "mcp")]
+fn an_agent_that_names_another_requester_still_may_not_vote_on_what_it_logged() {
+    let l = Ledger::new();
+    // The agent's server acts for alice and names bob as the requester.
+    let asked = mcp_call(
+        &l,
+        "alice",
+        &[],
+        "ask_questions",
+        serde_json::json!({"stage": "deploy", "questions": [{"question": "Ship?",
+            "approval": {"approvers": ["alice", "dave"], "min": 1, "requester": "bob"}}]}),
+    );
+    assert_ne!(asked["isError"], true, "{asked}");
+    let approval = &l.all()[0]["approval"];
+    assert_eq!(approval["requester"], "bob");
+    assert_eq!(approval["logged_by"], "alice");
+    let id = l.all()[0]["id"].as_i64().unwrap();
+    let own = mcp_call(
+        &l,
+        "alice",
+        &[],
+        "vote",
+        serde_json::json!({"id": id, "vote": "approve"}),
+    );
+    assert_eq!(own["structuredContent"]["error_code"], "forbidden", "{own}");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 1);
+    let gate = l.run(["check", "--stage", "deploy"]);
+    assert_eq!(
+        gate.json["approvals"][0]["may_vote"],
+        serde_json::json!(["dave"])
+    );
 }

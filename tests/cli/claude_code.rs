@@ -494,7 +494,8 @@ fn sqlite_only_the_plugin_passes_claude_codes_own_validation() {
         r#"PreToolUse AskUserQuestion command "questions hook claude-code""#,
         r#"PostToolUse AskUserQuestion command "questions hook claude-code""#,
         r#"Stop command "questions hook claude-code""#,
-        r#"mcpServers: questions stdio questions ["mcp"]"#,
+        r#"mcpServers: questions stdio questions ["mcp""#,
+        "--no-votes",
     ] {
         assert!(text.contains(part), "{part}: {text}");
     }

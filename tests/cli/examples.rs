@@ -108,6 +108,48 @@ fn seed(dir: &Path) {
             "SQLite",
         ]);
     }
+    // Approval 11, for approve's and reject's examples: logged by the pipeline (another
+    // uid, one the password database does not name), with whoever runs the tests among
+    // its approvers.
+    use std::os::unix::fs::PermissionsExt;
+    let me = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let ledger = dir.join(".questions");
+    for (path, mode) in [
+        (ledger.clone(), 0o777),
+        (ledger.join("ledger.db"), 0o666),
+        (ledger.join("ledger.db-wal"), 0o666),
+        (ledger.join("ledger.db-shm"), 0o666),
+    ] {
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode));
+    }
+    let pipeline = std::process::Command::new("setpriv")
+        .args(["--reuid", "61099", "--regid", "61099", "--clear-groups"])
+        .arg(crate::common::BIN)
+        .args([
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            "Deploy build 42?",
+        ])
+        .args(["--approval", "--min", "1", "--approvers"])
+        .arg(format!("{},bob", me.trim()))
+        .current_dir(dir)
+        .env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_NOW", crate::common::NOW)
+        .output()
+        .unwrap();
+    assert!(
+        pipeline.status.success(),
+        "seeding approval 11: {pipeline:?}"
+    );
     std::fs::write(
         dir.join("subagent-output.txt"),
         "Done.\n\nQUESTIONS_NEEDED\n[Deadline]\nQ: When is the launch?\nProposed: June\nRequired: true\n",

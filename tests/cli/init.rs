@@ -110,7 +110,7 @@ fn claude_code_gets_the_server_and_both_hooks_and_keeps_the_rest() {
     assert_eq!(mcp["mcpServers"]["other"]["command"], "other-server");
     assert_eq!(
         mcp["mcpServers"]["questions"],
-        json!({"command": native(), "args": ["mcp"]})
+        json!({"command": native(), "args": ["mcp", "--no-votes"]})
     );
     let settings = read_json(&files[1]);
     assert_eq!(settings["permissions"], json!({"allow": ["Bash(ls)"]}));
@@ -206,7 +206,7 @@ fn every_client_keeps_other_servers_twice() {
         );
         assert_eq!(
             doc["mcpServers"]["questions"]["args"],
-            json!(["mcp"]),
+            json!(["mcp", "--no-votes"]),
             "{client}"
         );
     }
@@ -229,7 +229,7 @@ fn every_client_keeps_other_servers_twice() {
     assert_eq!(doc["servers"]["other"]["type"], "http");
     assert_eq!(
         doc["servers"]["questions"],
-        json!({"type": "stdio", "command": native(), "args": ["mcp"], "cwd": "${workspaceFolder}"})
+        json!({"type": "stdio", "command": native(), "args": ["mcp", "--no-votes"], "cwd": "${workspaceFolder}"})
     );
 }
 
@@ -251,8 +251,9 @@ fn codex_keeps_other_tables_and_comments_as_written() {
         Some(native().as_str())
     );
     assert_eq!(
-        doc["mcp_servers"]["questions"]["args"][0].as_str(),
-        Some("mcp")
+        doc["mcp_servers"]["questions"]["args"],
+        toml::Value::Array(vec!["mcp".into(), "--no-votes".into()]),
+        "an agent's server refuses votes"
     );
     let hook = format!("{} hook codex", native());
     for event in ["PreToolUse", "PostToolUse"] {

@@ -587,12 +587,21 @@ impl Question {
         })
     }
 
-    /// Takes this question out of the live ledger; its whole row stays in the history.
-    pub fn clear(&self, actor: &Actor) -> Transition {
-        Transition::Cleared {
+    /// Takes this question out of the live ledger; its whole row stays in the history. An
+    /// open approval is refused (`conflict`): only its votes settle it, and clearing it
+    /// would open its gate.
+    pub fn clear(&self, actor: &Actor) -> Result<Transition> {
+        if self.approval.is_some() && self.status == Status::Pending {
+            return Err(Error::conflict(format!(
+                "question {} is an open approval: only its approvers' votes settle it, and \
+                 clearing it would open its gate; nothing was cleared",
+                self.id
+            )));
+        }
+        Ok(Transition::Cleared {
             before: Box::new(self.clone()),
             actor: actor.clone(),
-        }
+        })
     }
 }
 

@@ -21,6 +21,10 @@ pub struct Approval {
     pub min: u32,
     /// Who asked for it: never a voter.
     pub requester: String,
+    /// Who logged it, where that is not the requester (a caller that named another one):
+    /// never a voter either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_by: Option<String>,
     /// One per person, the latest; earlier ones are in the history.
     #[serde(default)]
     pub votes: Vec<Vote>,
@@ -74,6 +78,48 @@ pub enum Voted {
 }
 
 impl Approval {
+    /// The one way an approval is made, whoever logs it: `approvers` (people and
+    /// `group:NAME`s) of whom `min` must approve; asked for by `requester`, else by whoever
+    /// logs it (`logged_by`, as the channel knows them). Neither may vote on it. The error
+    /// is a usage error's message.
+    pub fn new(
+        approvers: &[String],
+        min: u32,
+        requester: Option<&str>,
+        logged_by: &str,
+    ) -> Result<Approval, String> {
+        let approvers: Vec<String> = approvers.iter().map(|p| p.trim().to_string()).collect();
+        let requester = requester
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or(logged_by)
+            .to_string();
+        let logged_by = Some(logged_by.trim().to_string()).filter(|l| *l != requester);
+        check_policy(&approvers, min, &requester, logged_by.as_deref())?;
+        Ok(Approval {
+            approvers,
+            min,
+            requester,
+            logged_by,
+            votes: Vec::new(),
+        })
+    }
+
+    /// Whether `person` asked for this approval or logged it: they never vote on it.
+    pub fn asked_by(&self, person: &str) -> bool {
+        person == self.requester || self.logged_by.as_deref() == Some(person)
+    }
+
+    /// Whether `other` is the same approval, as logging it again must be (the same
+    /// approvers, quorum, requester and logger), whatever votes either holds.
+    pub fn same_policy(&self, other: &Approval) -> bool {
+        let set = |a: &Approval| a.approvers.iter().cloned().collect::<BTreeSet<String>>();
+        set(self) == set(other)
+            && self.min == other.min
+            && self.requester == other.requester
+            && self.logged_by == other.logged_by
+    }
+
     /// The group names among the approvers.
     pub fn groups(&self) -> impl Iterator<Item = &str> {
         self.approvers
@@ -93,13 +139,18 @@ impl Approval {
                 }
             }
         }
-        people.remove(&self.requester);
+        people.retain(|p| !self.asked_by(p));
         people
     }
 
     /// The distinct eligible people whose vote is an approval.
     pub fn approvals(&self, groups: &Groups) -> usize {
-        let eligible = self.eligible(groups);
+        self.approvals_among(&self.eligible(groups))
+    }
+
+    /// The approvals among the votes of `eligible` (see `eligible`): the one count the
+    /// gate, the inbox and every report give.
+    pub fn approvals_among(&self, eligible: &BTreeSet<String>) -> usize {
         self.votes
             .iter()
             .filter(|v| v.vote == Verdict::Approve && eligible.contains(&v.by))
@@ -128,7 +179,12 @@ impl Approval {
 /// Checks an approval's policy as it is logged: people and `group:NAME`s, no blanks, a
 /// quorum of at least one that the listed people can reach (groups may grow, so with a
 /// group any quorum is taken). The error is a usage error's message.
-pub fn check_policy(approvers: &[String], min: u32, requester: &str) -> Result<(), String> {
+pub fn check_policy(
+    approvers: &[String],
+    min: u32,
+    requester: &str,
+    logged_by: Option<&str>,
+) -> Result<(), String> {
     if approvers.is_empty() {
         return Err(
             "an approval needs --approvers: the people (or group:NAME) who may approve it".into(),
@@ -146,11 +202,17 @@ pub fn check_policy(approvers: &[String], min: u32, requester: &str) -> Result<(
         return Err("--min must be at least 1: an approval nobody approves is no gate".into());
     }
     if approvers.iter().all(|a| !a.starts_with(GROUP_PREFIX)) {
-        let people: BTreeSet<&String> = approvers.iter().filter(|a| *a != requester).collect();
+        let people: BTreeSet<&String> = approvers
+            .iter()
+            .filter(|a| *a != requester && Some(a.as_str()) != logged_by)
+            .collect();
         if people.len() < min as usize {
+            let also = logged_by
+                .map(|l| format!(", nor does '{l}', who logs it"))
+                .unwrap_or_default();
             return Err(format!(
                 "--min {min} can never be reached: only {} of the approvers may vote ({}), \
-                 and the requester '{requester}' never does",
+                 and the requester '{requester}' never does{also}",
                 people.len(),
                 people
                     .iter()
@@ -195,6 +257,54 @@ impl Question {
             )));
         }
         Ok(())
+    }
+
+    /// The approval settled `approved` by its quorum, as `actor` sees it: once `min`
+    /// distinct eligible people (with the groups' members now) approve; none while it
+    /// needs more, or is not open. Checked at each vote and at each change of a group it
+    /// names, so that the count the gate reports and its state never disagree.
+    fn quorum(
+        &self,
+        groups: &Groups,
+        actor: &Actor,
+    ) -> Option<(EventKind, Question, serde_json::Value)> {
+        let approval = self.approval.as_ref()?;
+        if self.status != Status::Pending || approval.needed(groups) > 0 {
+            return None;
+        }
+        let eligible = approval.eligible(groups);
+        let mut approvers: Vec<&str> = approval
+            .votes
+            .iter()
+            .filter(|v| v.vote == Verdict::Approve && eligible.contains(&v.by))
+            .map(|v| v.by.as_str())
+            .collect();
+        approvers.sort_unstable();
+        let detail = serde_json::json!({
+            "approvals": approval.approvals(groups), "min": approval.min, "approved_by": approvers,
+        });
+        Some((
+            EventKind::Approved,
+            Question {
+                answer: Some("approved".to_string()),
+                answered_at: Some(actor.at.clone()),
+                ..self.changed(Status::Answered, actor)
+            },
+            detail,
+        ))
+    }
+
+    /// This approval settled by its quorum after a change of the groups it names (see
+    /// `quorum`): the settlement, recorded as made by whoever changed the group.
+    pub fn settle_by_groups(&self, groups: &Groups, actor: &Actor) -> Option<Transition> {
+        let (kind, after, detail) = self.quorum(groups, actor)?;
+        Some(Transition::Event {
+            kind,
+            before: Box::new(self.clone()),
+            after: Box::new(after),
+            actor: actor.clone(),
+            detail: Some(detail),
+        })
     }
 
     /// `voter`'s vote on this approval, as `actor` casts it; `groups` holds the members of
@@ -252,9 +362,10 @@ impl Question {
             by: Some(voter.to_string()),
             ..actor.clone()
         };
-        let refusal = if voter == approval.requester {
+        let refusal = if approval.asked_by(voter) {
             Some(format!(
-                "{voter} asked for approval {} and may not vote on it: another approver must",
+                "{voter} asked for approval {} (or logged it) and may not vote on it: another \
+                 approver must",
                 self.id
             ))
         } else if !approval.eligible(groups).contains(voter) {
@@ -310,25 +421,8 @@ impl Question {
                 },
                 serde_json::json!({ "by": voter, "reason": comment }),
             ))
-        } else if next.needed(groups) == 0 {
-            let mut approvers: Vec<&str> = next
-                .votes
-                .iter()
-                .filter(|v| v.vote == Verdict::Approve)
-                .map(|v| v.by.as_str())
-                .collect();
-            approvers.sort_unstable();
-            Some((
-                EventKind::Approved,
-                Question {
-                    answer: Some("approved".to_string()),
-                    answered_at: Some(actor.at.clone()),
-                    ..voted.changed(Status::Answered, &voter_actor)
-                },
-                serde_json::json!({ "approvals": next.approvals(groups), "min": next.min, "approved_by": approvers }),
-            ))
         } else {
-            None
+            voted.quorum(groups, &voter_actor)
         };
         if let Some((kind, after, detail)) = settled {
             changes.push(Transition::Event {
@@ -367,6 +461,7 @@ mod tests {
                 approvers: approvers.iter().map(|a| a.to_string()).collect(),
                 min,
                 requester: requester.into(),
+                logged_by: None,
                 votes: vec![],
             }),
             harness_call: None,
@@ -465,10 +560,10 @@ mod tests {
     #[test]
     fn policies_that_cannot_pass_are_refused() {
         let people = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(check_policy(&people(&["alice", "bob"]), 2, "alice").is_err());
-        assert!(check_policy(&people(&["alice", "bob"]), 0, "carol").is_err());
-        assert!(check_policy(&people(&[]), 1, "carol").is_err());
-        assert!(check_policy(&people(&["group:"]), 1, "carol").is_err());
-        assert!(check_policy(&people(&["alice", "group:ops"]), 5, "alice").is_ok());
+        assert!(check_policy(&people(&["alice", "bob"]), 2, "alice", None).is_err());
+        assert!(check_policy(&people(&["alice", "bob"]), 0, "carol", None).is_err());
+        assert!(check_policy(&people(&[]), 1, "carol", None).is_err());
+        assert!(check_policy(&people(&["group:"]), 1, "carol", None).is_err());
+        assert!(check_policy(&people(&["alice", "group:ops"]), 5, "alice", None).is_ok());
     }
 }

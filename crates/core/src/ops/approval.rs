@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{existing, expire_due, Recorded, Shown};
 use crate::clock;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::model::{check_name, Actor, Ballot, Channel, Groups, Question, Status, Vote, Voted};
 use crate::store::{Ledger, Tx};
 
@@ -132,50 +132,143 @@ pub struct GroupChanged {
     pub added: Vec<String>,
     pub removed: Vec<String>,
     pub members: Vec<String>,
+    pub admins: Vec<String>,
+    /// Open approvals naming the group that this change settled (see
+    /// `Question::settle_by_groups`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<i64>,
 }
 
-/// `group add|remove`: changes a group's members, recorded in the history (a change that
-/// changes nothing records nothing).
+/// What `group` does to a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupChange {
+    /// Makes a new group with these admins (and any people given as its first members).
+    Create {
+        admins: Vec<String>,
+    },
+    Add,
+    Remove,
+}
+
+/// `group create|add|remove`: who may vote through a group is decided by its members, so
+/// changing them is guarded as a vote is. The caller is who the channel vouches for
+/// (`Identity`), never a name it gives; only a group's admins, named when it is created,
+/// change its members. Every change is in the history with who made it (a change that
+/// changes nothing records nothing), and an open approval that the new members bring to
+/// its quorum is settled by it.
 pub fn group(
     ledger: &mut Ledger,
-    actor_by: Option<String>,
+    identity: &Identity,
     channel: Channel,
     name: &str,
-    add: bool,
+    change: &GroupChange,
     people: &[String],
 ) -> Result<GroupChanged> {
     check_name(name, "group").map_err(Error::usage)?;
     for p in people {
         check_name(p, "person").map_err(Error::usage)?;
     }
-    let actor = Actor {
-        by: actor_by,
-        channel,
-        at: clock::now(),
-    };
+    if let GroupChange::Create { admins } = change {
+        if admins.is_empty() {
+            return Err(Error::usage(format!(
+                "group create needs --admins: the people who may change {name}'s members"
+            )));
+        }
+        for a in admins {
+            check_name(a, "person").map_err(Error::usage)?;
+        }
+    }
+    let at = clock::now();
     ledger.write(|tx| {
+        let caller = identity.resolve(tx)?;
+        let actor = Actor {
+            by: Some(caller.clone()),
+            channel,
+            at: at.clone(),
+        };
         let before: BTreeSet<String> = tx.groups([name])?.remove(name).unwrap_or_default();
+        let mut admins = tx.group_admins(name)?;
+        match change {
+            GroupChange::Create { admins: named } => {
+                if !admins.is_empty() || !before.is_empty() {
+                    return Err(Error::conflict(format!(
+                        "group {name} exists already{}; nothing was changed: its admins add \
+                         and remove members, or create a group of another name",
+                        if admins.is_empty() {
+                            " (made before groups had admins, so nobody may change it)"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+                admins = named.iter().cloned().collect();
+                tx.set_group_admins(name, &admins)?;
+            }
+            GroupChange::Add | GroupChange::Remove => {
+                if admins.is_empty() {
+                    return Err(if before.is_empty() {
+                        Error::not_found(format!(
+                            "there is no group {name}: create it, naming who may change it \
+                             (group create {name} --admins NAME,…)"
+                        ))
+                    } else {
+                        Error::new(
+                            ErrorCode::Forbidden,
+                            format!(
+                                "group {name} was made before groups had admins, so nobody may \
+                                 change its members; create a group of another name with \
+                                 admins, and name that in new approvals"
+                            ),
+                        )
+                    });
+                }
+                if !tx.is_group_admin(name, &caller)? {
+                    return Err(Error::new(
+                        ErrorCode::Forbidden,
+                        format!(
+                            "{caller} may not change group {name}: its admins are {}",
+                            admins.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
         let mut after = before.clone();
         for p in people {
-            if add {
-                after.insert(p.clone());
-            } else {
+            if *change == GroupChange::Remove {
                 after.remove(p);
+            } else {
+                after.insert(p.clone());
             }
         }
         let added: Vec<String> = after.difference(&before).cloned().collect();
         let removed: Vec<String> = before.difference(&after).cloned().collect();
-        if !added.is_empty() || !removed.is_empty() {
-            let detail = serde_json::json!({
+        let created = matches!(change, GroupChange::Create { .. });
+        let mut settled = Vec::new();
+        if created || !added.is_empty() || !removed.is_empty() {
+            let mut detail = serde_json::json!({
                 "group": name, "added": added, "removed": removed, "members": after,
             });
+            if created {
+                detail["created"] = true.into();
+                detail["admins"] = serde_json::json!(admins);
+            }
             tx.set_group(name, &after, &actor, &detail)?;
+            for q in tx.approvals_naming(name)? {
+                let groups = groups_of(tx, &q)?;
+                if let Some(t) = q.settle_by_groups(&groups, &actor) {
+                    tx.apply(&t)?;
+                    settled.push(q.id);
+                }
+            }
         }
         Ok(GroupChanged {
             group: name.to_string(),
             added,
             removed,
             members: after.into_iter().collect(),
+            admins: admins.into_iter().collect(),
+            settled,
         })
     })
 }

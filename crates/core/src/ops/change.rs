@@ -38,7 +38,21 @@ fn log_in(
 ) -> Result<(Question, bool)> {
     if !allow_duplicate {
         if let Some(same) = tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
+            same_kind(&same, new)?;
             return Ok((same, false));
+        }
+    }
+    if let Some(approval) = &new.approval {
+        // A group named before it exists could be made by anyone, who would then decide
+        // who votes: an approval names only groups made with their admins.
+        for group in approval.groups() {
+            if tx.group_admins(group)?.is_empty() && tx.groups([group])?.is_empty() {
+                return Err(Error::usage(format!(
+                    "there is no group {group}: create it first, naming who may change its \
+                     members (questions group create {group} --admins NAME,…); nothing was \
+                     logged"
+                )));
+            }
         }
     }
     let q = tx.apply(&new.clone().log(now))?;
@@ -46,6 +60,38 @@ fn log_in(
         q.ok_or_else(|| Error::db("a logged question was not written"))?,
         true,
     ))
+}
+
+/// An approval is never merged with a question that is not the same approval (its
+/// approvers, quorum, requester and logger): the gate would pass on another question's
+/// answer or another quorum. Logging one where the other stands is a `conflict`.
+fn same_kind(on_record: &Question, new: &NewQuestion) -> Result<()> {
+    let same = match (&on_record.approval, &new.approval) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_policy(b),
+        _ => false,
+    };
+    if same {
+        return Ok(());
+    }
+    let what = |a: Option<&crate::model::Approval>| match a {
+        Some(a) => format!(
+            "an approval by {} of {} (requested by {})",
+            a.min,
+            a.approvers.join(", "),
+            a.requester
+        ),
+        None => "a question that is not an approval".to_string(),
+    };
+    Err(Error::conflict(format!(
+        "question {} of stage '{}' asks the same, and it is {}, where this is {}: an approval \
+         never merges with another question; nothing was logged: give it another text or \
+         group, or log it in another stage",
+        on_record.id,
+        on_record.stage.trim(),
+        what(on_record.approval.as_ref()),
+        what(new.approval.as_ref())
+    )))
 }
 
 /// Several questions logged together.
@@ -328,7 +374,7 @@ pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleare
             ..Filter::default()
         })?;
         for q in &gone {
-            tx.apply(&q.clear(&actor))?;
+            tx.apply(&q.clear(&actor)?)?;
         }
         Ok(gone.len())
     })?;

@@ -10,7 +10,7 @@ mod follow;
 mod gate;
 mod interop;
 
-pub use approval::{group, identify, vote, ApprovalReport, GroupChanged, Identity};
+pub use approval::{group, identify, vote, ApprovalReport, GroupChange, GroupChanged, Identity};
 pub use change::{
     accept_defaults, accept_proposed, answer, clear, decline, end_call, log, log_all, log_call,
     record_choices, record_delivery, skip, Asked, CallStep, Choice, Cleared, Defaulted, Logged,

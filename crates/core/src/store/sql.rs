@@ -608,6 +608,73 @@ impl<'a> Tx<'a> {
         Ok(groups)
     }
 
+    /// A group's admins: who may change its members (none for a group made before groups
+    /// had admins, or none at all).
+    pub fn group_admins(&self, name: &str) -> Result<std::collections::BTreeSet<String>> {
+        let rows = self.conn.query(
+            "SELECT admin FROM approval_group_admins WHERE name = $1 ORDER BY admin",
+            &[name.into()],
+        )?;
+        Ok(rows
+            .each(|r| Ok(r.text("admin").unwrap_or_default()), &["admin"])?
+            .into_iter()
+            .collect())
+    }
+
+    /// Whether `person` may change the group `name`: one of its admins, or on PostgreSQL
+    /// a member of a role that is one (`pg_has_role`).
+    pub fn is_group_admin(&self, name: &str, person: &str) -> Result<bool> {
+        if self.group_admins(name)?.contains(person) {
+            return Ok(true);
+        }
+        if self.conn.dialect() != Dialect::Postgres {
+            return Ok(false);
+        }
+        let rows = self.conn.query(
+            "SELECT EXISTS (SELECT 1 FROM approval_group_admins a \
+             JOIN pg_roles r ON r.rolname = a.admin \
+             WHERE a.name = $1 AND pg_has_role(session_user, r.oid, 'MEMBER')) AS admin",
+            &[name.into()],
+        )?;
+        Ok(rows
+            .each(|r| Ok(r.take("admin").flag(false)), &["admin"])?
+            .pop()
+            .flatten()
+            .unwrap_or(false))
+    }
+
+    /// Names the admins of the group `name`.
+    pub fn set_group_admins(
+        &self,
+        name: &str,
+        admins: &std::collections::BTreeSet<String>,
+    ) -> Result<()> {
+        for admin in admins {
+            self.conn.execute(
+                "INSERT INTO approval_group_admins (name, admin) VALUES ($1, $2)",
+                &[name.into(), admin.into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The open approvals that name the group `name` among their approvers.
+    pub fn approvals_naming(&self, name: &str) -> Result<Vec<Question>> {
+        let open = self.questions_where(
+            "WHERE approval IS NOT NULL AND status = 'pending' ORDER BY id",
+            &[],
+        )?;
+        let named = format!("{}{name}", crate::model::GROUP_PREFIX);
+        Ok(open
+            .into_iter()
+            .filter(|q| {
+                q.approval
+                    .as_ref()
+                    .is_some_and(|a| a.approvers.contains(&named))
+            })
+            .collect())
+    }
+
     /// Sets a group's members, recording the change (who, through what, what changed) as
     /// a `group` event of no question.
     pub fn set_group(

@@ -204,7 +204,7 @@ fn clearing_removes_the_row_and_the_history_keeps_it() {
     on_every_engine(|tx| {
         let q = log(tx, "s", None, "Q?");
         log(tx, "t", None, "Q?");
-        assert_eq!(tx.apply(&q.clear(&actor(LATER))).unwrap(), None);
+        assert_eq!(tx.apply(&q.clear(&actor(LATER)).unwrap()).unwrap(), None);
         let events = tx.events(&EventFilter::Stage("s".into())).unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[1].event, EventKind::Cleared);
