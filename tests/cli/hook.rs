@@ -426,6 +426,31 @@ fn bad_flags_fail_open_too() {
     }
 }
 
+#[test]
+fn usage_errors_before_or_after_the_hook_command_fail_open() {
+    // A harness reads exit 2 as "block the tool": a hook's usage error, wherever it is on
+    // the command line (after global flags with values, or a hook flag put before the
+    // command), exits 0 with nothing on stdout and says why on stderr.
+    let l = Ledger::new();
+    for args in [
+        vec!["--by", "dana", "hook", "claude-code", "--bogus"],
+        vec!["--by=dana", "hook", "claude-code", "--wait", "soon"],
+        vec!["--by", "dana", "hook", "no-such-harness"],
+        vec!["--wait", "30", "hook", "claude-code"],
+        vec!["hook", "claude-code", "--db"],
+    ] {
+        let run = l.run_stdin(&args, event("pre_tool_use.json"));
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{args:?}");
+    }
+    l.assert_not_created();
+    // Another command's usage error is still the contract's failure, naming its command.
+    let run = l.run(["--by", "dana", "list", "--bogus"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.error_code(), "usage");
+    assert_eq!(run.json["procedure"], "list");
+}
+
 /// A `Stop` event over a copy of a captured transcript.
 fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
     let path = l.dir.path().join("transcript.jsonl");
