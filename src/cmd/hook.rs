@@ -99,15 +99,7 @@ fn stopping(
     // this hook started: a call without one is waited for a little, then left alone.
     let deadline = std::time::Instant::now() + TRANSCRIPT_WAIT;
     let (transcript, calls) = loop {
-        let mut transcript = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(TRANSCRIPT_LIMIT).read_to_string(&mut transcript))
-            .map_err(|e| {
-                Error::io(format!(
-                    "cannot read the transcript {}: {e}",
-                    path.display()
-                ))
-            })?;
+        let transcript = read_transcript(path)?;
         let calls = claude_code::unanswered_calls(&transcript);
         if calls.without_result == 0 || std::time::Instant::now() >= deadline {
             break (transcript, calls);
@@ -131,6 +123,39 @@ fn stopping(
         }
     }
     Ok((!lines.is_empty()).then(|| claude_code::reply_stop(&claude_code::late_reason(&lines))))
+}
+
+/// The transcript's text, its first `TRANSCRIPT_LIMIT` bytes. Only a regular file is
+/// read: a FIFO, a terminal or a device named in its place would hold the hook (and the
+/// agent) in the open or the read, and opening a device can act on it; a directory
+/// cannot be read. What the path names is looked at before it is opened, the open itself
+/// never waits (`O_NONBLOCK`), and the file read is checked again, in case the path was
+/// replaced in between.
+fn read_transcript(path: &std::path::Path) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot = |why: String| {
+        Error::io(format!(
+            "cannot read the transcript {}: {why}",
+            path.display()
+        ))
+    };
+    let regular = |meta: std::io::Result<std::fs::Metadata>| match meta {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(cannot("it is not a regular file".into())),
+        Err(e) => Err(cannot(e.to_string())),
+    };
+    regular(std::fs::metadata(path))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| cannot(e.to_string()))?;
+    regular(file.metadata())?;
+    let mut transcript = String::new();
+    file.take(TRANSCRIPT_LIMIT)
+        .read_to_string(&mut transcript)
+        .map_err(|e| cannot(e.to_string()))?;
+    Ok(transcript)
 }
 
 /// The call's questions in the ledger, one per question of the call, in its order: found

@@ -451,6 +451,58 @@ fn usage_errors_before_or_after_the_hook_command_fail_open() {
     assert_eq!(run.json["procedure"], "list");
 }
 
+/// Runs `work` on a thread of its own; fails the test when it has not finished within
+/// `limit` (a hook that hangs), after `unstick` has been tried to free it.
+fn finishes<T: Send + 'static>(
+    limit: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+    unstick: impl FnOnce(),
+) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(work());
+    });
+    match result.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(_) => {
+            unstick();
+            panic!("the hook did not finish within {limit:?}");
+        }
+    }
+}
+
+#[test]
+fn a_stop_whose_transcript_is_not_a_regular_file_fails_open_at_once() {
+    let l = Ledger::new();
+    let fifo = l.dir.path().join("transcript.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // A FIFO nobody writes to would hold the open (and the agent) forever; a directory
+    // and a device are no transcripts either.
+    for path in [fifo.clone(), l.dir.path().to_path_buf(), "/dev/zero".into()] {
+        let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+        stop["transcript_path"] = json!(path);
+        let mut cmd = l.command();
+        cmd.args(["hook", "claude-code"])
+            .write_stdin(stop.to_string());
+        let fifo = fifo.clone();
+        let run = finishes(
+            Duration::from_secs(30),
+            move || crate::common::finish(cmd),
+            // A writer that comes and goes ends a read that waits on the FIFO.
+            move || drop(std::fs::OpenOptions::new().write(true).open(&fifo)),
+        );
+        assert_silent(&run);
+        assert!(
+            run.stderr.contains("not a regular file"),
+            "{path:?}: {run:?}"
+        );
+    }
+}
+
 /// A `Stop` event over a copy of a captured transcript.
 fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
     let path = l.dir.path().join("transcript.jsonl");
