@@ -14,14 +14,19 @@ use crate::error::{Error, Result};
 use crate::hook::{self, claude_code, codex, gemini, Call, Event};
 use crate::model::{AnswerInput, Channel, Question};
 use crate::ops::{self, CallStep, CheckRequest, Choice, Wait};
-use crate::store::Ledger;
+use crate::store::{Ledger, LockWait};
 
 /// The most a hook event is read: far beyond any real one.
 const EVENT_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// The whole hook, failing open: whatever goes wrong (the ledger unreachable, the event
-/// unreadable, a bug) leaves stdout empty and the exit code 0.
+/// How long a hook waits for another process's write lock on a file ledger before it
+/// gives up (other commands wait about 40 s): a locked ledger must not hold the agent.
+const LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The whole hook, failing open: whatever goes wrong (the ledger unreachable or locked,
+/// the event unreadable, a bug) leaves stdout empty and the exit code 0.
 pub fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
+    ledger.set_lock_wait(LockWait::AtMost(LOCK_WAIT));
     let attempt =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(ledger, who, &args)));
     match attempt {

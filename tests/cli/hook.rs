@@ -503,6 +503,29 @@ fn a_stop_whose_transcript_is_not_a_regular_file_fails_open_at_once() {
     }
 }
 
+#[test]
+fn sqlite_only_a_locked_ledger_fails_open_within_seconds() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("intake", "Anything else?");
+    // Another process holds the write lock and keeps it (other commands wait about 40 s
+    // for it).
+    let holder = rusqlite::Connection::open(&l.path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut cmd = l.command();
+    cmd.args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    let run = finishes(
+        Duration::from_secs(20),
+        move || crate::common::finish(cmd),
+        || {},
+    );
+    assert_silent(&run);
+    assert!(run.stderr.contains("locked"), "{run:?}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(l.all().len(), 1, "nothing was logged");
+}
+
 /// A `Stop` event over a copy of a captured transcript.
 fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
     let path = l.dir.path().join("transcript.jsonl");
