@@ -526,6 +526,31 @@ fn sqlite_only_a_locked_ledger_fails_open_within_seconds() {
     assert_eq!(l.all().len(), 1, "nothing was logged");
 }
 
+#[test]
+fn a_postgresql_server_that_never_answers_fails_open_within_seconds() {
+    // A server that takes the connection and says nothing: no error ever comes, so the
+    // hook's own deadline ends it.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = server.incoming().collect();
+        drop(held);
+    });
+    let l = Ledger::new();
+    let mut cmd = crate::common::bare_command(l.dir.path());
+    cmd.arg("--db")
+        .arg(format!("postgres://nobody@127.0.0.1:{port}/ledger"))
+        .args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    let run = finishes(
+        Duration::from_secs(30),
+        move || crate::common::finish(cmd),
+        || {},
+    );
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty(), "{run:?}");
+}
+
 /// A `Stop` event over a copy of a captured transcript.
 fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
     let path = l.dir.path().join("transcript.jsonl");
