@@ -153,6 +153,30 @@ pub fn parse(args: &[OsString]) -> Result<Cli, clap::Error> {
     Ok(cli)
 }
 
+/// The command a command line that failed to parse was for. Clap reads it by its own
+/// rules with its errors set aside, so `--by NAME hook …` and `--db=PATH hook …` name
+/// `hook` whatever is wrong after it. When clap cannot get past the words before the
+/// command (an unknown flag there, whose value it cannot tell), the first other word that
+/// names a command is the best guess: a hook's usage error must still fail open.
+pub fn named_command(args: &[OsString]) -> Option<Procedure> {
+    use clap::CommandFactory;
+    let mut command = Cli::command().ignore_errors(true);
+    let matches = command.try_get_matches_from_mut(args);
+    match matches
+        .as_ref()
+        .ok()
+        .and_then(clap::ArgMatches::subcommand_name)
+    {
+        Some(name) => Procedure::command(name),
+        None => args
+            .iter()
+            .skip(1)
+            .filter_map(|word| word.to_str())
+            .filter(|word| !word.starts_with('-'))
+            .find_map(Procedure::command),
+    }
+}
+
 /// Each command's arguments are defined only when it is the one called (`defer`): a
 /// call then builds one command's flags, not all two dozen; help, completions and the man
 /// page build the whole tree (`Command::build`).

@@ -70,7 +70,7 @@ fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
         let _ = err.print();
         return ExitCode::SUCCESS;
     }
-    let procedure = named_command(args);
+    let procedure = cli::named_command(args);
     if procedure == Some(ops::Procedure::Hook) {
         // A harness reads a hook's exit code 2 as "block the tool": a hook fails open.
         output::stderr_text(&err.render().to_string());
@@ -81,21 +81,4 @@ fn usage_failure(err: clap::Error, args: &[OsString]) -> ExitCode {
     output::json(&ops::failure(procedure, &error));
     output::stderr_text(&err.render().to_string());
     ExitCode::from(2)
-}
-
-/// The command a failed command line was for, when one can be read from it.
-fn named_command(args: &[OsString]) -> Option<ops::Procedure> {
-    let mut words = args.iter().skip(1);
-    while let Some(word) = words.next() {
-        let word = word.to_str()?;
-        if word == "--db" {
-            words.next();
-            continue;
-        }
-        if word.starts_with('-') {
-            continue;
-        }
-        return ops::Procedure::command(word);
-    }
-    None
 }

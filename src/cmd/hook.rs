@@ -4,6 +4,8 @@
 //! harness asks the person itself.
 
 use std::io::Read;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -14,24 +16,90 @@ use crate::error::{Error, Result};
 use crate::hook::{self, claude_code, codex, gemini, Call, Event};
 use crate::model::{AnswerInput, Channel, Question};
 use crate::ops::{self, CallStep, CheckRequest, Choice, Wait};
-use crate::store::Ledger;
+use crate::store::{Ledger, LockWait};
 
 /// The most a hook event is read: far beyond any real one.
 const EVENT_LIMIT: u64 = 4 * 1024 * 1024;
 
-/// The whole hook, failing open: whatever goes wrong (the ledger unreachable, the event
-/// unreadable, a bug) leaves stdout empty and the exit code 0.
+/// How long a hook waits for another process's write lock on a file ledger before it
+/// gives up (other commands wait about 40 s): a locked ledger must not hold the agent.
+const LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// How long a hook may take beyond its `--wait`, whatever holds it: room for a `Stop`
+/// hook's look at the transcript (`TRANSCRIPT_WAIT`) and a locked ledger (`LOCK_WAIT`).
+const GRACE: Duration = Duration::from_secs(3);
+
+/// The whole hook, failing open: whatever goes wrong (the ledger unreachable or locked,
+/// the event unreadable, a bug) leaves stdout empty and the exit code 0, within its
+/// `--wait` and `GRACE`.
 pub fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
+    let watchdog = Watchdog::start(Duration::from_secs(args.wait) + GRACE);
+    ledger.set_lock_wait(LockWait::AtMost(LOCK_WAIT));
     let attempt =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(ledger, who, &args)));
     match attempt {
-        Ok(Ok(Some(reply))) => Outcome::text(crate::output::pretty(&reply)),
+        Ok(Ok(Some(reply))) => match watchdog.stand_down() {
+            true => Outcome::text(crate::output::pretty(&reply)),
+            false => Outcome::text(String::new()),
+        },
         Ok(Ok(None)) => Outcome::text(String::new()),
         Ok(Err(err)) => failed(&err),
         // The panic's message is already on stderr.
         Err(_) => {
             quiet("hook: stopped by an internal error; the agent asks the person itself".into())
         }
+    }
+}
+
+/// The hook's backstop, for what no error reports in time (a PostgreSQL server that
+/// accepts the connection and never answers, a file system that hangs): past its
+/// deadline, the process exits 0 with nothing on stdout, as on any other error.
+///
+/// It never cuts a reply short: a reply is printed only after `stand_down`, and the
+/// watchdog exits only while nobody has stood it down. What it can cut short is a write
+/// to the ledger, which is then rolled back whole: a SQLite transaction without its
+/// commit in the log is ignored by the next reader, and PostgreSQL rolls back the open
+/// transaction of a connection that goes away. The call's questions are then logged by
+/// its next hook (`PostToolUse` logs them too), and the answers from the harness's card
+/// stay out of the ledger; the agent has those from its own tool.
+struct Watchdog(Arc<AtomicU8>);
+
+const RUNNING: u8 = 0;
+const REPLYING: u8 = 1;
+const GAVE_UP: u8 = 2;
+
+impl Watchdog {
+    fn start(limit: Duration) -> Watchdog {
+        let state = Arc::new(AtomicU8::new(RUNNING));
+        let watched = state.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hook-deadline".into())
+            .spawn(move || {
+                std::thread::sleep(limit);
+                let gave_up =
+                    watched.compare_exchange(RUNNING, GAVE_UP, Ordering::SeqCst, Ordering::SeqCst);
+                if gave_up.is_ok() {
+                    crate::output::note(&format!(
+                        "hook: gave up after {} s; the agent asks the person itself",
+                        limit.as_secs()
+                    ));
+                    // A process exit, not a return: the work it gives up on cannot be
+                    // interrupted (see above for what a write cut short leaves).
+                    std::process::exit(0);
+                }
+            });
+        if let Err(e) = spawned {
+            crate::output::note(&format!("hook: no deadline could be set: {e}"));
+        }
+        Watchdog(state)
+    }
+
+    /// The reply may be printed: true unless the watchdog has already given up (the
+    /// process is then exiting, and nothing may be printed).
+    fn stand_down(&self) -> bool {
+        self.0
+            .compare_exchange(RUNNING, REPLYING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
     }
 }
 
@@ -99,15 +167,7 @@ fn stopping(
     // this hook started: a call without one is waited for a little, then left alone.
     let deadline = std::time::Instant::now() + TRANSCRIPT_WAIT;
     let (transcript, calls) = loop {
-        let mut transcript = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(TRANSCRIPT_LIMIT).read_to_string(&mut transcript))
-            .map_err(|e| {
-                Error::io(format!(
-                    "cannot read the transcript {}: {e}",
-                    path.display()
-                ))
-            })?;
+        let transcript = read_transcript(path)?;
         let calls = claude_code::unanswered_calls(&transcript);
         if calls.without_result == 0 || std::time::Instant::now() >= deadline {
             break (transcript, calls);
@@ -131,6 +191,39 @@ fn stopping(
         }
     }
     Ok((!lines.is_empty()).then(|| claude_code::reply_stop(&claude_code::late_reason(&lines))))
+}
+
+/// The transcript's text, its first `TRANSCRIPT_LIMIT` bytes. Only a regular file is
+/// read: a FIFO, a terminal or a device named in its place would hold the hook (and the
+/// agent) in the open or the read, and opening a device can act on it; a directory
+/// cannot be read. What the path names is looked at before it is opened, the open itself
+/// never waits (`O_NONBLOCK`), and the file read is checked again, in case the path was
+/// replaced in between.
+fn read_transcript(path: &std::path::Path) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot = |why: String| {
+        Error::io(format!(
+            "cannot read the transcript {}: {why}",
+            path.display()
+        ))
+    };
+    let regular = |meta: std::io::Result<std::fs::Metadata>| match meta {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(cannot("it is not a regular file".into())),
+        Err(e) => Err(cannot(e.to_string())),
+    };
+    regular(std::fs::metadata(path))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| cannot(e.to_string()))?;
+    regular(file.metadata())?;
+    let mut transcript = String::new();
+    file.take(TRANSCRIPT_LIMIT)
+        .read_to_string(&mut transcript)
+        .map_err(|e| cannot(e.to_string()))?;
+    Ok(transcript)
 }
 
 /// The call's questions in the ledger, one per question of the call, in its order: found

@@ -4,7 +4,8 @@
 //! it; without a permission prompt tool `AskUserQuestion` is not offered at all), with its
 //! Messages API pointed at a scripted model on loopback that asks two questions through
 //! `AskUserQuestion` (one multi-select) and records the tool result. The hooks are the ones
-//! `questions init claude-code` writes into the project. No API key, no network.
+//! `questions init claude-code` writes into the project (one test adds `--wait`). No API
+//! key, no network.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -339,12 +340,13 @@ fn hooks_in(project: &Path) -> Value {
 }
 
 #[test]
-fn sqlite_only_answers_already_in_the_ledger_reach_the_model_without_the_card() {
+fn sqlite_only_answers_on_record_for_the_same_text_do_not_answer_a_new_call() {
     crate::sqlite_only!();
     let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
     let project = Project::new();
     assert!(hooks_in(project.dir.path())["hooks"]["PreToolUse"].is_array());
-    // The person answered these before the agent got to them (say, from a phone).
+    // Someone asked the person the same texts before the agent got to them, and they
+    // answered: those answers were given to other questions, not to this call.
     project.ok(&[
         "log",
         "--stage",
@@ -377,6 +379,90 @@ fn sqlite_only_answers_already_in_the_ledger_reach_the_model_without_the_card() 
 
     let model = Model::start();
     let requests = project.turn(&model, None);
+    assert_eq!(requests.len(), 1, "the card was asked for: {requests:?}");
+    assert_eq!(requests[0]["tool_name"], "AskUserQuestion");
+    let results = model.results();
+    assert_eq!(
+        results[0]["is_error"], true,
+        "the refused card: {results:?}"
+    );
+    let all = project.all();
+    assert_eq!(
+        all.len(),
+        4,
+        "the call's own questions beside the old: {all:?}"
+    );
+    assert_eq!(all[0]["answer"], "SQLite");
+    assert_eq!(all[1]["selected"], json!(["Auth", "Export"]));
+    for (q, text) in all[2..].iter().zip([DATABASE, FEATURES]) {
+        assert_eq!(q["question"], text);
+        assert_eq!(q["status"], "pending");
+        assert!(
+            q["harness_call"]
+                .as_str()
+                .is_some_and(|key| key.starts_with("claude-code:")),
+            "{q}"
+        );
+    }
+}
+
+/// Gives the project's `PreToolUse` hook `--wait SECONDS`, and a `timeout` that outlives
+/// it (Claude Code ends a hook at its timeout).
+fn wait_in_pre_tool_use(project: &Path, seconds: u64) {
+    let path = project.join(".claude/settings.json");
+    let mut settings = hooks_in(project);
+    for group in settings["hooks"]["PreToolUse"].as_array_mut().unwrap() {
+        for hook in group["hooks"].as_array_mut().unwrap() {
+            let command = hook["command"].as_str().unwrap().to_string();
+            hook["command"] = json!(format!("{command} --wait {seconds}"));
+            hook["timeout"] = json!(seconds * 2);
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+}
+
+#[test]
+fn sqlite_only_answers_given_while_the_hook_waits_reach_the_model_without_the_card() {
+    crate::sqlite_only!();
+    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let project = Project::new();
+    wait_in_pre_tool_use(project.dir.path(), 60);
+    let model = Model::start();
+    let requests = std::thread::scope(|scope| {
+        // The person, elsewhere (a phone, the inbox): answers the call's questions as
+        // soon as they are in the ledger, while the hook waits.
+        let person = scope.spawn(|| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(80);
+            loop {
+                let listed = project.ok(&["list", "--status", "pending", "--stage", "claude-code"]);
+                let pending = listed["questions"].as_array().unwrap().clone();
+                if pending.len() == 2 {
+                    let id = |q: &Value| q["id"].to_string();
+                    project.ok(&["answer", "--id", &id(&pending[0]), "--answer", "SQLite"]);
+                    project.ok(&[
+                        "answer",
+                        "--id",
+                        &id(&pending[1]),
+                        "--select",
+                        "Auth",
+                        "--select",
+                        "Export",
+                    ]);
+                    return true;
+                }
+                if std::time::Instant::now() > deadline {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let requests = project.turn(&model, None);
+        assert!(
+            person.join().unwrap(),
+            "the call's questions were never pending"
+        );
+        requests
+    });
     assert!(requests.is_empty(), "the card was not shown: {requests:?}");
     let results = model.results();
     assert_eq!(results.len(), 1, "{results:?}");
@@ -386,7 +472,20 @@ fn sqlite_only_answers_already_in_the_ledger_reach_the_model_without_the_card() 
             && text.contains(&format!("\"{FEATURES}\"=\"Auth, Export\"")),
         "the tool result holds both answers: {text}"
     );
-    assert_eq!(project.all().len(), 2, "nothing logged twice");
+    let all = project.all();
+    assert_eq!(all.len(), 2, "the call's questions, logged once: {all:?}");
+    for q in &all {
+        assert_eq!(q["status"], "answered", "{q}");
+        // The hook handed the answers to the tool.
+        let history = project.ok(&["history", "--id", &q["id"].to_string()]);
+        let last = history["events"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(last["event"], "delivered", "{history}");
+    }
 }
 
 #[test]
@@ -408,19 +507,22 @@ fn sqlite_only_unanswered_questions_fall_through_to_the_card_and_its_answers_are
     let results = model.results();
     assert_eq!(results[0]["is_error"], true, "{results:?}");
 
-    // Asked again, the person answers in the card: PostToolUse records the answers.
+    // Asked again (a new session, so a new call, logged as its own questions), the
+    // person answers in the card: PostToolUse records the answers to that call.
     let answers = json!({DATABASE: "PostgreSQL", FEATURES: "Search, Export"});
     let requests = project.turn(&model, Some(answers));
     assert_eq!(requests.len(), 1);
     let text = tool_result_text(&model.results()[1]);
     assert!(text.contains("\"PostgreSQL\""), "{text}");
     let all = project.all();
-    assert_eq!(all.len(), 2, "the same questions, not new ones: {all:?}");
-    assert_eq!(all[0]["answer"], "PostgreSQL");
-    assert_eq!(all[0]["channel"], "claude-code");
-    assert_eq!(all[0]["answered_by"], "dana");
-    assert_eq!(all[1]["selected"], json!(["Search", "Export"]));
-    assert_eq!(all[1]["channel"], "claude-code");
+    assert_eq!(all.len(), 4, "each call's own questions: {all:?}");
+    assert_ne!(all[0]["harness_call"], all[2]["harness_call"]);
+    assert!(all[..2].iter().all(|q| q["status"] == "pending"), "{all:?}");
+    assert_eq!(all[2]["answer"], "PostgreSQL");
+    assert_eq!(all[2]["channel"], "claude-code");
+    assert_eq!(all[2]["answered_by"], "dana");
+    assert_eq!(all[3]["selected"], json!(["Search", "Export"]));
+    assert_eq!(all[3]["channel"], "claude-code");
 }
 
 #[test]

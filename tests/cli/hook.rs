@@ -426,6 +426,131 @@ fn bad_flags_fail_open_too() {
     }
 }
 
+#[test]
+fn usage_errors_before_or_after_the_hook_command_fail_open() {
+    // A harness reads exit 2 as "block the tool": a hook's usage error, wherever it is on
+    // the command line (after global flags with values, or a hook flag put before the
+    // command), exits 0 with nothing on stdout and says why on stderr.
+    let l = Ledger::new();
+    for args in [
+        vec!["--by", "dana", "hook", "claude-code", "--bogus"],
+        vec!["--by=dana", "hook", "claude-code", "--wait", "soon"],
+        vec!["--by", "dana", "hook", "no-such-harness"],
+        vec!["--wait", "30", "hook", "claude-code"],
+        vec!["hook", "claude-code", "--db"],
+    ] {
+        let run = l.run_stdin(&args, event("pre_tool_use.json"));
+        assert_silent(&run);
+        assert!(!run.stderr.is_empty(), "{args:?}");
+    }
+    l.assert_not_created();
+    // Another command's usage error is still the contract's failure, naming its command.
+    let run = l.run(["--by", "dana", "list", "--bogus"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.error_code(), "usage");
+    assert_eq!(run.json["procedure"], "list");
+}
+
+/// Runs `work` on a thread of its own; fails the test when it has not finished within
+/// `limit` (a hook that hangs), after `unstick` has been tried to free it.
+fn finishes<T: Send + 'static>(
+    limit: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+    unstick: impl FnOnce(),
+) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(work());
+    });
+    match result.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(_) => {
+            unstick();
+            panic!("the hook did not finish within {limit:?}");
+        }
+    }
+}
+
+#[test]
+fn a_stop_whose_transcript_is_not_a_regular_file_fails_open_at_once() {
+    let l = Ledger::new();
+    let fifo = l.dir.path().join("transcript.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // A FIFO nobody writes to would hold the open (and the agent) forever; a directory
+    // and a device are no transcripts either.
+    for path in [fifo.clone(), l.dir.path().to_path_buf(), "/dev/zero".into()] {
+        let mut stop: Value = serde_json::from_str(&event("stop.json")).unwrap();
+        stop["transcript_path"] = json!(path);
+        let mut cmd = l.command();
+        cmd.args(["hook", "claude-code"])
+            .write_stdin(stop.to_string());
+        let fifo = fifo.clone();
+        let run = finishes(
+            Duration::from_secs(30),
+            move || crate::common::finish(cmd),
+            // A writer that comes and goes ends a read that waits on the FIFO.
+            move || drop(std::fs::OpenOptions::new().write(true).open(&fifo)),
+        );
+        assert_silent(&run);
+        assert!(
+            run.stderr.contains("not a regular file"),
+            "{path:?}: {run:?}"
+        );
+    }
+}
+
+#[test]
+fn sqlite_only_a_locked_ledger_fails_open_within_seconds() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    l.log("intake", "Anything else?");
+    // Another process holds the write lock and keeps it (other commands wait about 40 s
+    // for it).
+    let holder = rusqlite::Connection::open(&l.path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let mut cmd = l.command();
+    cmd.args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    let run = finishes(
+        Duration::from_secs(20),
+        move || crate::common::finish(cmd),
+        || {},
+    );
+    assert_silent(&run);
+    assert!(run.stderr.contains("locked"), "{run:?}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(l.all().len(), 1, "nothing was logged");
+}
+
+#[test]
+fn a_postgresql_server_that_never_answers_fails_open_within_seconds() {
+    // A server that takes the connection and says nothing: no error ever comes, so the
+    // hook's own deadline ends it.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = server.incoming().collect();
+        drop(held);
+    });
+    let l = Ledger::new();
+    let mut cmd = crate::common::bare_command(l.dir.path());
+    cmd.arg("--db")
+        .arg(format!("postgres://nobody@127.0.0.1:{port}/ledger"))
+        .args(["hook", "claude-code"])
+        .write_stdin(event("pre_tool_use.json"));
+    let run = finishes(
+        Duration::from_secs(30),
+        move || crate::common::finish(cmd),
+        || {},
+    );
+    assert_silent(&run);
+    assert!(!run.stderr.is_empty(), "{run:?}");
+}
+
 /// A `Stop` event over a copy of a captured transcript.
 fn stop_event(l: &Ledger, transcript: &str, active: bool) -> String {
     let path = l.dir.path().join("transcript.jsonl");

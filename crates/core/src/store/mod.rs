@@ -16,6 +16,7 @@ mod tx_suite;
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
 pub use sql::{StoredTask, Tally, Tx};
+pub use sqlite::LockWait;
 
 use std::time::Duration;
 
@@ -70,6 +71,8 @@ pub struct Ledger {
     open: Option<Open>,
     /// How many times `follow` found another ledger at the location than the one open.
     generation: u64,
+    /// How a file ledger's connection waits for another process's write lock.
+    lock_wait: LockWait,
 }
 
 enum Open {
@@ -85,7 +88,16 @@ impl Ledger {
             location,
             open: None,
             generation: 0,
+            lock_wait: LockWait::Patient,
         }
+    }
+
+    /// How long a file ledger waits for another process's write lock before a call fails
+    /// as locked (by default about 40 s), for the connections opened from now on: a
+    /// caller that must answer quickly sets it before its first read or write. A
+    /// PostgreSQL ledger's waits are its connection's own.
+    pub fn set_lock_wait(&mut self, lock_wait: LockWait) {
+        self.lock_wait = lock_wait;
     }
 
     pub fn location(&self) -> &Location {
@@ -107,7 +119,10 @@ impl Ledger {
 
     fn read_once<T>(&mut self, f: &impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if self.open.is_none() {
-            self.open = Some(Open::Reading(open_for_reading(&self.location)?));
+            self.open = Some(Open::Reading(open_for_reading(
+                &self.location,
+                self.lock_wait,
+            )?));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(engine) | Open::Writing(engine) => engine.read(f),
@@ -126,7 +141,10 @@ impl Ledger {
     pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if !matches!(self.open, Some(Open::Writing(_))) {
             self.open = None;
-            self.open = Some(Open::Writing(open_for_writing(&self.location)?));
+            self.open = Some(Open::Writing(open_for_writing(
+                &self.location,
+                self.lock_wait,
+            )?));
         }
         crate::fault::point("before-write");
         let Some(Open::Writing(engine)) = self.open.as_mut() else {
@@ -144,7 +162,10 @@ impl Ledger {
     /// and the newest migration it has applied (0 when it does not exist).
     pub fn schema(&mut self) -> Result<(bool, i64)> {
         if self.open.is_none() {
-            self.open = Some(Open::Reading(open_for_reading(&self.location)?));
+            self.open = Some(Open::Reading(open_for_reading(
+                &self.location,
+                self.lock_wait,
+            )?));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e)) => {
@@ -215,9 +236,11 @@ impl Ledger {
     }
 }
 
-fn open_for_reading(location: &Location) -> Result<Engine> {
+fn open_for_reading(location: &Location, lock_wait: LockWait) -> Result<Engine> {
     Ok(match location {
-        Location::File { path, .. } => Engine::Sqlite(sqlite::Sqlite::open_for_reading(path)?),
+        Location::File { path, .. } => {
+            Engine::Sqlite(sqlite::Sqlite::open_for_reading(path, lock_wait)?)
+        }
         Location::Postgres { url } => match postgres::Pg::open_for_reading(url)? {
             Some(pg) => Engine::Postgres(pg),
             None => Engine::Sqlite(sqlite::Sqlite::empty()?),
@@ -225,11 +248,13 @@ fn open_for_reading(location: &Location) -> Result<Engine> {
     })
 }
 
-fn open_for_writing(location: &Location) -> Result<Engine> {
+fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> {
     Ok(match location {
-        Location::File { path, make_folder } => {
-            Engine::Sqlite(sqlite::Sqlite::open_for_writing(path, *make_folder)?)
-        }
+        Location::File { path, make_folder } => Engine::Sqlite(sqlite::Sqlite::open_for_writing(
+            path,
+            *make_folder,
+            lock_wait,
+        )?),
         Location::Postgres { url } => Engine::Postgres(postgres::Pg::open_for_writing(url)?),
     })
 }

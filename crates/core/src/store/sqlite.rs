@@ -25,6 +25,36 @@ pub struct Sqlite {
     /// in-memory stand-in): `reset` may delete them while this process waits for the
     /// write lock, and a write must not then go to the deleted files.
     file: Option<Files>,
+    /// How this connection waits for another one's write lock.
+    lock_wait: LockWait,
+}
+
+/// How long a connection waits for another process's write lock (or for a moment alone
+/// with the file) before its call fails as locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
+    /// About 40 s (`wait_for_lock`): a command waits out other writers.
+    Patient,
+    /// At most this long: for a caller that must answer quickly (a harness's hook).
+    AtMost(Duration),
+}
+
+impl LockWait {
+    fn apply(self, conn: &mut Connection) -> rusqlite::Result<()> {
+        match self {
+            LockWait::Patient => conn.busy_handler(Some(wait_for_lock)),
+            // SQLite's own handler, which sleeps a little longer each try, up to the bound.
+            LockWait::AtMost(most) => conn.busy_timeout(most),
+        }
+    }
+
+    /// The most `set_wal` tries for, beyond its count of tries.
+    fn bound(self) -> Option<Duration> {
+        match self {
+            LockWait::Patient => None,
+            LockWait::AtMost(most) => Some(most),
+        }
+    }
 }
 
 /// The write-ahead log is copied into the ledger (and emptied) once it holds about this
@@ -37,29 +67,29 @@ const CHECKPOINT_PAGES: u64 = 64;
 impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
     /// empty one, and nothing is created.
-    pub fn open_for_reading(path: &Path) -> Result<Sqlite> {
+    pub fn open_for_reading(path: &Path, lock_wait: LockWait) -> Result<Sqlite> {
         retrying(|| match check_path(path)? {
-            true => Sqlite::open_existing(path, false),
+            true => Sqlite::open_existing(path, false, lock_wait),
             false => Sqlite::empty(),
         })
     }
 
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
-    pub fn open_for_writing(path: &Path, make_folder: bool) -> Result<Sqlite> {
+    pub fn open_for_writing(path: &Path, make_folder: bool, lock_wait: LockWait) -> Result<Sqlite> {
         retrying(|| {
             if !check_path(path)? {
                 create_file(path, make_folder)?;
             }
-            Sqlite::open_existing(path, true)
+            Sqlite::open_existing(path, true, lock_wait)
         })
     }
 
     /// Opens the ledger file at `path`, which was just there: found by `check_path`, or
     /// created by this call or another one.
-    fn open_existing(path: &Path, writing: bool) -> Result<Sqlite> {
+    fn open_existing(path: &Path, writing: bool, lock_wait: LockWait) -> Result<Sqlite> {
         let before = identity(path);
-        let opened = open_file(path, writing).and_then(|(mut conn, found, files)| {
+        let opened = open_file(path, writing, lock_wait).and_then(|(mut conn, found, files)| {
             migrate::bring_current(&mut conn, found).map_err(|e| in_context(e, path))?;
             Ok((conn, files))
         });
@@ -79,6 +109,7 @@ impl Sqlite {
         Ok(Sqlite {
             conn,
             file: Some(files),
+            lock_wait,
         })
     }
 
@@ -87,7 +118,11 @@ impl Sqlite {
     pub fn empty() -> Result<Sqlite> {
         let conn = Connection::open_in_memory()?;
         migrate::create_newest(&conn)?;
-        Ok(Sqlite { conn, file: None })
+        Ok(Sqlite {
+            conn,
+            file: None,
+            lock_wait: LockWait::Patient,
+        })
     }
 
     /// The ledger at `path` is not the file open here: it was deleted or replaced, or
@@ -186,7 +221,7 @@ impl Sqlite {
                 ))
             })
             .is_ok_and(|(busy, log, copied)| busy == 0 && copied >= log);
-        let _ = self.conn.busy_handler(Some(wait_for_lock));
+        let _ = self.lock_wait.apply(&mut self.conn);
         done
     }
 }
@@ -425,7 +460,7 @@ fn create_file(path: &Path, make_folder: bool) -> Result<()> {
 
 /// Opens the ledger at `path`: the connection, the schema version it has, and the files
 /// SQLite opened (the ledger, its log and its index).
-fn open_file(path: &Path, writing: bool) -> Result<(Connection, i64, Files)> {
+fn open_file(path: &Path, writing: bool, lock_wait: LockWait) -> Result<(Connection, i64, Files)> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
@@ -450,7 +485,7 @@ fn open_file(path: &Path, writing: bool) -> Result<(Connection, i64, Files)> {
     super::dirsync::skip_folder_syncs();
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|e| in_context(e.into(), path))?;
-    let found = configure(&mut conn, writing).map_err(|e| in_context(e, path))?;
+    let found = configure(&mut conn, writing, lock_wait).map_err(|e| in_context(e, path))?;
     // SQLite has opened all three by now (reading through the log, or switching to it),
     // and holds them open from here on, so no other file can get their inode numbers while
     // this connection lives. The same file before and after is the one it opened; another
@@ -511,8 +546,8 @@ pub(super) fn sync_folder_of(path: &Path) -> Result<()> {
 }
 
 /// Returns the schema version the ledger has.
-fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
-    conn.busy_handler(Some(wait_for_lock))?;
+fn configure(conn: &mut Connection, writing: bool, lock_wait: LockWait) -> Result<i64> {
+    lock_wait.apply(conn)?;
     // The log is copied into the ledger by `write` when it has grown, not by every
     // process on close (two fsyncs a call), and then emptied rather than deleted.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
@@ -526,7 +561,7 @@ fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
     };
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        set_wal(conn)?;
+        set_wal(conn, lock_wait.bound())?;
     }
     if writing {
         // What only a writer does: sync each commit, never checkpoint on its own (see
@@ -540,13 +575,18 @@ fn configure(conn: &mut Connection, writing: bool) -> Result<i64> {
 }
 
 /// Switching to WAL needs a moment alone with the file; a new ledger opened by many
-/// processes at once may have to wait for it.
-fn set_wal(conn: &Connection) -> Result<()> {
+/// processes at once may have to wait for it (no longer than `most`, when given).
+fn set_wal(conn: &Connection, most: Option<Duration>) -> Result<()> {
+    let deadline = most.map(|most| std::time::Instant::now() + most);
     let mut tries = 0;
     loop {
         match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
             Ok(_) => return Ok(()),
-            Err(e) if is_busy(&e) && tries < 500 => {
+            Err(e)
+                if is_busy(&e)
+                    && tries < 500
+                    && deadline.is_none_or(|d| std::time::Instant::now() < d) =>
+            {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -654,7 +694,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
         for writing in [false, true] {
-            let err = Sqlite::open_existing(&path, writing).err().unwrap();
+            let err = Sqlite::open_existing(&path, writing, LockWait::Patient)
+                .err()
+                .unwrap();
             assert!(err.message.contains(RESET_MEANWHILE), "{err}");
         }
         // A ledger that is there and cannot be opened is reported as it is.
@@ -662,7 +704,9 @@ mod tests {
         fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
         if fs::File::open(&path).is_err() {
             // (root opens it anyway)
-            let err = Sqlite::open_existing(&path, true).err().unwrap();
+            let err = Sqlite::open_existing(&path, true, LockWait::Patient)
+                .err()
+                .unwrap();
             assert!(err.message.starts_with(CANNOT_OPEN), "{err}");
         }
     }
