@@ -706,12 +706,17 @@ pub struct CheckArgs {
     /// A stage that has never held a question fails with not_found instead of passing
     #[arg(long)]
     pub strict: bool,
-    /// Re-check until the gate passes; without --timeout it waits forever
+    /// Re-check until the gate passes; without --timeout it waits forever. A stage that
+    /// has never held a question is waited for, not passed (see --allow-unknown-stage)
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds (exit 1, "timed_out": true)
     #[arg(long, value_name = "SECONDS", requires = "wait", allow_hyphen_values = true, value_parser = seconds)]
     pub timeout: Option<f64>,
+    /// With --wait: a stage that has never held a question passes at once, instead of
+    /// being waited for until its questions are logged and settled
+    #[arg(long, requires = "wait", conflicts_with = "strict")]
+    pub allow_unknown_stage: bool,
 }
 
 #[derive(Debug, Args)]

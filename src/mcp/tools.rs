@@ -1246,6 +1246,7 @@ impl Server {
                 ids: input.ids,
                 strict: false,
                 wait: Wait::No,
+                allow_unknown_stage: false,
             };
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
             document(report.gate.passes(), Procedure::Check, &report)

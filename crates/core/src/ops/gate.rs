@@ -30,6 +30,9 @@ pub struct CheckRequest {
     /// A stage that has never held a question is `not_found` rather than a pass.
     pub strict: bool,
     pub wait: Wait,
+    /// A wait on a stage that has never held a question passes at once, as a look does,
+    /// instead of waiting for the stage's questions to be logged and settled.
+    pub allow_unknown_stage: bool,
 }
 
 /// The gate's document. `pending` holds the questions themselves (a large stage can hold
@@ -72,11 +75,16 @@ pub struct Declined {
 
 /// The stage gate: fails while a required question of the stage (or of `ids`) is pending
 /// or declined. Expiries that are due are applied first.
+///
+/// A wait fails closed: a stage that has never held a question (a typo, or a gate that
+/// runs before the agent logged its question) is waited for until it holds questions and
+/// they are settled, unless `allow_unknown_stage`.
 pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
     let deadline = match req.wait {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,
     };
+    let waits = req.wait != Wait::No;
     super::follow(ledger, deadline, POLL, |ledger, seen| {
         let read = settle(ledger).and_then(|_| {
             ledger.read(|tx| {
@@ -87,7 +95,12 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
                     Some(stage) => Some(tx.stage_known(stage)?),
                 };
                 let approvals = super::approval::reports(tx, &considered)?;
-                Ok((considered, known, approvals))
+                // For a stage never heard of: the known ones it may have been meant to be.
+                let names = match known {
+                    Some(false) => tx.stage_names()?,
+                    _ => Vec::new(),
+                };
+                Ok((considered, known, approvals, names))
             })
         });
         // A stage is followed into a ledger that replaced this one (reset); ids are not:
@@ -100,17 +113,23 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
                 ledger.location().display()
             )));
         }
-        let (considered, known, approvals) = read?;
-        if known == Some(false) {
-            return unknown_stage(ledger, req, considered).map(Step::Done);
+        let (considered, known, approvals, names) = read?;
+        if known == Some(false) && (!waits || req.allow_unknown_stage || req.strict) {
+            return unknown_stage(ledger, req, considered, &names).map(Step::Done);
         }
         let gate = Gate::over(&considered);
         // A rejected approval never passes: waiting longer cannot help.
         let settled_fail = approvals.iter().any(|a| a.state == "rejected");
-        let done = gate.passes() || req.wait == Wait::No || settled_fail;
+        // A stage never heard of does not pass a wait: nothing in it was settled.
+        let passes = gate.passes() && known != Some(false);
+        let done = passes || !waits || settled_fail;
         // Kept for the deadline: then it is the report, and it says the wait timed out.
         let mut report = report(req.stage.clone(), considered, known, !done);
         report.approvals = approvals;
+        if known == Some(false) {
+            report.gate = Gate::Fail;
+            report.nearest = nearest(req.stage.as_deref().unwrap_or_default(), &names);
+        }
         Ok(if done {
             Step::Done(report)
         } else {
@@ -122,13 +141,13 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
 /// A stage that has never held a question: it passes, as in the uwf protocol, saying so
 /// and naming the stages it may have been meant to be; with `strict` it is `not_found`.
 fn unknown_stage(
-    ledger: &mut Ledger,
+    ledger: &Ledger,
     req: &CheckRequest,
     considered: Vec<Question>,
+    names: &[String],
 ) -> Result<GateReport> {
     let stage = req.stage.clone().unwrap_or_default();
-    let names = ledger.read(|tx| tx.stage_names())?;
-    let nearest = nearest(&stage, &names);
+    let nearest = nearest(&stage, names);
     if req.strict {
         let mut message = format!(
             "stage '{stage}' has never held a question in the ledger {}",
