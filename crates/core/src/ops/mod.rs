@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::model::{Actor, Channel, Event, Question, Status};
+use crate::model::{Actor, Channel, Event, NewQuestion, Question, Status};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger, Location, Tx};
 
 /// Who calls an operation and through what: every change it makes records them.
@@ -120,6 +120,30 @@ fn select(tx: &Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Quest
         }
     }
     Ok(found)
+}
+
+/// What `log_all` would return for `questions` without writing anything: the ids of the
+/// questions on record with the same stage, group and text, each once in the order given,
+/// or none when one of them would be created; and the ledger's id, read in the same
+/// snapshot. A caller that must refuse a call before it logs anything (a retry whose
+/// state names the questions an earlier call logged) checks it against this.
+pub fn on_record(
+    ledger: &mut Ledger,
+    questions: &[NewQuestion],
+) -> Result<(Option<String>, Option<Vec<i64>>)> {
+    ledger.read(|tx| {
+        let mut ids: Vec<i64> = Vec::with_capacity(questions.len());
+        for new in questions {
+            let Some(same) = tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)?
+            else {
+                return Ok((tx.ledger_id()?, None));
+            };
+            if !ids.contains(&same.id) {
+                ids.push(same.id);
+            }
+        }
+        Ok((tx.ledger_id()?, Some(ids)))
+    })
 }
 
 /// The questions a filter matches, by id.
