@@ -200,8 +200,11 @@ fn events_follow_goes_on_into_a_ledger_that_replaced_its_own() {
     l.log("s", "New?");
     let seen = read_until(&mut follower, |s| texts(s).contains(&"New?".to_string()));
     assert_eq!(texts(&seen), vec!["Old one?", "Old two?", "New?"]);
-    // The new ledger's own first event, not one skipped for a seq the old one had.
+    // The new ledger's own first event, not one skipped for a seq the old one had; each
+    // event names its ledger, so the two seqs 1 are told apart.
     assert_eq!(seen.last().unwrap()["seq"], 1);
+    assert_eq!(seen[0]["ledger"], seen[1]["ledger"]);
+    assert_ne!(seen[0]["ledger"], seen[2]["ledger"]);
 }
 
 #[test]
