@@ -260,7 +260,7 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the history's events as JSON lines, oldest first; --follow keeps printing new ones
     #[command(
-        after_help = "Each line is one event: seq, at, event, question_id, stage, answered_by, channel,\nbefore, after. Resume with --since the last seq seen: nothing is repeated or skipped.\n\nExample:\n  questions events --since 0\n  questions events --stage intake --follow --timeout 5"
+        after_help = "Each line is one event: ledger, seq, at, event, question_id, stage, answered_by,\nchannel, before, after. Resume with --since LEDGER:SEQ of the last event seen: nothing is\nrepeated or skipped, and after a reset (which starts the seqs again) the new ledger is\nread from its first event.\n\nExample:\n  questions events --since 0\n  questions events --stage intake --follow --timeout 5"
     )]
     Events(EventsArgs),
     /// Deliver each new event to a command or a webhook, at least once and in order
@@ -596,9 +596,11 @@ fn duration(text: &str) -> Result<std::time::Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// Only events after this seq (the last one seen); default: from the first
-    #[arg(long, value_name = "SEQ", default_value_t = 0, value_parser = clap::value_parser!(i64).range(0..))]
-    pub since: i64,
+    /// Only events after this position: the last event's "ledger" and "seq" as LEDGER:SEQ
+    /// (another ledger's, after a reset: this one's from its first event), or a SEQ of
+    /// this ledger; default: from the first
+    #[arg(long, value_name = "[LEDGER:]SEQ", value_parser = since)]
+    pub since: Option<Since>,
     /// Only events of this stage's questions
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: Option<String>,
@@ -735,12 +737,17 @@ pub struct CheckArgs {
     /// A stage that has never held a question fails with not_found instead of passing
     #[arg(long)]
     pub strict: bool,
-    /// Re-check until the gate passes; without --timeout it waits forever
+    /// Re-check until the gate passes; without --timeout it waits forever. A stage that
+    /// has never held a question is waited for, not passed (see --allow-unknown-stage)
     #[arg(long)]
     pub wait: bool,
     /// With --wait: give up after this many seconds (exit 1, "timed_out": true)
     #[arg(long, value_name = "SECONDS", requires = "wait", allow_hyphen_values = true, value_parser = seconds)]
     pub timeout: Option<f64>,
+    /// With --wait: a stage that has never held a question passes at once, instead of
+    /// being waited for until its questions are logged and settled
+    #[arg(long, requires = "wait", conflicts_with = "strict")]
+    pub allow_unknown_stage: bool,
 }
 
 #[derive(Debug, Args)]
@@ -958,6 +965,39 @@ fn command_usage(procedure: Option<&str>) -> String {
 /// `--ids 7,8,9`, parsed as one value.
 #[derive(Debug, Clone)]
 pub struct IdList(pub Vec<i64>);
+
+/// `events --since`: a position in the history, of the ledger it names (none: this one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Since {
+    pub ledger: Option<String>,
+    pub seq: i64,
+}
+
+fn since(text: &str) -> Result<Since, String> {
+    let text = text.trim();
+    let (ledger, seq) = match text.rsplit_once(':') {
+        Some((ledger, seq)) => (Some(ledger.trim()), seq.trim()),
+        None => (None, text),
+    };
+    let wrong = || {
+        format!(
+            "'{text}' is not a position: give LEDGER:SEQ as an event's \"ledger\" and \"seq\" \
+             say it, or a SEQ of this ledger (0 or more)"
+        )
+    };
+    let seq = seq
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(wrong)?;
+    if ledger.is_some_and(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+        return Err(wrong());
+    }
+    Ok(Since {
+        ledger: ledger.map(str::to_string),
+        seq,
+    })
+}
 
 /// `--options-json`, parsed as one value.
 #[derive(Debug, Clone)]

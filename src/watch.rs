@@ -2,7 +2,8 @@
 //! least once and in order. Its position (the last event it delivered) is kept in the
 //! ledger under its name, written only after a delivery is confirmed, so a watcher that
 //! is killed and started again goes on where it stopped and repeats at most the one event
-//! whose delivery was not confirmed. Each event's `seq` goes with it as an idempotency key.
+//! whose delivery was not confirmed. Each event goes with `<ledger id>:<seq>` as its
+//! idempotency key: a reset starts the seqs again, and the ledger's id tells them apart.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -13,7 +14,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{Event, EventKind, Status};
-use crate::ops::{self, Step};
+use crate::ops::{self, LedgerEvent, Step};
 use crate::output::{self, sanitize};
 use crate::store::Ledger;
 
@@ -90,7 +91,19 @@ impl Watcher {
     pub fn run(&self, ledger: &mut Ledger) -> Result<Watched> {
         let deadline = self.run_for.map(|d| Instant::now() + d);
         let left = |now: Instant| deadline.map(|end| end.saturating_duration_since(now));
-        let mut position = self.start(ledger)?;
+        let started = ops::start_watcher(ledger, &self.name, self.from_start)?;
+        if let Some(foreign) = started.foreign {
+            output::note(&format!(
+                "watch {}: its stored position (seq {foreign}) is past the last event of the \
+                 ledger {}: it belongs to a ledger that was reset or replaced; delivering this \
+                 ledger's events from its first",
+                sanitize(&self.name, false),
+                ledger.location().display()
+            ));
+        }
+        let mut position = started.position;
+        // The ledger the position belongs to.
+        let mut of = started.ledger;
         let mut done = Watched {
             name: self.name.clone(),
             delivered: 0,
@@ -107,26 +120,27 @@ impl Watcher {
             .new_agent();
         ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
             let mut page = ops::events(ledger, position, None, 100)?;
-            if seen.replaced(ledger) {
+            if seen.replaced(ledger) || page.ledger != of {
                 // A ledger reset or replaced meanwhile starts its seqs again, and holds no
                 // position of this watcher: all of its events are new.
                 position = 0;
                 page = ops::events(ledger, position, None, 100)?;
+                of.clone_from(&page.ledger);
             }
-            for event in &page.events {
-                if !self.wants(event) {
+            for event in page.stamped() {
+                if !self.wants(event.event) {
                     continue;
                 }
                 let mut backoff = FIRST_BACKOFF;
                 loop {
-                    match self.deliver(&agent, event) {
+                    match self.deliver(&agent, &event) {
                         Ok(()) => break,
                         Err(why) => {
                             done.failed_attempts += 1;
                             output::note(&format!(
                                 "watch {}: event {} not delivered ({}); trying again in {:.1}s",
                                 sanitize(&self.name, false),
-                                event.seq,
+                                event.event.seq,
                                 sanitize(&why, false),
                                 backoff.as_secs_f64()
                             ));
@@ -140,14 +154,19 @@ impl Watcher {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
                 // Confirmed: only now does the watcher move past it.
-                position = event.seq;
-                self.save(ledger, position)?;
+                position = event.event.seq;
                 done.delivered += 1;
+                if !self.save(ledger, position, of.as_deref())? {
+                    // The ledger was reset meanwhile: the next page reads the new one.
+                    return Ok(Step::More);
+                }
             }
             if page.last > position {
                 // Events the filters passed over: nothing to deliver, nothing to repeat.
                 position = page.last;
-                self.save(ledger, position)?;
+                if !self.save(ledger, position, of.as_deref())? {
+                    return Ok(Step::More);
+                }
             }
             Ok(if page.at_end {
                 Step::Wait(())
@@ -159,30 +178,20 @@ impl Watcher {
         Ok(done)
     }
 
-    /// Where this watcher goes on from: its stored position, else (a new watcher) the
-    /// start of the history or its current end.
-    fn start(&self, ledger: &mut Ledger) -> Result<i64> {
-        if let Some(position) = ops::watcher_position(ledger, &self.name)? {
-            return Ok(position);
-        }
-        let position = if self.from_start {
-            0
-        } else {
-            ops::last_seq(ledger)?
-        };
-        self.save(ledger, position)?;
-        Ok(position)
+    /// Stores the position reached, unless the ledger there now is not `of` (false).
+    fn save(&self, ledger: &mut Ledger, position: i64, of: Option<&str>) -> Result<bool> {
+        ops::save_watcher_position(ledger, &self.name, position, of)
     }
 
-    fn save(&self, ledger: &mut Ledger, position: i64) -> Result<()> {
-        ops::save_watcher_position(ledger, &self.name, position)
-    }
-
-    fn deliver(&self, agent: &ureq::Agent, event: &Event) -> std::result::Result<(), String> {
-        let json = serde_json::to_string(event).map_err(|e| e.to_string())?;
+    fn deliver(
+        &self,
+        agent: &ureq::Agent,
+        stamped: &LedgerEvent,
+    ) -> std::result::Result<(), String> {
+        let json = serde_json::to_string(stamped).map_err(|e| e.to_string())?;
         match &self.target {
-            Target::Exec(command) => exec(command, event, &json),
-            Target::Webhook(url) => self.post(agent, url, event, &json),
+            Target::Exec(command) => exec(command, stamped.event, &json),
+            Target::Webhook(url) => self.post(agent, url, stamped, &json),
         }
     }
 
@@ -190,9 +199,10 @@ impl Watcher {
         &self,
         agent: &ureq::Agent,
         url: &str,
-        event: &Event,
+        stamped: &LedgerEvent,
         json: &str,
     ) -> std::result::Result<(), String> {
+        let event = stamped.event;
         let (body, content_type) = match self.format {
             Format::Json => (json.to_string(), "application/json"),
             Format::Slack => (
@@ -208,7 +218,7 @@ impl Watcher {
                 "User-Agent",
                 concat!("questions/", env!("CARGO_PKG_VERSION")),
             )
-            .header("Idempotency-Key", event.seq.to_string())
+            .header("Idempotency-Key", idempotency_key(stamped))
             .header("X-Questions-Seq", event.seq.to_string())
             .header("X-Questions-Event", event.event.as_str());
         if self.format == Format::Ntfy {
@@ -232,6 +242,14 @@ impl Watcher {
             Ok(response) => Err(format!("the webhook answered {}", response.status())),
             Err(e) => Err(e.to_string()),
         }
+    }
+}
+
+/// `<ledger id>:<seq>`: unique to the event, across resets (which start the seqs again).
+fn idempotency_key(stamped: &LedgerEvent) -> String {
+    match stamped.ledger {
+        Some(ledger) => format!("{ledger}:{}", stamped.event.seq),
+        None => stamped.event.seq.to_string(),
     }
 }
 

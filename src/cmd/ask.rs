@@ -49,6 +49,7 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
             ids: None,
             strict: false,
             wait: Wait::No,
+            allow_unknown_stage: false,
         },
     )?;
     Ok(Outcome::text(terminal::summary(&asked, &gate, &questions)))

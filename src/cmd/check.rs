@@ -15,13 +15,17 @@ pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
             (false, _) => Wait::No,
             (true, limit) => Wait::Until(limit.map(Duration::from_secs_f64)),
         },
+        allow_unknown_stage: args.allow_unknown_stage,
     };
     let report = ops::check(ledger, &req)?;
     let passes = report.gate.passes();
     // A new stage is checked before anything is logged into it (uwf does so at every
-    // step): only a name close to a known one, perhaps a typo, is worth a line.
-    let note = if report.known_stage == Some(false) {
+    // step): only a name close to a known one, perhaps a typo, is worth a line. A wait
+    // that timed out on it failed, and says why.
+    let note = if report.known_stage == Some(false) && passes {
         (!report.nearest.is_empty()).then(|| unknown(&report, ledger))
+    } else if report.known_stage == Some(false) {
+        Some(never_held(&report, ledger))
     } else {
         (!passes).then(|| note(&report))
     };
@@ -36,6 +40,26 @@ fn unknown(report: &GateReport, ledger: &Ledger) -> String {
     let mut line = format!(
         "stage '{stage}' has never held a question in the ledger {}; the gate passes \
          (--strict makes this an error)",
+        ledger.location().display()
+    );
+    if !report.nearest.is_empty() {
+        let names: Vec<String> = report
+            .nearest
+            .iter()
+            .map(|n| crate::output::sanitize(n, false))
+            .collect();
+        line.push_str(&format!("; did you mean {}?", ops::quoted(&names)));
+    }
+    line
+}
+
+/// The stderr line of a wait that timed out on a stage that never held a question.
+fn never_held(report: &GateReport, ledger: &Ledger) -> String {
+    let stage = crate::output::sanitize(report.stage.as_deref().unwrap_or(""), false);
+    let mut line = format!(
+        "gate fails (timed out): stage '{stage}' has never held a question in the ledger {}; \
+         a wait does not pass on a stage nobody logged into (--allow-unknown-stage passes \
+         it at once)",
         ledger.location().display()
     );
     if !report.nearest.is_empty() {

@@ -2,8 +2,8 @@ use std::time::{Duration, Instant};
 
 use super::Outcome;
 use crate::cli::EventsArgs;
-use crate::error::Result;
-use crate::ops::{self, Step};
+use crate::error::{Error, Result};
+use crate::ops::{self, Resume, Step};
 use crate::output;
 use crate::store::Ledger;
 
@@ -16,18 +16,56 @@ pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
     let deadline = args
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
-    let mut since = args.since;
+    // The ledger the position belongs to: a page of another one (a reset the location's
+    // watch did not wake this reader for) is read from its first event.
+    let mut of: Option<Option<String>> = None;
+    let mut since = match &args.since {
+        None => 0,
+        Some(given) => match ops::resume(ledger, given.ledger.as_deref(), given.seq)? {
+            Resume::After { seq, current } => {
+                of = Some(current);
+                seq
+            }
+            Resume::Replaced { named, current } => {
+                output::note(&format!(
+                    "--since names the ledger {}, and the ledger {} is another ({}): it was \
+                     reset or replaced since; printing its events from the first",
+                    output::sanitize(&named, false),
+                    ledger.location().display(),
+                    current.as_deref().unwrap_or("none yet"),
+                ));
+                0
+            }
+            Resume::PastEnd { last, current } => {
+                return Err(Error::not_found(format!(
+                    "--since {} is past the last event of the ledger {} (seq {last}{}): that \
+                     seq was most likely read from a ledger that a reset replaced, and going on \
+                     after it would skip this ledger's events; resume with --since LEDGER:SEQ as \
+                     each event's \"ledger\" and \"seq\" say it (another ledger's is read from \
+                     this one's first event), or --since 0",
+                    given.seq,
+                    ledger.location().display(),
+                    current
+                        .as_deref()
+                        .map(|id| format!(", ledger {id}"))
+                        .unwrap_or_default(),
+                )))
+            }
+        },
+    };
     ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
         let mut page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
-        if seen.replaced(ledger) {
+        let other = of.as_ref().is_some_and(|of| *of != page.ledger);
+        if seen.replaced(ledger) || other {
             // A ledger reset or replaced meanwhile is followed from its first event: its
             // seqs start again.
             since = 0;
             page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
         }
+        of = Some(page.ledger.clone());
         let mut lines = String::new();
-        for event in &page.events {
-            lines.push_str(&serde_json::to_string(event).unwrap_or_default());
+        for event in page.stamped() {
+            lines.push_str(&serde_json::to_string(&event).unwrap_or_default());
             lines.push('\n');
         }
         output::text_out(&lines);

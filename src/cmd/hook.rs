@@ -281,6 +281,7 @@ fn asking(
                 ids: Some(ids.clone()),
                 strict: false,
                 wait: Wait::Until(Some(Duration::from_secs(args.wait))),
+                allow_unknown_stage: false,
             },
         )?;
         let now = ops::named(ledger, None, Some(&ids))?;

@@ -93,14 +93,16 @@ impl Rounds {
             .map_err(|e| Error::io(format!("cannot seal the request state: {e}")))
     }
 
-    /// Opens a state echoed by `client` for `ledger`, checks it names `question_ids`, and
-    /// redeems its nonce: a second call with the same state is refused.
+    /// Opens a state echoed by `client` for `ledger`, checks it names `question_ids` (the
+    /// questions on record that these arguments name; none when one of them is not), and
+    /// redeems its nonce: a second call with the same state is refused. Called before
+    /// anything is logged, so that a refusal records nothing.
     pub fn redeem(
         &self,
         sealed: &str,
         client: &str,
         ledger: Option<&str>,
-        question_ids: &[i64],
+        question_ids: Option<&[i64]>,
     ) -> Result<FormState> {
         let bound = binding(client, ledger);
         // One message for every way a state fails to open (the SDK's advice: the
@@ -113,12 +115,16 @@ impl Rounds {
                  without it",
             )
         })?;
-        if state.question_ids != question_ids {
+        if question_ids != Some(state.question_ids.as_slice()) {
+            let named = match question_ids {
+                Some(ids) => format!("{ids:?}"),
+                None => "questions that call did not log".to_string(),
+            };
             return Err(Error::usage(format!(
-                "requestState was issued for questions {:?}, and these arguments log {:?}: \
-                 nothing was recorded; call again with the arguments of the call that \
-                 returned it",
-                state.question_ids, question_ids
+                "requestState was issued for questions {:?}, and these arguments name \
+                 {named}: nothing was recorded; call again with the arguments of the call \
+                 that returned it",
+                state.question_ids
             )));
         }
         let fresh = self

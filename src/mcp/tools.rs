@@ -815,102 +815,122 @@ impl Server {
             .enumerate()
             .map(|(at, item)| new_question(&stage, item, at, &logger))
             .collect::<Result<_>>()?;
-        // All or nothing, in one transaction, as `ingest` logs an envelope; called again
-        // (a round trip), the same questions are found on record.
-        let logged = blocking(self.location.clone(), move |ledger| {
-            ops::log_all(ledger, &new)
-        })
-        .await?;
-        let (question_ids, mut created_ids) = (logged.question_ids, logged.created_ids);
+        // The second call of a round trip (the form's reply, under the state we sealed)
+        // logged its questions the first time: they must all be on record, and be the ones
+        // the state names, or the call is refused before anything is written.
+        let redeemed = match &round {
+            Some((state, _)) => {
+                let (ledger_id, on_record) = blocking(self.location.clone(), {
+                    let new = new.clone();
+                    move |ledger| ops::on_record(ledger, &new)
+                })
+                .await?;
+                let state = self.rounds.redeem(
+                    state,
+                    &client_name(context),
+                    ledger_id.as_deref(),
+                    on_record.as_deref(),
+                )?;
+                Some((state, ledger_id))
+            }
+            None => None,
+        };
+        let (question_ids, created_ids) = match &redeemed {
+            Some((state, _)) => (state.question_ids.clone(), state.created_ids.clone()),
+            None => {
+                // All or nothing, in one transaction, as `ingest` logs an envelope.
+                let logged = blocking(self.location.clone(), move |ledger| {
+                    ops::log_all(ledger, &new)
+                })
+                .await?;
+                (logged.question_ids, logged.created_ids)
+            }
+        };
 
-        let ((elicitation, not_recorded), elicitation_error) = if let Some((state, replies)) = round
-        {
-            // The second call of a round trip: the form's reply, under the state we sealed.
-            let ledger_id = self.ledger_id().await?;
-            let state = self.rounds.redeem(
-                &state,
-                &client_name(context),
-                ledger_id.as_deref(),
-                &question_ids,
-            )?;
-            created_ids = state.created_ids.clone();
-            let reply = replies
-                .as_ref()
-                .and_then(|r| r.get(FORM_KEY))
-                .ok_or_else(|| {
-                    Error::usage(format!(
-                        "requestState came without inputResponses.{FORM_KEY}, the person's \
+        let ((elicitation, not_recorded), elicitation_error) =
+            if let (Some((_, replies)), Some((state, ledger_id))) = (round, redeemed) {
+                let reply = replies
+                    .as_ref()
+                    .and_then(|r| r.get(FORM_KEY))
+                    .ok_or_else(|| {
+                        Error::usage(format!(
+                            "requestState came without inputResponses.{FORM_KEY}, the person's \
                          reply to the form: nothing was recorded"
+                        ))
+                    })?;
+                let reply: ElicitResult = serde_json::from_value(reply.clone()).map_err(|e| {
+                    Error::usage(format!(
+                        "inputResponses.{FORM_KEY} is not an elicitation result: {e}"
                     ))
                 })?;
-            let reply: ElicitResult = serde_json::from_value(reply.clone()).map_err(|e| {
-                Error::usage(format!(
-                    "inputResponses.{FORM_KEY} is not an elicitation result: {e}"
-                ))
-            })?;
-            let shown = ops::Shown {
-                ledger: ledger_id,
-                questions: state.shown.iter().cloned().collect(),
-            };
-            let ids: Vec<i64> = state.shown.iter().map(|(id, _)| *id).collect();
-            match self.record_form(&stage, &ids, shown, reply, context).await {
-                Ok(done) => (done, None),
-                Err(e) => {
-                    crate::output::note(&format!("ask_questions: the form failed: {e}"));
-                    ((Elicited::Failed, Vec::new()), Some(e.message))
-                }
-            }
-        } else {
-            let to_inbox = self.inbox.known() && opens_urls(context);
-            match (input.elicit, shows_forms(context) || to_inbox) {
-                (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
-                (_, false) => ((Elicited::Unsupported, Vec::new()), None),
-                (_, true) if stateless(context) => {
-                    let (pending, ledger_id) = self.form_questions(&stage, &question_ids).await?;
-                    if pending.is_empty() {
-                        ((Elicited::NothingPending, Vec::new()), None)
-                    } else {
-                        // The inbox's page records nothing through this call: its state
-                        // shows no question.
-                        let (params, shown) = match self.inbox_request(&pending, to_inbox)? {
-                            Some(params) => (params, Vec::new()),
-                            None => {
-                                let (message, schema) = form::build(&pending)?;
-                                let params = ElicitRequestParams::FormElicitationParams {
-                                    meta: None,
-                                    message,
-                                    requested_schema: schema,
-                                };
-                                (
-                                    params,
-                                    pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
-                                )
-                            }
-                        };
-                        let state = self.rounds.seal(
-                            &client_name(context),
-                            ledger_id.as_deref(),
-                            question_ids,
-                            created_ids,
-                            shown,
-                        )?;
-                        let form = InputRequest::Elicitation(ElicitRequest::new(params));
-                        let requests = [(FORM_KEY.to_string(), form)].into_iter().collect();
-                        return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                            Some(requests),
-                            Some(state),
-                        )));
-                    }
-                }
-                (_, true) => match self.elicit(&stage, &question_ids, to_inbox, context).await {
+                let shown = ops::Shown {
+                    ledger: ledger_id,
+                    questions: state.shown.iter().cloned().collect(),
+                };
+                let ids: Vec<i64> = state.shown.iter().map(|(id, _)| *id).collect();
+                match self.record_form(&stage, &ids, shown, reply, context).await {
                     Ok(done) => (done, None),
                     Err(e) => {
                         crate::output::note(&format!("ask_questions: the form failed: {e}"));
                         ((Elicited::Failed, Vec::new()), Some(e.message))
                     }
-                },
-            }
-        };
+                }
+            } else {
+                let to_inbox = self.inbox.known() && opens_urls(context);
+                match (input.elicit, shows_forms(context) || to_inbox) {
+                    (Some(false), _) => ((Elicited::NotRequested, Vec::new()), None),
+                    (_, false) => ((Elicited::Unsupported, Vec::new()), None),
+                    (_, true) if stateless(context) => {
+                        let (pending, ledger_id) =
+                            self.form_questions(&stage, &question_ids).await?;
+                        if pending.is_empty() {
+                            ((Elicited::NothingPending, Vec::new()), None)
+                        } else {
+                            // The inbox's page records nothing through this call: its state
+                            // shows no question.
+                            let (params, shown) = match self.inbox_request(&pending, to_inbox)? {
+                                Some(params) => (params, Vec::new()),
+                                None => {
+                                    let (message, schema) = form::build(&pending)?;
+                                    let params = ElicitRequestParams::FormElicitationParams {
+                                        meta: None,
+                                        message,
+                                        requested_schema: schema,
+                                    };
+                                    (
+                                        params,
+                                        pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
+                                    )
+                                }
+                            };
+                            let state = self.rounds.seal(
+                                &client_name(context),
+                                ledger_id.as_deref(),
+                                question_ids,
+                                created_ids,
+                                shown,
+                            )?;
+                            let form = InputRequest::Elicitation(ElicitRequest::new(params));
+                            let requests = [(FORM_KEY.to_string(), form)].into_iter().collect();
+                            return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                                Some(requests),
+                                Some(state),
+                            )));
+                        }
+                    }
+                    (_, true) => {
+                        match self.elicit(&stage, &question_ids, to_inbox, context).await {
+                            Ok(done) => (done, None),
+                            Err(e) => {
+                                crate::output::note(&format!(
+                                    "ask_questions: the form failed: {e}"
+                                ));
+                                ((Elicited::Failed, Vec::new()), Some(e.message))
+                            }
+                        }
+                    }
+                }
+            };
 
         if !wait.is_zero() && takes_tasks(context) {
             let questions = self.named(None, Some(question_ids.clone())).await?;
@@ -1018,10 +1038,6 @@ impl Server {
             url,
             elicitation_id: super::rounds::random_hex(16)?,
         }))
-    }
-
-    async fn ledger_id(&self) -> Result<Option<String>> {
-        blocking(self.location.clone(), |ledger| ledger.id()).await
     }
 
     /// The pending questions among `ids` a form puts to the person (approvals take votes,
@@ -1241,6 +1257,7 @@ impl Server {
                 ids: input.ids,
                 strict: false,
                 wait: Wait::No,
+                allow_unknown_stage: false,
             };
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
             document(report.gate.passes(), Procedure::Check, &report)

@@ -250,3 +250,105 @@ fn a_stage_that_never_held_a_question_passes_but_says_so_and_strict_refuses_it()
     let ids = l.run(["check", "--ids", "1"]);
     assert!(ids.json.get("known_stage").is_none(), "{ids:?}");
 }
+
+/// A gate that waits fails closed: a typo, or a gate that runs before the agent logged
+/// its question, must not let a deployment through at once.
+#[test]
+fn a_wait_on_a_stage_that_never_held_a_question_fails_closed() {
+    let l = Ledger::new();
+    l.log("release", "Ship?");
+
+    let run = l.run(["check", "--stage", "relaese", "--wait", "--timeout", "0.3"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.json["ok"], false);
+    assert_eq!(run.json["gate"], "fail");
+    assert_eq!(run.json["known_stage"], false);
+    assert_eq!(run.json["timed_out"], true);
+    assert_eq!(run.json["total"], 0);
+    crate::schema::assert_valid("check", &run.json);
+    assert!(
+        run.stderr.contains("never held a question"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("did you mean 'release'"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("--allow-unknown-stage"),
+        "{}",
+        run.stderr
+    );
+    // Far from every known name, it fails the same and says so too.
+    let far = l.run(["check", "--stage", "zzzzzzzz", "--wait", "--timeout", "0"]);
+    assert_eq!((far.code, far.json["gate"].as_str()), (1, Some("fail")));
+    assert!(
+        far.stderr.contains("never held a question"),
+        "{}",
+        far.stderr
+    );
+
+    // Asked for, the immediate pass of a look.
+    let allowed = l.run([
+        "check",
+        "--stage",
+        "relaese",
+        "--wait",
+        "--timeout",
+        "30",
+        "--allow-unknown-stage",
+    ]);
+    assert_eq!(allowed.code, 0, "{allowed:?}");
+    assert_eq!(allowed.json["gate"], "pass");
+    assert_eq!(allowed.json["known_stage"], false);
+    // A look without --wait is unchanged, and --strict still refuses at once.
+    assert_eq!(l.run(["check", "--stage", "relaese"]).code, 0);
+    let strict = l.run(["check", "--stage", "relaese", "--strict", "--wait"]);
+    assert_eq!((strict.code, strict.error_code()), (1, "not_found"));
+    // The flag means something only to a wait, and never beside --strict.
+    for args in [
+        vec!["check", "--stage", "x", "--allow-unknown-stage"],
+        vec![
+            "check",
+            "--stage",
+            "x",
+            "--wait",
+            "--strict",
+            "--allow-unknown-stage",
+        ],
+    ] {
+        let run = l.run(&args);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{args:?}");
+    }
+}
+
+#[test]
+fn a_wait_on_a_stage_not_logged_yet_passes_once_its_questions_are_settled() {
+    let l = Ledger::new();
+    l.log("intake", "Goal?");
+    let wait = Pause::new(l.dir.path(), "wait");
+    let waiter = std::process::Command::new(BIN)
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
+        .env_remove("QUESTIONS_DB")
+        .args(["--db"])
+        .arg(l.db())
+        .args(["check", "--stage", "release", "--wait", "--timeout", "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It found the stage empty and waits, rather than passing.
+    wait.reached();
+    let id = l.log("release", "Ship?");
+    // It read the stage again: one question, pending; it waits on.
+    wait.go_round();
+    wait.release();
+    l.ok(["answer", "--id", &id.to_string(), "--answer", "yes"]);
+    let out = waiter.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{json}");
+    assert_eq!(json["gate"], "pass");
+    assert_eq!(json["total"], 1, "{json}");
+    assert_eq!(json["known_stage"], true, "{json}");
+}

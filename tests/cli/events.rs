@@ -93,3 +93,73 @@ fn follow_stops_at_its_timeout_and_bad_arguments_are_usage_errors() {
         assert_eq!((run.code, run.error_code()), (2, "usage"), "{bad:?}");
     }
 }
+
+/// A reset starts the seqs again: every event names its ledger, a position names one too
+/// (`--since LEDGER:SEQ`), and a bare seq past this ledger's last event is refused rather
+/// than skipping the new ledger's first events.
+#[test]
+fn events_name_their_ledger_and_resume_across_a_reset() {
+    let l = Ledger::new();
+    l.log("s", "Old one?");
+    l.log("s", "Old two?");
+    let old = lines(&l.run(["events"]));
+    let old_id = old[0]["ledger"].as_str().expect("a ledger id").to_string();
+    assert!(!old_id.is_empty());
+    assert!(
+        old.iter().all(|e| e["ledger"] == old_id.as_str()),
+        "{old:?}"
+    );
+    for event in &old {
+        crate::schema::assert_valid("event", event);
+    }
+    // LEDGER:SEQ of this ledger resumes as SEQ does.
+    let rest = l.run(["events", "--since", &format!("{old_id}:1")]);
+    assert_eq!(lines(&rest), old[1..].to_vec());
+    assert_eq!(rest.stderr, "");
+
+    l.ok(["reset", "--yes"]);
+    l.log("s", "New?");
+    // The old ledger's position: the new ledger from its first event, said once.
+    let resumed = l.run(["events", "--since", &format!("{old_id}:2")]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let new = lines(&resumed);
+    assert_eq!(new.len(), 1, "{resumed:?}");
+    assert_eq!(new[0]["seq"], 1);
+    assert_eq!(new[0]["after"]["question"], "New?");
+    let new_id = new[0]["ledger"].as_str().unwrap().to_string();
+    assert_ne!(new_id, old_id);
+    assert_eq!(
+        resumed.stderr.matches("reset or replaced").count(),
+        1,
+        "{}",
+        resumed.stderr
+    );
+    // Following, it says so once too, not on every look.
+    let followed = l.run([
+        "events",
+        "--since",
+        &format!("{old_id}:2"),
+        "--follow",
+        "--timeout",
+        "1.5",
+    ]);
+    assert_eq!(lines(&followed).len(), 1);
+    assert_eq!(followed.stderr.matches("reset or replaced").count(), 1);
+
+    // A bare seq the new ledger never reached: refused, naming its last one.
+    let past = l.run(["events", "--since", "2"]);
+    assert_eq!((past.code, past.error_code()), (1, "not_found"), "{past:?}");
+    let error = past.json["error"].as_str().unwrap();
+    assert!(error.contains("past the last event"), "{error}");
+    assert!(error.contains("seq 1"), "{error}");
+    assert!(error.contains("reset"), "{error}");
+    // Its own ledger's position past its end is refused the same; at its end, nothing.
+    let past = l.run(["events", "--since", &format!("{new_id}:5")]);
+    assert_eq!((past.code, past.error_code()), (1, "not_found"));
+    let at_end = l.run(["events", "--since", &format!("{new_id}:1")]);
+    assert_eq!((at_end.code, at_end.stdout.as_str()), (0, ""));
+    for bad in [":1", "abc:", "abc:-1", "a b:1", "abc:x"] {
+        let run = l.run(["events", "--since", bad]);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{bad}: {run:?}");
+    }
+}

@@ -132,13 +132,7 @@ fn seed(dir: &Path) {
     let pipeline = std::process::Command::new("setpriv")
         .args(["--reuid", "61099", "--regid", "61099", "--clear-groups"])
         .arg(crate::common::BIN)
-        .args([
-            "log",
-            "--stage",
-            "deploy",
-            "--question",
-            "Deploy build 42?",
-        ])
+        .args(["log", "--stage", "deploy", "--question", "Deploy build 42?"])
         .args(["--approval", "--min", "1", "--approvers"])
         .arg(format!("{},bob", me.trim()))
         .current_dir(dir)
@@ -246,6 +240,18 @@ fn sqlite_only_every_help_example_runs_as_written() {
         std::fs::create_dir_all(&dir).unwrap();
         if command.is_some() {
             seed(&dir);
+        }
+        if command.as_deref() == Some("check") {
+            // A release gate already settled: `check --wait` on it passes at once (a wait
+            // on a stage that never held a question would wait for one).
+            let mut log = bare_command(&dir);
+            log.args(["log", "--stage", "release", "--question", "Ship it?"]);
+            let logged = finish(log);
+            assert_eq!(logged.code, 0, "seeding the release gate: {logged:?}");
+            let id = logged.json["question_id"].to_string();
+            let mut answer = bare_command(&dir);
+            answer.args(["answer", "--id", &id, "--answer", "yes"]);
+            assert_eq!(finish(answer).code, 0, "seeding the release gate");
         }
         let mut help = bare_command(&dir);
         help.args(&args);

@@ -200,26 +200,31 @@ fn events_follow_goes_on_into_a_ledger_that_replaced_its_own() {
     l.log("s", "New?");
     let seen = read_until(&mut follower, |s| texts(s).contains(&"New?".to_string()));
     assert_eq!(texts(&seen), vec!["Old one?", "Old two?", "New?"]);
-    // The new ledger's own first event, not one skipped for a seq the old one had.
+    // The new ledger's own first event, not one skipped for a seq the old one had; each
+    // event names its ledger, so the two seqs 1 are told apart.
     assert_eq!(seen.last().unwrap()["seq"], 1);
+    assert_eq!(seen[0]["ledger"], seen[1]["ledger"]);
+    assert_ne!(seen[0]["ledger"], seen[2]["ledger"]);
 }
 
 #[test]
 fn check_wait_on_ids_ends_when_the_ledger_is_replaced() {
     let l = Ledger::new();
     l.log("s", "Old?");
+    let wait = Pause::new(l.dir.path(), "wait");
     let child = spawn(
         &l,
         &["check", "--ids", "1", "--wait", "--timeout", "20"],
-        &[],
+        &[("QUESTIONS_TEST_PAUSE", &wait.env)],
     );
-    // Still a sleep: through PgBouncer, a reset that comes after the waiter's read but
-    // before its first wait is not noticed (the waiter stays to its timeout), and the
-    // `wait` pause point lands in exactly that gap. Until that is fixed, the reset comes
-    // once the waiter has long been waiting.
-    std::thread::sleep(Duration::from_millis(500));
+    // It read the old ledger and stops before its first wait; the ledger is reset and a
+    // new one made meanwhile. (On PostgreSQL the connection first notes the ledger's id
+    // at that wait, and would note the new one's: the waiter compares the id each of its
+    // reads saw.)
+    wait.reached();
     l.ok(["reset", "--yes"]);
     let new = l.log("s", "New?");
+    wait.release();
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -255,6 +260,33 @@ fn check_wait_on_a_stage_follows_the_ledger_that_replaced_its_own() {
     // The new ledger's question, answered: not a stage found empty.
     assert_eq!(json["total"], 1, "{json}");
     assert_eq!(json["known_stage"], true, "{json}");
+}
+
+#[test]
+fn check_wait_on_a_stage_ends_when_a_reset_takes_its_questions_away() {
+    let l = Ledger::new();
+    l.log("s", "Old?");
+    let wait = Pause::new(l.dir.path(), "wait");
+    let child = spawn(
+        &l,
+        &["check", "--stage", "s", "--wait", "--timeout", "20"],
+        &[("QUESTIONS_TEST_PAUSE", &wait.env)],
+    );
+    // It read the stage, with its question pending, and stops before waiting; meanwhile
+    // the ledger is reset, and nothing is logged into the new one.
+    wait.reached();
+    l.ok(["reset", "--yes"]);
+    wait.release();
+    let out = child.wait_with_output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{json}");
+    assert_eq!(json["error_code"], "conflict", "{json}");
+    let error = json["error"].as_str().unwrap();
+    assert!(
+        error.contains("reset or replaced while check waited"),
+        "{error}"
+    );
+    assert!(error.contains("stage 's'"), "{error}");
 }
 
 /// Every event of the history, once each and in order: nothing skipped, nothing repeated.

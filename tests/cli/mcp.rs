@@ -1314,19 +1314,30 @@ fn a_forged_replayed_or_misbound_request_state_is_refused() {
         let forged = String::from_utf8(forged).unwrap();
         let result = s
             .service
-            .call_tool_once(again(ask.clone(), forged, "MariaDB"))
+            .call_tool_once(again(ask.clone(), forged.clone(), "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        // Altered, with arguments that name a question not logged yet.
+        let other = json!({"stage": "design", "questions": [{"question": "Which cache?"}]});
+        let result = s
+            .service
+            .call_tool_once(again(other.clone(), forged, "MariaDB"))
             .await
             .unwrap();
         refused(result, "usage");
         // Issued for other questions than these arguments log.
-        let other = json!({"stage": "design", "questions": [{"question": "Which cache?"}]});
         let result = s
             .service
             .call_tool_once(again(other, state.clone(), "MariaDB"))
             .await
             .unwrap();
         refused(result, "usage");
-        assert_eq!(ledger.all()[0]["status"], "pending");
+        // Refused before anything was written: the ledger holds the first call's question
+        // alone, still pending.
+        let all = ledger.all();
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0]["status"], "pending");
 
         // The genuine state, with the person's reply: recorded.
         let result = s
@@ -1344,15 +1355,26 @@ fn a_forged_replayed_or_misbound_request_state_is_refused() {
         // The same state again: refused, and the answer stays the person's.
         let result = s
             .service
-            .call_tool_once(again(ask.clone(), state, "MariaDB"))
+            .call_tool_once(again(ask.clone(), state.clone(), "MariaDB"))
             .await
             .unwrap();
         refused(result, "conflict");
+        let q = &ledger.all()[0];
+        assert_eq!(q["answer"], "SQLite");
+        assert_eq!(q["answered_by"], "mcp:mrtr-client");
+
+        // Stale: issued for a ledger that a reset has since replaced. Refused, and the new
+        // ledger gets no question from it.
+        ledger.ok(["reset", "--yes"]);
+        let result = s
+            .service
+            .call_tool_once(again(ask.clone(), state, "MariaDB"))
+            .await
+            .unwrap();
+        refused(result, "usage");
+        assert_eq!(ledger.all(), Vec::<Value>::new());
         s.service.cancel().await.unwrap();
     });
-    let q = &ledger.all()[0];
-    assert_eq!(q["answer"], "SQLite");
-    assert_eq!(q["answered_by"], "mcp:mrtr-client");
 }
 
 /// A wait that outlives the call: a client that declares the Tasks extension gets a task,

@@ -367,3 +367,15 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn every_event_names_its_ledger() {
+    let l = Ledger::new();
+    l.log("s", "Goal?");
+    let line = l.run(["events"]).stdout;
+    let mut event: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_valid("event", &event);
+    assert!(event["ledger"].as_str().is_some_and(|id| !id.is_empty()));
+    event.as_object_mut().unwrap().remove("ledger");
+    assert_invalid("event", &event);
+}

@@ -25,6 +25,17 @@ fn watch(l: &Ledger, name: &str, url: &str, extra: &[&str]) -> Run {
     finish(cmd)
 }
 
+/// The ledger's id, as every event names it.
+fn ledger_id(l: &Ledger) -> String {
+    let run = l.run(["events"]);
+    let first: serde_json::Value =
+        serde_json::from_str(run.stdout.lines().next().expect("an event")).unwrap();
+    first["ledger"]
+        .as_str()
+        .expect("the ledger's id")
+        .to_string()
+}
+
 fn hmac_hex(body: &[u8]) -> String {
     questions::watch::signature(SECRET.as_bytes(), body)
 }
@@ -40,9 +51,12 @@ fn a_receiver_that_fails_twice_gets_the_event_a_third_time_signed_and_keyed() {
     assert_eq!(run.json["failed_attempts"], 2);
     let got = hook.requests();
     assert_eq!(got.len(), 3);
+    let key = format!("{}:1", ledger_id(&l));
     for r in &got {
         assert_eq!(r.path, "/hook");
-        assert_eq!(r.header("Idempotency-Key"), Some("1"));
+        assert_eq!(r.header("Idempotency-Key"), Some(key.as_str()));
+        assert_eq!(r.header("X-Questions-Seq"), Some("1"));
+        assert_eq!(r.json()["ledger"], ledger_id(&l));
         assert_eq!(r.json()["event"], "logged");
         assert_eq!(r.json()["after"]["question"], "Goal?");
         let expected = format!("sha256={}", hmac_hex(&r.body));
@@ -79,7 +93,12 @@ fn a_receiver_that_never_answers_holds_the_position_until_one_does() {
         .iter()
         .map(|r| r.header("Idempotency-Key").unwrap().to_string())
         .collect();
-    assert_eq!(seqs, ["1", "2"], "in order, nothing skipped");
+    let id = ledger_id(&l);
+    assert_eq!(
+        seqs,
+        [format!("{id}:1"), format!("{id}:2")],
+        "in order, nothing skipped"
+    );
 }
 
 #[test]
@@ -132,10 +151,11 @@ fn a_watcher_killed_mid_delivery_repeats_only_the_unconfirmed_event() {
             .map(|q| q.header("Idempotency-Key").unwrap().to_string())
             .collect()
     };
-    assert_eq!(keys(&slow), ["1"]);
+    let id = ledger_id(&l);
+    assert_eq!(keys(&slow), [format!("{id}:1")]);
     assert_eq!(
         keys(&good),
-        ["1", "2", "3"],
+        [format!("{id}:1"), format!("{id}:2"), format!("{id}:3")],
         "the unconfirmed one again, then the rest"
     );
 }
@@ -424,4 +444,115 @@ fn a_redirect_is_a_failed_delivery_not_a_get_that_counts() {
     assert!(run.stderr.contains("redirect"), "{}", run.stderr);
     // Only POSTs to the URL given: the redirect was not followed.
     assert!(hook.requests().iter().all(|r| r.path == "/hook"));
+}
+
+/// A reset starts the seqs again: a running watcher goes on into the new ledger from its
+/// first event, and the keys it sends name the ledger, so that a receiver that dedups by
+/// them never takes the new ledger's first event for the old one's.
+#[test]
+fn a_watcher_goes_on_into_a_ledger_that_replaced_its_own_with_keys_that_name_it() {
+    let l = Ledger::new();
+    l.log("s", "Old one?");
+    let old = ledger_id(&l);
+    let dir = l.dir.path();
+    let (out, keys) = (dir.join("delivered.jsonl"), dir.join("keys"));
+    let (arrived, go) = (dir.join("arrived"), dir.join("go"));
+    // The first delivery holds until the test says go: the reset comes in the middle of
+    // it, between the watcher's read of the old ledger and its saving the position.
+    let script = format!(
+        "cat >> '{out}'; echo >> '{out}'; echo \"$QUESTIONS_EVENT_SEQ\" >> '{keys}'; \
+         if [ ! -e '{go}' ]; then touch '{arrived}'; \
+         while [ ! -e '{go}' ]; do sleep 0.01; done; fi",
+        out = out.display(),
+        keys = keys.display(),
+        go = go.display(),
+        arrived = arrived.display(),
+    );
+    let mut watcher = std::process::Command::new(BIN)
+        .current_dir(dir)
+        .env("QUESTIONS_NOW", NOW)
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(l.db())
+        .args(["watch", "--name", "w", "--from-start", "--exec", &script])
+        .args(["--timeout", "30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while !arrived.exists() {
+        assert!(std::time::Instant::now() < end, "no delivery began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    l.ok(["reset", "--yes"]);
+    l.log("s", "New one?");
+    let new = ledger_id(&l);
+    assert_ne!(new, old);
+    std::fs::write(&go, b"").unwrap();
+    let delivered = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    while delivered().len() < 2 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let events = delivered();
+    assert_eq!(events.len(), 2, "the new ledger's first event: {events:?}");
+    assert_eq!(
+        (events[0]["ledger"].as_str(), events[0]["seq"].as_i64()),
+        (Some(old.as_str()), Some(1))
+    );
+    assert_eq!(
+        (events[1]["ledger"].as_str(), events[1]["seq"].as_i64()),
+        (Some(new.as_str()), Some(1))
+    );
+    assert_eq!(events[1]["after"]["question"], "New one?");
+    // The position the watcher keeps now is the new ledger's.
+    let again = finish({
+        let mut cmd = l.command();
+        cmd.args(["watch", "--name", "w", "--exec", "cat > /dev/null"])
+            .args(["--timeout", "0.3"]);
+        cmd
+    });
+    assert_eq!(
+        (
+            again.json["delivered"].as_i64(),
+            again.json["position"].as_i64()
+        ),
+        (Some(0), Some(1)),
+        "{again:?}"
+    );
+}
+
+/// A position stored for the watcher's name that is past the last event belongs to a
+/// ledger a reset replaced (an older `questions` could save one there): the watcher starts
+/// from this ledger's first event instead of skipping everything up to it.
+#[test]
+fn a_stored_position_past_the_last_event_starts_from_the_first() {
+    let l = Ledger::new();
+    l.log("s", "One?");
+    l.log("s", "Two?");
+    assert!(!l.sql_is_refused(
+        "INSERT INTO watchers (name, position, updated_at) \
+         VALUES ('w', 7, '2026-01-02T03:04:05.000Z')"
+    ));
+    let hook = Receiver::start(Behavior::Accept);
+    let run = watch(&l, "w", &hook.url, &["--timeout", "0.5"]);
+    assert_eq!(run.json["delivered"], 2, "{run:?}");
+    assert_eq!(run.json["position"], 2);
+    assert!(run.stderr.contains("past the last event"), "{}", run.stderr);
+    let id = ledger_id(&l);
+    let keys: Vec<String> = hook
+        .requests()
+        .iter()
+        .map(|r| r.header("Idempotency-Key").unwrap().to_string())
+        .collect();
+    assert_eq!(keys, [format!("{id}:1"), format!("{id}:2")]);
 }

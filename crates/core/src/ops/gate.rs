@@ -30,6 +30,9 @@ pub struct CheckRequest {
     /// A stage that has never held a question is `not_found` rather than a pass.
     pub strict: bool,
     pub wait: Wait,
+    /// A wait on a stage that has never held a question passes at once, as a look does,
+    /// instead of waiting for the stage's questions to be logged and settled.
+    pub allow_unknown_stage: bool,
 }
 
 /// The gate's document. `pending` holds the questions themselves (a large stage can hold
@@ -72,11 +75,24 @@ pub struct Declined {
 
 /// The stage gate: fails while a required question of the stage (or of `ids`) is pending
 /// or declined. Expiries that are due are applied first.
+///
+/// A wait fails closed: a stage that has never held a question (a typo, or a gate that
+/// runs before the agent logged its question) is waited for until it holds questions and
+/// they are settled, unless `allow_unknown_stage`. A wait whose ledger is reset or
+/// replaced under it goes on into the new ledger only when that still knows what was
+/// waited for: ids never (they named the questions of the ledger that is gone), a stage
+/// only if it holds questions there; otherwise it ends with a `conflict`.
 pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
     let deadline = match req.wait {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,
     };
+    let waits = req.wait != Wait::No;
+    // Which ledger the last round read (a waiting check asks it in the same snapshot, so
+    // a ledger that replaced its own is seen even where the location's watch missed it),
+    // and whether the stage was known there.
+    let mut last_id: Option<Option<String>> = None;
+    let mut stage_was_known = false;
     super::follow(ledger, deadline, POLL, |ledger, seen| {
         let read = settle(ledger).and_then(|_| {
             ledger.read(|tx| {
@@ -87,30 +103,58 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
                     Some(stage) => Some(tx.stage_known(stage)?),
                 };
                 let approvals = super::approval::reports(tx, &considered)?;
-                Ok((considered, known, approvals))
+                let id = if waits { Some(tx.ledger_id()?) } else { None };
+                // For a stage never heard of: the known ones it may have been meant to be.
+                let names = match known {
+                    Some(false) => tx.stage_names()?,
+                    _ => Vec::new(),
+                };
+                Ok((considered, known, approvals, id, names))
             })
         });
-        // A stage is followed into a ledger that replaced this one (reset); ids are not:
-        // they named questions of the ledger that is gone (whatever the new one says of
-        // them).
-        if seen.replaced(ledger) && req.ids.is_some() {
+        let mut replaced = seen.replaced(ledger);
+        if let Ok((_, _, _, Some(id), _)) = &read {
+            replaced |= last_id.as_ref().is_some_and(|last| last != id);
+            last_id = Some(id.clone());
+        }
+        // Ids are not followed into a ledger that replaced this one (reset): they named
+        // questions of the ledger that is gone (whatever the new one says of them).
+        if replaced && req.ids.is_some() {
             return Err(crate::error::Error::conflict(format!(
                 "the ledger {} was reset or replaced while check waited: the ids given \
                  named questions of the ledger that is gone",
                 ledger.location().display()
             )));
         }
-        let (considered, known, approvals) = read?;
-        if known == Some(false) {
-            return unknown_stage(ledger, req, considered).map(Step::Done);
+        let (considered, known, approvals, _, names) = read?;
+        if replaced && stage_was_known && known == Some(false) {
+            // Nor is a stage the new ledger has never heard of: what was waited for is gone,
+            // and waiting on would pass on questions nobody logged again, or hang.
+            return Err(crate::error::Error::conflict(format!(
+                "the ledger {} was reset or replaced while check waited: stage '{}' held \
+                 questions in the ledger that is gone, and has never held one in the ledger \
+                 there now; log its questions again",
+                ledger.location().display(),
+                req.stage.as_deref().unwrap_or_default()
+            )));
+        }
+        stage_was_known |= known == Some(true);
+        if known == Some(false) && (!waits || req.allow_unknown_stage || req.strict) {
+            return unknown_stage(ledger, req, considered, &names).map(Step::Done);
         }
         let gate = Gate::over(&considered);
         // A rejected approval never passes: waiting longer cannot help.
         let settled_fail = approvals.iter().any(|a| a.state == "rejected");
-        let done = gate.passes() || req.wait == Wait::No || settled_fail;
+        // A stage never heard of does not pass a wait: nothing in it was settled.
+        let passes = gate.passes() && known != Some(false);
+        let done = passes || !waits || settled_fail;
         // Kept for the deadline: then it is the report, and it says the wait timed out.
         let mut report = report(req.stage.clone(), considered, known, !done);
         report.approvals = approvals;
+        if known == Some(false) {
+            report.gate = Gate::Fail;
+            report.nearest = nearest(req.stage.as_deref().unwrap_or_default(), &names);
+        }
         Ok(if done {
             Step::Done(report)
         } else {
@@ -122,13 +166,13 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
 /// A stage that has never held a question: it passes, as in the uwf protocol, saying so
 /// and naming the stages it may have been meant to be; with `strict` it is `not_found`.
 fn unknown_stage(
-    ledger: &mut Ledger,
+    ledger: &Ledger,
     req: &CheckRequest,
     considered: Vec<Question>,
+    names: &[String],
 ) -> Result<GateReport> {
     let stage = req.stage.clone().unwrap_or_default();
-    let names = ledger.read(|tx| tx.stage_names())?;
-    let nearest = nearest(&stage, &names);
+    let nearest = nearest(&stage, names);
     if req.strict {
         let mut message = format!(
             "stage '{stage}' has never held a question in the ledger {}",

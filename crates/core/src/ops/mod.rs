@@ -9,6 +9,7 @@ mod envelope;
 mod follow;
 mod gate;
 mod interop;
+mod stream;
 
 pub use approval::{group, identify, vote, ApprovalReport, GroupChange, GroupChanged, Identity};
 pub use change::{
@@ -22,12 +23,15 @@ pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use stream::{
+    events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,
+};
 
 use serde::Serialize;
 
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::model::{Actor, Channel, Event, Question, Status};
+use crate::model::{Actor, Channel, Event, NewQuestion, Question, Status};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger, Location, Tx};
 
 /// Who calls an operation and through what: every change it makes records them.
@@ -120,6 +124,30 @@ fn select(tx: &Tx, stage: Option<&str>, ids: Option<&[i64]>) -> Result<Vec<Quest
         }
     }
     Ok(found)
+}
+
+/// What `log_all` would return for `questions` without writing anything: the ids of the
+/// questions on record with the same stage, group and text, each once in the order given,
+/// or none when one of them would be created; and the ledger's id, read in the same
+/// snapshot. A caller that must refuse a call before it logs anything (a retry whose
+/// state names the questions an earlier call logged) checks it against this.
+pub fn on_record(
+    ledger: &mut Ledger,
+    questions: &[NewQuestion],
+) -> Result<(Option<String>, Option<Vec<i64>>)> {
+    ledger.read(|tx| {
+        let mut ids: Vec<i64> = Vec::with_capacity(questions.len());
+        for new in questions {
+            let Some(same) = tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)?
+            else {
+                return Ok((tx.ledger_id()?, None));
+            };
+            if !ids.contains(&same.id) {
+                ids.push(same.id);
+            }
+        }
+        Ok((tx.ledger_id()?, Some(ids)))
+    })
 }
 
 /// The questions a filter matches, by id.
@@ -262,35 +290,6 @@ pub fn info(
     })
 }
 
-/// A page of the history: the events after a seq that the caller wants, and how far the
-/// page went (events of other stages count too, so a resumed read skips none).
-#[derive(Debug)]
-pub struct Page {
-    pub events: Vec<Event>,
-    /// The seq to resume after.
-    pub last: i64,
-    /// Fewer than the page's size were left: the reader is at the end of the history.
-    pub at_end: bool,
-}
-
-/// The events after `since`, oldest first, those of `stage`'s questions only if given.
-/// Expiries that are due are applied first, so their events are in the page.
-pub fn events(ledger: &mut Ledger, since: i64, stage: Option<&str>, limit: u32) -> Result<Page> {
-    settle(ledger)?;
-    let all = ledger.read(|tx| tx.events(&EventFilter::Since { seq: since, limit }))?;
-    let at_end = all.len() < limit as usize;
-    let last = all.last().map_or(since, |e| e.seq);
-    let events = all
-        .into_iter()
-        .filter(|e| stage.is_none_or(|s| e.stage.trim() == s))
-        .collect();
-    Ok(Page {
-        events,
-        last,
-        at_end,
-    })
-}
-
 /// Opens the ledger for writing, creating it if it is missing, as the first write would:
 /// for a front end that will record changes, so that its readers see the real ledger from
 /// the start rather than an empty stand-in.
@@ -354,18 +353,6 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
             voters,
         })
     })
-}
-
-/// Where the watcher `name` stopped: the seq of the last event it delivered; none for a
-/// watcher not seen before.
-pub fn watcher_position(ledger: &mut Ledger, name: &str) -> Result<Option<i64>> {
-    ledger.read(|tx| tx.watcher_position(name))
-}
-
-/// Records that the watcher `name` has delivered everything up to `position`.
-pub fn save_watcher_position(ledger: &mut Ledger, name: &str, position: i64) -> Result<()> {
-    let now = clock::now();
-    ledger.write(|tx| tx.set_watcher_position(name, position, &now))
 }
 
 /// What `reset` did.
