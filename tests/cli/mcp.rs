@@ -1058,7 +1058,11 @@ fn every_readme_host_snippet_starts_a_server_on_its_ledger() {
     run(async {
         for (host, command, args) in readme_commands() {
             assert_eq!(command, "questions", "{host}");
-            assert_eq!(args.last().map(String::as_str), Some("mcp"), "{host}");
+            assert_eq!(
+                args[args.len().saturating_sub(2)..],
+                ["mcp", "--no-votes"],
+                "{host}: an agent's server refuses votes"
+            );
             let db = args.iter().position(|a| a == "--db").expect("--db") + 1;
             // The snippet's own arguments, with its example path swapped for this ledger.
             let mut cmd = tokio::process::Command::new(BIN);
