@@ -131,10 +131,12 @@ fn postgres_only_reset_drops_a_database_ledger() {
 #[test]
 fn nothing_of_a_reset_ledger_reaches_the_next_one() {
     let l = Ledger::new();
-    l.ok(["group", "add", "leads", "dave"]);
+    l.ok(["group", "create", "leads", "--admins", "ops", "dave"]);
     l.ok(["reset", "--yes"]);
     l.assert_not_created();
-    l.ok([
+    // The group, its members and its admins went with the ledger: an approval cannot
+    // name it, and nobody can add to it, until it is made again.
+    let named = l.run([
         "log",
         "--stage",
         "deploy",
@@ -148,6 +150,27 @@ fn nothing_of_a_reset_ledger_reaches_the_next_one() {
         "--requester",
         "carol",
     ]);
+    assert_eq!(named.error_code(), "usage", "{named:?}");
+    assert_eq!(
+        l.run(["group", "add", "leads", "dave"]).error_code(),
+        "not_found"
+    );
+    l.ok(["group", "create", "leads", "--admins", "ops"]);
+    let logged = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "group:leads",
+        "--min",
+        "1",
+        "--requester",
+        "carol",
+    ]);
+    assert_eq!(logged["created"], true);
     let check = l.run(["check", "--stage", "deploy"]);
     assert_eq!(check.code, 1);
     assert_eq!(
