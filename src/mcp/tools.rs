@@ -741,19 +741,29 @@ impl Server {
         let cancelled = context.ct.clone();
         let deadline = Instant::now() + limit;
         let work = blocking(self.location.clone(), move |ledger| {
+            // The id of the ledger the last read saw.
+            let mut last: Option<Option<String>> = None;
             ops::follow(
                 ledger,
                 Some(deadline),
                 Duration::from_secs(1),
                 |ledger, seen| {
-                    let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
-                    if seen.replaced(ledger) {
+                    let read = ops::named_in_ledger(ledger, stage.as_deref(), ids.as_deref());
+                    // Replaced: the location's watch says so, or the ledger's id changed
+                    // since the last read (a reset it was not woken for).
+                    let mut replaced = seen.replaced(ledger);
+                    if let Ok((_, id)) = &read {
+                        replaced |= last.as_ref().is_some_and(|last| last != id);
+                        last = Some(id.clone());
+                    }
+                    if replaced {
                         // A ledger reset meanwhile holds none of these questions any more.
                         return Err(Error::conflict(
                             "the ledger was reset or replaced while waiting: the questions \
                          waited for are gone; log them again",
                         ));
                     }
+                    let (questions, _) = read?;
                     if questions.is_empty() {
                         // A stage with no question: nothing will ever be answered there.
                         return Err(Error::not_found(format!(

@@ -48,6 +48,8 @@ struct Client {
     urls: Arc<Mutex<Vec<String>>>,
     /// More arguments for `questions mcp`.
     server_args: Vec<String>,
+    /// More environment for `questions mcp`.
+    server_env: Vec<(String, String)>,
     person: Option<Person>,
     forms: Arc<Mutex<Vec<Value>>>,
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
@@ -62,6 +64,7 @@ impl Client {
             inbox_person: None,
             urls: Arc::default(),
             server_args: Vec::new(),
+            server_env: Vec::new(),
             person: None,
             forms: Arc::default(),
             progress: Arc::default(),
@@ -176,7 +179,8 @@ fn server_command(ledger: &Ledger) -> tokio::process::Command {
 
 async fn connect(ledger: &Ledger, client: Client) -> Session {
     let mut cmd = server_command(ledger);
-    cmd.args(&client.server_args);
+    cmd.args(&client.server_args)
+        .envs(client.server_env.iter().map(|(k, v)| (k, v)));
     let transport = TokioChildProcess::new(cmd).expect("spawn questions mcp");
     let pid = transport.id();
     let service = match client.era {
@@ -1377,6 +1381,49 @@ fn a_forged_replayed_or_misbound_request_state_is_refused() {
             .unwrap();
         refused(result, "usage");
         assert_eq!(ledger.all(), Vec::<Value>::new());
+        s.service.cancel().await.unwrap();
+    });
+}
+
+/// A wait whose ledger is reset and made anew under it ends with a conflict, even where
+/// nothing woke it for the reset (PostgreSQL notes a connection's ledger at its first
+/// wait, by then the new one): the new ledger's question 1, answered, is not the question
+/// waited for.
+#[test]
+fn wait_for_answers_ends_when_its_ledger_is_reset_and_made_anew() {
+    let ledger = Ledger::new();
+    let id = ledger.log("s", "Ship the release?");
+    let wait = Pause::new(ledger.dir.path(), "wait");
+    let (db, dir) = (ledger.db(), ledger.dir.path().to_path_buf());
+    run(async {
+        let client = Client {
+            server_env: vec![("QUESTIONS_TEST_PAUSE".into(), wait.env.clone())],
+            ..Client::new("waiter")
+        };
+        let s = connect(&ledger, client).await;
+        let call = s.call(
+            "wait_for_answers",
+            json!({"ids": [id], "timeout_seconds": 30}),
+        );
+        // While it waits: the ledger is reset, and a new question 1 logged and answered.
+        let meanwhile = tokio::task::spawn_blocking(move || {
+            wait.reached();
+            for args in [
+                &["reset", "--yes"][..],
+                &["log", "--stage", "s", "--question", "Delete production?"][..],
+                &["answer", "--id", "1", "--answer", "yes"][..],
+            ] {
+                let mut cmd = bare_command(&dir);
+                cmd.arg("--db").arg(&db).args(args);
+                assert_eq!(finish(cmd).code, 0, "{args:?}");
+            }
+            wait.release();
+        });
+        let (result, meanwhile) = tokio::join!(call, meanwhile);
+        meanwhile.unwrap();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        let doc = result.structured_content.unwrap();
+        assert_eq!(doc["error_code"], "conflict", "{doc}");
         s.service.cancel().await.unwrap();
     });
 }

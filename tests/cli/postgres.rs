@@ -261,3 +261,117 @@ fn postgres_only_reset_in_the_middle_of_writers_neither_deadlocks_nor_lets_one_r
         }
     }
 }
+
+/// A TCP server on 127.0.0.1 that accepts every connection and then, once it has read
+/// `answers_start_up` (a start-up message it answers as a server that asks no password
+/// would), never says another word. Its port.
+fn mute_server(answers_start_up: bool) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            if answers_start_up {
+                // The start-up message: its length, then the rest of it.
+                let mut length = [0u8; 4];
+                if stream.read_exact(&mut length).is_ok() {
+                    let mut rest =
+                        vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
+                    let _ = stream.read_exact(&mut rest);
+                    // AuthenticationOk, then ReadyForQuery (idle).
+                    let _ =
+                        stream.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'Z', 0, 0, 0, 5, b'I']);
+                }
+            }
+            // Held open, never read from again or answered.
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// The location of a server at `port` on loopback, with these parameters.
+fn mute_location(port: u16, params: &str) -> String {
+    format!("postgres://someone:not-a-secret@127.0.0.1:{port}/db?{params}")
+}
+
+fn run_against(location: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = bare_command(dir.path());
+    cmd.args(["--db", location]).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    finish(cmd)
+}
+
+/// The connect timeout covered the TCP connection only: a server that accepted and then
+/// never answered hung every command, a gate's wait too. Every step of connecting (TLS
+/// negotiation, start-up, authentication) now has a bound, `connect_timeout` in the
+/// location as libpq has it, else 10 s.
+#[test]
+fn a_server_that_accepts_and_never_answers_fails_within_the_connect_bound() {
+    let port = mute_server(false);
+    for (params, args, what) in [
+        (
+            "sslmode=disable&connect_timeout=1",
+            &["list"][..],
+            "start-up",
+        ),
+        ("connect_timeout=1", &["list"][..], "TLS negotiation"),
+        (
+            "sslmode=verify-full&connect_timeout=1",
+            &["list"][..],
+            "TLS",
+        ),
+        (
+            "connect_timeout=1",
+            &["check", "--stage", "s", "--wait", "--timeout", "3600"][..],
+            "TLS",
+        ),
+        ("sslmode=disable", &["list"][..], "within 10 s"),
+    ] {
+        let run = run_against(&mute_location(port, params), args, &[]);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (1, "db_error"),
+            "{params}: {run:?}"
+        );
+        let message = run.json["error"].as_str().unwrap();
+        assert!(message.contains("127.0.0.1"), "{message}");
+        assert!(message.contains(what), "{what} not in: {message}");
+        assert!(message.contains("did not"), "{message}");
+        if params.contains("connect_timeout=1") {
+            assert!(message.contains("within 1 s"), "{message}");
+        }
+        assert!(!message.contains("not-a-secret"), "{message}");
+    }
+}
+
+/// A server that stopped answering in the middle of a session (after start-up): each
+/// statement has a bound too, QUESTIONS_PG_QUERY_TIMEOUT (60 s unless set).
+#[test]
+fn a_server_that_stops_answering_after_start_up_fails_within_the_statement_bound() {
+    let port = mute_server(true);
+    let location = mute_location(port, "sslmode=disable");
+    let run = run_against(&location, &["list"], &[("QUESTIONS_PG_QUERY_TIMEOUT", "1")]);
+    assert_eq!((run.code, run.error_code()), (1, "db_error"), "{run:?}");
+    let message = run.json["error"].as_str().unwrap();
+    assert!(message.contains("127.0.0.1"), "{message}");
+    assert!(
+        message.contains("sent no reply for 1 s while a statement was under way"),
+        "{message}"
+    );
+    let run = run_against(
+        &location,
+        &["list"],
+        &[("QUESTIONS_PG_QUERY_TIMEOUT", "soon")],
+    );
+    assert_eq!((run.code, run.error_code()), (2, "usage"), "{run:?}");
+    assert!(run.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("QUESTIONS_PG_QUERY_TIMEOUT"));
+}

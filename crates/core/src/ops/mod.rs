@@ -176,6 +176,18 @@ pub fn named(
     ledger.read(|tx| select(tx, stage, ids))
 }
 
+/// `named`, with the id of the ledger they were read from (in the same snapshot): a
+/// waiter that compares it between its reads sees a ledger that replaced its own even
+/// where nothing woke it for the change.
+pub fn named_in_ledger(
+    ledger: &mut Ledger,
+    stage: Option<&str>,
+    ids: Option<&[i64]>,
+) -> Result<(Vec<Question>, Option<String>)> {
+    settle(ledger)?;
+    ledger.read(|tx| Ok((select(tx, stage, ids)?, tx.ledger_id()?)))
+}
+
 /// The history of a question or a stage, oldest first.
 #[derive(Debug, Serialize)]
 pub struct History {

@@ -2,6 +2,7 @@
 //! and `Tx`; the SQL is written once (`sql`), and each engine's connection handling stays
 //! in its own file.
 
+mod bounded;
 #[cfg(unix)]
 mod dirsync;
 mod location;

@@ -91,17 +91,42 @@ fn connect(location: &str) -> Result<Client> {
                  postgres://USER:PASSWORD@HOST:PORT/DATABASE or host=HOST dbname=DATABASE …"
         ))
     })?;
+    let limits = limits(&config)?;
     config
-        .connect_timeout(Duration::from_secs(10))
+        .connect_timeout(limits.connect)
         .application_name("questions")
         .ssl_mode(tls.mode.client_mode());
-    let connected = match tls.mode {
-        super::tls::SslMode::Disable => config.connect(NoTls),
-        _ => config.connect(tokio_postgres_rustls::MakeRustlsConnect::new(
+    let rustls = match tls.mode {
+        super::tls::SslMode::Disable => None,
+        _ => Some(tokio_postgres_rustls::MakeRustlsConnect::new(
             super::tls::client_config(&tls)?,
         )),
     };
+    // Over TCP the client hands the socket to `Bounded` at once ("direct" negotiation:
+    // `Bounded` does the negotiation the mode asks for itself), which bounds every step
+    // after the TCP connection. A Unix socket has no host name for that path: it keeps
+    // the client's own (local sockets do not go half-open).
+    let hosts = config.get_hosts();
+    let tcp = !hosts.is_empty()
+        && hosts
+            .iter()
+            .all(|h| matches!(h, postgres::config::Host::Tcp(_)));
+    let connected = match (tcp, rustls) {
+        (true, rustls) => {
+            config
+                .ssl_mode(postgres::config::SslMode::Require)
+                .ssl_negotiation(postgres::config::SslNegotiation::Direct);
+            let bounded =
+                super::bounded::Bounded::new(rustls, tls.mode, limits, &redacted(location));
+            config.connect(bounded)
+        }
+        (false, None) => config.connect(NoTls),
+        (false, Some(rustls)) => config.connect(rustls),
+    };
     connected.map_err(|e| {
+        if let Some(silent) = super::bounded::silent(&e) {
+            return Error::db(silent);
+        }
         let host = match config.get_hosts().first() {
             Some(postgres::config::Host::Tcp(name)) => name.clone(),
             _ => "localhost".to_string(),
@@ -111,6 +136,33 @@ fn connect(location: &str) -> Result<Client> {
             "cannot connect to PostgreSQL at {}: {why}",
             redacted(location),
         ))
+    })
+}
+
+/// How long a server may take: to connect, `connect_timeout` from the location (libpq's
+/// parameter; a positive number of seconds), else 10 s; to go on answering a statement,
+/// `QUESTIONS_PG_QUERY_TIMEOUT` seconds, else 60 (writes wait for each other's turn, and a
+/// reset for every command in flight: a careful bound, not a tight one). Waits for a
+/// change are not statements: they have no bound of this kind.
+fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
+    const CONNECT: Duration = Duration::from_secs(10);
+    const QUERY: Duration = Duration::from_secs(60);
+    let query = match std::env::var("QUESTIONS_PG_QUERY_TIMEOUT") {
+        Err(_) => QUERY,
+        Ok(text) => match text.trim().parse::<f64>() {
+            Ok(s) if s > 0.0 && s < 1e9 => Duration::from_secs_f64(s),
+            _ => {
+                return Err(Error::usage(format!(
+                    "QUESTIONS_PG_QUERY_TIMEOUT is '{}': give the seconds a PostgreSQL server \
+                     may take to answer a statement, a number above 0 (default 60)",
+                    text.trim()
+                )))
+            }
+        },
+    };
+    Ok(super::bounded::Limits {
+        connect: config.get_connect_timeout().copied().unwrap_or(CONNECT),
+        query,
     })
 }
 
@@ -138,6 +190,9 @@ fn reset_meanwhile(e: &postgres::Error) -> bool {
 }
 
 fn pg_error(e: postgres::Error) -> Error {
+    if let Some(silent) = super::bounded::silent(&e) {
+        return Error::db(silent);
+    }
     if reset_meanwhile(&e) {
         return Error::db(
             "the ledger was reset while this command ran; nothing was recorded".to_string(),
