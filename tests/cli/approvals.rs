@@ -1131,7 +1131,8 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
 
 #[test]
 #[cfg(feature = "serve")]
-fn the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
+fn unpooled_the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
+    crate::unpooled!();
     use crate::serve::Served;
     let l = Ledger::new();
     group_of(&l, "leads", &["dave"]);
