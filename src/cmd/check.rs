@@ -42,14 +42,7 @@ fn unknown(report: &GateReport, ledger: &Ledger) -> String {
          (--strict makes this an error)",
         ledger.location().display()
     );
-    if !report.nearest.is_empty() {
-        let names: Vec<String> = report
-            .nearest
-            .iter()
-            .map(|n| crate::output::sanitize(n, false))
-            .collect();
-        line.push_str(&format!("; did you mean {}?", ops::quoted(&names)));
-    }
+    line.push_str(&did_you_mean(report));
     line
 }
 
@@ -62,14 +55,7 @@ fn never_held(report: &GateReport, ledger: &Ledger) -> String {
          it at once)",
         ledger.location().display()
     );
-    if !report.nearest.is_empty() {
-        let names: Vec<String> = report
-            .nearest
-            .iter()
-            .map(|n| crate::output::sanitize(n, false))
-            .collect();
-        line.push_str(&format!("; did you mean {}?", ops::quoted(&names)));
-    }
+    line.push_str(&did_you_mean(report));
     line
 }
 
@@ -113,4 +99,17 @@ fn note(report: &GateReport) -> String {
             ""
         }
     )
+}
+
+/// "; did you mean 'a', 'b'?" for the known stages near the one asked for; empty when none.
+fn did_you_mean(report: &GateReport) -> String {
+    if report.nearest.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = report
+        .nearest
+        .iter()
+        .map(|n| crate::output::sanitize(n, false))
+        .collect();
+    format!("; did you mean {}?", ops::quoted(&names))
 }
