@@ -10,8 +10,8 @@
 
 use std::sync::Mutex;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::store::{Ledger, Location};
+use questions_core::error::{Error, ErrorCode, Result};
+use questions_core::ops::{Ledger, Location};
 
 /// How many idle ledgers are kept; more are opened under load and dropped after.
 const IDLE: usize = 16;

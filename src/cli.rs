@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
-use crate::model::{self, OnExpiry, QuestionOption, Status, Vocabulary};
-use crate::ops::Procedure;
+use questions_core::model::{self, OnExpiry, QuestionOption, Status, Vocabulary};
+use questions_core::ops::Procedure;
 
 /// Where `serve` listens unless `--bind` says otherwise.
 const DEFAULT_BIND: &str = "127.0.0.1:8466";
@@ -95,7 +95,7 @@ pub fn version_json(args: &[OsString]) -> Option<serde_json::Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "commit": env!("QUESTIONS_COMMIT"),
         "target": env!("QUESTIONS_TARGET"),
-        "schema_version": crate::store::schema_version(),
+        "schema_version": questions_core::ops::schema_version(),
         "path": path.map(|p| p.to_string_lossy().into_owned()),
     }))
 }
@@ -591,7 +591,7 @@ fn vocabulary<T: Vocabulary + Clone>() -> impl clap::builder::TypedValueParser<V
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::clock::parse_duration(text)
+    questions_core::clock::parse_duration(text)
 }
 
 #[derive(Debug, Args)]

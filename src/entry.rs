@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 
-use crate::error::Error;
-use crate::{cli, cmd, fault, ops, output};
+use crate::{cli, cmd, output};
+use questions_core::error::Error;
+use questions_core::{fault, ops};
 
 pub fn run<I, T>(args: I) -> ExitCode
 where

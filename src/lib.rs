@@ -1,23 +1,25 @@
 //! `questions`: a ledger of the questions AI agents need a person to answer.
 //!
-//! The front ends over the core (`questions-core`), whose modules are re-exported here
-//! under the names the front ends have always used; `entry::run` is the binary's.
+//! The front ends over the core (`questions-core`): each file names what it uses of the
+//! core as `questions_core::…`, so the crate boundary shows where it is crossed, and the
+//! store is the core's own (a front end holds a `Ledger` and calls `ops`). `entry::run`
+//! is the binary's.
 
 #[cfg(any(feature = "mcp", feature = "serve"))]
-pub mod bridge;
+pub(crate) mod bridge;
 pub mod cli;
-pub mod cmd;
+pub(crate) mod cmd;
 pub mod entry;
-pub mod hook;
+pub(crate) mod hook;
 #[cfg(feature = "mcp")]
-pub mod mcp;
-pub mod output;
+pub(crate) mod mcp;
+pub(crate) mod output;
 #[cfg(feature = "serve")]
-pub mod serve;
-pub mod strings;
-pub mod terminal;
+pub(crate) mod serve;
+// The page's words are read only by a build with the inbox (`serve`); they stay beside the
+// terminal's in one file, so that a translation is one copy of it.
+#[cfg_attr(not(feature = "serve"), allow(dead_code))]
+pub(crate) mod strings;
+pub(crate) mod terminal;
 #[cfg(feature = "watch")]
 pub mod watch;
-
-// The core, under the names the front ends have always used.
-pub use questions_core::{clock, error, fault, formats, model, ops, store};

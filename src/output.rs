@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
-use crate::error::Error;
-use crate::model::Question;
-use crate::ops::Procedure;
+use questions_core::error::Error;
+use questions_core::model::Question;
+use questions_core::ops::Procedure;
 
 /// One pretty-printed JSON document (two-space indent) and a newline. A closed stdout
 /// (`questions list | head -1`) is not an error worth a panic.
@@ -48,7 +48,7 @@ pub fn stderr_text(text: &str) {
 /// The failure document on stdout, and the message on stderr.
 /// The command line's: the message carries the flag that helps (see `Error::flag_hint`).
 pub fn failure(procedure: Option<Procedure>, err: &Error) {
-    let body = crate::ops::failure(procedure, err).worded(err.cli_message());
+    let body = questions_core::ops::failure(procedure, err).worded(err.cli_message());
     json(&body);
     note(&format!("error: {}", body.message()));
 }
@@ -65,12 +65,12 @@ pub fn jsonl(questions: &[Question]) -> String {
 
 fn answer_cell(q: &Question) -> String {
     q.answer.clone().unwrap_or_else(|| match &q.skip_reason {
-        Some(r) if q.status == crate::model::Status::Skipped => format!("(skipped: {r})"),
+        Some(r) if q.status == questions_core::model::Status::Skipped => format!("(skipped: {r})"),
         _ => String::new(),
     })
 }
 
-pub use crate::formats::sanitize;
+pub use questions_core::formats::sanitize;
 
 fn clean(text: &str) -> String {
     sanitize(text, false)

@@ -10,12 +10,12 @@ use inquire::autocompletion::{Autocomplete, Replacement};
 use inquire::error::{CustomUserError, InquireError};
 use inquire::{Confirm, MultiSelect, Select, Text};
 
-use crate::error::{Error, Result};
-use crate::model::{AnswerInput, OnExpiry, Question, Status};
-pub use crate::ops::Choice;
-use crate::ops::{Asked, GateReport};
 use crate::output::sanitize;
 use crate::strings;
+use questions_core::error::{Error, Result};
+use questions_core::model::{AnswerInput, OnExpiry, Question, Status};
+pub use questions_core::ops::Choice;
+use questions_core::ops::{Asked, GateReport};
 
 /// Typed as an answer to a free-text question, declines it with the rest as the reason.
 const DECLINE_WORD: &str = "/decline";
@@ -190,7 +190,7 @@ fn show(q: &Question, n: usize, of: usize) {
     if let Some(p) = &q.proposed {
         eprintln!("  Proposed: {}", sanitize(p, false));
     }
-    if let Some(line) = deadline(q, &crate::clock::now()) {
+    if let Some(line) = deadline(q, &questions_core::clock::now()) {
         eprintln!("  Time left: {line}");
     }
 }
@@ -251,8 +251,10 @@ pub fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> String {
     }
     let stage = sanitize(&asked.stage, false);
     match gate.gate {
-        crate::model::Gate::Pass => out.push_str(&format!("The gate of stage '{stage}' passes.\n")),
-        crate::model::Gate::Fail => out.push_str(&format!(
+        questions_core::model::Gate::Pass => {
+            out.push_str(&format!("The gate of stage '{stage}' passes.\n"))
+        }
+        questions_core::model::Gate::Fail => out.push_str(&format!(
             "The gate of stage '{stage}' is shut: {} required question(s) pending{}.\n",
             gate.pending_count,
             match gate.declined.len() {
@@ -350,7 +352,9 @@ fn acceptable(q: &Question) -> Option<String> {
         text: Some(p.clone()),
         select: Vec::new(),
     };
-    crate::model::resolve_answer(q, &input).ok().map(|_| p)
+    questions_core::model::resolve_answer(q, &input)
+        .ok()
+        .map(|_| p)
 }
 
 /// Tab on an empty answer fills in the proposal; nothing is shown or filled otherwise.

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use hmac::{KeyInit, Mac};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::model::{Event, EventKind, Status};
-use crate::ops::{self, LedgerEvent, Step};
 use crate::output::{self, sanitize};
-use crate::store::Ledger;
+use questions_core::error::{Error, Result};
+use questions_core::model::{Event, EventKind, Status};
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, LedgerEvent, Step};
 
 /// Where events go.
 #[derive(Debug, Clone)]

@@ -1,9 +1,9 @@
 use super::{Outcome, Who};
 use crate::cli::AcceptDefaultsArgs;
-use crate::error::Result;
-use crate::model::Channel;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::model::Channel;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 /// Answers pending questions with their proposed values, as the person would by accepting
 /// every default; each is marked `defaulted` in the history.

@@ -1,9 +1,9 @@
 use super::{Outcome, Who};
 use crate::cli::AnswerArgs;
-use crate::error::Result;
-use crate::model::{AnswerInput, Channel};
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::model::{AnswerInput, Channel};
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 pub fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> {
     let input = AnswerInput {

@@ -1,8 +1,8 @@
 use super::Outcome;
 use crate::cli::AnswersArgs;
-use crate::error::Result;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 /// What a re-invoked subagent needs: its answers keyed as it named the questions.
 pub fn run(ledger: &mut Ledger, args: AnswersArgs) -> Result<Outcome> {

@@ -2,10 +2,10 @@
 
 use super::{Outcome, Who};
 use crate::cli::{ApproveArgs, GroupAction, GroupArgs, RejectArgs};
-use crate::error::{Error, Result};
-use crate::model::{Ballot, Channel, Verdict};
-use crate::ops::{self, Identity};
-use crate::store::Ledger;
+use questions_core::error::{Error, Result};
+use questions_core::model::{Ballot, Channel, Verdict};
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, Identity};
 
 /// Who votes from the command line: the PostgreSQL role, else the operating-system user.
 /// `--by` would let anyone vote as anyone: it is refused.

@@ -2,11 +2,11 @@ use std::io::IsTerminal;
 
 use super::{Outcome, Who};
 use crate::cli::AskArgs;
-use crate::error::{Error, Result};
-use crate::model::Channel;
-use crate::ops::{self, CheckRequest, Wait};
-use crate::store::Ledger;
 use crate::terminal;
+use questions_core::error::{Error, Result};
+use questions_core::model::Channel;
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, CheckRequest, Wait};
 
 /// Prompts on the terminal whatever standard input and output are, so the JSON can go to
 /// a file or a pipe; on a terminal, the person reads a short summary instead.

@@ -2,9 +2,9 @@ use std::time::Duration;
 
 use super::Outcome;
 use crate::cli::CheckArgs;
-use crate::error::Result;
-use crate::ops::{self, CheckRequest, GateReport, Wait};
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, CheckRequest, GateReport, Wait};
 
 pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     let req = CheckRequest {

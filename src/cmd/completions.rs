@@ -2,7 +2,7 @@ use clap::CommandFactory;
 
 use super::Outcome;
 use crate::cli::{Cli, CompletionsArgs};
-use crate::error::Result;
+use questions_core::error::Result;
 
 /// A completion script, generated from the same clap definition that parses the commands.
 pub fn completions(args: CompletionsArgs) -> Result<Outcome> {
@@ -16,8 +16,9 @@ pub fn completions(args: CompletionsArgs) -> Result<Outcome> {
 /// refers to a page per command (`questions-log(1)` …) that nobody installs, so the
 /// commands are listed here, each with its usage line.
 pub fn man() -> Result<Outcome> {
-    let fail =
-        |e: std::io::Error| crate::error::Error::io(format!("cannot render the man page: {e}"));
+    let fail = |e: std::io::Error| {
+        questions_core::error::Error::io(format!("cannot render the man page: {e}"))
+    };
     let mut command = Cli::command();
     command.build();
     let man = clap_mangen::Man::new(command.clone());

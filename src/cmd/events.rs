@@ -2,10 +2,10 @@ use std::time::{Duration, Instant};
 
 use super::Outcome;
 use crate::cli::EventsArgs;
-use crate::error::{Error, Result};
-use crate::ops::{self, Resume, Step};
 use crate::output;
-use crate::store::Ledger;
+use questions_core::error::{Error, Result};
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, Resume, Step};
 
 /// How many events are read at a time.
 const PAGE: u32 = 500;

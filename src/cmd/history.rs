@@ -1,8 +1,8 @@
 use super::Outcome;
 use crate::cli::HistoryArgs;
-use crate::error::{Error, Result};
-use crate::ops;
-use crate::store::{EventFilter, Ledger};
+use questions_core::error::{Error, Result};
+use questions_core::ops;
+use questions_core::ops::{EventFilter, Ledger};
 
 pub fn run(ledger: &mut Ledger, args: HistoryArgs) -> Result<Outcome> {
     let filter = match (args.id, args.stage) {

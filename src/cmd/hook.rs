@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use super::{Outcome, Who};
 use crate::cli::{Harness, HookArgs};
-use crate::error::{Error, Result};
 use crate::hook::{self, claude_code, codex, gemini, Call, Event};
-use crate::model::{AnswerInput, Channel, Question};
-use crate::ops::{self, CallStep, CheckRequest, Choice, Wait};
-use crate::store::{Ledger, LockWait};
+use questions_core::error::{Error, Result};
+use questions_core::model::{AnswerInput, Channel, Question};
+use questions_core::ops::{self, CallStep, CheckRequest, Choice, Wait};
+use questions_core::ops::{Ledger, LockWait};
 
 /// The most a hook event is read: far beyond any real one.
 const EVENT_LIMIT: u64 = 4 * 1024 * 1024;
@@ -239,7 +239,7 @@ fn call_questions(
     let news: Vec<_> = call
         .questions
         .iter()
-        .map(|q| crate::model::NewQuestion {
+        .map(|q| questions_core::model::NewQuestion {
             stage: stage.to_string(),
             ..q.new.clone()
         })

@@ -1,10 +1,10 @@
 use super::{read_input, Outcome, Who};
 use crate::cli::{ImportArgs, ImportFormatArg};
-use crate::error::Result;
-use crate::formats::answers::ImportFormat;
-use crate::model::Channel;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::formats::answers::ImportFormat;
+use questions_core::model::Channel;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 pub fn run(ledger: &mut Ledger, who: &Who, args: ImportArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;

@@ -1,9 +1,9 @@
 //! `info`: where the ledger is, how it was found, and what each stage holds.
 
 use super::Outcome;
-use crate::error::Result;
-use crate::ops;
-use crate::store::{FoundBy, Ledger};
+use questions_core::error::Result;
+use questions_core::ops;
+use questions_core::ops::{FoundBy, Ledger};
 
 pub fn run(
     ledger: &mut Ledger,

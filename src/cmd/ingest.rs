@@ -1,9 +1,9 @@
 use super::{read_input, Outcome};
 use crate::cli::{IngestArgs, IngestFormat};
-use crate::error::Result;
-use crate::formats::Source;
-use crate::ops::{self, Expiry};
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::formats::Source;
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, Expiry};
 
 pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::Outcome;
 use crate::cli::{Client, InitArgs};
-use crate::error::{Error, Result};
+use questions_core::error::{Error, Result};
 
 /// The name our MCP server goes by in every client's config.
 /// The MCP server as `init` writes it for an agent's client: an agent never approves a

@@ -4,11 +4,11 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::cli::{ListArgs, ListFormat};
-use crate::error::Result;
-use crate::model::Question;
-use crate::ops;
 use crate::output;
-use crate::store::{Filter, Ledger};
+use questions_core::error::Result;
+use questions_core::model::Question;
+use questions_core::ops;
+use questions_core::ops::{Filter, Ledger};
 
 #[derive(Serialize)]
 struct Listed {

@@ -1,9 +1,9 @@
 use super::Outcome;
 use crate::cli::{ApprovalArgs, LogArgs};
-use crate::error::{Error, Result};
-use crate::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
-use crate::ops::{self, Expiry};
-use crate::store::Ledger;
+use questions_core::error::{Error, Result};
+use questions_core::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, Expiry};
 
 pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
@@ -14,7 +14,7 @@ pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let approval = approval(ledger, &args)?;
     let mut new = new_question(args)?;
     new.approval = approval;
-    expiry.apply(&mut new, &crate::clock::now())?;
+    expiry.apply(&mut new, &questions_core::clock::now())?;
     Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
 }
 

@@ -1,8 +1,8 @@
 use super::{Outcome, Who};
 use crate::cli::McpArgs;
-use crate::error::Result;
-use crate::model::Channel;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::model::Channel;
+use questions_core::ops::Ledger;
 
 /// Serves until the client hangs up. stdout belongs to JSON-RPC: nothing is printed after.
 /// Votes count as the user it is configured with, unless `--no-votes` refuses them.

@@ -32,10 +32,10 @@ use crate::cli::{Cli, Command};
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::ops::{self, Procedure};
 use crate::output;
-use crate::store::{Ledger, Location};
+use questions_core::error::{Error, Result};
+use questions_core::ops::{self, Procedure};
+use questions_core::ops::{Ledger, Location};
 
 /// What a command produced: the document to print and the exit code. A failed gate is
 /// an outcome (exit 1), not an error.
@@ -120,14 +120,14 @@ impl Who {
     }
 
     /// This person acting through `channel`.
-    pub fn via(&self, channel: crate::model::Channel) -> crate::ops::Caller {
+    pub fn via(&self, channel: questions_core::model::Channel) -> questions_core::ops::Caller {
         let by = self
             .0
             .clone()
             .or_else(|| named(std::env::var("USER").ok()))
             .or_else(|| named(std::env::var("LOGNAME").ok()))
             .or_else(system_user);
-        crate::ops::Caller { by, channel }
+        questions_core::ops::Caller { by, channel }
     }
 }
 

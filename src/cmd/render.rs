@@ -3,12 +3,12 @@ use serde_json::Value;
 
 use super::{write_private, Outcome};
 use crate::cli::{RenderArgs, RenderFormat};
-use crate::clock;
-use crate::error::{Error, Result};
-use crate::formats::{ask_user, markdown, open_questions, pi, uwf};
-use crate::ops;
-use crate::ops::Procedure;
-use crate::store::Ledger;
+use questions_core::clock;
+use questions_core::error::{Error, Result};
+use questions_core::formats::{ask_user, markdown, open_questions, pi, uwf};
+use questions_core::ops;
+use questions_core::ops::Ledger;
+use questions_core::ops::Procedure;
 
 #[derive(Serialize)]
 struct Batch {
@@ -117,7 +117,11 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
                 return Ok(Outcome::ok(doc));
             }
             (
-                crate::output::pretty(&crate::ops::document(true, Procedure::Render, &doc)),
+                crate::output::pretty(&questions_core::ops::document(
+                    true,
+                    Procedure::Render,
+                    &doc,
+                )),
                 Some(doc.warnings),
             )
         }

@@ -1,8 +1,8 @@
 use super::Outcome;
 use crate::cli::ResetArgs;
-use crate::error::Result;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 /// Deletes the ledger without opening it, so a damaged ledger can be reset too.
 pub fn run(ledger: &mut Ledger, args: ResetArgs) -> Result<Outcome> {

@@ -1,15 +1,15 @@
 use super::{Outcome, Who};
 use crate::cli::ServeArgs;
-use crate::error::Result;
-use crate::model::Channel;
 use crate::serve;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::model::Channel;
+use questions_core::ops::Ledger;
 
 /// Serves the inbox until SIGINT or SIGTERM; the start line with the URL is printed by
 /// the server itself, once it listens.
 pub fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Outcome> {
     let caller = match args.user {
-        Some(name) => crate::ops::Caller {
+        Some(name) => questions_core::ops::Caller {
             by: Some(name),
             channel: Channel::Web,
         },

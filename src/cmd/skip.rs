@@ -1,9 +1,9 @@
 use super::{Outcome, Who};
 use crate::cli::SkipArgs;
-use crate::error::Result;
-use crate::model::Channel;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::error::Result;
+use questions_core::model::Channel;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 pub fn run(ledger: &mut Ledger, who: &Who, args: SkipArgs) -> Result<Outcome> {
     let caller = who.via(Channel::Cli);

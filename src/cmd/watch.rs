@@ -2,9 +2,9 @@ use std::time::Duration;
 
 use super::Outcome;
 use crate::cli::{WatchArgs, WatchFormat};
-use crate::error::{Error, Result};
-use crate::store::Ledger;
 use crate::watch::{secret_from, Format, Target, Watcher};
+use questions_core::error::{Error, Result};
+use questions_core::ops::Ledger;
 
 pub fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
     let target = match (args.exec, args.webhook) {

@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
-use crate::model::QuestionOption;
+use questions_core::model::QuestionOption;
 
 pub const TOOL: &str = "ask_user";
 

@@ -10,7 +10,7 @@ pub mod gemini;
 
 use serde_json::Value;
 
-use crate::model::{split_recommended, NewQuestion, Question, Status};
+use questions_core::model::{split_recommended, NewQuestion, Question, Status};
 
 /// What a hook event asks of the ledger.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,8 +42,11 @@ pub struct Call {
 
 impl Call {
     /// The call's questions, as one call of `harness` (see `HarnessCall`).
-    pub fn key(&self, harness: crate::model::Channel) -> crate::model::HarnessCall {
-        crate::model::HarnessCall::new(
+    pub fn key(
+        &self,
+        harness: questions_core::model::Channel,
+    ) -> questions_core::model::HarnessCall {
+        questions_core::model::HarnessCall::new(
             harness,
             self.session.as_deref(),
             self.id.as_deref(),
@@ -87,8 +90,8 @@ pub struct Stop {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreadable(pub String);
 
-impl From<crate::formats::ParseError> for Unreadable {
-    fn from(e: crate::formats::ParseError) -> Self {
+impl From<questions_core::formats::ParseError> for Unreadable {
+    fn from(e: questions_core::formats::ParseError) -> Self {
         Unreadable(e.0)
     }
 }
@@ -99,8 +102,10 @@ pub(crate) fn str_at<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The answer to `q` with each chosen option under the label the tool showed for it,
 /// chosen labels first, then any text of the person's own, joined by ", " (how the
-/// harnesses join a multi-select answer). None while `q` is not answered.
-pub fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
+/// harnesses join a multi-select answer). None while `q` is not answered. (The hooks hand
+/// over `answer_parts`; this is what the tests compare them with.)
+#[cfg(test)]
+fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
     answer_parts(q, shown).map(|parts| parts.join(", "))
 }
 
@@ -144,7 +149,10 @@ pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
 /// nobody gave (the proposed value taken by `accept-defaults`, or by expiry) is never
 /// handed to an agent as the person's.
 pub fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
-    if !q.channel.is_some_and(crate::model::Channel::is_a_persons) {
+    if !q
+        .channel
+        .is_some_and(questions_core::model::Channel::is_a_persons)
+    {
         return None;
     }
     answer_parts(q, shown)
@@ -178,10 +186,10 @@ pub(super) fn questions_of(
     input: &Value,
     tool: &str,
 ) -> Result<Vec<(NewQuestion, Value)>, Unreadable> {
-    let news = crate::formats::question_list(
+    let news = questions_core::formats::question_list(
         input,
         "questions",
-        crate::formats::Source::AskUser,
+        questions_core::formats::Source::AskUser,
         &format!("{tool} asks at least one"),
     )?;
     let items = input
@@ -214,7 +222,7 @@ pub(super) fn answered_texts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{OnExpiry, QuestionOption, Source};
+    use questions_core::model::{OnExpiry, QuestionOption, Source};
 
     fn answered(selected: &[&str], answer: &str, custom: bool) -> Question {
         Question {

@@ -10,10 +10,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::model::AnswerInput;
-use crate::ops::{self, Caller, Recorded, Shown};
-use crate::store::Ledger;
+use questions_core::error::{Error, ErrorCode, Result};
+use questions_core::model::AnswerInput;
+use questions_core::ops::Ledger;
+use questions_core::ops::{self, Caller, Recorded, Shown};
 
 /// The extension's identifier, as servers and hosts declare it.
 pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";

@@ -4,9 +4,9 @@
 use rmcp::model::ElicitationSchema;
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
-use crate::model::{AnswerInput, Question};
-use crate::ops::Choice;
+use questions_core::error::{Error, Result};
+use questions_core::model::{AnswerInput, Question};
+use questions_core::ops::Choice;
 
 /// The property that holds question `id`'s answer.
 fn key(id: i64) -> String {

@@ -3,7 +3,7 @@
 //! being handed a form, so a question with long context, code or many options is answered
 //! where it reads well.
 
-use crate::error::{Error, Result};
+use questions_core::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
 pub struct Inbox {

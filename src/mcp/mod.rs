@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use rmcp::ServiceExt;
 
-use crate::error::{Error, Result};
-use crate::store::{Ledger, Location};
+use questions_core::error::{Error, Result};
+use questions_core::ops::{Ledger, Location};
 
 /// The longest any tool waits: below the request timeouts of common clients (60 s), so a
 /// wait ends with an answer, never with the client giving up.

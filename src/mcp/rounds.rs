@@ -17,7 +17,7 @@ use std::time::Duration;
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, ErrorCode, Result};
+use questions_core::error::{Error, ErrorCode, Result};
 
 /// How long a form may stay open before its reply is refused: a person may leave a form
 /// for lunch, not for days.

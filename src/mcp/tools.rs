@@ -30,14 +30,14 @@ use super::inbox::Inbox;
 use super::rounds::Rounds;
 use super::tasks;
 use super::{blocking, form, MOST_WAIT};
-use crate::clock;
-use crate::error::{Error, Result};
-use crate::formats::answers::ImportFormat;
-use crate::model::{
+use questions_core::clock;
+use questions_core::error::{Error, Result};
+use questions_core::formats::answers::ImportFormat;
+use questions_core::model::{
     Channel, Draft, NewQuestion, Question, QuestionOption, Source, Status, Vocabulary,
 };
-use crate::ops::{self, Caller, CheckRequest, Procedure, Wait};
-use crate::store::{Filter, Location};
+use questions_core::ops::{self, Caller, CheckRequest, Procedure, Wait};
+use questions_core::ops::{Filter, Location};
 
 /// The key of the form among an "input required" result's requests (and of the person's
 /// reply among the client's responses).
@@ -464,7 +464,7 @@ fn ids_or_text<'de, D: serde::Deserializer<'de>>(
                 .strip_prefix('[')
                 .and_then(|r| r.strip_suffix(']'))
                 .unwrap_or(t);
-            crate::model::parse_ids(list)
+            questions_core::model::parse_ids(list)
                 .map(Some)
                 .or_else(|_| {
                     if list.trim().is_empty() {
@@ -533,8 +533,13 @@ fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<N
     let approval = match item.approval {
         None => None,
         Some(a) => Some(
-            crate::model::Approval::new(&a.approvers, a.min, a.requester.as_deref(), logger)
-                .map_err(|why| place(Error::usage(why)))?,
+            questions_core::model::Approval::new(
+                &a.approvers,
+                a.min,
+                a.requester.as_deref(),
+                logger,
+            )
+            .map_err(|why| place(Error::usage(why)))?,
         ),
     };
     let options = item
@@ -955,8 +960,9 @@ impl Server {
                 })
                 .map_err(|e| Error::db(e.to_string()))?;
                 return self
-                    .start_task(tasks::NewTask {
-                        tool: "ask_questions",
+                    .start_task(ops::NewTask {
+                        id: tasks::random_id()?,
+                        procedure: Procedure::AskQuestions,
                         stage: Some(stage),
                         question_ids,
                         template,
@@ -997,9 +1003,9 @@ impl Server {
         .await
     }
 
-    async fn start_task(&self, new: tasks::NewTask) -> Result<CallToolResponse> {
+    async fn start_task(&self, new: ops::NewTask) -> Result<CallToolResponse> {
         let stored = blocking(self.location.clone(), move |ledger| {
-            tasks::start(ledger, new)
+            ops::start_task(ledger, new)
         })
         .await?;
         Ok(CallToolResponse::Task(CreateTaskResult::new(
@@ -1011,8 +1017,10 @@ impl Server {
     async fn look_task(&self, id: String) -> std::result::Result<DetailedTask, McpError> {
         let lookup = id.clone();
         let stored = blocking(self.location.clone(), move |ledger| {
-            tasks::look(ledger, &lookup, |questions| {
-                serde_json::to_value(outcomes(questions)).unwrap_or_default()
+            ops::look_task(ledger, &lookup, |end| {
+                tasks::result(end, |questions| {
+                    serde_json::to_value(outcomes(questions)).unwrap_or_default()
+                })
             })
         })
         .await
@@ -1225,8 +1233,9 @@ impl Server {
                     })
                     .map_err(|e| Error::db(e.to_string()))?;
                     return self
-                        .start_task(tasks::NewTask {
-                            tool: "wait_for_answers",
+                        .start_task(ops::NewTask {
+                            id: tasks::random_id()?,
+                            procedure: Procedure::WaitForAnswers,
                             stage,
                             question_ids: questions.iter().map(|q| q.id).collect(),
                             template,
@@ -1448,7 +1457,7 @@ pub struct VoteInput {
     /// The approval's id.
     id: i64,
     /// "approve" or "reject".
-    vote: Named<crate::model::Verdict>,
+    vote: Named<questions_core::model::Verdict>,
     /// A comment with an approval; the reason of a rejection (required then).
     comment: Option<String>,
 }
@@ -1469,12 +1478,12 @@ impl Server {
             let Named(verdict) = input.vote;
             let Some(voter) = self.user.clone().filter(|_| self.votes) else {
                 return Err(Error::new(
-                    crate::error::ErrorCode::Forbidden,
+                    questions_core::error::ErrorCode::Forbidden,
                     "this MCP server refuses votes (it runs with --no-votes): an agent never \
                      approves a request; a person votes with 'questions approve' or the inbox",
                 ));
             };
-            let ballot = crate::model::Ballot {
+            let ballot = questions_core::model::Ballot {
                 verdict,
                 comment: input.comment,
             };
@@ -1514,7 +1523,7 @@ impl ServerHandler for Server {
         let id = request.task_id;
         let lookup = id.clone();
         blocking(self.location.clone(), move |ledger| {
-            tasks::cancel(ledger, &lookup)
+            ops::cancel_task(ledger, &lookup)
         })
         .await
         .map_err(|e| McpError::internal_error(e.message, None))?

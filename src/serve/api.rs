@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::guard::Person;
 use super::App;
-use crate::error::{Error, ErrorCode, Refusal, Result};
-use crate::model::{AnswerInput, Question, Status, Vocabulary};
-use crate::ops::{self, Procedure};
-use crate::store::Filter;
+use questions_core::error::{Error, ErrorCode, Refusal, Result};
+use questions_core::model::{AnswerInput, Question, Status, Vocabulary};
+use questions_core::ops::Filter;
+use questions_core::ops::{self, Procedure};
 
 /// The HTTP status of an error code.
 pub fn status_of(code: ErrorCode) -> StatusCode {
@@ -122,7 +122,11 @@ pub enum Change {
 
 /// An inbox for one stage changes that stage's questions only: `id` must be one of them.
 /// (A database error stays one: it says nothing about the question.)
-pub(super) fn in_stage(stage: Option<&str>, l: &mut crate::store::Ledger, id: i64) -> Result<()> {
+pub(super) fn in_stage(
+    stage: Option<&str>,
+    l: &mut questions_core::ops::Ledger,
+    id: i64,
+) -> Result<()> {
     let Some(stage) = stage else { return Ok(()) };
     ops::named(l, Some(stage), Some(&[id]))
         .map(|_| ())

@@ -5,10 +5,10 @@
 //! of the MCP server's `answer_in_app` tool, which records it (channel `mcp-app`).
 
 use super::html;
-use crate::clock;
-use crate::error::Result;
-use crate::ops;
-use crate::store::Ledger;
+use questions_core::clock;
+use questions_core::error::Result;
+use questions_core::ops;
+use questions_core::ops::Ledger;
 
 const CSS: &str = include_str!("assets/inbox.css");
 const SCRIPT: &str = include_str!("assets/mcp-app.js");

@@ -270,8 +270,8 @@ impl Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let err = crate::error::Error::usage(self.message);
-        let body = crate::ops::failure(Some(crate::ops::Procedure::Serve), &err);
+        let err = questions_core::error::Error::usage(self.message);
+        let body = questions_core::ops::failure(Some(questions_core::ops::Procedure::Serve), &err);
         (self.status, axum::Json(body)).into_response()
     }
 }

@@ -5,8 +5,8 @@
 use std::fmt::Write;
 
 pub(super) use super::escape::esc;
-use crate::model::{Event, EventKind, OnExpiry, Question};
 use crate::strings;
+use questions_core::model::{Event, EventKind, OnExpiry, Question};
 
 /// A message at the top of the page: what was just recorded, or why it was not.
 pub enum Flash {
@@ -379,7 +379,7 @@ pub(super) fn event(out: &mut String, e: &Event) {
 /// (shown in place of the buttons, so nobody is offered a vote that would be refused).
 fn standing(
     person: Option<&str>,
-    approval: &crate::model::Approval,
+    approval: &questions_core::model::Approval,
     voters: Option<&std::collections::BTreeSet<String>>,
 ) -> std::result::Result<(), String> {
     match person {
@@ -395,11 +395,11 @@ fn standing(
 /// whose token opened the page.
 fn approval(
     out: &mut String,
-    q: &crate::model::Question,
-    approval: &crate::model::Approval,
+    q: &questions_core::model::Question,
+    approval: &questions_core::model::Approval,
     approvals: usize,
     shown: &str,
-    history: &[crate::model::Event],
+    history: &[questions_core::model::Event],
     standing: std::result::Result<(), String>,
 ) {
     use std::fmt::Write;

@@ -1,5 +1,5 @@
 //! `serve`: the web front end. Routes translate pages, forms and JSON into the same
-//! operations the command line calls (`crate::ops`), and their results into HTML or JSON.
+//! operations the command line calls (`questions_core::ops`), and their results into HTML or JSON.
 //! The async runtime lives here alone: it is built when `serve` runs, so every other
 //! command starts as fast as before. The ledger stays synchronous; each request borrows
 //! a `Ledger` from a small pool on a blocking thread.
@@ -24,9 +24,9 @@ use axum::Router;
 use tokio::sync::watch;
 
 use self::limit::{Limits, HEADER_TIMEOUT};
-use crate::error::{Error, Result};
-use crate::ops::{self, Caller};
-use crate::store::{Ledger, Location};
+use questions_core::error::{Error, Result};
+use questions_core::ops::{self, Caller};
+use questions_core::ops::{Ledger, Location};
 
 /// The port `serve` listens on unless `--bind` says otherwise (the README names it).
 pub const DEFAULT_PORT: u16 = 8466;

@@ -13,11 +13,11 @@ use super::api::{self, Change};
 use super::guard::Person;
 use super::html::{self, Flash};
 use super::App;
-use crate::clock;
-use crate::error::{Error, ErrorCode};
-use crate::model::AnswerInput;
-use crate::ops;
 use crate::strings;
+use questions_core::clock;
+use questions_core::error::{Error, ErrorCode};
+use questions_core::model::AnswerInput;
+use questions_core::ops;
 
 const CSS: &str = include_str!("assets/inbox.css");
 const JS: &str = include_str!("assets/inbox.js");

@@ -13,10 +13,10 @@ use axum::Extension;
 use super::api;
 use super::guard::Person;
 use super::App;
-use crate::error::{Error, ErrorCode, Result};
-use crate::model::{Ballot, Channel, Verdict};
-use crate::ops::{self, Procedure};
 use crate::strings;
+use questions_core::error::{Error, ErrorCode, Result};
+use questions_core::model::{Ballot, Channel, Verdict};
+use questions_core::ops::{self, Procedure};
 
 /// Reads a `--users` file: one `NAME TOKEN` line per person (blank lines and `#`
 /// comments ignored), tokens of at least 16 characters, the file readable by its owner
@@ -56,7 +56,8 @@ fn parse_users(text: &str) -> std::result::Result<Vec<(String, String)>, String>
                 n + 1
             ));
         };
-        crate::model::check_name(name, "person").map_err(|why| format!("line {}: {why}", n + 1))?;
+        questions_core::model::check_name(name, "person")
+            .map_err(|why| format!("line {}: {why}", n + 1))?;
         if token.chars().count() < 16 || !token.chars().all(safe) {
             return Err(format!(
                 "line {}: {name}'s token must be at least 16 letters, digits or - . _ ~",

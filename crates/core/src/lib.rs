@@ -9,4 +9,4 @@ pub mod fault;
 pub mod formats;
 pub mod model;
 pub mod ops;
-pub mod store;
+mod store;

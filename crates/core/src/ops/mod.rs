@@ -10,6 +10,7 @@ mod follow;
 mod gate;
 mod interop;
 mod stream;
+mod tasks;
 
 pub use approval::{group, identify, vote, ApprovalReport, GroupChange, GroupChanged, Identity};
 pub use change::{
@@ -23,6 +24,13 @@ pub use gate::{
     answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use tasks::{cancel_task, look_task, start_task, NewTask, StoredTask, TaskEnd, TaskState};
+// What a front end names to reach the ledger: where it is, the handle the operations take
+// (it opens no transaction for a front end), and the filters of the reads.
+pub use crate::store::{
+    make_default_folder, refuse_non_ledger, schema_version, EventFilter, Filter, FoundBy, Ledger,
+    Location, LockWait,
+};
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,
 };
@@ -32,7 +40,7 @@ use serde::Serialize;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::model::{Actor, Channel, Event, NewQuestion, Question, Status};
-use crate::store::{EventFilter, Filter, FoundBy, Ledger, Location, Tx};
+use crate::store::Tx;
 
 /// Who calls an operation and through what: every change it makes records them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -276,13 +284,12 @@ pub fn info(
         });
         let counts = &mut stages[at];
         counts.total += t.count;
-        // A status this binary does not know holds the gate, so it counts as pending.
-        match t.status.trim() {
-            "answered" => counts.answered += t.count,
-            "skipped" => counts.skipped += t.count,
-            "declined" => counts.declined += t.count,
-            _ if t.required => counts.pending_required += t.count,
-            _ => counts.pending_optional += t.count,
+        match t.status {
+            Status::Answered => counts.answered += t.count,
+            Status::Skipped => counts.skipped += t.count,
+            Status::Declined => counts.declined += t.count,
+            Status::Pending if t.required => counts.pending_required += t.count,
+            Status::Pending => counts.pending_optional += t.count,
         }
     }
     Ok(Info {

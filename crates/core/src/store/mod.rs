@@ -16,7 +16,7 @@ mod tx_suite;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
-pub use sql::{StoredTask, Tally, Tx};
+pub use sql::{StoredTask, TaskState, Tx};
 pub use sqlite::LockWait;
 
 use std::time::Duration;
@@ -107,7 +107,7 @@ impl Ledger {
 
     /// Runs `f` on a consistent snapshot, taking no write lock. A read that fails because
     /// the ledger was reset under it (its tables dropped) reads the ledger there now.
-    pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         match self.read_once(&f) {
             Err(e)
                 if e.code == crate::error::ErrorCode::DbError && self.follow().unwrap_or(false) =>
@@ -139,7 +139,7 @@ impl Ledger {
     /// Runs `f` so that what it read cannot change before it commits, and commits only if
     /// it succeeds. `f` is `Fn`: on PostgreSQL it runs again from the start when it loses a
     /// race with another writer, so it must act only through the transaction.
-    pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if !matches!(self.open, Some(Open::Writing(_))) {
             self.open = None;
             self.open = Some(Open::Writing(open_for_writing(

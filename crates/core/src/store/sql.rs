@@ -291,14 +291,15 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tally {
     pub stage: String,
-    pub status: String,
+    /// A status this build does not know holds the gate: it reads as pending.
+    pub status: Status,
     pub required: bool,
     pub count: i64,
 }
 
 /// The MCP server's durable tasks.
 mod tasks;
-pub use tasks::StoredTask;
+pub use tasks::{StoredTask, TaskState};
 
 /// The operations of one transaction, over either engine.
 pub struct Tx<'a> {
@@ -797,7 +798,7 @@ impl<'a> Tx<'a> {
             |r| {
                 Ok(Tally {
                     stage: r.text("stage").unwrap_or_default(),
-                    status: r.text("status").unwrap_or_default(),
+                    status: Status::from_stored(r.text("status").unwrap_or_default().trim()),
                     required: r.take("required").flag(true).unwrap_or(true),
                     count: r.take("n").int()?,
                 })

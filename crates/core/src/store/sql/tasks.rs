@@ -4,6 +4,21 @@
 use super::{Param, Tx};
 use crate::error::Result;
 
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub enum TaskState {
+    Working,
+    Completed,
+    Cancelled,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 /// One task as stored.
 #[derive(Debug, Clone)]
 pub struct StoredTask {
@@ -17,8 +32,7 @@ pub struct StoredTask {
     pub template: String,
     /// The seq of the last event it has seen.
     pub seen: i64,
-    /// `working`, `completed` or `cancelled`.
-    pub status: String,
+    pub status: TaskState,
     /// The tool's result once it completed (JSON object).
     pub result: Option<String>,
     /// When it stops waiting, if ever.
@@ -42,7 +56,7 @@ const COLUMNS: &[&str] = &[
 ];
 
 impl Tx<'_> {
-    pub fn insert_task(&self, t: &StoredTask) -> Result<()> {
+    pub(crate) fn insert_task(&self, t: &StoredTask) -> Result<()> {
         self.conn.execute(
             "INSERT INTO mcp_tasks (id, tool, stage, question_ids, template, seen, status, \
              result, deadline, created_at, updated_at) \
@@ -64,7 +78,7 @@ impl Tx<'_> {
         Ok(())
     }
 
-    pub fn task(&self, id: &str) -> Result<Option<StoredTask>> {
+    pub(crate) fn task(&self, id: &str) -> Result<Option<StoredTask>> {
         let rows = self.conn.query(
             &format!("SELECT {} FROM mcp_tasks WHERE id = $1", COLUMNS.join(", ")),
             &[id.into()],
@@ -79,7 +93,12 @@ impl Tx<'_> {
                         question_ids: r.text("question_ids").unwrap_or_default(),
                         template: r.text("template").unwrap_or_default(),
                         seen: r.take("seen").int()?,
-                        status: r.text("status").unwrap_or_default(),
+                        // A name this build does not know is one a newer build wrote:
+                        // the task is over for this one.
+                        status: r
+                            .text("status")
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(TaskState::Cancelled),
                         result: r.text("result"),
                         deadline: r.text("deadline"),
                         created_at: r.text("created_at").unwrap_or_default(),
@@ -93,17 +112,17 @@ impl Tx<'_> {
 
     /// Moves a task on: what it has seen, and its status and result. Only a task still
     /// `working` changes: a completed or cancelled one stays as it ended.
-    pub fn update_task(
+    pub(crate) fn update_task(
         &self,
         id: &str,
         seen: i64,
-        status: &str,
+        status: TaskState,
         result: Option<&str>,
         now: &str,
     ) -> Result<bool> {
         let params: [Param; 5] = [
             seen.into(),
-            status.into(),
+            status.as_str().into(),
             result.into(),
             now.into(),
             id.into(),
