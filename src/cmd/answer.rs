@@ -10,12 +10,13 @@ pub fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> 
         text: args.answer,
         select: args.select,
     };
-    Ok(Outcome::ok(ops::answer(
+    let change = ops::PersonsChange {
+        force: args.force,
+        ..ops::PersonsChange::of(args.id, ops::Act::Answer(input))
+    };
+    Ok(Outcome::ok(ops::change(
         ledger,
         &who.via(Channel::Cli),
-        args.id,
-        &ops::Shown::default(),
-        &input,
-        args.force,
+        &change,
     )?))
 }

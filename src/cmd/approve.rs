@@ -30,14 +30,7 @@ pub fn approve(ledger: &mut Ledger, by_from_flag: bool, args: ApproveArgs) -> Re
         verdict: Verdict::Approve,
         comment: args.comment,
     };
-    Ok(Outcome::ok(ops::vote(
-        ledger,
-        &identity,
-        Channel::Cli,
-        args.id,
-        &ops::Shown::default(),
-        &ballot,
-    )?))
+    vote(ledger, identity, args.id, ballot)
 }
 
 pub fn reject(ledger: &mut Ledger, by_from_flag: bool, args: RejectArgs) -> Result<Outcome> {
@@ -46,14 +39,16 @@ pub fn reject(ledger: &mut Ledger, by_from_flag: bool, args: RejectArgs) -> Resu
         verdict: Verdict::Reject,
         comment: Some(args.reason),
     };
-    Ok(Outcome::ok(ops::vote(
-        ledger,
-        &identity,
-        Channel::Cli,
-        args.id,
-        &ops::Shown::default(),
-        &ballot,
-    )?))
+    vote(ledger, identity, args.id, ballot)
+}
+
+fn vote(ledger: &mut Ledger, identity: Identity, id: i64, ballot: Ballot) -> Result<Outcome> {
+    let caller = ops::Caller {
+        by: None,
+        channel: Channel::Cli,
+    };
+    let change = ops::PersonsChange::of(id, ops::Act::Vote(identity, ballot));
+    Ok(Outcome::ok(ops::change(ledger, &caller, &change)?))
 }
 
 /// `group create|add|remove`: as the PostgreSQL role, else the operating-system user, as a

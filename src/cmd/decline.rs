@@ -7,12 +7,9 @@ use questions_core::ops::Ledger;
 
 pub fn run(ledger: &mut Ledger, who: &Who, args: DeclineArgs) -> Result<Outcome> {
     let caller = who.via(Channel::Cli);
-    Ok(Outcome::ok(ops::decline(
-        ledger,
-        &caller,
-        args.id,
-        &ops::Shown::default(),
-        &args.reason,
-        args.force,
-    )?))
+    let change = ops::PersonsChange {
+        force: args.force,
+        ..ops::PersonsChange::of(args.id, ops::Act::Decline(args.reason))
+    };
+    Ok(Outcome::ok(ops::change(ledger, &caller, &change)?))
 }

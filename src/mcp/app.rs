@@ -110,35 +110,31 @@ pub fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> Result<R
         id,
         blank_to_none(input.fingerprint.clone()),
     );
-    match action.as_str() {
-        "answer" => {
-            let answer = AnswerInput {
-                text: blank_to_none(input.answer.clone()),
-                select: input.select.clone().unwrap_or_default(),
-            };
-            ops::answer(ledger, caller, id, &shown, &answer, false)
+    let act = match action.as_str() {
+        "answer" => ops::Act::Answer(AnswerInput {
+            text: blank_to_none(input.answer.clone()),
+            select: input.select.clone().unwrap_or_default(),
+        }),
+        "accept" => ops::Act::AcceptProposed,
+        "skip" => ops::Act::Skip(blank_to_none(input.reason.clone())),
+        // A decline without a reason is the model's refusal, as on every front end.
+        "decline" => ops::Act::Decline(input.reason.clone().unwrap_or_default()),
+        "approve" | "reject" => {
+            return Err(Error::new(
+                ErrorCode::Forbidden,
+                "votes are not cast inside the chat: approve or reject in the inbox of \
+                 `questions serve`, or with `questions approve` / `questions reject`",
+            ))
         }
-        "accept" => ops::accept_proposed(ledger, caller, id, &shown),
-        "skip" => ops::skip(
-            ledger,
-            caller,
-            id,
-            &shown,
-            blank_to_none(input.reason.clone()),
-            false,
-        ),
-        "decline" => {
-            let reason = blank_to_none(input.reason.clone())
-                .ok_or_else(|| Error::usage(format!("declining question {id} needs a reason")))?;
-            ops::decline(ledger, caller, id, &shown, &reason, false)
+        other => {
+            return Err(Error::usage(format!(
+                "action '{other}' is none of answer, accept, skip, decline"
+            )))
         }
-        "approve" | "reject" => Err(Error::new(
-            ErrorCode::Forbidden,
-            "votes are not cast inside the chat: approve or reject in the inbox of \
-             `questions serve`, or with `questions approve` / `questions reject`",
-        )),
-        other => Err(Error::usage(format!(
-            "action '{other}' is none of answer, accept, skip, decline"
-        ))),
-    }
+    };
+    let change = ops::PersonsChange {
+        shown,
+        ..ops::PersonsChange::of(id, act)
+    };
+    ops::change(ledger, caller, &change)
 }

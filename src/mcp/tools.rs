@@ -1488,15 +1488,14 @@ impl Server {
                 comment: input.comment,
             };
             let id = input.id;
+            let change =
+                ops::PersonsChange::of(id, ops::Act::Vote(ops::Identity::Person(voter), ballot));
+            let caller = ops::Caller {
+                by: None,
+                channel: Channel::Mcp,
+            };
             let recorded = blocking(self.location.clone(), move |l| {
-                ops::vote(
-                    l,
-                    &ops::Identity::Person(voter),
-                    Channel::Mcp,
-                    id,
-                    &ops::Shown::default(),
-                    &ballot,
-                )
+                ops::change(l, &caller, &change)
             })
             .await?;
             document(true, Procedure::Vote, &recorded)

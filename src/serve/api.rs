@@ -111,33 +111,6 @@ pub async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -
     }
 }
 
-/// What a change asks for, read from a JSON body.
-pub enum Change {
-    Answer(AnswerInput),
-    Skip(Option<String>),
-    Decline(String),
-    /// The person takes the question's proposal as their answer.
-    Accept,
-}
-
-/// An inbox for one stage changes that stage's questions only: `id` must be one of them.
-/// (A database error stays one: it says nothing about the question.)
-pub(super) fn in_stage(
-    stage: Option<&str>,
-    l: &mut questions_core::ops::Ledger,
-    id: i64,
-) -> Result<()> {
-    let Some(stage) = stage else { return Ok(()) };
-    ops::named(l, Some(stage), Some(&[id]))
-        .map(|_| ())
-        .map_err(|e| match e.code {
-            ErrorCode::NotFound => {
-                Error::not_found(format!("there is no question {id} in stage '{stage}'"))
-            }
-            _ => e,
-        })
-}
-
 /// Who a change is recorded as: the person whose own token made the request (`--users`),
 /// else the person the server answers as (`--user`, else the §8 default).
 fn caller(app: &App, person: &Person) -> ops::Caller {
@@ -150,42 +123,28 @@ fn caller(app: &App, person: &Person) -> ops::Caller {
     }
 }
 
-/// Applies a change for `person` (see `caller`). A conflict comes back with the question
-/// as it stands, so the caller can say what is on record.
+/// Applies a person's change of question `id` for `person` (see `caller`), within the
+/// server's stage, as the page showed it: one operation. A refusal comes back with the
+/// question as it stands, so the caller can say what is on record.
 pub async fn apply(
     app: &Arc<App>,
     person: &Person,
     id: i64,
-    change: Change,
+    act: ops::Act,
     shown: ops::Shown,
 ) -> std::result::Result<ops::Recorded, (Error, Option<Box<Question>>)> {
     let caller = caller(app, person);
-    let stage = app.stage.clone();
-    app.ledger(move |l| {
-        in_stage(stage.as_deref(), l, id)?;
-        let done = match &change {
-            Change::Answer(input) => ops::answer(l, &caller, id, &shown, input, false),
-            Change::Skip(reason) => ops::skip(l, &caller, id, &shown, reason.clone(), false),
-            Change::Decline(reason) => ops::decline(l, &caller, id, &shown, reason, false),
-            Change::Accept => ops::accept_proposed(l, &caller, id, &shown),
-        };
-        match done {
-            Err(e) if e.code == ErrorCode::Conflict => {
-                let now = ops::list(
-                    l,
-                    &Filter {
-                        ids: Some(vec![id]),
-                        ..Filter::default()
-                    },
-                )?;
-                Ok(Err((e, now.into_iter().next().map(Box::new))))
-            }
-            Err(e) => Ok(Err((e, None))),
-            Ok(r) => Ok(Ok(r)),
-        }
-    })
-    .await
-    .unwrap_or_else(|e| Err((e, None)))
+    let change = ops::PersonsChange {
+        shown,
+        within: app.stage.clone(),
+        ..ops::PersonsChange::of(id, act)
+    };
+    app.ledger(move |l| ops::change(l, &caller, &change))
+        .await
+        .map_err(|mut e| {
+            let on_record = e.on_record.take();
+            (e, on_record)
+        })
 }
 
 /// The message a person reads when someone else was first.
@@ -279,7 +238,7 @@ async fn change(
     app: Arc<App>,
     person: Person,
     id: i64,
-    change: Result<Change>,
+    change: Result<ops::Act>,
     body: &Bytes,
     procedure: Procedure,
 ) -> Response {
@@ -305,7 +264,7 @@ pub async fn answer(
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Response {
-    let input = answer_input(&body).map(Change::Answer);
+    let input = answer_input(&body).map(ops::Act::Answer);
     change(app, person, id, input, &body, Procedure::Answer).await
 }
 
@@ -324,7 +283,7 @@ pub async fn skip(
         app,
         person,
         id,
-        reason.map(Change::Skip),
+        reason.map(ops::Act::Skip),
         &body,
         Procedure::Skip,
     )
@@ -337,18 +296,13 @@ pub async fn decline(
     Path(id): Path<i64>,
     body: Bytes,
 ) -> Response {
-    let reason = read_body(&body)
-        .and_then(|m| text_field(&m, "reason"))
-        .and_then(|r| {
-            r.filter(|r| !r.trim().is_empty()).ok_or_else(|| {
-                Error::usage("a decline needs a \"reason\": what is wrong with the question")
-            })
-        });
+    // A decline without a reason is the model's refusal, as on every front end.
+    let reason = read_body(&body).and_then(|m| text_field(&m, "reason"));
     change(
         app,
         person,
         id,
-        reason.map(Change::Decline),
+        reason.map(|r| ops::Act::Decline(r.unwrap_or_default())),
         &body,
         Procedure::Decline,
     )

@@ -9,13 +9,13 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use serde::Deserialize;
 
-use super::api::{self, Change};
+use super::api;
 use super::guard::Person;
 use super::html::{self, Flash};
 use super::App;
 use crate::strings;
 use questions_core::clock;
-use questions_core::error::{Error, ErrorCode};
+use questions_core::error::{Error, ErrorCode, Refusal};
 use questions_core::model::AnswerInput;
 use questions_core::ops;
 
@@ -123,7 +123,7 @@ pub async fn answer(
             .map(|(_, v)| v.clone())
             .collect(),
     };
-    submit(app, person, id, Ok(Change::Answer(input)), &fields).await
+    submit(app, person, id, Ok(ops::Act::Answer(input)), &fields).await
 }
 
 pub async fn skip(
@@ -136,7 +136,7 @@ pub async fn skip(
         app,
         person,
         id,
-        Ok(Change::Skip(field(&fields, "reason"))),
+        Ok(ops::Act::Skip(field(&fields, "reason"))),
         &fields,
     )
     .await
@@ -148,10 +148,8 @@ pub async fn decline(
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    let change = field(&fields, "reason")
-        .map(Change::Decline)
-        .ok_or_else(|| Error::usage(strings::decline_needs_reason(id)));
-    submit(app, person, id, change, &fields).await
+    let reason = field(&fields, "reason").unwrap_or_default();
+    submit(app, person, id, Ok(ops::Act::Decline(reason)), &fields).await
 }
 
 /// "Accept proposed": the person takes the question's proposal as their answer.
@@ -161,7 +159,7 @@ pub async fn accept(
     Path(id): Path<i64>,
     Form(fields): Form<Fields>,
 ) -> Response {
-    submit(app, person, id, Ok(Change::Accept), &fields).await
+    submit(app, person, id, Ok(ops::Act::AcceptProposed), &fields).await
 }
 
 /// Records the change and redirects back to the inbox; a refusal is shown on the inbox
@@ -170,7 +168,7 @@ async fn submit(
     app: Arc<App>,
     person: Person,
     id: i64,
-    change: Result<Change, Error>,
+    change: Result<ops::Act, Error>,
     fields: &Fields,
 ) -> Response {
     // The page names the ledger and the question it showed (hidden fields).
@@ -188,16 +186,18 @@ async fn submit(
         }
     };
     let done = match &change {
-        Change::Answer(_) => "answered",
-        Change::Skip(_) => "skipped",
-        Change::Decline(_) => "declined",
-        Change::Accept => "accepted",
+        ops::Act::Answer(_) => "answered",
+        ops::Act::Skip(_) => "skipped",
+        ops::Act::Decline(_) => "declined",
+        ops::Act::AcceptProposed => "accepted",
+        ops::Act::Vote(..) => "voted",
     };
     match api::apply(&app, &person, id, change, shown).await {
         Ok(_) => Redirect::to(&format!("/?{done}={id}")).into_response(),
         Err((e, on_record)) => {
-            let message = match e.code {
-                ErrorCode::Conflict => api::conflict_message(&e, on_record.as_deref()),
+            let message = match (e.code, e.refusal) {
+                (ErrorCode::Conflict, _) => api::conflict_message(&e, on_record.as_deref()),
+                (_, Some(Refusal::NeedsReason { .. })) => strings::decline_needs_reason(id),
                 _ => strings::refused(id, &e.message),
             };
             render(

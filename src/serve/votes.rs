@@ -107,13 +107,16 @@ async fn cast(
     let Some(name) = person.0.clone() else {
         return Err(Error::new(ErrorCode::Forbidden, strings::VOTE_NEEDS_TOKEN));
     };
-    let stage = app.stage.clone();
-    app.ledger(move |l| {
-        api::in_stage(stage.as_deref(), l, id)?;
-        let identity = ops::Identity::Person(name);
-        ops::vote(l, &identity, Channel::Web, id, &shown, &ballot)
-    })
-    .await
+    let change = ops::PersonsChange {
+        shown,
+        within: app.stage.clone(),
+        ..ops::PersonsChange::of(id, ops::Act::Vote(ops::Identity::Person(name), ballot))
+    };
+    let caller = ops::Caller {
+        by: None,
+        channel: Channel::Web,
+    };
+    app.ledger(move |l| ops::change(l, &caller, &change)).await
 }
 
 /// The API's vote: `{"comment"|"reason"?, "ledger"?, "fingerprint"?}`, the last two as

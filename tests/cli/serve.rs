@@ -315,7 +315,10 @@ fn api_skips_and_declines_with_reasons() {
         &format!("/api/questions/{b}/decline"),
         Some(json!({})),
     );
-    assert_eq!((status, err["error_code"].as_str()), (400, Some("usage")));
+    assert_eq!(
+        (status, err["error_code"].as_str()),
+        (422, Some("invalid_answer"))
+    );
     let (status, _) = s.api(
         "POST",
         &format!("/api/questions/{b}/decline"),

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::model::Question;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
     Usage,
@@ -45,7 +47,7 @@ impl ErrorCode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
@@ -56,9 +58,16 @@ pub struct Error {
     /// command line adds it to the message; other front ends, whose users have no flags,
     /// leave it out.
     pub flag_hint: Option<String>,
+    /// The whole message as the command line says it, where that names the command
+    /// line's own words (a flag, a command) in place of what `message` says to everyone
+    /// else: an agent has no shell and a person on a page has no flags.
+    pub cli_wording: Option<String>,
     /// What a refusal was about, as data: a front end that words it for its own users
     /// (the inbox says who answered first) matches on this, never on the message.
     pub refusal: Option<Refusal>,
+    /// The question a refused change was about, as it stands in the ledger (read in the
+    /// refusing transaction): what a front end shows instead of reading it again.
+    pub on_record: Option<Box<Question>>,
 }
 
 /// The refusals a front end may word its own way.
@@ -70,6 +79,8 @@ pub enum Refusal {
     NotAsShown { id: i64 },
     /// Question `id` was settled by someone else while the person was answering it.
     SettledMeanwhile { id: i64 },
+    /// Declining question `id` needs a reason (`invalid_answer`).
+    NeedsReason { id: i64 },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -81,8 +92,22 @@ impl Error {
             message: message.into(),
             transient: false,
             flag_hint: None,
+            cli_wording: None,
             refusal: None,
+            on_record: None,
         }
+    }
+
+    /// This error as the command line words it (see `cli_wording`).
+    pub fn with_cli_wording(mut self, text: impl Into<String>) -> Error {
+        self.cli_wording = Some(text.into());
+        self
+    }
+
+    /// This error with the question it refused a change of, as it stands.
+    pub(crate) fn about(mut self, question: &Question) -> Error {
+        self.on_record = Some(Box::new(question.clone()));
+        self
     }
 
     /// This error with what a command-line user can do about it (see `flag_hint`).
@@ -99,11 +124,13 @@ impl Error {
         }
     }
 
-    /// The message as the command line says it: with the flag that helps, if any.
+    /// The message as the command line says it: in its own words, or with the flag that
+    /// helps, if any.
     pub fn cli_message(&self) -> String {
-        match &self.flag_hint {
-            Some(hint) => format!("{}; {hint}", self.message),
-            None => self.message.clone(),
+        match (&self.cli_wording, &self.flag_hint) {
+            (Some(words), _) => words.clone(),
+            (None, Some(hint)) => format!("{}; {hint}", self.message),
+            (None, None) => self.message.clone(),
         }
     }
     pub fn usage(message: impl Into<String>) -> Error {

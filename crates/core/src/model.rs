@@ -407,7 +407,7 @@ impl Question {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
         }
-        let resolved = resolve_answer(self, input).map_err(Error::invalid_answer)?;
+        let resolved = resolve_answer(self, input)?;
         let same = self.answer.as_deref() == Some(resolved.answer.as_str());
         let kind = match mode {
             Mode::Direct { .. } => match self.status {
@@ -477,10 +477,12 @@ impl Question {
         self.refuse_if_approval()?;
         let reason = reason.trim();
         if reason.is_empty() {
-            return Err(Error::invalid_answer(format!(
+            let mut refused = Error::invalid_answer(format!(
                 "declining question {} needs a reason: say what is wrong with the question, so it can be asked another way",
                 self.id
-            )));
+            ));
+            refused.refusal = Some(Refusal::NeedsReason { id: self.id });
+            return Err(refused);
         }
         match self.status {
             Status::Declined if self.decline_reason.as_deref() == Some(reason) => return Ok(None),
@@ -1048,21 +1050,27 @@ pub struct Resolved {
     pub was_custom: Option<bool>,
 }
 
-/// Applies the contract's option rules. The error is the message for `invalid_answer`.
-pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved, String> {
+/// Applies the contract's option rules; a refusal is `invalid_answer`.
+pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved> {
     let text = input.text.as_deref().map(str::trim).unwrap_or("");
     if input.select.is_empty() && text.is_empty() {
-        return Err(format!(
-            "the answer to question {} is empty: give the answer text, or use 'questions skip --id {}' to skip it",
-            q.id, q.id
-        ));
+        let id = q.id;
+        return Err(Error::invalid_answer(format!(
+            "the answer to question {id} is empty: give the answer text, or skip the question"
+        ))
+        .with_cli_wording(format!(
+            "the answer to question {id} is empty: give the answer text, or use 'questions skip --id {id}' to skip it"
+        )));
     }
     if q.options.is_empty() {
         if !input.select.is_empty() {
-            return Err(format!(
-                "question {} has no options to select: answer it with --answer TEXT",
-                q.id
-            ));
+            let id = q.id;
+            return Err(Error::invalid_answer(format!(
+                "question {id} has no options to select: answer it in words"
+            ))
+            .with_cli_wording(format!(
+                "question {id} has no options to select: answer it with --answer TEXT"
+            )));
         }
         // Asking tools offer the proposed value as "<proposed> (Recommended)".
         let (bare, marked) = split_recommended(text);
@@ -1090,12 +1098,12 @@ pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved, Str
                 }
             }
             None => {
-                return Err(format!(
+                return Err(Error::invalid_answer(format!(
                     "question {} has no option '{}'; its options are: {}",
                     q.id,
                     label.trim(),
                     option_list(q)
-                ))
+                )))
             }
         }
     }
@@ -1118,18 +1126,18 @@ pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved, Str
     }
 
     if custom.is_some() && !q.allow_freeform {
-        return Err(format!(
+        return Err(Error::invalid_answer(format!(
             "question {} takes only its options, not free text; choose one of: {}",
             q.id,
             option_list(q)
-        ));
+        )));
     }
     if !q.multi_select && selected.len() + usize::from(custom.is_some()) > 1 {
-        return Err(format!(
+        return Err(Error::invalid_answer(format!(
             "question {} takes a single choice, but {} were given",
             q.id,
             selected.len() + usize::from(custom.is_some())
-        ));
+        )));
     }
 
     let mut parts = selected.clone();

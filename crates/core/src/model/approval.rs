@@ -74,7 +74,7 @@ pub enum Voted {
     /// Recorded: the vote, then the settlement when it settles the approval.
     Recorded(Vec<Transition>),
     /// Refused (`forbidden`): the refusal is still recorded, as this event.
-    Refused(Transition, Error),
+    Refused(Transition, Box<Error>),
 }
 
 impl Approval {
@@ -385,7 +385,10 @@ impl Question {
                 actor: voter_actor,
                 detail: Some(detail(Some(&why), None)),
             };
-            return Ok(Voted::Refused(event, Error::new(ErrorCode::Forbidden, why)));
+            return Ok(Voted::Refused(
+                event,
+                Box::new(Error::new(ErrorCode::Forbidden, why)),
+            ));
         }
 
         let mut next = approval.clone();
@@ -493,7 +496,7 @@ mod tests {
                 Some(Transition::Event { after, .. }) => Ok(Question::clone(after)),
                 _ => unreachable!(),
             },
-            Voted::Refused(_, why) => Err(why),
+            Voted::Refused(_, why) => Err(*why),
         }
     }
 

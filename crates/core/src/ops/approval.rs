@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{existing, expire_due, Recorded, Shown};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{check_name, Actor, Ballot, Channel, Groups, Question, Status, Vote, Voted};
@@ -41,50 +40,39 @@ pub fn identify(ledger: &mut Ledger, identity: &Identity) -> Result<String> {
     }
 }
 
-/// Casts a vote on approval `id`. A vote refused (`forbidden`: the requester, or
-/// someone not among the approvers) is recorded in the history, then returned as the
-/// error.
-pub fn vote(
-    ledger: &mut Ledger,
+/// Casts a vote on approval `before`, inside a person's change (`ops::change`): the
+/// voter is who `identity` stands for, read in this transaction. A vote refused
+/// (`forbidden`: the requester, or someone not among the approvers) is recorded in the
+/// history and returned as the inner error, so that the refusal commits.
+pub(super) fn cast(
+    tx: &Tx,
+    before: &Question,
     identity: &Identity,
-    channel: Channel,
-    id: i64,
-    shown: &Shown,
     ballot: &Ballot,
-) -> Result<Recorded> {
-    let at = clock::now();
-    let outcome = ledger.write(|tx| {
-        expire_due(tx, &at)?;
-        let before = existing(tx, id)?;
-        shown.check(tx, &before)?;
-        let voter = identity.resolve(tx)?;
-        let groups = groups_of(tx, &before)?;
-        let actor = Actor {
-            by: Some(voter.clone()),
-            channel,
-            at: at.clone(),
-        };
-        match before.vote(ballot, &voter, &groups, &actor)? {
-            Voted::Recorded(changes) => {
-                let mut now = before;
-                for change in &changes {
-                    if let Some(q) = tx.apply(change)? {
-                        now = q;
-                    }
+    actor: &Actor,
+) -> Result<Result<Question>> {
+    let voter = identity.resolve(tx)?;
+    let groups = groups_of(tx, before)?;
+    let actor = Actor {
+        by: Some(voter.clone()),
+        ..actor.clone()
+    };
+    match before.vote(ballot, &voter, &groups, &actor) {
+        Ok(Voted::Recorded(changes)) => {
+            let mut now = before.clone();
+            for change in &changes {
+                if let Some(q) = tx.apply(change)? {
+                    now = q;
                 }
-                Ok(Ok(now))
             }
-            Voted::Refused(event, why) => {
-                tx.apply(&event)?;
-                Ok(Err(why))
-            }
+            Ok(Ok(now))
         }
-    })?;
-    let question = outcome?;
-    Ok(Recorded {
-        question_id: question.id,
-        question,
-    })
+        Ok(Voted::Refused(event, why)) => {
+            tx.apply(&event)?;
+            Ok(Err(why.about(before)))
+        }
+        Err(e) => Ok(Err(e.about(before))),
+    }
 }
 
 /// Makes an ingested question an approval: one that offers options or a proposed value,

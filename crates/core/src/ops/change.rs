@@ -3,10 +3,11 @@
 
 use serde::Serialize;
 
+use super::approval::Identity;
 use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Refusal, Result};
-use crate::model::{AnswerInput, HarnessCall, Mode, NewQuestion, Question, Status, Transition};
+use crate::model::{AnswerInput, Ballot, HarnessCall, Mode, NewQuestion, Question, Status};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -257,89 +258,107 @@ impl Shown {
     }
 }
 
-/// Changes one question as `change` says, writing it only when something changes.
-fn change_one(
-    ledger: &mut Ledger,
-    caller: &Caller,
-    id: i64,
-    shown: &Shown,
-    change: impl Fn(&Question, &crate::model::Actor) -> Result<Option<Transition>>,
-) -> Result<Recorded> {
+/// What a person does to one question.
+#[derive(Debug, Clone)]
+pub enum Act {
+    /// An answer; replacing one on record needs `PersonsChange::force`.
+    Answer(AnswerInput),
+    /// They take its proposal as their answer (recorded as `defaulted`, by them, so the
+    /// history says the proposal was accepted rather than chosen). No proposal is
+    /// `invalid_answer`; a question no longer pending is a `conflict`.
+    AcceptProposed,
+    /// It no longer holds its gate (with a reason, maybe); skipping an answered one needs
+    /// `force`.
+    Skip(Option<String>),
+    /// They will not answer it as asked: it holds the gate, with the reason for the
+    /// orchestrator to rephrase it by (a reason is needed).
+    Decline(String),
+    /// A vote on an approval, by the person `Identity` stands for (see `vote`).
+    Vote(Identity, Ballot),
+}
+
+/// A person's change of one question: the one request every front end sends for it
+/// (the command line's `answer`, `skip`, `decline`, `approve`, `reject`; the inbox's
+/// buttons; the in-chat inbox's forms). `change` checks the stage, what the person was
+/// shown and the rule, inside the write's own transaction, once.
+#[derive(Debug, Clone)]
+pub struct PersonsChange {
+    pub id: i64,
+    pub act: Act,
+    /// What the front end showed the person (`Shown::default()` checks nothing).
+    pub shown: Shown,
+    /// The stage the front end serves, when it serves one (an inbox for one stage): a
+    /// question outside it is not found there.
+    pub within: Option<String>,
+    /// Replace (or skip, or decline) an answer on record: the command line's `--force`.
+    pub force: bool,
+}
+
+impl PersonsChange {
+    /// `act` on question `id`, as the command line asks it: nothing shown, any stage.
+    pub fn of(id: i64, act: Act) -> PersonsChange {
+        PersonsChange {
+            id,
+            act,
+            shown: Shown::default(),
+            within: None,
+            force: false,
+        }
+    }
+}
+
+/// Applies a person's change (see `PersonsChange`), writing only when something changes.
+/// A refusal carries the question as it stands (`Error::on_record`); a vote refused is
+/// recorded in the history, then returned.
+pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Result<Recorded> {
     let actor = caller.actor(&clock::now());
-    let question = ledger.write(|tx| {
+    let reason = |r: &Option<String>| {
+        r.as_ref()
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty())
+    };
+    let outcome = ledger.write(|tx| {
         expire_due(tx, &actor.at)?;
-        let before = existing(tx, id)?;
-        shown.check(tx, &before)?;
-        match change(&before, &actor)? {
-            Some(t) => Ok(tx.apply(&t)?.unwrap_or(before)),
-            None => Ok(before),
+        let before = existing_within(tx, req.id, req.within.as_deref())?;
+        let refused = |e: Error| Ok(Err(e.about(&before)));
+        if let Err(e) = req.shown.check(tx, &before) {
+            return refused(e);
+        }
+        let transition = match &req.act {
+            Act::Answer(input) => before.answer(input, Mode::Direct { force: req.force }, &actor),
+            Act::AcceptProposed => before.accept_proposal(&actor),
+            Act::Skip(why) => before.skip(reason(why), Mode::Direct { force: req.force }, &actor),
+            Act::Decline(why) => before.decline(why, req.force, &actor),
+            Act::Vote(identity, ballot) => {
+                return super::approval::cast(tx, &before, identity, ballot, &actor)
+            }
+        };
+        match transition {
+            Ok(Some(t)) => Ok(Ok(tx.apply(&t)?.unwrap_or(before))),
+            Ok(None) => Ok(Ok(before)),
+            Err(e) => refused(e),
         }
     })?;
+    let question = outcome?;
     Ok(Recorded {
         question_id: question.id,
         question,
     })
 }
 
-/// `answer`: records an answer; replacing one on record needs `force`.
-pub fn answer(
-    ledger: &mut Ledger,
-    caller: &Caller,
-    id: i64,
-    shown: &Shown,
-    input: &AnswerInput,
-    force: bool,
-) -> Result<Recorded> {
-    change_one(ledger, caller, id, shown, |q, actor| {
-        q.answer(input, Mode::Direct { force }, actor)
-    })
-}
-
-/// `skip`: the question no longer holds its gate; skipping an answered one needs `force`.
-pub fn skip(
-    ledger: &mut Ledger,
-    caller: &Caller,
-    id: i64,
-    shown: &Shown,
-    reason: Option<String>,
-    force: bool,
-) -> Result<Recorded> {
-    let reason = reason
-        .map(|r| r.trim().to_string())
-        .filter(|r| !r.is_empty());
-    change_one(ledger, caller, id, shown, |q, actor| {
-        q.skip(reason.clone(), Mode::Direct { force }, actor)
-    })
-}
-
-/// `decline`: the person will not answer this as asked; it holds the gate, with `reason`
-/// for the orchestrator to rephrase it by.
-pub fn decline(
-    ledger: &mut Ledger,
-    caller: &Caller,
-    id: i64,
-    shown: &Shown,
-    reason: &str,
-    force: bool,
-) -> Result<Recorded> {
-    change_one(ledger, caller, id, shown, |q, actor| {
-        q.decline(reason, force, actor)
-    })
-}
-
-/// A person takes a pending question's proposal as their answer (the inbox's "Accept
-/// proposed"): recorded as `defaulted`, by them, so the history says the proposal was
-/// accepted rather than chosen. No proposal is `invalid_answer`; a question no longer
-/// pending is a `conflict`, its answer untouched.
-pub fn accept_proposed(
-    ledger: &mut Ledger,
-    caller: &Caller,
-    id: i64,
-    shown: &Shown,
-) -> Result<Recorded> {
-    change_one(ledger, caller, id, shown, |q, actor| {
-        q.accept_proposal(actor)
-    })
+/// The question with this id, within `stage` when one is given: a question of another
+/// stage is not found there.
+fn existing_within(tx: &Tx, id: i64, stage: Option<&str>) -> Result<Question> {
+    let q = existing(tx, id);
+    match (stage, q) {
+        (Some(stage), Ok(q)) if q.stage.trim() != stage.trim() => Err(Error::not_found(format!(
+            "there is no question {id} in stage '{stage}'"
+        ))),
+        (Some(stage), Err(e)) if e.code == ErrorCode::NotFound => Err(Error::not_found(format!(
+            "there is no question {id} in stage '{stage}'"
+        ))),
+        (_, q) => q,
+    }
 }
 
 /// Records that the answers on record of `ids` were handed to an agent's own ask tool

@@ -70,8 +70,9 @@ impl Expiry {
             };
             if let Err(why) = crate::model::resolve_answer(&new.as_logged(now), &input) {
                 return Err(Error::usage(format!(
-                    "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {why}",
-                    crate::formats::sanitize(&new.question, false)
+                    "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {}",
+                    crate::formats::sanitize(&new.question, false),
+                    why.cli_message()
                 )));
             }
         }

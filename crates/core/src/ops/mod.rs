@@ -12,11 +12,11 @@ mod interop;
 mod stream;
 mod tasks;
 
-pub use approval::{group, identify, vote, ApprovalReport, GroupChange, GroupChanged, Identity};
+pub use approval::{group, identify, ApprovalReport, GroupChange, GroupChanged, Identity};
 pub use change::{
-    accept_defaults, accept_proposed, answer, clear, decline, end_call, log, log_all, log_call,
-    record_choices, record_delivery, skip, Asked, CallStep, Choice, Cleared, Defaulted, Logged,
-    LoggedAll, NotRecorded, Recorded, Shown, Together,
+    accept_defaults, change, clear, end_call, log, log_all, log_call, record_choices,
+    record_delivery, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll,
+    NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, Seen, Step};
@@ -87,9 +87,8 @@ fn expire_due(tx: &Tx, now: &str) -> Result<usize> {
 /// The question with this id, or `not_found`.
 fn existing(tx: &Tx, id: i64) -> Result<Question> {
     tx.question(id)?.ok_or_else(|| {
-        Error::not_found(format!(
-            "there is no question {id} in the ledger; 'questions list' shows the ids"
-        ))
+        Error::not_found(format!("there is no question {id} in the ledger"))
+            .with_flag_hint("'questions list' shows the ids")
     })
 }
 
