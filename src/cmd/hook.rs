@@ -15,7 +15,7 @@ use crate::cli::{Harness, HookArgs};
 use crate::hook::{self, claude_code, codex, gemini, Call, Event};
 use questions_core::error::{Error, Result};
 use questions_core::model::{AnswerInput, Channel, Question};
-use questions_core::ops::{self, CallStep, CheckRequest, Choice, Wait};
+use questions_core::ops::{self, CallStep, Choice};
 use questions_core::ops::{Ledger, LockWait};
 
 /// The most a hook event is read: far beyond any real one.
@@ -274,17 +274,7 @@ fn asking(
     if hook::all_answered(&call, &questions).is_none() && args.wait > 0 {
         let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
         ids.dedup();
-        ops::check(
-            ledger,
-            &CheckRequest {
-                stage: None,
-                ids: Some(ids.clone()),
-                strict: false,
-                wait: Wait::Until(Some(Duration::from_secs(args.wait))),
-                allow_unknown_stage: false,
-            },
-        )?;
-        let now = ops::named(ledger, None, Some(&ids))?;
+        let now = ops::wait_settled(ledger, &ids, Duration::from_secs(args.wait))?;
         questions = questions
             .iter()
             .filter_map(|q| now.iter().find(|n| n.id == q.id).cloned())

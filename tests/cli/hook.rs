@@ -252,6 +252,33 @@ fn the_hook_waits_for_answers_from_another_channel() {
 }
 
 #[test]
+fn a_decline_ends_the_hooks_wait_and_the_card_asks() {
+    let l = Ledger::new();
+    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+    let wait = crate::common::Pause::new(l.dir.path(), "wait");
+    let mut cmd = l.command();
+    cmd.args(["hook", "claude-code", "--wait", "60"])
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
+        .write_stdin(event("pre_tool_use.json"));
+    let started = Instant::now();
+    let waiting = std::thread::spawn(move || crate::common::finish(cmd));
+    wait.reached();
+    wait.release();
+    // One answered, the other declined: nothing more will come for the call, so the hook
+    // stops waiting and stays out of the way (the card asks), rather than holding the
+    // agent for the rest of its minute.
+    l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
+    l.ok(["decline", "--id", "2", "--reason", "which search?"]);
+    let run = waiting.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the wait ended at the decline, not at the end of --wait ({:?})",
+        started.elapsed()
+    );
+    assert_silent(&run);
+}
+
+#[test]
 fn waiting_in_vain_still_fails_open() {
     let l = Ledger::new();
     let started = Instant::now();

@@ -382,6 +382,21 @@ fn unique_key(q: &Question, keys: &mut Keys) -> String {
     key
 }
 
+/// Waits until none of `ids` is pending, or `within` passes: an answer, a skip and a
+/// decline each end the wait (a decline is not waited out), and a reset under it is the
+/// error it is for `named`. The questions as the last read found them: the caller uses
+/// that read, it does not read again.
+pub fn wait_settled(ledger: &mut Ledger, ids: &[i64], within: Duration) -> Result<Vec<Question>> {
+    let deadline = std::time::Instant::now() + within;
+    super::follow(ledger, Some(deadline), POLL, |ledger, _| {
+        let now = super::named(ledger, None, Some(ids))?;
+        Ok(match now.iter().any(|q| q.status == Status::Pending) {
+            true => super::Step::Wait(now),
+            false => super::Step::Done(now),
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,8 @@ pub use change::{
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, Seen, Step};
 pub use gate::{
-    answers, check, quoted, AnswerDetail, AnswersReport, CheckRequest, GateReport, Wait,
+    answers, check, quoted, wait_settled, AnswerDetail, AnswersReport, CheckRequest, GateReport,
+    Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
 pub use tasks::{cancel_task, look_task, start_task, NewTask, StoredTask, TaskEnd, TaskState};
