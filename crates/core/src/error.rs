@@ -5,7 +5,8 @@ use std::fmt;
 
 use crate::model::Question;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     Usage,
     NotFound,
@@ -23,19 +24,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Usage => "usage",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::Conflict => "conflict",
-            ErrorCode::InvalidAnswer => "invalid_answer",
-            ErrorCode::ParseError => "parse_error",
-            ErrorCode::Cancelled => "cancelled",
-            ErrorCode::Timeout => "timeout",
-            ErrorCode::DbError => "db_error",
-            ErrorCode::SchemaTooNew => "schema_too_new",
-            ErrorCode::IoError => "io_error",
-            ErrorCode::Forbidden => "forbidden",
-        }
+        self.into()
     }
 
     /// 2 for a call whose words are wrong, 1 for everything that went wrong while doing it.
@@ -239,5 +228,32 @@ pub(crate) fn brief(text: &str) -> String {
     match text.char_indices().nth(MOST) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    /// The codes the contract names (§2), each once: the derive writes them from the
+    /// variants, so a renamed variant must fail here rather than change the contract.
+    #[test]
+    fn every_code_is_the_contracts_name() {
+        let codes = [
+            (ErrorCode::Usage, "usage"),
+            (ErrorCode::NotFound, "not_found"),
+            (ErrorCode::Conflict, "conflict"),
+            (ErrorCode::InvalidAnswer, "invalid_answer"),
+            (ErrorCode::ParseError, "parse_error"),
+            (ErrorCode::Cancelled, "cancelled"),
+            (ErrorCode::Timeout, "timeout"),
+            (ErrorCode::DbError, "db_error"),
+            (ErrorCode::SchemaTooNew, "schema_too_new"),
+            (ErrorCode::IoError, "io_error"),
+            (ErrorCode::Forbidden, "forbidden"),
+        ];
+        for (code, name) in codes {
+            assert_eq!(code.as_str(), name);
+        }
     }
 }

@@ -11,8 +11,19 @@ pub use approval::{
     check_name, check_policy, Approval, Ballot, Groups, Verdict, Vote, Voted, GROUP_PREFIX,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Status {
     Pending,
     Answered,
@@ -24,29 +35,30 @@ pub enum Status {
 
 impl Status {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Answered => "answered",
-            Status::Skipped => "skipped",
-            Status::Declined => "declined",
-        }
+        self.into()
     }
 
     /// Reads a stored status. Anything unknown counts as pending: a gate must never pass
     /// on a row it does not understand.
     pub fn from_stored(text: &str) -> Status {
-        match text.trim() {
-            "answered" => Status::Answered,
-            "skipped" => Status::Skipped,
-            "declined" => Status::Declined,
-            _ => Status::Pending,
-        }
+        Status::parse(text.trim()).unwrap_or(Status::Pending)
     }
 }
 
 /// Through what a change was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Channel {
     Cli,
     Ask,
@@ -66,19 +78,7 @@ pub enum Channel {
 
 impl Channel {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Cli => "cli",
-            Channel::Ask => "ask",
-            Channel::Web => "web",
-            Channel::Mcp => "mcp",
-            Channel::Import => "import",
-            Channel::AcceptDefaults => "accept-defaults",
-            Channel::Expiry => "expiry",
-            Channel::ClaudeCode => "claude-code",
-            Channel::Codex => "codex",
-            Channel::Gemini => "gemini",
-            Channel::McpApp => "mcp-app",
-        }
+        self.into()
     }
 
     pub fn from_stored(text: &str) -> Option<Channel> {
@@ -94,8 +94,20 @@ impl Channel {
 }
 
 /// What happens to a pending question when its time is up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum OnExpiry {
     /// It stays pending (and `check` says its time is up).
     #[default]
@@ -110,12 +122,7 @@ pub enum OnExpiry {
 
 impl OnExpiry {
     pub fn as_str(self) -> &'static str {
-        match self {
-            OnExpiry::Keep => "keep",
-            OnExpiry::Default => "default",
-            OnExpiry::Skip => "skip",
-            OnExpiry::Reject => "reject",
-        }
+        self.into()
     }
 
     /// Stored as NULL for `keep`, the default.
@@ -124,12 +131,8 @@ impl OnExpiry {
     }
 
     pub fn from_stored(text: Option<&str>) -> OnExpiry {
-        match text.map(str::trim) {
-            Some("default") => OnExpiry::Default,
-            Some("skip") => OnExpiry::Skip,
-            Some("reject") => OnExpiry::Reject,
-            _ => OnExpiry::Keep,
-        }
+        text.and_then(|t| OnExpiry::parse(t.trim()))
+            .unwrap_or(OnExpiry::Keep)
     }
 }
 
@@ -143,8 +146,19 @@ pub struct Actor {
 }
 
 /// How a question arrived in the ledger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Source {
     Cli,
     Uwf,
@@ -154,22 +168,12 @@ pub enum Source {
 
 impl Source {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Cli => "cli",
-            Source::Uwf => "uwf",
-            Source::OpenQuestions => "open-questions",
-            Source::AskUser => "ask-user",
-        }
+        self.into()
     }
 
     /// Reads a stored source; rows written by other tools without one came from a command line.
     pub fn from_stored(text: &str) -> Source {
-        match text {
-            "uwf" => Source::Uwf,
-            "open-questions" => Source::OpenQuestions,
-            "ask-user" => Source::AskUser,
-            _ => Source::Cli,
-        }
+        Source::parse(text).unwrap_or(Source::Cli)
     }
 }
 
@@ -872,8 +876,19 @@ pub struct NewQuestion {
     pub harness_call: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum EventKind {
     Logged,
     Answered,
@@ -900,23 +915,7 @@ pub enum EventKind {
 
 impl EventKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::Logged => "logged",
-            EventKind::Answered => "answered",
-            EventKind::Reanswered => "reanswered",
-            EventKind::Skipped => "skipped",
-            EventKind::Declined => "declined",
-            EventKind::Expired => "expired",
-            EventKind::Cleared => "cleared",
-            EventKind::Imported => "imported",
-            EventKind::Defaulted => "defaulted",
-            EventKind::Voted => "voted",
-            EventKind::Refused => "refused",
-            EventKind::Approved => "approved",
-            EventKind::Rejected => "rejected",
-            EventKind::Group => "group",
-            EventKind::Delivered => "delivered",
-        }
+        self.into()
     }
 }
 
@@ -1463,47 +1462,27 @@ pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
     }
 }
 
+/// Each vocabulary's names are its enum's (strum's `IntoStaticStr`, with the same
+/// `serialize_all` as serde's `rename_all`), its values in declaration order
+/// (`VariantArray`): nothing is listed twice.
 macro_rules! vocabulary {
-    ($t:ident, $what:literal, [$($v:ident),* $(,)?]) => {
+    ($t:ident, $what:literal) => {
         impl Vocabulary for $t {
-            const ALL: &'static [Self] = &[$($t::$v),*];
+            const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
-                self.as_str()
+                self.into()
             }
         }
     };
 }
 
-vocabulary!(Status, "status", [Pending, Answered, Skipped, Declined]);
-vocabulary!(Verdict, "vote", [Approve, Reject]);
-vocabulary!(OnExpiry, "on-expiry", [Keep, Default, Skip, Reject]);
-vocabulary!(Source, "source", [Cli, Uwf, OpenQuestions, AskUser]);
-vocabulary!(
-    Channel,
-    "channel",
-    [
-        Cli,
-        Ask,
-        Web,
-        Mcp,
-        Import,
-        AcceptDefaults,
-        Expiry,
-        ClaudeCode,
-        Codex,
-        Gemini,
-        McpApp
-    ]
-);
-vocabulary!(
-    EventKind,
-    "event",
-    [
-        Logged, Answered, Reanswered, Skipped, Declined, Expired, Cleared, Imported, Defaulted,
-        Voted, Refused, Approved, Rejected, Group, Delivered,
-    ]
-);
+vocabulary!(Status, "status");
+vocabulary!(Verdict, "vote");
+vocabulary!(OnExpiry, "on-expiry");
+vocabulary!(Source, "source");
+vocabulary!(Channel, "channel");
+vocabulary!(EventKind, "event");
 
 #[cfg(test)]
 mod vocabulary_tests {

@@ -30,8 +30,19 @@ pub struct Approval {
     pub votes: Vec<Vote>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Verdict {
     Approve,
     Reject,
@@ -39,10 +50,7 @@ pub enum Verdict {
 
 impl Verdict {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Approve => "approve",
-            Verdict::Reject => "reject",
-        }
+        self.into()
     }
 }
 

@@ -12,7 +12,8 @@ use crate::model::Question;
 /// command's document names that command (`check`, `list`, `answers`, `import`), on
 /// failure as on success; the tools with documents of their own (`ask_questions`,
 /// `wait_for_answers`, `vote`) name themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Procedure {
     Log,
     Answer,
@@ -26,6 +27,7 @@ pub enum Procedure {
     Render,
     Import,
     Answers,
+    #[strum(serialize = "accept-defaults")]
     AcceptDefaults,
     Ask,
     Info,
@@ -85,41 +87,7 @@ impl Procedure {
     ];
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Procedure::Log => "log",
-            Procedure::Answer => "answer",
-            Procedure::Skip => "skip",
-            Procedure::List => "list",
-            Procedure::Check => "check",
-            Procedure::Clear => "clear",
-            Procedure::Reset => "reset",
-            Procedure::History => "history",
-            Procedure::Ingest => "ingest",
-            Procedure::Render => "render",
-            Procedure::Import => "import",
-            Procedure::Answers => "answers",
-            Procedure::AcceptDefaults => "accept-defaults",
-            Procedure::Ask => "ask",
-            Procedure::Info => "info",
-            Procedure::Decline => "decline",
-            Procedure::Events => "events",
-            Procedure::Watch => "watch",
-            Procedure::Serve => "serve",
-            Procedure::Approve => "approve",
-            Procedure::Reject => "reject",
-            Procedure::Group => "group",
-            Procedure::Completions => "completions",
-            Procedure::Man => "man",
-            Procedure::Mcp => "mcp",
-            Procedure::Hook => "hook",
-            Procedure::Init => "init",
-            Procedure::AskQuestions => "ask_questions",
-            Procedure::WaitForAnswers => "wait_for_answers",
-            Procedure::Vote => "vote",
-            Procedure::OpenInbox => "open_inbox",
-            Procedure::AnswerInApp => "answer_in_app",
-            Procedure::Version => "version",
-        }
+        self.into()
     }
 
     /// The command named `word`, if there is one.
