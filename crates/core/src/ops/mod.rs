@@ -10,6 +10,8 @@ mod follow;
 mod gate;
 mod interop;
 mod stream;
+#[cfg(test)]
+mod suite;
 mod tasks;
 
 pub use approval::{group, identify, ApprovalReport, GroupChange, GroupChanged, Identity};

@@ -12,7 +12,7 @@ mod sql;
 mod sqlite;
 mod tls;
 #[cfg(test)]
-mod tx_suite;
+pub(crate) mod tx_suite;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;

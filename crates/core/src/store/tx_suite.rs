@@ -28,7 +28,7 @@ fn on_every_engine(test: impl Fn(&Tx)) {
 }
 
 /// A database of its own on the test server, if the run has one.
-fn new_postgres_database() -> Option<String> {
+pub(crate) fn new_postgres_database() -> Option<String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let admin = std::env::var("QUESTIONS_TEST_PG")
