@@ -79,6 +79,28 @@ pub fn only(tag: &str, applies: bool, skip: &str) {
     }
 }
 
+/// Whether this run is CI's (`CI` set, and not to `false`): there, .ci/run has installed
+/// every tool, client and browser the suite drives, so none may be missing.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false")
+}
+
+/// For a test that cannot run here because something it drives is missing (a tool, a
+/// client, a browser, the system's leave to change user): under CI that is a failure;
+/// elsewhere the test says `SKIPPED <test>: <reason>` and returns at once
+/// (`return skip(…)`). The line goes to the run's own stderr, past libtest's capture, so
+/// that it shows among the results rather than the test passing unseen.
+pub fn skip(reason: &str) {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("main");
+    assert!(
+        !under_ci(),
+        "{name} cannot run: {reason}; under CI every prerequisite is required (.ci/run installs it)"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {reason}");
+}
+
 /// Whether this pass goes through PgBouncer (scripts/with-postgres --pgbouncer).
 pub fn pooled() -> bool {
     postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()

@@ -1711,6 +1711,9 @@ mod browser {
         else {
             return;
         };
+        if !crate::browser::chromium_here() {
+            return;
+        }
         let ledger = Ledger::new();
         let id = ledger.log_with(
             "design",
