@@ -416,7 +416,8 @@ impl Ledger {
 /// A point where a spawned call stops (`QUESTIONS_TEST_PAUSE`, debug builds only; the
 /// points are the `fault` calls in the source, and `wait` is where a waiting call
 /// (`check --wait`, `events --follow`, `watch`, a hook's wait) sleeps before it reads the
-/// ledger again). The call announces each arrival there; the test waits for that, not
+/// ledger again; `watch-idle` is where a watcher has delivered or passed over every event
+/// and is about to wait). The call announces each arrival there; the test waits for that, not
 /// for time to pass.
 pub struct Pause {
     go: PathBuf,
