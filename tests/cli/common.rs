@@ -465,7 +465,7 @@ impl Pause {
     /// Lets the call, stopped at the point, go on, and waits until it comes back there:
     /// for `wait`, it has read the ledger once more.
     pub fn go_round(&self) {
-        let _ = std::fs::remove_file(&self.reached);
+        self.forget();
         self.release();
         self.reached();
     }
@@ -473,7 +473,12 @@ impl Pause {
     /// Waits until the call arrives at the point again after this: for `wait`, it has
     /// read the ledger once more since.
     pub fn again(&self) {
-        let _ = std::fs::remove_file(&self.reached);
+        self.forget();
         self.reached();
+    }
+
+    /// Forgets the arrivals so far: `reached` then waits for one after this.
+    pub fn forget(&self) {
+        let _ = std::fs::remove_file(&self.reached);
     }
 }
