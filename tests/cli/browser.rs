@@ -423,6 +423,19 @@ async fn js(c: &Client, script: &str) -> serde_json::Value {
     c.execute(script, vec![]).await.unwrap()
 }
 
+/// Returns once every transition and animation running on the page has finished and the
+/// page has been drawn twice since: what a click or a change of layout did is on screen.
+async fn settled(c: &Client) {
+    c.execute_async(
+        "const done = arguments[arguments.length - 1]; \
+         Promise.all(document.getAnimations().map(a => a.finished.catch(() => {}))).then(() => \
+         requestAnimationFrame(() => requestAnimationFrame(() => done(true))));",
+        vec![],
+    )
+    .await
+    .unwrap();
+}
+
 fn events(l: &Ledger, id: i64) -> Vec<serde_json::Value> {
     l.ok(["history", "--id", &id.to_string()])["events"]
         .as_array()
@@ -654,13 +667,22 @@ fn context_markdown_is_rendered_and_nothing_in_it_loads_or_runs() {
         for tag in ["script", "img", "a", "iframe"] {
             assert!(!present(&c, &format!("{card} {tag}")).await, "a <{tag}>");
         }
+        js(&c, "window.beforeTheClick = true").await;
         c.find(Locator::Css(&format!("{card} .link")))
             .await
             .unwrap()
             .click()
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // The click's work is done once the page has settled; a navigation it started
+        // (which chromedriver's click waits for) would have left this document, and the
+        // mark with it.
+        settled(&c).await;
+        assert_eq!(
+            js(&c, "return window.beforeTheClick === true").await,
+            json!(true),
+            "the click left the page"
+        );
         let title = c.title().await.unwrap();
         assert!(title.starts_with("Questions"), "something ran: {title}");
         let fetched = js(
@@ -940,7 +962,7 @@ fn screenshots_of_the_inbox_on_a_desktop_and_a_phone() {
                     )
                     .await;
                 }
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                settled(&c).await;
                 // Nothing wider than the window: no sideways scrolling on a phone.
                 let wide = js(
                     &c,
