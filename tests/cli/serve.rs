@@ -822,8 +822,9 @@ fn a_short_token_is_refused_and_a_remote_bind_warns() {
 /// Whether the server has closed this connection, waiting `within` at most to see it.
 fn closed(stream: &mut TcpStream, within: Duration) -> bool {
     stream.set_read_timeout(Some(within)).unwrap();
-    let mut buf = [0u8; 512];
-    match stream.read(&mut buf) {
+    // Its end, after whatever the server said first.
+    let mut said = Vec::new();
+    match stream.read_to_end(&mut said) {
         Ok(_) => true,
         Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
     }
