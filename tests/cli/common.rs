@@ -79,6 +79,28 @@ pub fn only(tag: &str, applies: bool, skip: &str) {
     }
 }
 
+/// Whether this run is CI's (`CI` set, and not to `false`): there, .ci/run has installed
+/// every tool, client and browser the suite drives, so none may be missing.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false")
+}
+
+/// For a test that cannot run here because something it drives is missing (a tool, a
+/// client, a browser, the system's leave to change user): under CI that is a failure;
+/// elsewhere the test says `SKIPPED <test>: <reason>` and returns at once
+/// (`return skip(…)`). The line goes to the run's own stderr, past libtest's capture, so
+/// that it shows among the results rather than the test passing unseen.
+pub fn skip(reason: &str) {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("main");
+    assert!(
+        !under_ci(),
+        "{name} cannot run: {reason}; under CI every prerequisite is required (.ci/run installs it)"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {reason}");
+}
+
 /// Whether this pass goes through PgBouncer (scripts/with-postgres --pgbouncer).
 pub fn pooled() -> bool {
     postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
@@ -394,7 +416,8 @@ impl Ledger {
 /// A point where a spawned call stops (`QUESTIONS_TEST_PAUSE`, debug builds only; the
 /// points are the `fault` calls in the source, and `wait` is where a waiting call
 /// (`check --wait`, `events --follow`, `watch`, a hook's wait) sleeps before it reads the
-/// ledger again). The call announces each arrival there; the test waits for that, not
+/// ledger again; `watch-idle` is where a watcher has delivered or passed over every event
+/// and is about to wait). The call announces each arrival there; the test waits for that, not
 /// for time to pass.
 pub struct Pause {
     go: PathBuf,
@@ -442,7 +465,7 @@ impl Pause {
     /// Lets the call, stopped at the point, go on, and waits until it comes back there:
     /// for `wait`, it has read the ledger once more.
     pub fn go_round(&self) {
-        let _ = std::fs::remove_file(&self.reached);
+        self.forget();
         self.release();
         self.reached();
     }
@@ -450,7 +473,12 @@ impl Pause {
     /// Waits until the call arrives at the point again after this: for `wait`, it has
     /// read the ledger once more since.
     pub fn again(&self) {
-        let _ = std::fs::remove_file(&self.reached);
+        self.forget();
         self.reached();
+    }
+
+    /// Forgets the arrivals so far: `reached` then waits for one after this.
+    pub fn forget(&self) {
+        let _ = std::fs::remove_file(&self.reached);
     }
 }

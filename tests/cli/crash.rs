@@ -37,6 +37,7 @@ fn kill_after(
         .spawn()
         .unwrap();
     let started = Instant::now();
+    // The time is what is under test here: the kill lands `delay` into the write.
     while started.elapsed() < delay {
         if child.try_wait().unwrap().is_some() {
             return true;

@@ -62,9 +62,18 @@ fn an_expired_question_takes_its_default_or_is_skipped_by_nobody() {
     assert_eq!(last["event"], "expired");
     assert_eq!(last["channel"], "expiry");
     assert_eq!(last["answered_by"], Value::Null);
-    // Looking again changes nothing more.
-    l.run_at(&later(3 * 3600), ["list"]);
+    // Looking again changes nothing more, and shows what expiry did.
+    let looked = l.run_at(&later(3 * 3600), ["list"]);
+    assert_eq!(looked.code, 0, "{looked:?}");
+    let statuses: Vec<&str> = looked.json["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["answered", "skipped"], "{looked:?}");
     assert_eq!(events_of(&l, defaulted).len(), events.len());
+    assert_eq!(events_of(&l, skipped).len(), 2, "logged, then expired once");
 }
 
 #[test]

@@ -13,21 +13,16 @@ pub(crate) fn clients() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-clients")
 }
 
-/// The client at `path`, or None (and a word on stderr) when `scripts/mcp-clients` has not
-/// installed it; under CI every client is required.
+/// The client at `path`, or None when `scripts/mcp-clients` has not installed it: the
+/// test is skipped, and says so (`common::skip`; under CI every client is required).
 pub(crate) fn client(path: PathBuf) -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: run scripts/mcp-clients",
+    crate::common::skip(&format!(
+        "{} is missing (scripts/mcp-clients installs it)",
         path.display()
-    );
-    eprintln!(
-        "skipped: {} is missing (scripts/mcp-clients installs it)",
-        path.display()
-    );
+    ));
     None
 }
 

@@ -182,8 +182,7 @@ fn sqlite_only_a_user_without_a_name_is_recorded_by_uid_never_as_nobody() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
-        return;
+        return crate::common::skip("setpriv (util-linux) is not installed");
     }
     let l = Ledger::new();
     let id = l.log("s", "Q?");
@@ -211,8 +210,7 @@ fn sqlite_only_a_user_without_a_name_is_recorded_by_uid_never_as_nobody() {
         .output()
         .unwrap();
     if out.status.code() != Some(0) && String::from_utf8_lossy(&out.stderr).contains("setpriv") {
-        eprintln!("skipped: setpriv cannot change user here: {out:?}");
-        return;
+        return crate::common::skip(&format!("setpriv cannot change user here: {out:?}"));
     }
     assert!(out.status.success(), "{out:?}");
     assert_eq!(l.question(id)["answered_by"], "uid:54321");

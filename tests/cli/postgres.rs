@@ -243,7 +243,15 @@ fn postgres_only_reset_in_the_middle_of_writers_neither_deadlocks_nor_lets_one_r
         })
         .collect();
     for _ in 0..4 {
-        std::thread::sleep(std::time::Duration::from_millis(150));
+        // Each reset lands among the writers: once they have logged a few questions into
+        // the ledger there now (at most 90 are logged in all).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while l.run(["list"]).json["count"].as_u64().unwrap_or(0) < 4 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writers logged nothing"
+            );
+        }
         let reset = l.run(["reset", "--yes"]);
         assert_eq!(reset.code, 0, "reset failed: {reset:?}");
     }

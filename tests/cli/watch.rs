@@ -357,21 +357,23 @@ fn shell(l: &Ledger, script: &str) -> std::process::Command {
 fn the_readme_ntfy_recipe_pings_for_a_required_question() {
     let l = Ledger::new();
     let ntfy = Receiver::start(Behavior::Accept);
-    let wait = Pause::new(l.dir.path(), "wait");
+    let idle = Pause::new(l.dir.path(), "watch-idle");
     let mut watcher = shell(&l, &recipe("ntfy"))
         .env("NTFY_URL", &ntfy.url)
-        .env("QUESTIONS_TEST_PAUSE", &wait.env)
+        .env("QUESTIONS_TEST_PAUSE", &idle.env)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The watcher starts at the end of the history: it is there once it waits.
-    wait.reached();
-    wait.release();
+    // The watcher starts at the end of the history: it is there once it is idle.
+    idle.reached();
+    idle.release();
     l.log_with("s", "Optional detail?", &["--required", "false"]);
     l.log("s", "Which region?");
     let got = ntfy.wait_for(1, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(300));
+    // Idle again after that ping, it has delivered or passed over both questions (its
+    // deliveries are synchronous): a second ping would have come by now.
+    idle.again();
     stop(&mut watcher);
     let bodies: Vec<String> = ntfy.requests().iter().map(|r| r.text()).collect();
     assert_eq!(
@@ -389,14 +391,19 @@ fn the_readme_ci_recipe_waits_for_the_answer_while_the_chat_hears_of_the_questio
     // The subagent's first question is logged before the job's gate step starts.
     let first = l.log("release", "Is the changelog done?");
     let chat = Receiver::start(Behavior::Accept);
+    let idle = Pause::new(l.dir.path(), "watch-idle");
     let mut job = shell(&l, &recipe("ci"))
         .env("CHAT_WEBHOOK_URL", &chat.url)
         .env("CI_JOB_ID", "42")
+        .env("QUESTIONS_TEST_PAUSE", &idle.env)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The watcher starts at the end of the history (after the first question): it is
+    // there once it is idle.
+    idle.reached();
+    idle.release();
     // While the job waits, another question comes for the release; the chat hears of it.
     let id = l.log("release", "Ship it on Friday?");
     let told = chat.wait_for(1, Duration::from_secs(10));

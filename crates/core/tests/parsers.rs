@@ -85,6 +85,117 @@ fn check_envelope(text: &str) {
     }
 }
 
+/// Every string of a JSON value, its keys included, as given and trimmed.
+fn strings_in(value: &serde_json::Value, out: &mut std::collections::HashSet<String>) {
+    fn add(s: &str, out: &mut std::collections::HashSet<String>) {
+        out.insert(s.to_string());
+        out.insert(s.trim().to_string());
+    }
+    match value {
+        serde_json::Value::String(s) => add(s, out),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                add(k, out);
+                strings_in(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every whole number of a JSON value, and every key that reads as one.
+fn numbers_in(value: &serde_json::Value, out: &mut Vec<i64>) {
+    match value {
+        serde_json::Value::Number(n) => out.extend(n.as_i64()),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| numbers_in(v, out)),
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                out.extend(k.trim().parse::<i64>().ok());
+                numbers_in(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `answers::parse` either fails with a message, or returns replies made only of what the
+/// input holds: each question's key (its id, text or header), each answer's text and
+/// labels and each reason are the input's own, an id is positive, and the format is the
+/// one asked for. A cancellation comes only from pi's result.
+fn check_answers(text: &str, format: Option<answers::ImportFormat>) {
+    use answers::{Answers, Key, Reply};
+    let parsed = match answers::parse(text, format) {
+        Err(e) => {
+            assert!(
+                !e.0.trim().is_empty(),
+                "an error without a message for {text:?}"
+            );
+            return;
+        }
+        Ok(parsed) => parsed,
+    };
+    // What parsed is JSON without a repeated key: serde_json reads it the same.
+    let value: serde_json::Value =
+        serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("it parsed as JSON");
+    let mut strings = std::collections::HashSet::new();
+    strings_in(&value, &mut strings);
+    let mut numbers = Vec::new();
+    numbers_in(&value, &mut numbers);
+    let from_input = |s: &str, what: &str| {
+        assert!(strings.contains(s), "{what} {s:?} is not in {text:?}");
+    };
+    let replies = match parsed {
+        Answers::Cancelled => {
+            assert!(
+                matches!(format, None | Some(answers::ImportFormat::PiResult)),
+                "{format:?} cancelled {text:?}"
+            );
+            return;
+        }
+        Answers::Replies(got, replies) => {
+            if let Some(asked) = format {
+                assert_eq!(got, asked, "{text:?}");
+            }
+            replies
+        }
+    };
+    for imported in replies {
+        assert!(
+            !imported.path.is_empty(),
+            "a reply without a place in {text:?}"
+        );
+        match &imported.key {
+            Key::Id(id) => {
+                assert!(*id > 0, "id {id} from {text:?}");
+                assert!(numbers.contains(id), "id {id} is not in {text:?}");
+            }
+            Key::Text(key) | Key::Header(key) => from_input(key, "the key"),
+        }
+        match &imported.reply {
+            Reply::Answer {
+                text: answer,
+                select,
+            } => {
+                if let Some(answer) = answer {
+                    from_input(answer, "the answer");
+                }
+                for label in select {
+                    from_input(label, "the label");
+                }
+            }
+            Reply::Skip { reason } => {
+                if let Some(reason) = reason {
+                    from_input(reason, "the reason");
+                }
+            }
+            Reply::Decline { reason } if reason == "cancelled in pi" => {}
+            Reply::Decline { reason } => from_input(reason, "the reason"),
+            Reply::Pending => {}
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
@@ -113,14 +224,14 @@ proptest! {
         for format in [None, Some(answers::ImportFormat::AskUser), Some(answers::ImportFormat::Vscode),
                        Some(answers::ImportFormat::PiResult), Some(answers::ImportFormat::PiPending),
                        Some(answers::ImportFormat::Map)] {
-            let _ = answers::parse(&text, format);
-            let _ = answers::parse(&format!("{{\"answers\": {text}}}"), format);
+            check_answers(&text, format);
+            check_answers(&format!("{{\"answers\": {text}}}"), format);
         }
     }
 
     #[test]
     fn answer_shapes_from_arbitrary_text(text in "\\PC{0,200}") {
-        let _ = answers::parse(&text, None);
+        check_answers(&text, None);
     }
 
     #[test]
