@@ -171,7 +171,7 @@ impl Watcher {
             Ok(if page.at_end {
                 // Every event so far delivered or passed over: the watcher is idle until
                 // the ledger changes (the point where a test knows it has seen them all).
-                crate::fault::point("watch-idle");
+                questions_core::fault::point("watch-idle");
                 Step::Wait(())
             } else {
                 Step::More
