@@ -1,6 +1,6 @@
 use super::Outcome;
 use crate::cli::{ApprovalArgs, LogArgs};
-use questions_core::error::{Error, Result};
+use questions_core::error::{ApprovalClash, Error, Refusal, Result};
 use questions_core::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
 use questions_core::ops::Ledger;
 use questions_core::ops::{self, Expiry};
@@ -11,37 +11,10 @@ pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         expires_in: args.expiry.expires_in,
         on_expiry: args.expiry.on_expiry,
     };
-    let approval = approval(ledger, &args)?;
-    let mut new = new_question(args)?;
-    new.approval = approval;
+    let approval = policy(ledger, &args.approval)?;
+    let mut new = new_question(args, approval)?;
     expiry.apply(&mut new, &questions_core::clock::now())?;
     Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
-}
-
-/// `--approval`: the policy, with the requester named (by default whoever logs it: the
-/// PostgreSQL role, else the operating-system user). A required question of no options.
-fn approval(ledger: &mut Ledger, args: &LogArgs) -> Result<Option<Approval>> {
-    let a = &args.approval;
-    if !a.approval {
-        return Ok(None);
-    }
-    let refused = [
-        (args.required == Some(false), "--required false"),
-        (args.proposed.is_some(), "--proposed"),
-        (
-            !args.options.is_empty() || args.options_json.is_some(),
-            "--option",
-        ),
-        (args.multi_select, "--multi-select"),
-        (args.no_freeform, "--no-freeform"),
-    ];
-    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
-        return Err(Error::usage(format!(
-            "{flag} does not go with --approval: an approval is required and its answers are votes; \
-             usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
-        )));
-    }
-    policy(ledger, a)
 }
 
 /// The policy of `--approval` (log and ingest): its requester named (by default whoever
@@ -63,7 +36,9 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
     Ok(Some(approval))
 }
 
-fn new_question(args: LogArgs) -> Result<NewQuestion> {
+/// The question `log` asks, under `NewQuestion::build`'s rules; a question that cannot be
+/// an approval is told which of its flags clashes.
+fn new_question(args: LogArgs, approval: Option<Approval>) -> Result<NewQuestion> {
     let mut options = args.options_json.map(|o| o.0).unwrap_or_default();
     options.extend(args.options.into_iter().map(|label| QuestionOption {
         label,
@@ -82,6 +57,22 @@ fn new_question(args: LogArgs) -> Result<NewQuestion> {
         multi_select: args.multi_select,
         allow_freeform: !args.no_freeform,
         source: Source::Cli,
-        approval: None,
+        approval,
+    })
+    .map_err(|e| match e.refusal {
+        Some(Refusal::NotAnApproval(clash)) => {
+            let flag = match clash {
+                ApprovalClash::Optional => "--required false",
+                ApprovalClash::Proposed => "--proposed",
+                ApprovalClash::Options => "--option",
+                ApprovalClash::MultiSelect => "--multi-select",
+                ApprovalClash::NoFreeform => "--no-freeform",
+            };
+            e.with_cli_wording(format!(
+                "{flag} does not go with --approval: an approval is required and its answers are votes; \
+                 usage: questions log --stage S --question TEXT --approval --approvers NAME,… --min N"
+            ))
+        }
+        _ => e,
     })
 }

@@ -70,6 +70,19 @@ pub enum Refusal {
     SettledMeanwhile { id: i64 },
     /// Declining question `id` needs a reason (`invalid_answer`).
     NeedsReason { id: i64 },
+    /// A question cannot be an approval for what it has (`usage`): an approval is
+    /// required and offers no options or proposed value, its answers are votes.
+    NotAnApproval(ApprovalClash),
+}
+
+/// What keeps a question from being an approval, the first found in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalClash {
+    Optional,
+    Proposed,
+    Options,
+    MultiSelect,
+    NoFreeform,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -90,6 +103,12 @@ impl Error {
     /// This error as the command line words it (see `cli_wording`).
     pub fn with_cli_wording(mut self, text: impl Into<String>) -> Error {
         self.cli_wording = Some(text.into());
+        self
+    }
+
+    /// This error with what it refused, as data.
+    pub(crate) fn with_refusal(mut self, refusal: Option<Refusal>) -> Error {
+        self.refusal = refusal;
         self
     }
 

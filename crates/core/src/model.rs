@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Refusal, Result};
+use crate::error::{ApprovalClash, Error, Refusal, Result};
 
 mod approval;
 pub use approval::{
@@ -759,6 +759,37 @@ pub struct Draft {
 /// command-line user to do.
 const ADD_OPTIONS: &str = "add --option LABEL or --options-json";
 
+/// The one rule of what an approval may be: required, with no proposed value, no options
+/// and nothing that needs them; the first clash found, as a refusal front ends word.
+fn approval_clash(
+    required: bool,
+    proposed: bool,
+    options: bool,
+    multi_select: bool,
+    allow_freeform: bool,
+) -> Result<()> {
+    let clash = [
+        (!required, ApprovalClash::Optional),
+        (proposed, ApprovalClash::Proposed),
+        (options, ApprovalClash::Options),
+        (multi_select, ApprovalClash::MultiSelect),
+        (!allow_freeform, ApprovalClash::NoFreeform),
+    ]
+    .into_iter()
+    .find_map(|(clashes, what)| clashes.then_some(what));
+    match clash {
+        None => Ok(()),
+        Some(what) => {
+            let mut refused = Error::usage(
+                "an approval is required and offers no options or proposed value: its answers \
+                 are votes",
+            );
+            refused.refusal = Some(Refusal::NotAnApproval(what));
+            Err(refused)
+        }
+    }
+}
+
 impl NewQuestion {
     /// The rules every new question keeps, whoever asks it: a question text; blank
     /// texts are none; option labels tidied (see `tidy_options`); a multi-select, or a
@@ -768,6 +799,15 @@ impl NewQuestion {
     /// `usage` errors worded for every front end, with the command line's flags as hints.
     pub fn build(d: Draft) -> Result<NewQuestion> {
         let blank = |s: Option<String>| s.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        if d.approval.is_some() {
+            approval_clash(
+                d.required,
+                d.proposed.is_some(),
+                !d.options.is_empty(),
+                d.multi_select,
+                d.allow_freeform,
+            )?;
+        }
         let question = d.question.trim().to_string();
         if question.is_empty() {
             return Err(Error::usage("the question is empty: give it a text"));
@@ -786,12 +826,6 @@ impl NewQuestion {
             .with_flag_hint(ADD_OPTIONS));
         }
         let proposed = proposed_or_recommended(blank(d.proposed), &options);
-        if d.approval.is_some() && (!options.is_empty() || proposed.is_some() || !d.required) {
-            return Err(Error::usage(
-                "an approval is required and offers no options or proposed value: its answers \
-                 are votes",
-            ));
-        }
         Ok(NewQuestion {
             stage: d.stage,
             group_name: blank(d.group),
@@ -812,6 +846,20 @@ impl NewQuestion {
     }
 
     /// The question as the ledger will hold it once logged at `now` (its id not known yet).
+    /// This question as an approval, under the one rule `build` keeps (an ingested
+    /// question is parsed first, then made one).
+    pub fn into_approval(mut self, approval: Approval) -> Result<NewQuestion> {
+        approval_clash(
+            self.required,
+            self.proposed.is_some(),
+            !self.options.is_empty(),
+            self.multi_select,
+            self.allow_freeform,
+        )?;
+        self.approval = Some(approval);
+        Ok(self)
+    }
+
     pub fn as_logged(&self, now: &str) -> Question {
         Question {
             id: 0,

@@ -81,14 +81,19 @@ pub fn make_approval(
     new: &mut crate::model::NewQuestion,
     approval: &crate::model::Approval,
 ) -> Result<()> {
-    if !new.options.is_empty() || new.proposed.is_some() || !new.required {
-        return Err(Error::usage(format!(
-            "\"{}\" cannot be an approval: an approval is required, offers no options and \
-             proposes nothing (its answers are votes); ingest it without --approval",
-            crate::formats::sanitize(&new.question, false)
-        )));
-    }
-    new.approval = Some(approval.clone());
+    let made = new
+        .clone()
+        .into_approval(approval.clone())
+        .map_err(|refused| {
+            Error::usage(format!(
+                "\"{}\" cannot be an approval: an approval is required, offers no options and \
+             proposes nothing (its answers are votes)",
+                crate::formats::sanitize(&new.question, false)
+            ))
+            .with_flag_hint("ingest it without --approval")
+            .with_refusal(refused.refusal)
+        })?;
+    *new = made;
     Ok(())
 }
 
