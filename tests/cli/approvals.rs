@@ -544,6 +544,27 @@ fn bad_approval_input_is_a_clear_error() {
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
         assert_eq!(run.error_code(), "usage", "{args:?}");
     }
+    // The model's one rule of what an approval may be, worded with the flag that clashes.
+    for (more, flag) in [
+        (&["--proposed", "yes"][..], "--proposed"),
+        (&["--required", "false"][..], "--required false"),
+        (&["--option", "yes"][..], "--option"),
+        (&["--option", "a", "--multi-select"][..], "--option"),
+        (&["--multi-select"][..], "--multi-select"),
+        (&["--no-freeform"][..], "--no-freeform"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(["--approvers", "alice", "--min", "1"]);
+        args.extend(more.iter());
+        let run = l.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        let said = run.json["error"].as_str().unwrap_or_default();
+        assert!(
+            said.starts_with(&format!("{flag} does not go with --approval")),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!(l.run(["list"]).json["count"], 0, "nothing was logged");
     let not_approval = l.run([
         "log",
         "--stage",
