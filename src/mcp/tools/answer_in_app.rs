@@ -1,7 +1,6 @@
 //! `answer_in_app`: the in-chat inbox's own tool (MCP Apps), hidden from the model:
 //! records what the person did on a question there.
 
-use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult};
 use rmcp::service::RequestContext;
@@ -10,9 +9,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::blocking;
-use super::{client_name, failure, Input, Outcome, Server, State};
+use super::{client_name, complete, enveloped_schema, failure, Input, Outcome, Server, State};
 use questions_core::clock;
-use questions_core::error::Error;
 use questions_core::model::Channel;
 use questions_core::ops::{Caller, Procedure};
 
@@ -35,7 +33,7 @@ pub struct AppRecorded {
 impl Server {
     #[tool(
         description = "The in-chat inbox's own tool (MCP Apps; hidden from the model): records what the person did on a question there, as the inbox's forms send it. Channel mcp-app.",
-        output_schema = schema_for_output::<AppRecorded>(),
+        output_schema = enveloped_schema::<AppRecorded>(Procedure::AnswerInApp),
         annotations(destructive_hint = false, open_world_hint = false)
     )]
     async fn answer_in_app(
@@ -55,18 +53,17 @@ impl Server {
             .await?;
             let q = &recorded.question;
             let outcome = Outcome::of(q, &clock::now());
-            let value = serde_json::to_value(AppRecorded {
-                question_id: recorded.question_id,
-                status: outcome.status,
-                answer: outcome.answer,
-                selected: outcome.selected,
-                reason: outcome.reason,
-                channel: Channel::McpApp.as_str().to_string(),
-            })
-            .map_err(|e| Error::db(e.to_string()))?;
-            Ok(CallToolResponse::Complete(CallToolResult::structured(
-                value,
-            )))
+            complete(
+                Procedure::AnswerInApp,
+                &AppRecorded {
+                    question_id: recorded.question_id,
+                    status: outcome.status,
+                    answer: outcome.answer,
+                    selected: outcome.selected,
+                    reason: outcome.reason,
+                    channel: Channel::McpApp.as_str().to_string(),
+                },
+            )
         };
         run.await.map_err(|e| failure(Procedure::AnswerInApp, &e))
     }

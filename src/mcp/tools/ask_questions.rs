@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use rmcp::handler::server::tool::{schema_for_output, InputResponses, RequestState};
+use rmcp::handler::server::tool::{InputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::super::{blocking, form, tasks};
 use super::{
-    caller, client_name, failure, non_blank, number_or_text, outcomes, seconds, takes_tasks,
-    task_deadline, Input, Outcomes, Server,
+    caller, client_name, complete, enveloped, enveloped_schema, failure, non_blank, number_or_text,
+    outcomes, seconds, takes_tasks, task_deadline, Input, Outcomes, Server,
 };
 use questions_core::error::{Error, Result};
 use questions_core::model::Question;
@@ -381,15 +381,19 @@ impl Server {
         if !wait.is_zero() && takes_tasks(context) {
             let questions = self.named(None, Some(question_ids.clone())).await?;
             if questions.iter().any(|q| q.status == Status::Pending) {
-                let template = serde_json::to_value(Asked {
-                    question_ids: question_ids.clone(),
-                    created_ids,
-                    outcomes: outcomes(&questions),
-                    elicitation,
-                    elicitation_error,
-                    not_recorded,
-                })
-                .map_err(|e| Error::db(e.to_string()))?;
+                // The result this call would return, which the task completes from.
+                let template = enveloped(
+                    true,
+                    Procedure::AskQuestions,
+                    &Asked {
+                        question_ids: question_ids.clone(),
+                        created_ids,
+                        outcomes: outcomes(&questions),
+                        elicitation,
+                        elicitation_error,
+                        not_recorded,
+                    },
+                )?;
                 return self
                     .start_task(ops::NewTask {
                         id: tasks::random_id()?,
@@ -413,10 +417,7 @@ impl Server {
             elicitation_error,
             not_recorded,
         };
-        let value = serde_json::to_value(&asked).map_err(|e| Error::db(e.to_string()))?;
-        Ok(CallToolResponse::Complete(CallToolResult::structured(
-            value,
-        )))
+        complete(Procedure::AskQuestions, &asked)
     }
 
     /// The URL-mode request that sends the person to the first pending question's page in
@@ -564,7 +565,7 @@ impl Server {
     /// record), puts them to the person through the client's form when it can show one,
     /// and returns each question's outcome, at once or after at most `wait_seconds`.
     #[tool(
-        output_schema = schema_for_output::<Asked>(),
+        output_schema = enveloped_schema::<Asked>(Procedure::AskQuestions),
         description = "Log questions that need a person's answer (the same stage, group and question text again returns the question on record), put the pending ones to the person through the client's form when the client supports elicitation, and return each question's outcome (answered, skipped, declined, expired or pending) at once or after waiting up to wait_seconds (at most 50). Questions left pending stay answerable by any means; wait_for_answers picks them up later.",
         annotations(open_world_hint = false)
     )]

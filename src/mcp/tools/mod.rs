@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
     GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult,
@@ -30,7 +31,7 @@ use rmcp::{tool_handler, ErrorData as McpError, RoleServer, ServerHandler};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::inbox::Inbox;
 use super::rounds::Rounds;
@@ -184,13 +185,51 @@ fn failure(procedure: Procedure, err: &Error) -> CallToolResult {
     CallToolResult::structured_error(serde_json::to_value(body).unwrap_or(Value::Null))
 }
 
-/// A result in the contract's envelope (see `ops::document`).
-fn document(ok: bool, procedure: Procedure, result: &impl Serialize) -> Result<CallToolResult> {
+/// A result in the contract's envelope (see `ops::document`), as a JSON value: the
+/// structured content of a tool's success, and the template a task completes from.
+fn enveloped(ok: bool, procedure: Procedure, result: &impl Serialize) -> Result<Value> {
     match serde_json::to_value(ops::document(ok, procedure, result)) {
-        Ok(body @ Value::Object(_)) => Ok(CallToolResult::structured(body)),
+        Ok(body @ Value::Object(_)) => Ok(body),
         Ok(other) => Err(Error::db(format!("not a document: {other}"))),
         Err(e) => Err(Error::db(e.to_string())),
     }
+}
+
+/// A tool's result in the contract's envelope.
+fn document(ok: bool, procedure: Procedure, result: &impl Serialize) -> Result<CallToolResult> {
+    enveloped(ok, procedure, result).map(CallToolResult::structured)
+}
+
+/// The success of a tool that may also answer with a task or an "input required" result:
+/// complete, in the envelope, `ok` true.
+fn complete(procedure: Procedure, result: &impl Serialize) -> Result<CallToolResponse> {
+    document(true, procedure, result).map(CallToolResponse::Complete)
+}
+
+/// The output schema of a tool whose result is a type of its own: `T`'s, in the envelope
+/// (`ok` and `procedure` first and required), as the command schemas in schema/ have them.
+fn enveloped_schema<T: JsonSchema + std::any::Any>(procedure: Procedure) -> Arc<JsonObject> {
+    let own = schema_for_output::<T>();
+    let mut schema = JsonObject::new();
+    for (key, value) in own.iter() {
+        let value = match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => {
+                let mut all = JsonObject::new();
+                all.insert("ok".into(), json!({"const": true}));
+                all.insert("procedure".into(), json!({"const": procedure.as_str()}));
+                all.extend(properties.clone());
+                Value::Object(all)
+            }
+            ("required", Value::Array(required)) => {
+                let mut all = vec![json!("ok"), json!("procedure")];
+                all.extend(required.iter().cloned());
+                Value::Array(all)
+            }
+            _ => value.clone(),
+        };
+        schema.insert(key.clone(), value);
+    }
+    Arc::new(schema)
 }
 
 /// The output schema of a tool that returns a command's document: the command's own

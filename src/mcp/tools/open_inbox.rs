@@ -1,14 +1,12 @@
 //! `open_inbox`: shows the person the in-chat inbox (MCP Apps) with the pending questions.
 
-use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{CallToolResponse, CallToolResult};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::blocking;
-use super::{failure, Server};
-use questions_core::error::Error;
+use super::{complete, enveloped_schema, failure, Server};
 use questions_core::ops::{self, Procedure};
 
 /// `open_inbox`'s result: the pending questions the in-chat inbox shows.
@@ -24,7 +22,7 @@ pub struct InboxShown {
 impl Server {
     #[tool(
         description = "Show the person the pending questions as an interactive inbox inside the chat (an MCP Apps view, on hosts that render them): they answer, skip or decline each there. Returns how many are pending.",
-        output_schema = schema_for_output::<InboxShown>(),
+        output_schema = enveloped_schema::<InboxShown>(Procedure::OpenInbox),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn open_inbox(&self) -> std::result::Result<CallToolResponse, CallToolResult> {
@@ -35,10 +33,7 @@ impl Server {
                 question_ids: inbox.questions.iter().map(|(q, _)| q.id).collect(),
                 resource_uri: super::super::app::URI.to_string(),
             };
-            let value = serde_json::to_value(&shown).map_err(|e| Error::db(e.to_string()))?;
-            Ok(CallToolResponse::Complete(CallToolResult::structured(
-                value,
-            )))
+            complete(Procedure::OpenInbox, &shown)
         };
         run.await.map_err(|e| failure(Procedure::OpenInbox, &e))
     }

@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
@@ -14,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::super::{blocking, tasks, MOST_WAIT};
 use super::{
-    failure, ids_or_text, non_blank, number_or_text, outcomes, seconds, takes_tasks, task_deadline,
-    Input, Outcomes, Server,
+    complete, enveloped, enveloped_schema, failure, ids_or_text, non_blank, number_or_text,
+    outcomes, seconds, takes_tasks, task_deadline, Input, Outcomes, Server,
 };
 use questions_core::error::{Error, Result};
 use questions_core::model::{Question, Status};
@@ -161,7 +160,7 @@ impl Server {
 #[tool_router(router = wait_for_answers_router, vis = "pub(super)")]
 impl Server {
     #[tool(
-        output_schema = schema_for_output::<Waited>(),
+        output_schema = enveloped_schema::<Waited>(Procedure::WaitForAnswers),
         description = "Wait until every named question (a stage's, or the given ids) has left pending, or until timeout_seconds (at most 50, the default) pass, and return each question's outcome: answered, skipped, declined, expired or pending. Sends progress notifications while it waits. Call it again to keep waiting: nothing is lost between calls. A client that declares the Tasks extension gets a task instead when a question is still pending: it is kept in the ledger (it survives a restart of the server), has no 50 s cap (timeout_seconds, when given, ends it), and tasks/get returns this tool's result once every question has left pending.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -195,13 +194,17 @@ impl Server {
                 let deadline = task_deadline(input.timeout_seconds)?;
                 let questions = self.named(stage.clone(), input.ids.clone()).await?;
                 if questions.iter().any(|q| q.status == Status::Pending) {
-                    let template = serde_json::to_value(Waited {
-                        question_ids: questions.iter().map(|q| q.id).collect(),
-                        settled: false,
-                        timed_out: false,
-                        outcomes: outcomes(&questions),
-                    })
-                    .map_err(|e| Error::db(e.to_string()))?;
+                    // The result this call would return, which the task completes from.
+                    let template = enveloped(
+                        true,
+                        Procedure::WaitForAnswers,
+                        &Waited {
+                            question_ids: questions.iter().map(|q| q.id).collect(),
+                            settled: false,
+                            timed_out: false,
+                            outcomes: outcomes(&questions),
+                        },
+                    )?;
                     return self
                         .start_task(ops::NewTask {
                             id: tasks::random_id()?,
@@ -221,10 +224,7 @@ impl Server {
                 timed_out,
                 outcomes: outcomes(&questions),
             };
-            let value = serde_json::to_value(&waited).map_err(|e| Error::db(e.to_string()))?;
-            Ok(CallToolResponse::Complete(CallToolResult::structured(
-                value,
-            )))
+            complete(Procedure::WaitForAnswers, &waited)
         };
         run.await
             .map_err(|e| failure(Procedure::WaitForAnswers, &e))
