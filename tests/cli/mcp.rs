@@ -1590,7 +1590,9 @@ fn task_in(era: Era) {
 
 /// With `--inbox-url` naming a running `questions serve`, a client that opens URLs sends
 /// the person to the question's page in the inbox instead of showing a form; what they
-/// answer there is recorded by the inbox (channel web), and the tool's wait sees it.
+/// answer there is recorded by the inbox (channel web), and the tool's wait sees it. (It
+/// starts that inbox: a build with `serve` too.)
+#[cfg(feature = "serve")]
 #[test]
 fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
     for era in ERAS {
@@ -1598,6 +1600,7 @@ fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
     }
 }
 
+#[cfg(feature = "serve")]
 fn inbox_in(era: Era) {
     let ledger = Ledger::new();
     let served = Arc::new(crate::serve::Served::start(&ledger, &["--user", "alice"]));
@@ -1726,7 +1729,9 @@ fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
     assert_eq!(ledger.question(other)["status"], "pending");
 }
 
-/// Chromium's: skipped with the browser tests where it is not installed.
+/// Chromium's: skipped with the browser tests where it is not installed (and in a build
+/// without `serve`, whose browser harness they share).
+#[cfg(feature = "serve")]
 mod browser {
     use super::*;
 

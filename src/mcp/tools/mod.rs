@@ -567,7 +567,7 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        let html = blocking(self.location.clone(), crate::serve::app::page)
+        let html = blocking(self.location.clone(), crate::page::app::page)
             .await
             .map_err(|e| McpError::internal_error(e.message, None))?;
         Ok(ReadResourceResponse::Complete(ReadResourceResult::new(
