@@ -14,10 +14,13 @@ pub(crate) mod hook;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
 pub(crate) mod output;
+// The inbox's page, which `serve` serves and `mcp` shows inside the chat.
+#[cfg(feature = "page")]
+pub(crate) mod page;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
-// The page's words are read only by a build with the inbox (`serve`); they stay beside the
-// terminal's in one file, so that a translation is one copy of it.
+// The page's words are all read only by a build with the web inbox (`serve`); they stay
+// beside the terminal's in one file, so that a translation is one copy of it.
 #[cfg_attr(not(feature = "serve"), allow(dead_code))]
 pub(crate) mod strings;
 pub(crate) mod terminal;

@@ -1,5 +1,5 @@
 //! The inbox inside the chat (the MCP Apps extension): the pending questions as a `ui://`
-//! resource, rendered from the inbox's own page (`serve::app`), which a host shows in a
+//! resource, rendered from the inbox's own page (`page::app`), which a host shows in a
 //! frame; what the person does there comes back through the `answer_in_app` tool, which
 //! the model does not see, and is recorded with channel `mcp-app`. The `open_inbox` tool
 //! names the resource, so a host shows the inbox when the model calls it.

@@ -23,10 +23,11 @@ pub fn random_id() -> Result<String> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The tool's result when its task ends, as the client reads it from `tasks/get`:
-/// the result it started with, its outcomes (`outcomes` writes them from the questions)
-/// and, for a wait, `settled` and `timed_out`; or the tool's failure when its questions
-/// are gone.
+/// The tool's result when its task ends, as the client reads it from `tasks/get`: the
+/// result it started with (the tool's own, in the envelope), its outcomes (`outcomes`
+/// writes them from the questions) and, for a wait, `settled` and `timed_out`, each in its
+/// place; or the tool's failure when its questions are gone. The same document the tool
+/// returns when it answers without a task.
 pub fn result(end: TaskEnd<'_>, outcomes: impl Fn(&[Question]) -> Value) -> Result<String> {
     let result = match end {
         TaskEnd::Settled {

@@ -257,7 +257,7 @@ impl Refusal {
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <title>Questions</title><link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
              </head><body><main><p class=\"flash failed\" role=\"alert\">{}</p></main></body></html>\n",
-            super::escape::esc(self.message)
+            crate::page::esc(self.message)
         );
         (
             self.status,

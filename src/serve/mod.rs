@@ -5,12 +5,8 @@
 //! a `Ledger` from a small pool on a blocking thread.
 
 mod api;
-pub mod app;
-mod escape;
 mod guard;
-mod html;
 mod limit;
-mod markdown;
 mod page;
 pub mod votes;
 

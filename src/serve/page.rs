@@ -11,16 +11,14 @@ use serde::Deserialize;
 
 use super::api;
 use super::guard::Person;
-use super::html::{self, Flash};
 use super::App;
+use crate::page::html::{self, Flash};
+use crate::page::{CSS, SCRIPT};
 use crate::strings;
 use questions_core::clock;
 use questions_core::error::{Error, ErrorCode, Refusal};
 use questions_core::model::AnswerInput;
 use questions_core::ops;
-
-const CSS: &str = include_str!("assets/inbox.css");
-const JS: &str = include_str!("assets/inbox.js");
 
 pub async fn css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
@@ -29,7 +27,7 @@ pub async fn css() -> Response {
 pub async fn js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        JS,
+        SCRIPT,
     )
         .into_response()
 }

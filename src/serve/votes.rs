@@ -201,7 +201,7 @@ async fn vote_form(
         Ok(_) => return axum::response::Redirect::to("/").into_response(),
         Err(e) => e,
     };
-    let flash = super::html::Flash::Failed(strings::refused(id, &refused.message));
+    let flash = crate::page::html::Flash::Failed(strings::refused(id, &refused.message));
     super::page::render(&app, &person, api::status_of(refused.code), Some(flash)).await
 }
 

@@ -257,6 +257,35 @@ fn assert_valid(schema: &Value, doc: &Value, what: &str) {
     );
 }
 
+/// The procedure a tool's documents name, success or failure: the command's, for a tool
+/// that returns a command's document, else the tool's own name.
+fn procedure_of(tool: &str) -> &str {
+    match tool {
+        "check_gate" => "check",
+        "list_questions" => "list",
+        "get_answers" => "answers",
+        "record_answers" => "import",
+        other => other,
+    }
+}
+
+/// A success of `tool` is in the contract's envelope: `ok` and `procedure` first; `ok` is
+/// false only for a gate that fails.
+fn assert_enveloped(tool: &str, doc: &Value) {
+    let keys: Vec<&str> = doc
+        .as_object()
+        .unwrap_or_else(|| panic!("{tool}: not an object: {doc}"))
+        .keys()
+        .take(2)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["ok", "procedure"], "{tool}: {doc}");
+    assert_eq!(doc["procedure"], procedure_of(tool), "{tool}: {doc}");
+    if tool != "check_gate" {
+        assert_eq!(doc["ok"], true, "{tool}: {doc}");
+    }
+}
+
 fn schema_file(name: &str) -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("schema")
@@ -282,6 +311,7 @@ impl Session {
             .clone()
             .expect("structuredContent");
         assert_valid(&self.output_schemas[tool], &doc, tool);
+        assert_enveloped(tool, &doc);
         let text = result.content[0]
             .as_text()
             .expect("a text block")
@@ -307,14 +337,7 @@ impl Session {
         }
         assert_eq!(doc["ok"], false);
         // The procedure its success would name: the command's, for a command's document.
-        let procedure = match tool {
-            "check_gate" => "check",
-            "list_questions" => "list",
-            "get_answers" => "answers",
-            "record_answers" => "import",
-            other => other,
-        };
-        assert_eq!(doc["procedure"], procedure);
+        assert_eq!(doc["procedure"], procedure_of(tool));
         doc
     }
 }
@@ -1156,14 +1179,14 @@ fn readme_transcript(era: Era) -> String {
             &mut transcript,
             "check_gate",
             &args,
-            &json!({"ok": result["ok"], "gate": result["gate"], "pending_count": result["pending_count"], "…": "…"}),
+            &json!({"ok": result["ok"], "procedure": result["procedure"], "gate": result["gate"], "pending_count": result["pending_count"], "…": "…"}),
         );
         let result = s.ok("get_answers", args.clone()).await;
         step(
             &mut transcript,
             "get_answers",
             &args,
-            &json!({"ok": result["ok"], "answered": result["answered"], "…": "…"}),
+            &json!({"ok": result["ok"], "procedure": result["procedure"], "answered": result["answered"], "…": "…"}),
         );
         s.service.cancel().await.unwrap();
     });
@@ -1522,6 +1545,14 @@ fn task_in(era: Era) {
         assert_eq!(doc["settled"], true, "{doc}");
         assert_eq!(doc["outcomes"][q[0].to_string()]["answer"], "A blog");
         assert_eq!(doc["outcomes"][q[1].to_string()]["answer"], "Small");
+        // The very document the tool returns when it answers at once, key for key.
+        let direct = s
+            .ok(
+                "wait_for_answers",
+                json!({"ids": q.clone(), "timeout_seconds": 0}),
+            )
+            .await;
+        assert_eq!(doc.to_string(), direct.to_string(), "{era:?}");
 
         // ask_questions with a wait is a task too, whose result is ask_questions' own.
         let started = s
@@ -1554,6 +1585,7 @@ fn task_in(era: Era) {
         let wire = serde_json::to_value(&got).unwrap();
         let doc = &wire["result"]["structuredContent"];
         assert_valid(&s.output_schemas["ask_questions"], doc, "the task's result");
+        assert_enveloped("ask_questions", doc);
         assert_eq!(doc["created_ids"], json!([3]), "{wire}");
         assert_eq!(doc["outcomes"]["3"]["answer"], "ledger", "{wire}");
 
@@ -1571,7 +1603,9 @@ fn task_in(era: Era) {
 
 /// With `--inbox-url` naming a running `questions serve`, a client that opens URLs sends
 /// the person to the question's page in the inbox instead of showing a form; what they
-/// answer there is recorded by the inbox (channel web), and the tool's wait sees it.
+/// answer there is recorded by the inbox (channel web), and the tool's wait sees it. (It
+/// starts that inbox: a build with `serve` too.)
+#[cfg(feature = "serve")]
 #[test]
 fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
     for era in ERAS {
@@ -1579,6 +1613,7 @@ fn a_client_that_opens_urls_sends_the_person_to_the_inbox() {
     }
 }
 
+#[cfg(feature = "serve")]
 fn inbox_in(era: Era) {
     let ledger = Ledger::new();
     let served = Arc::new(crate::serve::Served::start(&ledger, &["--user", "alice"]));
@@ -1708,7 +1743,9 @@ fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
     assert_eq!(ledger.question(other)["status"], "pending");
 }
 
-/// Chromium's: skipped with the browser tests where it is not installed.
+/// Chromium's: skipped with the browser tests where it is not installed (and in a build
+/// without `serve`, whose browser harness they share).
+#[cfg(feature = "serve")]
 mod browser {
     use super::*;
 

@@ -109,6 +109,12 @@ fn the_inspector_on_the_typescript_sdk_reads_every_tool_s_error() {
     );
     assert_eq!(waited["isError"], false, "{waited}");
     assert_eq!(waited["structuredContent"]["timed_out"], true);
+    // A success is in the envelope, as a failure is.
+    assert_eq!(waited["structuredContent"]["ok"], true, "{waited}");
+    assert_eq!(
+        waited["structuredContent"]["procedure"], "wait_for_answers",
+        "{waited}"
+    );
 }
 
 /// The Python SDK in both eras of the protocol: the initialize handshake (2025-11-25) and
@@ -182,6 +188,11 @@ fn python_sdk_in(python: &std::path::Path, mode: &str, negotiated: &str) {
     assert_eq!(asked["is_error"], false, "{mode}: {asked}");
     assert_eq!(
         asked["structured"]["elicitation"], "accepted",
+        "{mode}: {asked}"
+    );
+    assert_eq!(asked["structured"]["ok"], true, "{mode}: {asked}");
+    assert_eq!(
+        asked["structured"]["procedure"], "ask_questions",
         "{mode}: {asked}"
     );
     let recorded: Vec<Value> = l

@@ -1,16 +1,15 @@
-//! The inbox inside an MCP client's chat (MCP Apps): the same page as `serve` renders,
+//! The inbox inside an MCP client's chat (MCP Apps): the same page as `serve` serves,
 //! made whole for a host that shows it in a sandboxed frame with no server behind it. Its
 //! style is inlined, and in place of the inbox's script (which talks to `serve`) a script
 //! that speaks the MCP Apps protocol to the host: every answer, skip or decline is a call
 //! of the MCP server's `answer_in_app` tool, which records it (channel `mcp-app`).
 
-use super::html;
+use super::{html, CSS};
 use questions_core::clock;
 use questions_core::error::Result;
 use questions_core::ops;
 use questions_core::ops::Ledger;
 
-const CSS: &str = include_str!("assets/inbox.css");
 const SCRIPT: &str = include_str!("assets/mcp-app.js");
 
 /// The pending questions of the ledger as the app's HTML document.

@@ -4,11 +4,13 @@
 
 use std::fmt::Write;
 
-pub(super) use super::escape::esc;
+use super::esc;
 use crate::strings;
 use questions_core::model::{Event, EventKind, OnExpiry, Question};
 
-/// A message at the top of the page: what was just recorded, or why it was not.
+/// A message at the top of the page: what was just recorded, or why it was not. Only the
+/// web inbox (`serve`) shows one.
+#[cfg_attr(not(feature = "serve"), allow(dead_code))]
 pub enum Flash {
     Done(String),
     Failed(String),

@@ -25,7 +25,7 @@ fn inert(event: Event<'_>) -> Option<Event<'_>> {
         // A link loads nothing: its text, with the address to read in a tooltip.
         Event::Start(Tag::Link { dest_url, .. }) => Event::Html(CowStr::from(format!(
             "<span class=\"link\" title=\"{}\">",
-            super::escape::esc(&dest_url)
+            super::esc(&dest_url)
         ))),
         Event::End(TagEnd::Link) => Event::Html(CowStr::Borrowed("</span>")),
         // An image is not fetched: its description stands in for it.

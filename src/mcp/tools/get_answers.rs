@@ -1,0 +1,38 @@
+//! `get_answers`: a stage's answers, as `questions answers` reports them.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::super::blocking;
+use super::{command_schema, document, failure, non_blank, Input, Server};
+use questions_core::ops::{self, Procedure};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageInput {
+    /// The stage whose answers are returned.
+    stage: String,
+}
+
+#[tool_router(router = get_answers_router, vis = "pub(super)")]
+impl Server {
+    #[tool(
+        description = "What a re-invoked agent needs, as `questions answers` reports it: the stage's answers keyed by group, header or question text, with a detail per question.",
+        output_schema = command_schema("answers"),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_answers(
+        &self,
+        Parameters(input): Parameters<Input<StageInput>>,
+    ) -> std::result::Result<CallToolResult, CallToolResult> {
+        let run = async {
+            let stage = non_blank(&input.read()?.stage, "stage")?;
+            let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
+            document(true, Procedure::Answers, &report)
+        };
+        run.await.map_err(|e| failure(Procedure::Answers, &e))
+    }
+}
