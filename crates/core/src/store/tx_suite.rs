@@ -9,13 +9,11 @@ use crate::model::{EventKind, Mode, NewQuestion, QuestionOption, Source, Status}
 /// Runs `test` in one write transaction of a new, empty ledger on each engine.
 fn on_every_engine(test: impl Fn(&Tx)) {
     let dir = tempfile::tempdir().unwrap();
-    let mut locations = vec![Location::File {
+    let file = Location::File {
         path: dir.path().join("ledger.db"),
         make_folder: false,
-    }];
-    if let Some(url) = new_postgres_database() {
-        locations.push(Location::Postgres { url });
-    }
+    };
+    let locations = std::iter::once(file).chain(new_postgres_database());
     for location in locations {
         let mut ledger = Ledger::new(location);
         ledger
@@ -27,8 +25,15 @@ fn on_every_engine(test: impl Fn(&Tx)) {
     }
 }
 
+/// A build without PostgreSQL runs the suite on SQLite alone.
+#[cfg(not(feature = "postgres"))]
+fn new_postgres_database() -> Option<Location> {
+    None
+}
+
 /// A database of its own on the test server, if the run has one.
-fn new_postgres_database() -> Option<String> {
+#[cfg(feature = "postgres")]
+fn new_postgres_database() -> Option<Location> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let admin = std::env::var("QUESTIONS_TEST_PG")
@@ -44,7 +49,9 @@ fn new_postgres_database() -> Option<String> {
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .expect("a test database");
     let base = admin.rsplit_once('/').expect("a database in the URL").0;
-    Some(format!("{base}/{name}"))
+    Some(Location::Postgres {
+        url: format!("{base}/{name}"),
+    })
 }
 
 fn new(stage: &str, group: Option<&str>, text: &str) -> NewQuestion {
