@@ -150,6 +150,7 @@ fn closed_postgres_locations() -> Vec<String> {
     ]
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn every_postgres_form_reaches_postgres_and_never_prints_its_password() {
     let dir = tempfile::tempdir().unwrap();
@@ -190,6 +191,48 @@ fn every_postgres_form_reaches_postgres_and_never_prints_its_password() {
             },
             "{db}: {run:?}"
         );
+    }
+    assert_eq!(
+        left_in(dir.path()),
+        Vec::<String>::new(),
+        "no SQLite file named after a PostgreSQL location"
+    );
+}
+
+/// A build without PostgreSQL (`--no-default-features`) refuses every form that names it,
+/// as a usage error that says so: never a panic, never a SQLite file of that name.
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn without_postgres_every_postgres_form_is_a_usage_error_that_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for db in closed_postgres_locations() {
+        for args in [
+            vec!["log", "--stage", "s", "--question", "q"],
+            vec!["list"],
+            vec!["info"],
+            vec!["reset", "--yes"],
+        ] {
+            for via_env in [false, true] {
+                let mut cmd = bare_command(dir.path());
+                if via_env {
+                    cmd.env("QUESTIONS_DB", &db);
+                } else {
+                    cmd.arg("--db").arg(&db);
+                }
+                cmd.args(&args);
+                let run = finish(cmd);
+                assert_eq!((run.code, run.error_code()), (2, "usage"), "{db} {args:?}");
+                let error = run.json["error"].as_str().unwrap();
+                assert!(
+                    error.starts_with("this build of questions has no PostgreSQL support"),
+                    "{db} {args:?}: {run:?}"
+                );
+                assert!(
+                    !run.stdout.contains(PASSWORD) && !run.stderr.contains(PASSWORD),
+                    "{db} {args:?} printed the password: {run:?}"
+                );
+            }
+        }
     }
     assert_eq!(
         left_in(dir.path()),

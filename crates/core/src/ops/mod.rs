@@ -266,6 +266,7 @@ pub fn info(
             .unwrap_or_else(|_| path.clone())
             .display()
             .to_string(),
+        #[cfg(feature = "postgres")]
         other => other.display(),
     };
     let engine = ledger.location().engine();
@@ -397,6 +398,7 @@ pub fn reset(location: &Location, confirmed: bool) -> Result<Reset> {
     let existed = crate::store::delete(location)?;
     let deleted = match location {
         Location::File { path, .. } => path.display().to_string(),
+        #[cfg(feature = "postgres")]
         Location::Postgres { .. } => location.display(),
     };
     Ok(Reset { deleted, existed })

@@ -22,6 +22,7 @@ fn sqlite() -> (Ledger, tempfile::TempDir) {
     (ledger, dir)
 }
 
+#[cfg(feature = "postgres")]
 fn postgres() -> (Ledger, tempfile::TempDir) {
     let url = crate::store::tx_suite::new_postgres_database().unwrap_or_else(|| {
         panic!(
@@ -48,6 +49,7 @@ macro_rules! on_every_engine {
                 ($test)(&mut ledger);
             }
 
+            #[cfg(feature = "postgres")]
             #[test]
             fn postgres_only() {
                 let (mut ledger, _dir) = super::postgres();

@@ -48,6 +48,7 @@ pub enum Location {
     File { path: PathBuf, make_folder: bool },
     /// A PostgreSQL database, named by a `postgres://` or `postgresql://` URL or a libpq
     /// key=value string.
+    #[cfg(feature = "postgres")]
     Postgres { url: String },
 }
 
@@ -78,7 +79,8 @@ impl Location {
             ));
         }
         if let Some(url) = text.and_then(postgres_location) {
-            return Ok(Location::Postgres { url });
+            // In a build without PostgreSQL, a usage error: never a file of that name.
+            return super::postgres::location(url);
         }
         // `postgresql:/host/db`, `postgres:db`: meant for PostgreSQL, and never a file to
         // create (nor a text to print: it may hold a password).
@@ -152,6 +154,7 @@ impl Location {
                     PathBuf::from(name)
                 })
                 .collect(),
+            #[cfg(feature = "postgres")]
             Location::Postgres { .. } => Vec::new(),
         }
     }
@@ -166,6 +169,7 @@ impl Location {
     pub fn engine(&self) -> &'static str {
         match self {
             Location::File { .. } => "sqlite",
+            #[cfg(feature = "postgres")]
             Location::Postgres { .. } => "postgres",
         }
     }
@@ -174,6 +178,7 @@ impl Location {
     pub fn display(&self) -> String {
         match self {
             Location::File { path, .. } => path.display().to_string(),
+            #[cfg(feature = "postgres")]
             Location::Postgres { url } => super::postgres::redacted(url),
         }
     }
@@ -389,6 +394,7 @@ mod naming {
         Location::named(OsStr::new(text))
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn postgres_in_any_case_with_spaces_and_as_key_value() {
         for (given, url) in [
@@ -423,5 +429,20 @@ mod naming {
             );
         }
         assert!(named("  ").is_err());
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn without_postgres_its_locations_are_refused_not_taken_for_files() {
+        for given in [
+            "postgres://u:secret@h/d",
+            " PostgreSQL://u:secret@h/d ",
+            "host=h dbname=d password=secret",
+        ] {
+            let err = named(given).unwrap_err();
+            assert_eq!(err.code, crate::error::ErrorCode::Usage, "{given}");
+            assert!(err.message.contains("no PostgreSQL support"), "{err:?}");
+            assert!(!err.message.contains("secret"), "{err:?}");
+        }
     }
 }

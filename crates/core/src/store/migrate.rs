@@ -12,10 +12,6 @@ mod embedded {
     refinery::embed_migrations!("migrations/sqlite");
 }
 
-mod embedded_postgres {
-    refinery::embed_migrations!("migrations/postgres");
-}
-
 const HISTORY_TABLE: &str = "refinery_schema_history";
 
 /// The newest migration applied to a ledger, on either engine (NULL for none).
@@ -139,58 +135,72 @@ fn migrate_locked(conn: &Connection, latest: i64) -> Result<()> {
     Ok(())
 }
 
-/// Applies the PostgreSQL migrations inside `tx`, which holds the migration lock.
-pub fn run_postgres(tx: &mut postgres::Transaction<'_>) -> Result<()> {
-    embedded_postgres::migrations::runner()
-        .set_abort_divergent(true)
-        .set_abort_missing(true)
-        .run(&mut PgLocked(tx))
-        .map_err(|e| Error::db(format!("could not upgrade the ledger's schema: {e}")))?;
-    Ok(())
-}
+/// PostgreSQL's migrations, in a build with that engine: the same versions as SQLite's
+/// (build.rs holds them to it), run inside a transaction the caller already holds.
+#[cfg(feature = "postgres")]
+pub(super) mod on_postgres {
+    use refinery::{Migrate, Migration};
+    use refinery_core::traits::sync::{Query, Transaction};
 
-pub fn too_new_error(found: i64) -> Error {
-    too_new(found, latest_version())
-}
+    use crate::error::{Error, Result};
 
-/// A PostgreSQL transaction already open: refinery's statements run inside it.
-struct PgLocked<'a, 'b>(&'a mut postgres::Transaction<'b>);
+    pub(super) mod embedded {
+        refinery::embed_migrations!("migrations/postgres");
+    }
 
-impl Transaction for PgLocked<'_, '_> {
-    type Error = postgres::Error;
+    /// Applies the PostgreSQL migrations inside `tx`, which holds the migration lock.
+    pub fn run(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+        embedded::migrations::runner()
+            .set_abort_divergent(true)
+            .set_abort_missing(true)
+            .run(&mut PgLocked(tx))
+            .map_err(|e| Error::db(format!("could not upgrade the ledger's schema: {e}")))?;
+        Ok(())
+    }
 
-    fn execute<'q, T: Iterator<Item = &'q str>>(
-        &mut self,
-        queries: T,
-    ) -> Result<usize, Self::Error> {
-        let mut count = 0;
-        for query in queries {
-            self.0.batch_execute(query)?;
-            count += 1;
+    pub fn too_new_error(found: i64) -> Error {
+        super::too_new(found, super::latest_version())
+    }
+
+    /// A PostgreSQL transaction already open: refinery's statements run inside it.
+    struct PgLocked<'a, 'b>(&'a mut postgres::Transaction<'b>);
+
+    impl Transaction for PgLocked<'_, '_> {
+        type Error = postgres::Error;
+
+        fn execute<'q, T: Iterator<Item = &'q str>>(
+            &mut self,
+            queries: T,
+        ) -> Result<usize, Self::Error> {
+            let mut count = 0;
+            for query in queries {
+                self.0.batch_execute(query)?;
+                count += 1;
+            }
+            Ok(count)
         }
-        Ok(count)
     }
-}
 
-impl Query<Vec<Migration>> for PgLocked<'_, '_> {
-    fn query(&mut self, query: &str) -> Result<Vec<Migration>, Self::Error> {
-        let rows = self.0.query(query, &[])?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                let checksum: String = row.get(3);
-                Migration::applied(
-                    row.get(0),
-                    row.get(1),
-                    time::OffsetDateTime::UNIX_EPOCH,
-                    checksum.parse().unwrap_or(0),
-                )
-            })
-            .collect())
+    impl Query<Vec<Migration>> for PgLocked<'_, '_> {
+        fn query(&mut self, query: &str) -> Result<Vec<Migration>, Self::Error> {
+            let rows = self.0.query(query, &[])?;
+            Ok(rows
+                .iter()
+                .map(|row| {
+                    let checksum: String = row.get(3);
+                    Migration::applied(
+                        row.get(0),
+                        row.get(1),
+                        time::OffsetDateTime::UNIX_EPOCH,
+                        checksum.parse().unwrap_or(0),
+                    )
+                })
+                .collect())
+        }
     }
-}
 
-impl Migrate for PgLocked<'_, '_> {}
+    impl Migrate for PgLocked<'_, '_> {}
+}
 
 /// The connection with a transaction already open: refinery's statements run inside it
 /// instead of opening their own.
@@ -255,19 +265,27 @@ mod tests {
         assert_eq!(rows, latest_version());
     }
 
+    fn newest(runner: refinery::Runner) -> Option<i64> {
+        let versions = runner
+            .get_migrations()
+            .iter()
+            .map(|m| i64::from(m.version()));
+        versions.max()
+    }
+
     #[test]
     fn the_build_time_version_is_the_newest_embedded_migration() {
-        for runner in [
-            embedded::migrations::runner(),
-            embedded_postgres::migrations::runner(),
-        ] {
-            let newest = runner
-                .get_migrations()
-                .iter()
-                .map(|m| i64::from(m.version()))
-                .max();
-            assert_eq!(Some(latest_version()), newest);
-        }
+        assert_eq!(
+            Some(latest_version()),
+            newest(embedded::migrations::runner())
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn postgres_carries_the_same_newest_migration() {
+        let runner = on_postgres::embedded::migrations::runner();
+        assert_eq!(Some(latest_version()), newest(runner));
     }
 
     #[test]

@@ -2,14 +2,21 @@
 //! and `Tx`; the SQL is written once (`sql`), and each engine's connection handling stays
 //! in its own file.
 
+#[cfg(feature = "postgres")]
 mod bounded;
 #[cfg(unix)]
 mod dirsync;
 mod location;
 mod migrate;
+// The PostgreSQL engine, or in a build without it the module that refuses its locations.
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(not(feature = "postgres"))]
+#[path = "no_postgres.rs"]
 mod postgres;
 mod sql;
 mod sqlite;
+#[cfg(feature = "postgres")]
 mod tls;
 #[cfg(test)]
 pub(crate) mod tx_suite;
@@ -51,6 +58,7 @@ pub enum EventFilter {
 /// One open connection, of either engine.
 enum Engine {
     Sqlite(sqlite::Sqlite),
+    #[cfg(feature = "postgres")]
     Postgres(postgres::Pg),
 }
 
@@ -58,8 +66,20 @@ impl Engine {
     fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         match self {
             Engine::Sqlite(e) => e.read(f),
+            #[cfg(feature = "postgres")]
             Engine::Postgres(e) => e.read(f),
         }
+    }
+
+    /// Waits for another process's change: a PostgreSQL notification, or the next look
+    /// at a file.
+    fn wait(&mut self, timeout: Duration) -> Result<()> {
+        match self {
+            Engine::Sqlite(_) => std::thread::sleep(timeout.min(POLL)),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(pg) => pg.wait_for_event(timeout)?,
+        }
+        Ok(())
     }
 }
 
@@ -153,6 +173,7 @@ impl Ledger {
         };
         let value = match engine {
             Engine::Sqlite(e) => e.write(f),
+            #[cfg(feature = "postgres")]
             Engine::Postgres(e) => e.write(f),
         }?;
         crate::fault::committed();
@@ -175,6 +196,7 @@ impl Ledger {
                     false => (false, 0),
                 })
             }
+            #[cfg(feature = "postgres")]
             Open::Reading(Engine::Postgres(e)) | Open::Writing(Engine::Postgres(e)) => {
                 Ok((true, e.schema_version()?))
             }
@@ -189,10 +211,8 @@ impl Ledger {
     pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
         crate::fault::point("wait");
         match self.open.as_mut() {
-            Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) => {
-                pg.wait_for_event(timeout)?
-            }
-            _ => std::thread::sleep(timeout.min(POLL)),
+            Some(Open::Reading(engine) | Open::Writing(engine)) => engine.wait(timeout)?,
+            None => std::thread::sleep(timeout.min(POLL)),
         }
         self.follow().map(|_| ())
     }
@@ -209,8 +229,10 @@ impl Ledger {
                 Engine::Sqlite(e) => match &self.location {
                     Location::File { path, .. } => e.is_replaced(path),
                     // The stand-in for a database without a ledger: is there one now?
+                    #[cfg(feature = "postgres")]
                     Location::Postgres { url } => postgres::Pg::has_ledger(url)?,
                 },
+                #[cfg(feature = "postgres")]
                 Engine::Postgres(pg) => pg.is_replaced()?,
             },
         };
@@ -242,6 +264,7 @@ fn open_for_reading(location: &Location, lock_wait: LockWait) -> Result<Engine> 
         Location::File { path, .. } => {
             Engine::Sqlite(sqlite::Sqlite::open_for_reading(path, lock_wait)?)
         }
+        #[cfg(feature = "postgres")]
         Location::Postgres { url } => match postgres::Pg::open_for_reading(url)? {
             Some(pg) => Engine::Postgres(pg),
             None => Engine::Sqlite(sqlite::Sqlite::empty()?),
@@ -256,6 +279,7 @@ fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> 
             *make_folder,
             lock_wait,
         )?),
+        #[cfg(feature = "postgres")]
         Location::Postgres { url } => Engine::Postgres(postgres::Pg::open_for_writing(url)?),
     })
 }
@@ -268,6 +292,7 @@ fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> 
 pub fn delete(location: &Location) -> Result<bool> {
     let path = match location {
         Location::File { path, .. } => path,
+        #[cfg(feature = "postgres")]
         Location::Postgres { url } => return postgres::Pg::drop_all(url),
     };
     for (i, file) in location.files().iter().enumerate() {

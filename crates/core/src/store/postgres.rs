@@ -51,6 +51,11 @@ pub struct Pg {
     id: Option<String>,
 }
 
+/// The ledger a PostgreSQL location names (see `no_postgres.rs` for a build without it).
+pub fn location(url: String) -> Result<super::Location> {
+    Ok(super::Location::Postgres { url })
+}
+
 /// The location as it may be printed: no password.
 pub fn redacted(location: &str) -> String {
     let url = super::tls::split(location)
@@ -251,7 +256,7 @@ impl Pg {
         let mut client = connect(url)?;
         let found = current_version(&mut client)?;
         if found > migrate::latest_version() {
-            return Err(migrate::too_new_error(found));
+            return Err(migrate::on_postgres::too_new_error(found));
         }
         if found == 0 {
             return Ok(None);
@@ -269,7 +274,7 @@ impl Pg {
     fn migrated(mut client: Client, found: i64) -> Result<Pg> {
         let latest = migrate::latest_version();
         if found > latest {
-            return Err(migrate::too_new_error(found));
+            return Err(migrate::on_postgres::too_new_error(found));
         }
         if found < latest {
             let mut tx = client.transaction().map_err(pg_error)?;
@@ -278,10 +283,10 @@ impl Pg {
             // Another process may have migrated while this one waited for the lock.
             let found = applied_version(&mut tx)?;
             if found > latest {
-                return Err(migrate::too_new_error(found));
+                return Err(migrate::on_postgres::too_new_error(found));
             }
             if found < latest {
-                migrate::run_postgres(&mut tx)?;
+                migrate::on_postgres::run(&mut tx)?;
             }
             tx.commit().map_err(pg_error)?;
         }

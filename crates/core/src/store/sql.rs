@@ -64,6 +64,8 @@ pub enum Cell {
     Int(i64),
     Real(f64),
     Text(String),
+    /// PostgreSQL's own type; SQLite keeps booleans as integers.
+    #[cfg(feature = "postgres")]
     Bool(bool),
 }
 
@@ -76,6 +78,7 @@ impl Cell {
             Cell::Int(n) => Some(n.to_string()),
             Cell::Real(f) => Some(f.to_string()),
             Cell::Text(t) => Some(t),
+            #[cfg(feature = "postgres")]
             Cell::Bool(b) => Some(b.to_string()),
         }
     }
@@ -86,6 +89,7 @@ impl Cell {
             Cell::Int(n) => Some(n != 0),
             Cell::Real(f) => Some(f != 0.0),
             Cell::Text(t) => Some(parse_bool(&t).unwrap_or(default)),
+            #[cfg(feature = "postgres")]
             Cell::Bool(b) => Some(b),
         }
     }

@@ -33,6 +33,7 @@ fn on_sqlite(test: impl Fn(&Tx)) {
 /// Without a server (`QUESTIONS_TEST_PG`) it fails, saying which skip the pass needs: a
 /// run without one skips the PostgreSQL half by name, so that it is reported filtered
 /// out, never passed.
+#[cfg(feature = "postgres")]
 fn on_postgres(test: impl Fn(&Tx)) {
     let Some(url) = new_postgres_database() else {
         let thread = std::thread::current();
@@ -60,6 +61,7 @@ macro_rules! on_every_engine {
                 on_sqlite($test);
             }
 
+            #[cfg(feature = "postgres")]
             #[test]
             fn postgres_only() {
                 on_postgres($test);
@@ -69,6 +71,7 @@ macro_rules! on_every_engine {
 }
 
 /// A database of its own on the test server, if the run has one.
+#[cfg(feature = "postgres")]
 pub(crate) fn new_postgres_database() -> Option<String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
