@@ -20,7 +20,7 @@ const IDLE: usize = 16;
 static IDLE_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
 
 /// Runs `op` on a blocking thread with a ledger of `location`.
-pub async fn run<T: Send + 'static>(
+pub(crate) async fn run<T: Send + 'static>(
     location: Location,
     op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
 ) -> Result<T> {
@@ -48,7 +48,7 @@ fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>)
 }
 
 /// The ledgers still kept, for the front end to drop once its runtime is gone.
-pub fn close() -> Vec<Ledger> {
+pub(crate) fn close() -> Vec<Ledger> {
     IDLE_LEDGERS
         .lock()
         .map(|mut idle| std::mem::take(&mut *idle))

@@ -8,16 +8,16 @@ use questions_core::ops::Procedure;
 
 /// One pretty-printed JSON document (two-space indent) and a newline. A closed stdout
 /// (`questions list | head -1`) is not an error worth a panic.
-pub fn json(value: &impl serde::Serialize) {
+pub(crate) fn json(value: &impl serde::Serialize) {
     text_out(&pretty(value));
 }
 
 /// The JSON text of a document, pretty-printed, serialized straight from its types.
-pub fn pretty(value: &impl serde::Serialize) -> String {
+pub(crate) fn pretty(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_string())
 }
 
-pub fn text_out(text: &str) {
+pub(crate) fn text_out(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     if !text.is_empty() && !text.ends_with('\n') {
@@ -29,7 +29,7 @@ pub fn text_out(text: &str) {
 /// A message for people on stderr. It may quote the ledger or the input (a stage name,
 /// an answer on record, a line of a subagent's output), so escape and control characters
 /// never reach the terminal.
-pub fn note(message: &str) {
+pub(crate) fn note(message: &str) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "questions: {}",
@@ -39,7 +39,7 @@ pub fn note(message: &str) {
 
 /// Text for stderr as it is (clap's usage errors): a value the user gave may hold escape
 /// sequences, and they never reach the terminal.
-pub fn stderr_text(text: &str) {
+pub(crate) fn stderr_text(text: &str) {
     let _ = std::io::stderr()
         .lock()
         .write_all(sanitize(text, true).as_bytes());
@@ -47,14 +47,14 @@ pub fn stderr_text(text: &str) {
 
 /// The failure document on stdout, and the message on stderr.
 /// The command line's: the message carries the flag that helps (see `Error::flag_hint`).
-pub fn failure(procedure: Option<Procedure>, err: &Error) {
+pub(crate) fn failure(procedure: Option<Procedure>, err: &Error) {
     let body = questions_core::ops::failure(procedure, err).worded(err.cli_message());
     json(&body);
     note(&format!("error: {}", body.message()));
 }
 
 /// One question object a line.
-pub fn jsonl(questions: &[Question]) -> String {
+pub(crate) fn jsonl(questions: &[Question]) -> String {
     let mut out = String::new();
     for q in questions {
         out.push_str(&serde_json::to_string(q).unwrap_or_default());
@@ -70,14 +70,14 @@ fn answer_cell(q: &Question) -> String {
     })
 }
 
-pub use questions_core::formats::sanitize;
+pub(crate) use questions_core::formats::sanitize;
 
 fn clean(text: &str) -> String {
     sanitize(text, false)
 }
 
 /// A Markdown table for an artifact's "Open questions" section.
-pub fn markdown(questions: &[Question]) -> String {
+pub(crate) fn markdown(questions: &[Question]) -> String {
     let cell = |s: &str| clean(s).replace('|', "\\|");
     let mut out = String::from("| id | stage | status | required | group | question | answer |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
@@ -98,7 +98,7 @@ pub fn markdown(questions: &[Question]) -> String {
 
 /// Aligned columns for people; the question and answer are shortened to fit `width`, and
 /// with `colour` the status stands out (pending yellow, answered green, skipped dim).
-pub fn table(questions: &[Question], width: usize, colour: bool) -> String {
+pub(crate) fn table(questions: &[Question], width: usize, colour: bool) -> String {
     let head = [
         "ID", "STAGE", "STATUS", "REQ", "GROUP", "QUESTION", "ANSWER",
     ];
@@ -150,7 +150,10 @@ pub fn table(questions: &[Question], width: usize, colour: bool) -> String {
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(head.iter().map(|h| h.to_string()).collect(), true);
+    line(
+        head.iter().map(std::string::ToString::to_string).collect(),
+        true,
+    );
     for row in rows {
         line(row.to_vec(), false);
     }

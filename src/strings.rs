@@ -2,54 +2,55 @@
 //! copy of this file.
 //! The page's script takes its few words from the page (`data-strings`), built from here.
 
-pub const TITLE: &str = "Questions";
-pub const NONE_PENDING: &str = "No pending questions";
-pub const EMPTY: &str =
+pub(crate) const TITLE: &str = "Questions";
+pub(crate) const NONE_PENDING: &str = "No pending questions";
+pub(crate) const EMPTY: &str =
     "Nothing is waiting for an answer. New questions appear here as agents log them.";
-pub const REQUIRED: &str = "Required";
-pub const OPTIONAL: &str = "Optional";
-pub const RECOMMENDED: &str = "Recommended";
-pub const CHOOSE_ONE: &str = "Choose one";
-pub const CHOOSE_ANY: &str = "Choose any";
-pub const YOUR_ANSWER: &str = "Your answer";
-pub const OWN_WORDS: &str = "Or in your own words";
-pub const ANSWER: &str = "Answer";
-pub const PROPOSED: &str = "Proposed:";
-pub const ACCEPT_PROPOSED: &str = "Accept proposed";
-pub const SKIP_OR_DECLINE: &str = "Skip or decline";
-pub const SKIP_REASON: &str = "Reason to skip (optional)";
-pub const DECLINE_REASON: &str = "Reason to decline (needed): what is wrong with the question";
-pub const SKIP: &str = "Skip";
-pub const DECLINE: &str = "Decline";
-pub const HISTORY: &str = "History";
-pub const NEXT_REQUIRED: &str = "Next required";
-pub const KEYS: &str = "Keys: j / k next / previous · r next required · o open or close · \
+pub(crate) const REQUIRED: &str = "Required";
+pub(crate) const OPTIONAL: &str = "Optional";
+pub(crate) const RECOMMENDED: &str = "Recommended";
+pub(crate) const CHOOSE_ONE: &str = "Choose one";
+pub(crate) const CHOOSE_ANY: &str = "Choose any";
+pub(crate) const YOUR_ANSWER: &str = "Your answer";
+pub(crate) const OWN_WORDS: &str = "Or in your own words";
+pub(crate) const ANSWER: &str = "Answer";
+pub(crate) const PROPOSED: &str = "Proposed:";
+pub(crate) const ACCEPT_PROPOSED: &str = "Accept proposed";
+pub(crate) const SKIP_OR_DECLINE: &str = "Skip or decline";
+pub(crate) const SKIP_REASON: &str = "Reason to skip (optional)";
+pub(crate) const DECLINE_REASON: &str =
+    "Reason to decline (needed): what is wrong with the question";
+pub(crate) const SKIP: &str = "Skip";
+pub(crate) const DECLINE: &str = "Decline";
+pub(crate) const HISTORY: &str = "History";
+pub(crate) const NEXT_REQUIRED: &str = "Next required";
+pub(crate) const KEYS: &str = "Keys: j / k next / previous · r next required · o open or close · \
                         1–9 choose · Enter answer (Ctrl+Enter in text) · a accept proposed";
-pub const TIME_UP: &str = "time is up";
-pub const VOTE_NEEDS_TOKEN: &str = "A vote needs your own token: the server's token names \
+pub(crate) const TIME_UP: &str = "time is up";
+pub(crate) const VOTE_NEEDS_TOKEN: &str = "A vote needs your own token: the server's token names \
                                     nobody. Open the inbox with the link made from your token \
                                     (serve --users).";
 
-pub fn requester_may_not_vote(person: &str) -> String {
+pub(crate) fn requester_may_not_vote(person: &str) -> String {
     format!("You ({person}) asked for this approval, so another approver must vote on it.")
 }
 
-pub fn not_an_approver(person: &str, approvers: &str) -> String {
+pub(crate) fn not_an_approver(person: &str, approvers: &str) -> String {
     format!("You ({person}) are not among its approvers: {approvers}.")
 }
 
-pub fn title(stage: Option<&str>) -> String {
+pub(crate) fn title(stage: Option<&str>) -> String {
     match stage {
         Some(stage) => format!("{TITLE} · {stage}"),
         None => TITLE.to_string(),
     }
 }
 
-pub fn page_title(title: &str, count: usize) -> String {
+pub(crate) fn page_title(title: &str, count: usize) -> String {
     format!("{title} ({count} pending)")
 }
 
-pub fn summary(count: usize, required: usize) -> String {
+pub(crate) fn summary(count: usize, required: usize) -> String {
     match count {
         0 => NONE_PENDING.to_string(),
         1 => format!("1 pending question, {required} required"),
@@ -58,7 +59,7 @@ pub fn summary(count: usize, required: usize) -> String {
 }
 
 /// A stage's heading count: "3 questions · 1 required".
-pub fn stage_count(count: usize, required: usize) -> String {
+pub(crate) fn stage_count(count: usize, required: usize) -> String {
     let questions = match count {
         1 => "1 question".to_string(),
         n => format!("{n} questions"),
@@ -69,32 +70,32 @@ pub fn stage_count(count: usize, required: usize) -> String {
     }
 }
 
-pub fn history(events: usize) -> String {
+pub(crate) fn history(events: usize) -> String {
     format!("{HISTORY} ({events})")
 }
 
-pub fn answered(id: i64) -> String {
+pub(crate) fn answered(id: i64) -> String {
     format!("Question {id} answered.")
 }
 
-pub fn accepted(id: i64) -> String {
+pub(crate) fn accepted(id: i64) -> String {
     format!("Question {id} answered with its proposal.")
 }
 
-pub fn skipped(id: i64) -> String {
+pub(crate) fn skipped(id: i64) -> String {
     format!("Question {id} skipped.")
 }
 
-pub fn declined(id: i64) -> String {
+pub(crate) fn declined(id: i64) -> String {
     format!("Question {id} declined.")
 }
 
-pub fn decline_needs_reason(id: i64) -> String {
+pub(crate) fn decline_needs_reason(id: i64) -> String {
     format!("Question {id} was not declined: say why in the reason, so it can be asked better.")
 }
 
 /// A history event's name as the page shows it: a proposal taken is said to be accepted.
-pub fn event_kind(kind: &str) -> &str {
+pub(crate) fn event_kind(kind: &str) -> &str {
     match kind {
         "defaulted" => "accepted the proposal",
         other => other,
@@ -102,27 +103,27 @@ pub fn event_kind(kind: &str) -> &str {
 }
 
 /// Who made a change in the history: "by carol".
-pub fn by(name: &str) -> String {
+pub(crate) fn by(name: &str) -> String {
     format!("by {name}")
 }
 
 /// Through what: "via web".
-pub fn via(channel: &str) -> String {
+pub(crate) fn via(channel: &str) -> String {
     format!("via {channel}")
 }
 
 /// A change refused, with the reason the ledger gave.
-pub fn refused(id: i64, why: &str) -> String {
+pub(crate) fn refused(id: i64, why: &str) -> String {
     format!("Question {id}: {why}")
 }
 
-pub fn unreadable(message: &str) -> String {
+pub(crate) fn unreadable(message: &str) -> String {
     format!("The inbox cannot read the ledger: {message}\n")
 }
 
 /// What happens when a question's time runs out, after the time left: ": answered “No”
 /// unless you answer".
-pub fn on_expiry(what: Expiry<'_>) -> String {
+pub(crate) fn on_expiry(what: Expiry<'_>) -> String {
     match what {
         Expiry::Answered(value) => format!("answered “{value}” unless you answer"),
         Expiry::Skipped => "skipped unless you answer".to_string(),
@@ -131,7 +132,7 @@ pub fn on_expiry(what: Expiry<'_>) -> String {
     }
 }
 
-pub enum Expiry<'a> {
+pub(crate) enum Expiry<'a> {
     Answered(&'a str),
     Skipped,
     Overdue,
@@ -140,7 +141,7 @@ pub enum Expiry<'a> {
 
 /// Time left, as a person reads it: "1 h 52 min", "4 min 12 s", "42 s". The page's
 /// script counts down with the same units (`units`).
-pub fn time_left(seconds: i64) -> String {
+pub(crate) fn time_left(seconds: i64) -> String {
     if seconds <= 0 {
         return TIME_UP.to_string();
     }
@@ -164,7 +165,7 @@ pub fn time_left(seconds: i64) -> String {
 }
 
 /// The words the script needs to count down, as the JSON of `data-strings`.
-pub fn script_words() -> String {
+pub(crate) fn script_words() -> String {
     serde_json::json!({
         "in": "in",
         "d": "d",

@@ -14,7 +14,7 @@ use crate::output::sanitize;
 use crate::strings;
 use questions_core::error::{Error, Result};
 use questions_core::model::{AnswerInput, OnExpiry, Question, Status};
-pub use questions_core::ops::Choice;
+pub(crate) use questions_core::ops::Choice;
 use questions_core::ops::{Asked, GateReport};
 
 /// Typed as an answer to a free-text question, declines it with the rest as the reason.
@@ -77,7 +77,7 @@ fn step<T>(result: std::result::Result<T, InquireError>) -> Result<std::result::
     }
 }
 
-pub fn not_a_terminal() -> Error {
+pub(crate) fn not_a_terminal() -> Error {
     Error::usage(
         "ask needs a terminal to put the questions to (it prompts on /dev/tty and writes \
          its JSON to standard output); to have another tool ask, use 'questions render' \
@@ -86,7 +86,7 @@ pub fn not_a_terminal() -> Error {
 }
 
 /// Whether there is a terminal to prompt on, whatever standard input and output are.
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -95,7 +95,7 @@ pub fn available() -> bool {
 }
 
 /// Asks every question in turn. `None`: the person cancelled, and nothing is to be recorded.
-pub fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
+pub(crate) fn ask_all(questions: &[Question]) -> Result<Option<Vec<(i64, Choice)>>> {
     let mut chosen: Vec<(i64, Choice)> = Vec::with_capacity(questions.len());
     let mut i = 0;
     while i < questions.len() {
@@ -220,7 +220,7 @@ fn deadline(q: &Question, now: &str) -> Option<String> {
 
 /// What `ask` says on a terminal once it has recorded: what was recorded, what is still
 /// pending, and the gate. The JSON document is for pipes and `--json`.
-pub fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> String {
+pub(crate) fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> String {
     let mut out = String::new();
     let text = |q: &Question| sanitize(&q.question, false);
     if asked.questions.is_empty() {
@@ -252,7 +252,7 @@ pub fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> String {
     let stage = sanitize(&asked.stage, false);
     match gate.gate {
         questions_core::model::Gate::Pass => {
-            out.push_str(&format!("The gate of stage '{stage}' passes.\n"))
+            out.push_str(&format!("The gate of stage '{stage}' passes.\n"));
         }
         questions_core::model::Gate::Fail => out.push_str(&format!(
             "The gate of stage '{stage}' is shut: {} required question(s) pending{}.\n",

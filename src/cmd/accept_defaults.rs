@@ -7,7 +7,7 @@ use questions_core::ops::Ledger;
 
 /// Answers pending questions with their proposed values, as the person would by accepting
 /// every default; each is marked `defaulted` in the history.
-pub fn run(ledger: &mut Ledger, who: &Who, args: AcceptDefaultsArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AcceptDefaultsArgs) -> Result<Outcome> {
     Ok(Outcome::ok(ops::accept_defaults(
         ledger,
         &who.via(Channel::AcceptDefaults),

@@ -5,7 +5,7 @@ use questions_core::model::{AnswerInput, Channel};
 use questions_core::ops;
 use questions_core::ops::Ledger;
 
-pub fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> {
     let input = AnswerInput {
         text: args.answer,
         select: args.select,

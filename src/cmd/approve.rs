@@ -24,7 +24,11 @@ fn voter(by_from_flag: bool, verb: &str) -> Result<Identity> {
     Ok(Identity::Local(Who::os_user()))
 }
 
-pub fn approve(ledger: &mut Ledger, by_from_flag: bool, args: ApproveArgs) -> Result<Outcome> {
+pub(super) fn approve(
+    ledger: &mut Ledger,
+    by_from_flag: bool,
+    args: ApproveArgs,
+) -> Result<Outcome> {
     let identity = voter(by_from_flag, "approve")?;
     let ballot = Ballot {
         verdict: Verdict::Approve,
@@ -33,7 +37,7 @@ pub fn approve(ledger: &mut Ledger, by_from_flag: bool, args: ApproveArgs) -> Re
     vote(ledger, identity, args.id, ballot)
 }
 
-pub fn reject(ledger: &mut Ledger, by_from_flag: bool, args: RejectArgs) -> Result<Outcome> {
+pub(super) fn reject(ledger: &mut Ledger, by_from_flag: bool, args: RejectArgs) -> Result<Outcome> {
     let identity = voter(by_from_flag, "reject")?;
     let ballot = Ballot {
         verdict: Verdict::Reject,
@@ -53,7 +57,7 @@ fn vote(ledger: &mut Ledger, identity: Identity, id: i64, ballot: Ballot) -> Res
 
 /// `group create|add|remove`: as the PostgreSQL role, else the operating-system user, as a
 /// vote is; `--by` is refused (who changes a group decides who votes).
-pub fn group(ledger: &mut Ledger, by_from_flag: bool, args: GroupArgs) -> Result<Outcome> {
+pub(super) fn group(ledger: &mut Ledger, by_from_flag: bool, args: GroupArgs) -> Result<Outcome> {
     let identity = voter(by_from_flag, "group")?;
     let change = match args.action {
         GroupAction::Create => ops::GroupChange::Create {

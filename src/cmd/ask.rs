@@ -10,7 +10,7 @@ use questions_core::ops::{self, CheckRequest, Wait};
 
 /// Prompts on the terminal whatever standard input and output are, so the JSON can go to
 /// a file or a pipe; on a terminal, the person reads a short summary instead.
-pub fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
     if !terminal::available() {
         return Err(terminal::not_a_terminal());
     }

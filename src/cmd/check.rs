@@ -6,7 +6,7 @@ use questions_core::error::Result;
 use questions_core::ops::Ledger;
 use questions_core::ops::{self, CheckRequest, GateReport, Wait};
 
-pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     let req = CheckRequest {
         stage: args.stage,
         ids: args.ids.map(|i| i.0),
@@ -29,7 +29,7 @@ pub fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     } else {
         (!passes).then(|| note(&report))
     };
-    let mut outcome = Outcome::json(passes, report, if passes { 0 } else { 1 });
+    let mut outcome = Outcome::json(passes, report, u8::from(!passes));
     outcome.note = note;
     Ok(outcome)
 }

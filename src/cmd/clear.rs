@@ -5,7 +5,7 @@ use questions_core::model::Channel;
 use questions_core::ops;
 use questions_core::ops::Ledger;
 
-pub fn run(ledger: &mut Ledger, who: &Who, args: ClearArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: ClearArgs) -> Result<Outcome> {
     Ok(Outcome::ok(ops::clear(
         ledger,
         &who.via(Channel::Cli),

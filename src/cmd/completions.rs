@@ -5,7 +5,7 @@ use crate::cli::{Cli, CompletionsArgs};
 use questions_core::error::Result;
 
 /// A completion script, generated from the same clap definition that parses the commands.
-pub fn completions(args: CompletionsArgs) -> Result<Outcome> {
+pub(super) fn completions(args: CompletionsArgs) -> Result<Outcome> {
     let mut command = Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, "questions", &mut script);
@@ -15,7 +15,7 @@ pub fn completions(args: CompletionsArgs) -> Result<Outcome> {
 /// The man page, in roff: one page, `questions(1)`. clap_mangen's own subcommand section
 /// refers to a page per command (`questions-log(1)` …) that nobody installs, so the
 /// commands are listed here, each with its usage line.
-pub fn man() -> Result<Outcome> {
+pub(super) fn man() -> Result<Outcome> {
     let fail = |e: std::io::Error| {
         questions_core::error::Error::io(format!("cannot render the man page: {e}"))
     };
@@ -32,7 +32,10 @@ pub fn man() -> Result<Outcome> {
     for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
         let usage = sub.clone().render_usage().to_string();
         let usage = usage.trim().trim_start_matches("Usage:").trim();
-        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        let about = sub
+            .get_about()
+            .map(std::string::ToString::to_string)
+            .unwrap_or_default();
         commands.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff(usage), roff(&about)));
     }
     commands.push_str(
@@ -48,7 +51,7 @@ pub fn man() -> Result<Outcome> {
 fn roff(text: &str) -> String {
     let escaped = text.replace('\\', "\\e").replace('-', "\\-");
     match escaped.chars().next() {
-        Some('.') | Some('\'') => format!("\\&{escaped}"),
+        Some('.' | '\'') => format!("\\&{escaped}"),
         _ => escaped,
     }
 }

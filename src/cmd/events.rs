@@ -12,7 +12,7 @@ const PAGE: u32 = 500;
 
 /// Prints the history's events as JSON lines, and with --follow goes on printing new ones
 /// as any process makes them.
-pub fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
     let deadline = args
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));

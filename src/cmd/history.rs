@@ -4,7 +4,7 @@ use questions_core::error::{Error, Result};
 use questions_core::ops;
 use questions_core::ops::{EventFilter, Ledger};
 
-pub fn run(ledger: &mut Ledger, args: HistoryArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: HistoryArgs) -> Result<Outcome> {
     let filter = match (args.id, args.stage) {
         (Some(id), _) => EventFilter::Question(id),
         (None, Some(stage)) => EventFilter::Stage(stage),

@@ -32,16 +32,19 @@ const GRACE: Duration = Duration::from_secs(3);
 /// The whole hook, failing open: whatever goes wrong (the ledger unreachable or locked,
 /// the event unreadable, a bug) leaves stdout empty and the exit code 0, within its
 /// `--wait` and `GRACE`.
-pub fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
     let watchdog = Watchdog::start(Duration::from_secs(args.wait) + GRACE);
     ledger.set_lock_wait(LockWait::AtMost(LOCK_WAIT));
     let attempt =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(ledger, who, &args)));
     match attempt {
-        Ok(Ok(Some(reply))) => match watchdog.stand_down() {
-            true => Outcome::text(crate::output::pretty(&reply)),
-            false => Outcome::text(String::new()),
-        },
+        Ok(Ok(Some(reply))) => {
+            if watchdog.stand_down() {
+                Outcome::text(crate::output::pretty(&reply))
+            } else {
+                Outcome::text(String::new())
+            }
+        }
         Ok(Ok(None)) => Outcome::text(String::new()),
         Ok(Err(err)) => failed(&err),
         // The panic's message is already on stderr.
@@ -104,7 +107,7 @@ impl Watchdog {
 }
 
 /// Nothing on stdout, exit 0, and why on stderr.
-pub fn failed(err: &Error) -> Outcome {
+pub(super) fn failed(err: &Error) -> Outcome {
     quiet(format!(
         "hook: {}; the agent asks the person itself",
         err.message

@@ -6,7 +6,7 @@ use questions_core::model::Channel;
 use questions_core::ops;
 use questions_core::ops::Ledger;
 
-pub fn run(ledger: &mut Ledger, who: &Who, args: ImportArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: ImportArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;
     let format = match args.format {
         ImportFormatArg::Auto => None,

@@ -5,7 +5,7 @@ use questions_core::error::Result;
 use questions_core::ops;
 use questions_core::ops::{FoundBy, Ledger};
 
-pub fn run(
+pub(super) fn run(
     ledger: &mut Ledger,
     found_by: FoundBy,
     also_found: &[std::path::PathBuf],

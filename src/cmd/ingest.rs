@@ -5,7 +5,7 @@ use questions_core::formats::Source;
 use questions_core::ops::Ledger;
 use questions_core::ops::{self, Expiry};
 
-pub fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;
     let only = match args.format {
         IngestFormat::Auto => None,

@@ -62,7 +62,7 @@ enum Kind {
     Toml(TomlChange),
 }
 
-pub fn run(args: InitArgs) -> Result<Outcome> {
+pub(super) fn run(args: InitArgs) -> Result<Outcome> {
     let exe = native_binary()?;
     if args.client == Client::Uwf {
         return uwf(&args, &exe);
@@ -424,7 +424,7 @@ fn codex_hook(doc: &mut toml_edit::DocumentMut, event: &str, command: &str, remo
         if hooks
             .get(event)
             .and_then(Item::as_array_of_tables)
-            .is_some_and(|g| g.is_empty())
+            .is_some_and(toml_edit::ArrayOfTables::is_empty)
         {
             hooks.remove(event);
         }

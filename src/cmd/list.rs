@@ -16,7 +16,7 @@ struct Listed {
     questions: Vec<Question>,
 }
 
-pub fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     let filter = Filter {
         stage: args.stage,
         status: args.status,

@@ -5,7 +5,7 @@ use questions_core::model::{Approval, Draft, NewQuestion, QuestionOption, Source
 use questions_core::ops::Ledger;
 use questions_core::ops::{self, Expiry};
 
-pub fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,

@@ -39,7 +39,7 @@ use questions_core::ops::{Ledger, Location};
 
 /// What a command produced: the document to print and the exit code. A failed gate is
 /// an outcome (exit 1), not an error.
-pub struct Outcome {
+pub(crate) struct Outcome {
     body: Body,
     pub exit: u8,
     /// A line for stderr, for people reading a CI log.
@@ -68,12 +68,12 @@ impl<T: serde::Serialize> Document for T {
 
 impl Outcome {
     /// Success: `result`'s keys follow `"ok": true` and the procedure's name.
-    pub fn ok(result: impl serde::Serialize + 'static) -> Outcome {
+    pub(crate) fn ok(result: impl serde::Serialize + 'static) -> Outcome {
         Outcome::json(true, result, 0)
     }
 
     /// A result with its own verdict: `ok` and the exit code say whether it passed.
-    pub fn json(ok: bool, result: impl serde::Serialize + 'static, exit: u8) -> Outcome {
+    pub(crate) fn json(ok: bool, result: impl serde::Serialize + 'static, exit: u8) -> Outcome {
         Outcome {
             body: Body::Json {
                 ok,
@@ -84,7 +84,7 @@ impl Outcome {
         }
     }
 
-    pub fn text(text: String) -> Outcome {
+    pub(crate) fn text(text: String) -> Outcome {
         Outcome {
             body: Body::Text(text),
             exit: 0,
@@ -92,7 +92,7 @@ impl Outcome {
         }
     }
 
-    pub fn print(&self, procedure: Procedure) {
+    pub(crate) fn print(&self, procedure: Procedure) {
         match &self.body {
             Body::Json { ok, result } => output::text_out(&result.render(*ok, procedure)),
             Body::Text(text) => output::text_out(text),
@@ -105,7 +105,7 @@ impl Outcome {
 
 /// Who this call acts for: `--by`, else `QUESTIONS_USER` (both read by clap), else the
 /// operating-system user, looked up only by a command that records a change.
-pub struct Who(Option<String>);
+pub(crate) struct Who(Option<String>);
 
 impl Who {
     fn new(by: Option<String>) -> Who {
@@ -115,12 +115,15 @@ impl Who {
     /// The operating-system user this process runs as, by its uid, whatever `--by`,
     /// `QUESTIONS_USER`, `USER` or `LOGNAME` say (anyone can set those): who votes, asks
     /// for an approval or changes a group from the command line on a file ledger.
-    pub fn os_user() -> String {
+    pub(crate) fn os_user() -> String {
         system_user().unwrap_or_else(|| "unknown".to_string())
     }
 
     /// This person acting through `channel`.
-    pub fn via(&self, channel: questions_core::model::Channel) -> questions_core::ops::Caller {
+    pub(crate) fn via(
+        &self,
+        channel: questions_core::model::Channel,
+    ) -> questions_core::ops::Caller {
         let by = self
             .0
             .clone()
@@ -150,7 +153,7 @@ fn system_user() -> Option<String> {
     Some(name.unwrap_or_else(|| format!("uid:{uid}")))
 }
 
-pub fn dispatch(cli: Cli) -> Result<Outcome> {
+pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
     let (location, found_by, also_found) = match Location::find(cli.db.as_deref(), cli.db_from_env)
     {
         Ok(found) => found,
@@ -223,28 +226,25 @@ const INPUT_LIMIT: u64 = 32 * 1024 * 1024;
 /// Reads `--file PATH`, or standard input for `-` or no file, as UTF-8 text.
 fn read_input(file: Option<&Path>) -> Result<String> {
     let mut bytes = Vec::new();
-    match file.filter(|p| p.as_os_str() != "-") {
-        Some(path) => {
-            let handle = std::fs::File::open(path)
-                .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
-            handle
-                .take(INPUT_LIMIT + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+    if let Some(path) = file.filter(|p| p.as_os_str() != "-") {
+        let handle = std::fs::File::open(path)
+            .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+        handle
+            .take(INPUT_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(format!("cannot read {}: {e}", path.display())))?;
+    } else {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Err(Error::usage(
+                "nothing to read: pipe the input in, or give --file PATH",
+            ));
         }
-        None => {
-            let stdin = std::io::stdin();
-            if stdin.is_terminal() {
-                return Err(Error::usage(
-                    "nothing to read: pipe the input in, or give --file PATH",
-                ));
-            }
-            stdin
-                .lock()
-                .take(INPUT_LIMIT + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Error::io(format!("cannot read standard input: {e}")))?;
-        }
+        stdin
+            .lock()
+            .take(INPUT_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(format!("cannot read standard input: {e}")))?;
     }
     if bytes.len() as u64 > INPUT_LIMIT {
         return Err(Error::parse(format!(

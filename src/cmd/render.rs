@@ -27,6 +27,7 @@ struct LeftOut {
 struct Batches {
     format: &'static str,
     stage: String,
+    #[allow(clippy::struct_field_names, reason = "the document's own key")]
     batches: Vec<Batch>,
     warnings: Vec<String>,
     left_out: Vec<LeftOut>,
@@ -53,7 +54,7 @@ struct Written {
     warnings: Option<Vec<String>>,
 }
 
-pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
     if let Some(out) = args.out.as_deref() {
         if ledger.location().is_ledger_file(out) {
             return Err(Error::usage(format!(
@@ -149,22 +150,19 @@ pub fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
         }
         RenderFormat::Markdown => (markdown::render(&questions), None),
     };
-    match args.out {
-        Some(path) => {
-            write_private(&path, &text)?;
-            Ok(Outcome::ok(Written {
-                format,
-                stage,
-                question_ids,
-                out: path.display().to_string(),
-                warnings,
-            }))
-        }
-        None => {
-            let mut outcome = Outcome::text(text);
-            outcome.note = warnings.filter(|w| !w.is_empty()).map(|w| w.join("\n"));
-            Ok(outcome)
-        }
+    if let Some(path) = args.out {
+        write_private(&path, &text)?;
+        Ok(Outcome::ok(Written {
+            format,
+            stage,
+            question_ids,
+            out: path.display().to_string(),
+            warnings,
+        }))
+    } else {
+        let mut outcome = Outcome::text(text);
+        outcome.note = warnings.filter(|w| !w.is_empty()).map(|w| w.join("\n"));
+        Ok(outcome)
     }
 }
 

@@ -7,7 +7,7 @@ use questions_core::ops::Ledger;
 
 /// Serves the inbox until SIGINT or SIGTERM; the start line with the URL is printed by
 /// the server itself, once it listens.
-pub fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Outcome> {
     let caller = match args.user {
         Some(name) => questions_core::ops::Caller {
             by: Some(name),

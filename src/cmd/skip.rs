@@ -5,7 +5,7 @@ use questions_core::model::Channel;
 use questions_core::ops;
 use questions_core::ops::Ledger;
 
-pub fn run(ledger: &mut Ledger, who: &Who, args: SkipArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: SkipArgs) -> Result<Outcome> {
     let caller = who.via(Channel::Cli);
     let change = ops::PersonsChange {
         force: args.force,

@@ -6,7 +6,7 @@ use crate::watch::{secret_from, Format, Target, Watcher};
 use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
 
-pub fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
     let target = match (args.exec, args.webhook) {
         (Some(command), _) => Target::Exec(command),
         (None, Some(url)) => {

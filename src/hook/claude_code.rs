@@ -16,9 +16,9 @@ use serde_json::{json, Map, Value};
 use super::{str_at, Asked, Call, Event, Stop, Unreadable};
 
 /// The tool's name in Claude Code.
-pub const TOOL: &str = "AskUserQuestion";
+pub(crate) const TOOL: &str = "AskUserQuestion";
 
-pub fn parse(event: &Value) -> Result<Event, Unreadable> {
+pub(crate) fn parse(event: &Value) -> Result<Event, Unreadable> {
     let name = str_at(event, "hook_event_name")
         .ok_or_else(|| Unreadable("the event has no hook_event_name".into()))?;
     match name {
@@ -53,7 +53,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
 }
 
 /// The questions of one `AskUserQuestion` input.
-pub fn call(input: &Value) -> Result<Call, Unreadable> {
+pub(crate) fn call(input: &Value) -> Result<Call, Unreadable> {
     let asked = super::questions_of(input, "AskUserQuestion")?;
     let questions = asked
         .into_iter()
@@ -86,7 +86,7 @@ pub(crate) fn shown_labels(item: &Value) -> Vec<String> {
 
 /// The `PreToolUse` reply that answers the tool with `answers` (one per question, in
 /// order) instead of showing the card.
-pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
+pub(crate) fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
     let mut input = match &call.input {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -109,22 +109,22 @@ pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
 }
 
 /// The `Stop` reply that keeps the turn going with answers that came in late.
-pub fn reply_stop(reason: &str) -> Value {
+pub(crate) fn reply_stop(reason: &str) -> Value {
     json!({"decision": "block", "reason": reason})
 }
 
 /// What a session's transcript (Claude Code's JSON lines) says of its `AskUserQuestion`
 /// calls: those that got no answers (the card was refused, dismissed or failed), and how
 /// many have no result in it yet (Claude Code may write that line after a hook started).
-pub struct Calls {
+pub(crate) struct Calls {
     pub unanswered: Vec<Call>,
     pub without_result: usize,
 }
 
-pub fn unanswered_calls(transcript: &str) -> Calls {
+pub(crate) fn unanswered_calls(transcript: &str) -> Calls {
     let mut calls: Vec<(String, Value)> = Vec::new();
-    let mut answered: std::collections::HashSet<String> = Default::default();
-    let mut failed: std::collections::HashSet<String> = Default::default();
+    let mut answered = std::collections::HashSet::<String>::new();
+    let mut failed = std::collections::HashSet::<String>::new();
     // A Stop hook runs at the end of every turn, over a transcript that grows with the
     // session: only the lines that can matter are parsed.
     if !transcript.contains(TOOL) {
@@ -192,12 +192,12 @@ pub fn unanswered_calls(transcript: &str) -> Calls {
 
 /// How a late answer is handed to the agent: one line, which the transcript then holds,
 /// so that it is handed over once.
-pub fn late_line(question: &str, answer: &str) -> String {
+pub(crate) fn late_line(question: &str, answer: &str) -> String {
     format!("\"{question}\"=\"{answer}\"")
 }
 
 /// Whether the transcript already holds `line` (as JSON text, quotes escaped).
-pub fn delivered(transcript: &str, line: &str) -> bool {
+pub(crate) fn delivered(transcript: &str, line: &str) -> bool {
     let encoded = serde_json::to_string(line).unwrap_or_default();
     let inner = encoded
         .strip_prefix('"')
@@ -207,7 +207,7 @@ pub fn delivered(transcript: &str, line: &str) -> bool {
 }
 
 /// The reason a `Stop` hook gives for going on: the late answers, one a line.
-pub fn late_reason(lines: &[String]) -> String {
+pub(crate) fn late_reason(lines: &[String]) -> String {
     format!(
         "The person answered questions you had asked with AskUserQuestion after you stopped \
          waiting for them (through the questions ledger): {}. Go on with these answers in mind.",

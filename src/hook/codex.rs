@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 
 use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
 
-pub const TOOL: &str = "request_user_input";
+pub(crate) const TOOL: &str = "request_user_input";
 
-pub fn parse(event: &Value) -> Result<Event, Unreadable> {
+pub(crate) fn parse(event: &Value) -> Result<Event, Unreadable> {
     let name = str_at(event, "hook_event_name")
         .ok_or_else(|| Unreadable("the event has no hook_event_name".into()))?;
     if !matches!(name, "PreToolUse" | "PostToolUse") || str_at(event, "tool_name") != Some(TOOL) {
@@ -57,7 +57,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
 }
 
 /// The questions of one `request_user_input` input.
-pub fn call(input: &Value) -> Result<Call, Unreadable> {
+pub(crate) fn call(input: &Value) -> Result<Call, Unreadable> {
     let asked = super::questions_of(input, "request_user_input")?;
     let mut questions = Vec::new();
     for (i, (mut new, item)) in asked.into_iter().enumerate() {
@@ -86,7 +86,7 @@ pub fn call(input: &Value) -> Result<Call, Unreadable> {
 
 /// The `PreToolUse` reply that answers the call: a deny whose reason carries the answers
 /// in the tool's own result shape.
-pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
+pub(crate) fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
     let by_id: Map<String, Value> = call
         .questions
         .iter()

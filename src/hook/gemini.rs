@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
 use questions_core::model::QuestionOption;
 
-pub const TOOL: &str = "ask_user";
+pub(crate) const TOOL: &str = "ask_user";
 
-pub fn parse(event: &Value) -> Result<Event, Unreadable> {
+pub(crate) fn parse(event: &Value) -> Result<Event, Unreadable> {
     let name = str_at(event, "hook_event_name")
         .ok_or_else(|| Unreadable("the event has no hook_event_name".into()))?;
     if !matches!(name, "BeforeTool" | "AfterTool") || str_at(event, "tool_name") != Some(TOOL) {
@@ -41,7 +41,7 @@ pub fn parse(event: &Value) -> Result<Event, Unreadable> {
 }
 
 /// The questions of one `ask_user` input.
-pub fn call(input: &Value) -> Result<Call, Unreadable> {
+pub(crate) fn call(input: &Value) -> Result<Call, Unreadable> {
     let asked = super::questions_of(input, "ask_user")?;
     let questions = asked
         .into_iter()
@@ -78,7 +78,7 @@ pub fn call(input: &Value) -> Result<Call, Unreadable> {
 
 /// The `BeforeTool` reply that answers the call: a deny whose reason carries the answers
 /// in the tool's own result shape.
-pub fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
+pub(crate) fn reply_answers(call: &Call, answers: &[Vec<String>]) -> Value {
     let by_position: Map<String, Value> = call
         .questions
         .iter()

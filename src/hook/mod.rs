@@ -4,9 +4,9 @@
 //! ledger's questions; `cmd::hook` carries the event to the operations. Pure: no database,
 //! no printing.
 
-pub mod claude_code;
-pub mod codex;
-pub mod gemini;
+pub(crate) mod claude_code;
+pub(crate) mod codex;
+pub(crate) mod gemini;
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use questions_core::model::{split_recommended, NewQuestion, Question, Status};
 
 /// What a hook event asks of the ledger.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The agent is about to put these questions to the person: log them, and answer the
     /// tool when every one is answered.
     Asking(Call),
@@ -30,7 +30,7 @@ pub enum Event {
 
 /// One call of a harness's question tool.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     /// The tool's input as the harness gave it, to hand back with the answers.
     pub input: Value,
     pub questions: Vec<Asked>,
@@ -42,7 +42,7 @@ pub struct Call {
 
 impl Call {
     /// The call's questions, as one call of `harness` (see `HarnessCall`).
-    pub fn key(
+    pub(crate) fn key(
         &self,
         harness: questions_core::model::Channel,
     ) -> questions_core::model::HarnessCall {
@@ -67,7 +67,7 @@ impl Call {
 
 /// One question of a call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Asked {
+pub(crate) struct Asked {
     /// The question as the ledger logs it (its stage is set by the caller).
     pub new: NewQuestion,
     /// How the harness keys its answer: the question's text, its id, or its position.
@@ -78,7 +78,7 @@ pub struct Asked {
 
 /// The end of a turn, and where the session's transcript is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Stop {
+pub(crate) struct Stop {
     /// The harness's session: only its own calls' answers are handed over.
     pub session: Option<String>,
     pub transcript: Option<std::path::PathBuf>,
@@ -88,7 +88,7 @@ pub struct Stop {
 
 /// Why an event could not be read: the hook then stays out of the way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unreadable(pub String);
+pub(crate) struct Unreadable(pub String);
 
 impl From<questions_core::formats::ParseError> for Unreadable {
     fn from(e: questions_core::formats::ParseError) -> Self {
@@ -111,7 +111,7 @@ fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
 
 /// The answer to `q` as a list: each chosen option under the label the tool showed for
 /// it, then any text of the person's own. None while `q` is not answered.
-pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
+pub(crate) fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
     if q.status != Status::Answered {
         return None;
     }
@@ -148,7 +148,7 @@ pub fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
 /// The answer to `q` as a list (see `answer_parts`) when a person gave it: an answer
 /// nobody gave (the proposed value taken by `accept-defaults`, or by expiry) is never
 /// handed to an agent as the person's.
-pub fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
+pub(crate) fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
     if !q
         .channel
         .is_some_and(questions_core::model::Channel::is_a_persons)
@@ -160,7 +160,7 @@ pub fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
 
 /// Every question's answer as shown, as a list, or none unless a person answered all of
 /// them.
-pub fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<String>>> {
+pub(crate) fn all_answered(call: &Call, questions: &[Question]) -> Option<Vec<Vec<String>>> {
     if questions.len() != call.questions.len() {
         return None;
     }
@@ -249,7 +249,10 @@ mod tests {
                 .collect(),
             multi_select: true,
             allow_freeform: true,
-            selected: selected.iter().map(|s| s.to_string()).collect(),
+            selected: selected
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             was_custom: Some(custom),
             skip_reason: None,
             source: Source::AskUser,
@@ -267,7 +270,7 @@ mod tests {
     fn chosen_labels_come_back_as_the_tool_showed_them_then_custom_text() {
         let shown: Vec<String> = ["Auth (Recommended)", "Search", "Export"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         let q = answered(&["Auth", "Export"], "Auth, Export", false);
         assert_eq!(

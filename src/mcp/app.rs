@@ -16,11 +16,11 @@ use questions_core::ops::Ledger;
 use questions_core::ops::{self, Caller, Recorded, Shown};
 
 /// The extension's identifier, as servers and hosts declare it.
-pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
+pub(super) const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
 /// The resource: every pending question of the ledger.
-pub const URI: &str = "ui://questions/inbox";
+pub(super) const URI: &str = "ui://questions/inbox";
 /// What marks HTML as an MCP App.
-pub const MIME: &str = "text/html;profile=mcp-app";
+pub(super) const MIME: &str = "text/html;profile=mcp-app";
 
 fn meta(value: Value) -> Option<MetaObject> {
     match value {
@@ -31,7 +31,7 @@ fn meta(value: Value) -> Option<MetaObject> {
 
 /// `open_inbox` names the resource (in the current form and the older key hosts also
 /// read); `answer_in_app` is the view's alone.
-pub fn mark_tools<S>(router: &mut ToolRouter<S>) {
+pub(super) fn mark_tools<S>(router: &mut ToolRouter<S>) {
     for route in router.map.values_mut() {
         match route.attr.name.as_ref() {
             "open_inbox" => {
@@ -45,14 +45,14 @@ pub fn mark_tools<S>(router: &mut ToolRouter<S>) {
     }
 }
 
-pub fn resource() -> Resource {
+pub(super) fn resource() -> Resource {
     Resource::new(URI, "questions-inbox")
         .with_title("Questions inbox")
         .with_description("The pending questions, to answer inside the chat")
         .with_mime_type(MIME)
 }
 
-pub fn contents(html: String) -> ResourceContents {
+pub(super) fn contents(html: String) -> ResourceContents {
     ResourceContents::TextResourceContents {
         uri: URI.to_string(),
         mime_type: Some(MIME.to_string()),
@@ -64,7 +64,7 @@ pub fn contents(html: String) -> ResourceContents {
 /// `answer_in_app`'s arguments: what a form of the in-chat inbox (MCP Apps) sends.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AppInput {
+pub(super) struct AppInput {
     /// The question's id.
     #[serde(deserialize_with = "one_id")]
     #[schemars(with = "i64")]
@@ -103,7 +103,7 @@ fn blank_to_none(text: Option<String>) -> Option<String> {
 
 /// Records what a form of the in-chat inbox sent, as the inbox's own forms are recorded:
 /// refused when the ledger or the question is no longer what the page showed.
-pub fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> Result<Recorded> {
+pub(super) fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> Result<Recorded> {
     let (id, action) = (input.id, input.action.trim().to_string());
     let shown = Shown::one(
         blank_to_none(input.ledger.clone()),

@@ -25,7 +25,7 @@ fn has_own_words(q: &Question) -> bool {
 }
 
 /// The message and the requested schema for `questions` (all pending).
-pub fn build(questions: &[Question]) -> Result<(String, ElicitationSchema)> {
+pub(super) fn build(questions: &[Question]) -> Result<(String, ElicitationSchema)> {
     let mut properties = Map::new();
     let mut required = Vec::new();
     for q in questions {
@@ -112,7 +112,7 @@ fn property(q: &Question) -> Value {
 
 /// What the person chose for each question, from the accepted form's content: a missing
 /// or empty value leaves the question pending.
-pub fn read(questions: &[Question], content: Option<&Value>) -> Result<Vec<(i64, Choice)>> {
+pub(super) fn read(questions: &[Question], content: Option<&Value>) -> Result<Vec<(i64, Choice)>> {
     let empty = Map::new();
     let content = match content {
         None | Some(Value::Null) => &empty,

@@ -6,14 +6,14 @@
 use questions_core::error::{Error, Result};
 
 #[derive(Debug, Clone, Default)]
-pub struct Inbox {
+pub(super) struct Inbox {
     /// The inbox's address as `serve` printed it (its token in the query), without a
     /// fragment.
     url: Option<String>,
 }
 
 impl Inbox {
-    pub fn parse(url: Option<String>) -> Result<Inbox> {
+    pub(super) fn parse(url: Option<String>) -> Result<Inbox> {
         let Some(url) = url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty()) else {
             return Ok(Inbox::default());
         };
@@ -31,12 +31,12 @@ impl Inbox {
         Ok(Inbox { url: Some(url) })
     }
 
-    pub fn known(&self) -> bool {
+    pub(super) fn known(&self) -> bool {
         self.url.is_some()
     }
 
     /// The page of question `id` in the inbox.
-    pub fn page(&self, id: i64) -> Option<String> {
+    pub(super) fn page(&self, id: i64) -> Option<String> {
         self.url.as_ref().map(|u| format!("{u}#q-{id}"))
     }
 }

@@ -21,11 +21,11 @@ use questions_core::ops::{Ledger, Location};
 
 /// The longest any tool waits: below the request timeouts of common clients (60 s), so a
 /// wait ends with an answer, never with the client giving up.
-pub const MOST_WAIT: Duration = Duration::from_secs(50);
+pub(crate) const MOST_WAIT: Duration = Duration::from_secs(50);
 
 /// Serves until the client closes stdin. The runtime is built here, for this command
 /// alone.
-pub fn serve(
+pub(crate) fn serve(
     location: Location,
     user: Option<String>,
     votes: bool,

@@ -21,11 +21,11 @@ use questions_core::error::{Error, ErrorCode, Result};
 
 /// How long a form may stay open before its reply is refused: a person may leave a form
 /// for lunch, not for days.
-const TTL: Duration = Duration::from_secs(24 * 3600);
+const TTL: Duration = Duration::from_hours(24);
 
 /// What a form's round carries from the call that showed it to the call that answers it.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct FormState {
+pub(super) struct FormState {
     /// Single use: redeemed by the call that records the form's answers.
     pub nonce: String,
     /// Every question the call logged (the retry must name the same ones).
@@ -37,13 +37,13 @@ pub struct FormState {
 }
 
 #[derive(Clone)]
-pub struct Rounds {
+pub(super) struct Rounds {
     codec: Arc<RequestStateCodec>,
     redeemed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// `bytes` bytes from the operating system's generator, as hex.
-pub fn random_hex(bytes: usize) -> Result<String> {
+pub(super) fn random_hex(bytes: usize) -> Result<String> {
     let mut buf = vec![0u8; bytes];
     getrandom::fill(&mut buf)
         .map_err(|e| Error::io(format!("no randomness from the operating system: {e}")))?;
@@ -60,7 +60,7 @@ fn binding(client: &str, ledger: Option<&str>) -> Vec<u8> {
 }
 
 impl Rounds {
-    pub fn new() -> Result<Rounds> {
+    pub(super) fn new() -> Result<Rounds> {
         let mut key = vec![0u8; 32];
         getrandom::fill(&mut key)
             .map_err(|e| Error::io(format!("no randomness from the operating system: {e}")))?;
@@ -73,7 +73,7 @@ impl Rounds {
     }
 
     /// Seals a new form's state for `client` on `ledger`.
-    pub fn seal(
+    pub(super) fn seal(
         &self,
         client: &str,
         ledger: Option<&str>,
@@ -97,7 +97,7 @@ impl Rounds {
     /// questions on record that these arguments name; none when one of them is not), and
     /// redeems its nonce: a second call with the same state is refused. Called before
     /// anything is logged, so that a refusal records nothing.
-    pub fn redeem(
+    pub(super) fn redeem(
         &self,
         sealed: &str,
         client: &str,

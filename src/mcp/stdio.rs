@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 
 /// stdout, written whole message by whole message under one lock.
 #[derive(Clone)]
-pub struct Out(Arc<Mutex<std::io::Stdout>>);
+pub(super) struct Out(Arc<Mutex<std::io::Stdout>>);
 
 impl Out {
     fn line(&self, text: &str) {
@@ -32,7 +32,7 @@ impl AsyncWrite for Out {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let written = match self.0.lock() {
-            Ok(mut out) => out.write_all(buf).map(|_| buf.len()),
+            Ok(mut out) => out.write_all(buf).map(|()| buf.len()),
             Err(_) => Err(std::io::Error::other("stdout is poisoned")),
         };
         Poll::Ready(written)
@@ -52,7 +52,7 @@ impl AsyncWrite for Out {
 
 /// The session's side of stdio: what it reads (the lines of stdin that are JSON) and
 /// where it writes. A task started here reads stdin until it ends.
-pub fn transport() -> (DuplexStream, Out) {
+pub(super) fn transport() -> (DuplexStream, Out) {
     let out = Out(Arc::new(Mutex::new(std::io::stdout())));
     let (mut to_session, session_reads) = tokio::io::duplex(1 << 16);
     let errors = out.clone();

@@ -16,7 +16,7 @@ use questions_core::ops::{self, StoredTask, TaskEnd, TaskState};
 const POLL_MS: u64 = 1000;
 
 /// A new task's id: 128 random bits, drawn here (the core draws no randomness).
-pub fn random_id() -> Result<String> {
+pub(super) fn random_id() -> Result<String> {
     let mut buf = [0u8; 16];
     getrandom::fill(&mut buf)
         .map_err(|e| Error::io(format!("no randomness from the operating system: {e}")))?;
@@ -28,7 +28,7 @@ pub fn random_id() -> Result<String> {
 /// writes them from the questions) and, for a wait, `settled` and `timed_out`, each in its
 /// place; or the tool's failure when its questions are gone. The same document the tool
 /// returns when it answers without a task.
-pub fn result(end: TaskEnd<'_>, outcomes: impl Fn(&[Question]) -> Value) -> Result<String> {
+pub(super) fn result(end: TaskEnd<'_>, outcomes: impl Fn(&[Question]) -> Value) -> Result<String> {
     let result = match end {
         TaskEnd::Settled {
             mut template,
@@ -54,7 +54,7 @@ pub fn result(end: TaskEnd<'_>, outcomes: impl Fn(&[Question]) -> Value) -> Resu
 }
 
 /// The protocol's view of a stored task.
-pub fn task_of(stored: &StoredTask) -> Task {
+pub(super) fn task_of(stored: &StoredTask) -> Task {
     let status = match stored.status {
         TaskState::Completed => TaskStatus::Completed,
         TaskState::Cancelled => TaskStatus::Cancelled,
@@ -75,7 +75,7 @@ pub fn task_of(stored: &StoredTask) -> Task {
 }
 
 /// The task with its result, when it has one.
-pub fn detailed(stored: &StoredTask) -> Result<DetailedTask> {
+pub(super) fn detailed(stored: &StoredTask) -> Result<DetailedTask> {
     let task = task_of(stored);
     let payload = match (task.status, &stored.result) {
         (TaskStatus::Completed, Some(result)) => {

@@ -13,7 +13,7 @@ use questions_core::ops::Ledger;
 const SCRIPT: &str = include_str!("assets/mcp-app.js");
 
 /// The pending questions of the ledger as the app's HTML document.
-pub fn page(ledger: &mut Ledger) -> Result<String> {
+pub(crate) fn page(ledger: &mut Ledger) -> Result<String> {
     let inbox = ops::inbox(ledger, None)?;
     let now = clock::now();
     let body = html::inbox(&html::Page {

@@ -1,7 +1,7 @@
 //! Text put into the page's HTML, escaped.
 
 /// Escapes text for HTML content and for double-quoted attribute values.
-pub fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {

@@ -11,12 +11,12 @@ use questions_core::model::{Event, EventKind, OnExpiry, Question};
 /// A message at the top of the page: what was just recorded, or why it was not. Only the
 /// web inbox (`serve`) shows one.
 #[cfg_attr(not(feature = "serve"), allow(dead_code))]
-pub enum Flash {
+pub(crate) enum Flash {
     Done(String),
     Failed(String),
 }
 
-pub struct Page<'a> {
+pub(crate) struct Page<'a> {
     pub seq: i64,
     /// The server's now, from the one clock: deadlines are counted from it.
     pub now: &'a str,
@@ -57,7 +57,7 @@ fn by_stage(questions: &[Item]) -> Vec<(&str, Vec<&Item>)> {
     groups
 }
 
-pub fn inbox(page: &Page) -> String {
+pub(crate) fn inbox(page: &Page) -> String {
     let count = page.questions.len();
     let required = page.questions.iter().filter(|(q, _)| q.required).count();
     let mut out = String::with_capacity(4096 + count * 2048);

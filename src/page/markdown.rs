@@ -6,7 +6,7 @@
 use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
 
 /// The safe HTML of `text`.
-pub fn render(text: &str) -> String {
+pub(super) fn render(text: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let events = Parser::new_ext(text, options).filter_map(inert);
     let mut out = String::with_capacity(text.len() + text.len() / 2 + 16);

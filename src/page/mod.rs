@@ -4,14 +4,14 @@
 //! no runtime.
 
 #[cfg(feature = "mcp")]
-pub mod app;
+pub(crate) mod app;
 mod escape;
-pub mod html;
+pub(crate) mod html;
 mod markdown;
 
-pub use escape::esc;
+pub(crate) use escape::esc;
 
 /// The inbox's style and its script (which talks to `serve`).
-pub const CSS: &str = include_str!("assets/inbox.css");
+pub(crate) const CSS: &str = include_str!("assets/inbox.css");
 #[cfg(feature = "serve")]
-pub const SCRIPT: &str = include_str!("assets/inbox.js");
+pub(crate) const SCRIPT: &str = include_str!("assets/inbox.js");

@@ -20,7 +20,7 @@ use questions_core::ops::Filter;
 use questions_core::ops::{self, Procedure};
 
 /// The HTTP status of an error code.
-pub fn status_of(code: ErrorCode) -> StatusCode {
+pub(super) fn status_of(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::Conflict => StatusCode::CONFLICT,
@@ -52,12 +52,12 @@ pub(super) fn failure(procedure: Procedure, err: &Error, on_record: Option<&Ques
 }
 
 #[derive(Deserialize)]
-pub struct ListQuery {
+pub(super) struct ListQuery {
     stage: Option<String>,
     status: Option<String>,
 }
 
-pub fn parse_status(text: &str) -> Result<Status> {
+pub(super) fn parse_status(text: &str) -> Result<Status> {
     let text = text.trim();
     Status::parse(text).ok_or_else(|| Error::usage(Status::not_one(text)))
 }
@@ -83,7 +83,7 @@ struct Listed {
     questions: Vec<Question>,
 }
 
-pub async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -> Response {
+pub(super) async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -> Response {
     let filter = stage_within(&app, query.stage).and_then(|stage| {
         Ok(Filter {
             stage,
@@ -126,7 +126,7 @@ fn caller(app: &App, person: &Person) -> ops::Caller {
 /// Applies a person's change of question `id` for `person` (see `caller`), within the
 /// server's stage, as the page showed it: one operation. A refusal comes back with the
 /// question as it stands, so the caller can say what is on record.
-pub async fn apply(
+pub(super) async fn apply(
     app: &Arc<App>,
     person: &Person,
     id: i64,
@@ -148,7 +148,7 @@ pub async fn apply(
 }
 
 /// The message a person reads when someone else was first.
-pub fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
+pub(super) fn conflict_message(err: &Error, on_record: Option<&Question>) -> String {
     match (err.refusal, on_record) {
         // Someone answered first: who, and how.
         (Some(Refusal::AlreadyAnswered { .. } | Refusal::SettledMeanwhile { .. }), Some(q))
@@ -218,7 +218,7 @@ fn answer_input(body: &Bytes) -> Result<AnswerInput> {
 /// (`GET /api/questions` gives it), and `"fingerprint"` or `"question"`, the question's
 /// fingerprint or its text. A change of a question that is no longer that one is refused
 /// with 409.
-pub fn shown(id: i64, ledger: Option<String>, fingerprint: Option<String>) -> ops::Shown {
+pub(super) fn shown(id: i64, ledger: Option<String>, fingerprint: Option<String>) -> ops::Shown {
     ops::Shown::one(ledger, id, fingerprint)
 }
 
@@ -258,7 +258,7 @@ async fn change(
     }
 }
 
-pub async fn answer(
+pub(super) async fn answer(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -268,7 +268,7 @@ pub async fn answer(
     change(app, person, id, input, &body, Procedure::Answer).await
 }
 
-pub async fn skip(
+pub(super) async fn skip(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -290,7 +290,7 @@ pub async fn skip(
     .await
 }
 
-pub async fn decline(
+pub(super) async fn decline(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -310,7 +310,7 @@ pub async fn decline(
 }
 
 #[derive(Deserialize)]
-pub struct Since {
+pub(super) struct Since {
     #[serde(default)]
     since: i64,
     /// The ledger's id the page was drawn from; a ledger with another id is a change.
@@ -320,7 +320,7 @@ pub struct Since {
 
 /// A long poll: answers as soon as the ledger has an event after `since`, or after 20
 /// seconds, with the newest seq. The page follows the ledger through it.
-pub async fn changes(State(app): State<Arc<App>>, Query(q): Query<Since>) -> Response {
+pub(super) async fn changes(State(app): State<Arc<App>>, Query(q): Query<Since>) -> Response {
     let mut seq = app.seq.clone();
     let mut stopping = app.stopping.clone();
     let since = (q.ledger.filter(|l| !l.is_empty()), q.since);
@@ -328,8 +328,8 @@ pub async fn changes(State(app): State<Arc<App>>, Query(q): Query<Since>) -> Res
         let _ = seq.wait_for(|s| *s != since).await;
     };
     tokio::select! {
-        _ = newer => {}
-        _ = tokio::time::sleep(Duration::from_secs(20)) => {}
+        () = newer => {}
+        () = tokio::time::sleep(Duration::from_secs(20)) => {}
         _ = stopping.wait_for(|s| *s) => {}
     }
     let (ledger, last) = app.seq.borrow().clone();

@@ -14,12 +14,12 @@ use super::{App, BODY_LIMIT};
 
 /// Who made a request: the person whose token it carried; none for the server's token.
 #[derive(Debug, Clone)]
-pub struct Person(pub Option<String>);
+pub(crate) struct Person(pub Option<String>);
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     // A person who opens the page without the token reads why on a page; a client of
     // the API gets the failure document.
     let page = !request.uri().path().starts_with("/api/")

@@ -96,14 +96,15 @@ impl Drop for Place {
 fn client(peer: IpAddr) -> IpAddr {
     match peer {
         IpAddr::V4(_) => peer,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                IpAddr::V4(v4)
+            } else {
                 let mut segments = v6.segments();
                 segments[4..].fill(0);
                 IpAddr::V6(segments.into())
             }
-        },
+        }
     }
 }
 

@@ -8,7 +8,7 @@ mod api;
 mod guard;
 mod limit;
 mod page;
-pub mod votes;
+pub(crate) mod votes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -25,12 +25,12 @@ use questions_core::ops::{self, Caller};
 use questions_core::ops::{Ledger, Location};
 
 /// The port `serve` listens on unless `--bind` says otherwise (the README names it).
-pub const DEFAULT_PORT: u16 = 8466;
+pub(crate) const DEFAULT_PORT: u16 = 8466;
 
 /// The largest request body accepted: far beyond any answer a person types.
-pub const BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const BODY_LIMIT: usize = 64 * 1024;
 
-pub struct Config {
+pub(crate) struct Config {
     pub bind: SocketAddr,
     pub stage: Option<String>,
     pub caller: Caller,
@@ -69,7 +69,7 @@ impl App {
 }
 
 /// Serves until SIGINT or SIGTERM. Prints the start line once it listens.
-pub fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
+pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     if !config.bind.ip().is_loopback() && !config.allow_remote {
         return Err(Error::usage(format!(
             "--bind {} is not a loopback address: anyone who can reach it could try the \
@@ -187,15 +187,14 @@ async fn accept(
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+            accepted = listener.accept() => if let Ok(accepted) = accepted {
+                accepted
+            } else {
                 // Out of files, say: the connections in flight end and free some.
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
             },
-            _ = &mut stop => break,
+            () = &mut stop => break,
         };
         let Some(place) = limits.admit(peer.ip()) else {
             drop(stream);
@@ -214,7 +213,7 @@ async fn accept(
             tokio::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
-                _ = ended => {
+                () = ended => {
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
@@ -283,9 +282,10 @@ fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) 
                 *s = last;
                 changed
             });
-            Ok(match seq.is_closed() {
-                true => ops::Step::Done(()),
-                false => ops::Step::Wait(()),
+            Ok(if seq.is_closed() {
+                ops::Step::Done(())
+            } else {
+                ops::Step::Wait(())
             })
         });
         match followed {

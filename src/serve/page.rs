@@ -20,11 +20,11 @@ use questions_core::error::{Error, ErrorCode, Refusal};
 use questions_core::model::AnswerInput;
 use questions_core::ops;
 
-pub async fn css() -> Response {
+pub(super) async fn css() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], CSS).into_response()
 }
 
-pub async fn js() -> Response {
+pub(super) async fn js() -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         SCRIPT,
@@ -34,14 +34,14 @@ pub async fn js() -> Response {
 
 /// What the redirect after a change says was done.
 #[derive(Deserialize, Default)]
-pub struct Done {
+pub(super) struct Done {
     answered: Option<i64>,
     skipped: Option<i64>,
     declined: Option<i64>,
     accepted: Option<i64>,
 }
 
-pub async fn inbox(
+pub(super) async fn inbox(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Query(done): Query<Done>,
@@ -107,7 +107,7 @@ pub(super) fn field(fields: &Fields, name: &str) -> Option<String> {
         .filter(|v| !v.trim().is_empty())
 }
 
-pub async fn answer(
+pub(super) async fn answer(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -124,7 +124,7 @@ pub async fn answer(
     submit(app, person, id, Ok(ops::Act::Answer(input)), &fields).await
 }
 
-pub async fn skip(
+pub(super) async fn skip(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -140,7 +140,7 @@ pub async fn skip(
     .await
 }
 
-pub async fn decline(
+pub(super) async fn decline(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
@@ -151,7 +151,7 @@ pub async fn decline(
 }
 
 /// "Accept proposed": the person takes the question's proposal as their answer.
-pub async fn accept(
+pub(super) async fn accept(
     State(app): State<Arc<App>>,
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,

@@ -21,7 +21,7 @@ use questions_core::ops::{self, Procedure};
 /// Reads a `--users` file: one `NAME TOKEN` line per person (blank lines and `#`
 /// comments ignored), tokens of at least 16 characters, the file readable by its owner
 /// only.
-pub fn read_users(path: &Path) -> Result<Vec<(String, String)>> {
+pub(crate) fn read_users(path: &Path) -> Result<Vec<(String, String)>> {
     use std::os::unix::fs::PermissionsExt;
     let shown = path.display();
     let meta = std::fs::metadata(path)
@@ -197,9 +197,8 @@ async fn vote_form(
         Ok(ballot) => cast(&app, &person, id, ballot, shown).await,
         Err(e) => Err(e),
     };
-    let refused = match done {
-        Ok(_) => return axum::response::Redirect::to("/").into_response(),
-        Err(e) => e,
+    let Err(refused) = done else {
+        return axum::response::Redirect::to("/").into_response();
     };
     let flash = crate::page::html::Flash::Failed(strings::refused(id, &refused.message));
     super::page::render(&app, &person, api::status_of(refused.code), Some(flash)).await

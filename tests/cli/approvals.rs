@@ -144,7 +144,7 @@ fn person_command(l: &Ledger, who: &str) -> std::process::Command {
 
 fn as_person(l: &Ledger, who: &str) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::from_std(person_command(l, who));
-    cmd.timeout(std::time::Duration::from_secs(120));
+    cmd.timeout(std::time::Duration::from_mins(2));
     cmd
 }
 
@@ -974,7 +974,7 @@ fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
         .spawn()
         .unwrap();
     // The approval is logged, then the approvers vote.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
     while l.run(["list", "--stage", "release-42"]).json["count"] != 1 {
         assert!(
             std::time::Instant::now() < deadline,

@@ -84,7 +84,7 @@ impl Model {
 
 /// Requests on one connection, kept alive, until the client closes it.
 fn serve(stream: TcpStream, results: &Mutex<Vec<Value>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(120)));
+    let _ = stream.set_read_timeout(Some(Duration::from_mins(2)));
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
@@ -346,7 +346,9 @@ fn sqlite_only_answers_on_record_for_the_same_text_do_not_answer_a_new_call() {
     if claude().is_none() {
         return;
     }
-    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_CLAUDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let project = Project::new();
     assert!(hooks_in(project.dir.path())["hooks"]["PreToolUse"].is_array());
     // Someone asked the person the same texts before the agent got to them, and they
@@ -431,7 +433,9 @@ fn sqlite_only_answers_given_while_the_hook_waits_reach_the_model_without_the_ca
     if claude().is_none() {
         return;
     }
-    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_CLAUDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let project = Project::new();
     wait_in_pre_tool_use(project.dir.path(), 60);
     let model = Model::start();
@@ -501,7 +505,9 @@ fn sqlite_only_unanswered_questions_fall_through_to_the_card_and_its_answers_are
     if claude().is_none() {
         return;
     }
-    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_CLAUDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let project = Project::new();
     let model = Model::start();
 
@@ -554,7 +560,9 @@ fn sqlite_only_answers_that_come_after_the_card_was_dismissed_are_handed_over_on
     if claude().is_none() {
         return;
     }
-    let _one = ONE_CLAUDE.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_CLAUDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let project = Project::new();
     let model = Model::start();
     // The card is dismissed; meanwhile the person answers from elsewhere (the inbox).

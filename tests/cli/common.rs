@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tempfile::TempDir;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_questions");
-pub const NOW: &str = "2026-11-21T23:47:04.692Z";
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_questions");
+pub(crate) const NOW: &str = "2026-11-21T23:47:04.692Z";
 
 /// What one call printed and how it exited.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub json: Value,
     pub stdout: String,
@@ -20,7 +20,7 @@ pub struct Run {
 
 impl Run {
     /// Asserts the contract's failure shape and returns the error code.
-    pub fn error_code(&self) -> &str {
+    pub(crate) fn error_code(&self) -> &str {
         assert_eq!(self.json["ok"], false, "expected a failure: {self:?}");
         assert!(
             self.json["error"].as_str().is_some_and(|m| !m.is_empty()),
@@ -34,14 +34,14 @@ impl Run {
 /// The engine the contract tests run against: a SQLite file in a temp dir, or, when
 /// QUESTIONS_TEST_PG names a PostgreSQL server (scripts/with-postgres sets it), a fresh
 /// database on it for each ledger.
-pub struct Ledger {
+pub(crate) struct Ledger {
     pub dir: TempDir,
     pub path: PathBuf,
     pub url: Option<String>,
 }
 
 /// The admin URL of the PostgreSQL server under test, if the suite runs against one.
-pub fn postgres_server() -> Option<String> {
+pub(crate) fn postgres_server() -> Option<String> {
     std::env::var("QUESTIONS_TEST_PG")
         .ok()
         .filter(|u| !u.is_empty())
@@ -61,7 +61,7 @@ pub fn postgres_server() -> Option<String> {
 /// Each such test starts with the macro of its tag. Run in a pass it does not apply to
 /// (the skip forgotten), it fails, saying which skip the pass needs: it never reports a
 /// pass for work it did not do.
-pub fn only(tag: &str, applies: bool, skip: &str) {
+pub(crate) fn only(tag: &str, applies: bool, skip: &str) {
     let thread = std::thread::current();
     let name = thread.name().unwrap_or("main");
     // libtest names each test's thread after the test; the name must carry the tag the
@@ -72,16 +72,15 @@ pub fn only(tag: &str, applies: bool, skip: &str) {
             "{name} must carry `{tag}` in its name, for the passes that skip it"
         );
     }
-    if !applies {
-        panic!(
-            "{name} applies {skip}: this pass must skip it by name (`cargo test -- --skip {tag}`)"
-        );
-    }
+    assert!(
+        applies,
+        "{name} applies {skip}: this pass must skip it by name (`cargo test -- --skip {tag}`)"
+    );
 }
 
 /// Whether this run is CI's (`CI` set, and not to `false`): there, .ci/run has installed
 /// every tool, client and browser the suite drives, so none may be missing.
-pub fn under_ci() -> bool {
+pub(crate) fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false")
 }
 
@@ -90,7 +89,7 @@ pub fn under_ci() -> bool {
 /// elsewhere the test says `SKIPPED <test>: <reason>` and returns at once
 /// (`return skip(…)`). The line goes to the run's own stderr, past libtest's capture, so
 /// that it shows among the results rather than the test passing unseen.
-pub fn skip(reason: &str) {
+pub(crate) fn skip(reason: &str) {
     let thread = std::thread::current();
     let name = thread.name().unwrap_or("main");
     assert!(
@@ -102,7 +101,7 @@ pub fn skip(reason: &str) {
 }
 
 /// Whether this pass goes through PgBouncer (scripts/with-postgres --pgbouncer).
-pub fn pooled() -> bool {
+pub(crate) fn pooled() -> bool {
     postgres_server().is_some() && std::env::var_os("QUESTIONS_TEST_PG_BOUNCER").is_some()
 }
 
@@ -157,7 +156,7 @@ fn new_database(admin: &str) -> String {
 }
 
 impl Ledger {
-    pub fn new() -> Ledger {
+    pub(crate) fn new() -> Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ledger.db");
         let url = postgres_server().map(|admin| new_database(&admin));
@@ -165,7 +164,7 @@ impl Ledger {
     }
 
     /// What --db names: the file, or the database.
-    pub fn db(&self) -> std::ffi::OsString {
+    pub(crate) fn db(&self) -> std::ffi::OsString {
         match &self.url {
             Some(url) => url.into(),
             None => self.path.clone().into_os_string(),
@@ -173,14 +172,14 @@ impl Ledger {
     }
 
     /// The binary, run in the temp dir against this ledger, with the clock pinned.
-    pub fn command(&self) -> assert_cmd::Command {
+    pub(crate) fn command(&self) -> assert_cmd::Command {
         let mut cmd = bare_command(self.dir.path());
         cmd.arg("--db").arg(self.db());
         cmd
     }
 
     /// No ledger was created: no file, or no tables in the database.
-    pub fn assert_not_created(&self) {
+    pub(crate) fn assert_not_created(&self) {
         match &self.url {
             None => assert!(!self.path.exists(), "the ledger file was created"),
             Some(url) => {
@@ -209,7 +208,7 @@ impl Ledger {
     }
 
     /// Runs raw SQL on the ledger, outside `questions`; true when the engine refuses it.
-    pub fn sql_is_refused(&self, sql: &str) -> bool {
+    pub(crate) fn sql_is_refused(&self, sql: &str) -> bool {
         match &self.url {
             None => rusqlite::Connection::open(&self.path)
                 .unwrap()
@@ -222,7 +221,7 @@ impl Ledger {
         }
     }
 
-    pub fn run<I, S>(&self, args: I) -> Run
+    pub(crate) fn run<I, S>(&self, args: I) -> Run
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -232,7 +231,7 @@ impl Ledger {
         finish(cmd)
     }
 
-    pub fn run_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Run
+    pub(crate) fn run_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Run
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -243,7 +242,7 @@ impl Ledger {
     }
 
     /// Like `ok`, with `stdin` piped in.
-    pub fn ok_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Value
+    pub(crate) fn ok_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Value
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -255,12 +254,12 @@ impl Ledger {
     }
 
     /// All questions, as `list` prints them.
-    pub fn all(&self) -> Vec<Value> {
+    pub(crate) fn all(&self) -> Vec<Value> {
         self.ok(["list"])["questions"].as_array().unwrap().clone()
     }
 
     /// Runs a call that must succeed and returns its JSON.
-    pub fn ok<I, S>(&self, args: I) -> Value
+    pub(crate) fn ok<I, S>(&self, args: I) -> Value
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -272,19 +271,19 @@ impl Ledger {
     }
 
     /// Logs a question and returns its id.
-    pub fn log(&self, stage: &str, question: &str) -> i64 {
+    pub(crate) fn log(&self, stage: &str, question: &str) -> i64 {
         self.ok(["log", "--stage", stage, "--question", question])["question_id"]
             .as_i64()
             .expect("question_id")
     }
 
-    pub fn log_with(&self, stage: &str, question: &str, more: &[&str]) -> i64 {
+    pub(crate) fn log_with(&self, stage: &str, question: &str, more: &[&str]) -> i64 {
         let mut args = vec!["log", "--stage", stage, "--question", question];
         args.extend_from_slice(more);
         self.ok(args)["question_id"].as_i64().expect("question_id")
     }
 
-    pub fn question(&self, id: i64) -> Value {
+    pub(crate) fn question(&self, id: i64) -> Value {
         let list = self.ok(["list"]);
         list["questions"]
             .as_array()
@@ -297,7 +296,7 @@ impl Ledger {
 
     /// The ledger's whole content: the file and its write-ahead log, where recent
     /// writes stay until a checkpoint copies them into the file.
-    pub fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         let mut bytes = std::fs::read(&self.path).expect("ledger file");
         bytes.extend(std::fs::read(format!("{}-wal", self.path.display())).unwrap_or_default());
         bytes
@@ -305,17 +304,17 @@ impl Ledger {
 }
 
 /// The binary without --db, run in `cwd`, with no QUESTIONS_DB from outside.
-pub fn bare_command(cwd: &Path) -> assert_cmd::Command {
+pub(crate) fn bare_command(cwd: &Path) -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::new(BIN);
     cmd.current_dir(cwd)
         .env_remove("QUESTIONS_DB")
         .env_remove("QUESTIONS_USER")
         .env("QUESTIONS_NOW", NOW)
-        .timeout(std::time::Duration::from_secs(120));
+        .timeout(std::time::Duration::from_mins(2));
     cmd
 }
 
-pub fn finish(mut cmd: assert_cmd::Command) -> Run {
+pub(crate) fn finish(mut cmd: assert_cmd::Command) -> Run {
     let out = cmd.output().expect("the binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -333,7 +332,7 @@ pub fn finish(mut cmd: assert_cmd::Command) -> Run {
 
 /// Every key the contract's question object always carries: the `required` list of
 /// schema/question.json, so that a key added there is checked everywhere this is.
-pub fn question_keys() -> Vec<String> {
+pub(crate) fn question_keys() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/question.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let schema: Value = serde_json::from_str(&text).expect("schema/question.json is JSON");
@@ -352,7 +351,7 @@ pub fn question_keys() -> Vec<String> {
 
 /// Every command the binary has, as its clap definition declares them (not `help`, which
 /// clap adds): a command added there is covered by the tests that walk this list.
-pub fn commands() -> Vec<String> {
+pub(crate) fn commands() -> Vec<String> {
     use clap::CommandFactory;
     let names: Vec<String> = questions::cli::Cli::command()
         .get_subcommands()
@@ -364,14 +363,14 @@ pub fn commands() -> Vec<String> {
 }
 
 /// A file under tests/fixtures.
-pub fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-pub fn ids(v: &Value) -> Vec<i64> {
+pub(crate) fn ids(v: &Value) -> Vec<i64> {
     v.as_array()
         .unwrap_or_else(|| panic!("not an array: {v}"))
         .iter()
@@ -381,7 +380,7 @@ pub fn ids(v: &Value) -> Vec<i64> {
 
 /// Copies a ledger with its write-ahead log (a copy of the file alone misses the writes
 /// not yet checkpointed), replacing whatever was at `to`.
-pub fn copy_ledger(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_ledger(from: &std::path::Path, to: &std::path::Path) {
     for suffix in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", to.display()));
     }
@@ -393,7 +392,7 @@ pub fn copy_ledger(from: &std::path::Path, to: &std::path::Path) {
 }
 
 /// An instant `seconds` after the pinned clock, as the ledger writes instants.
-pub fn later(seconds: i64) -> String {
+pub(crate) fn later(seconds: i64) -> String {
     let base = chrono::DateTime::parse_from_rfc3339(NOW).unwrap();
     (base + chrono::Duration::seconds(seconds))
         .with_timezone(&chrono::Utc)
@@ -402,7 +401,7 @@ pub fn later(seconds: i64) -> String {
 
 impl Ledger {
     /// A call with the clock pinned at `now` instead.
-    pub fn run_at<I, S>(&self, now: &str, args: I) -> Run
+    pub(crate) fn run_at<I, S>(&self, now: &str, args: I) -> Run
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -419,7 +418,7 @@ impl Ledger {
 /// ledger again; `watch-idle` is where a watcher has delivered or passed over every event
 /// and is about to wait). The call announces each arrival there; the test waits for that, not
 /// for time to pass.
-pub struct Pause {
+pub(crate) struct Pause {
     go: PathBuf,
     reached: PathBuf,
     /// The value of `QUESTIONS_TEST_PAUSE` for the call.
@@ -427,7 +426,7 @@ pub struct Pause {
 }
 
 impl Pause {
-    pub fn new(dir: &Path, point: &str) -> Pause {
+    pub(crate) fn new(dir: &Path, point: &str) -> Pause {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let go = dir.join(format!(
@@ -440,7 +439,7 @@ impl Pause {
     }
 
     /// Waits until the call has arrived at the point (30 s at most).
-    pub fn reached(&self) {
+    pub(crate) fn reached(&self) {
         let end = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !self.reached.exists() {
             assert!(
@@ -453,18 +452,18 @@ impl Pause {
     }
 
     /// Whether the call has arrived at the point.
-    pub fn has_reached(&self) -> bool {
+    pub(crate) fn has_reached(&self) -> bool {
         self.reached.exists()
     }
 
     /// Lets the call go on, and not stop there again.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         std::fs::write(&self.go, b"").unwrap();
     }
 
     /// Lets the call, stopped at the point, go on, and waits until it comes back there:
     /// for `wait`, it has read the ledger once more.
-    pub fn go_round(&self) {
+    pub(crate) fn go_round(&self) {
         self.forget();
         self.release();
         self.reached();
@@ -472,13 +471,13 @@ impl Pause {
 
     /// Waits until the call arrives at the point again after this: for `wait`, it has
     /// read the ledger once more since.
-    pub fn again(&self) {
+    pub(crate) fn again(&self) {
         self.forget();
         self.reached();
     }
 
     /// Forgets the arrivals so far: `reached` then waits for one after this.
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         let _ = std::fs::remove_file(&self.reached);
     }
 }

@@ -42,15 +42,12 @@ fn examples(help: &str) -> Vec<String> {
             continue;
         }
         let text = line.trim();
-        match text.strip_suffix('\\') {
-            Some(head) => {
-                current.push_str(head);
-                current.push(' ');
-            }
-            None => {
-                current.push_str(text);
-                lines.push(std::mem::take(&mut current));
-            }
+        if let Some(head) = text.strip_suffix('\\') {
+            current.push_str(head);
+            current.push(' ');
+        } else {
+            current.push_str(text);
+            lines.push(std::mem::take(&mut current));
         }
     }
     lines
@@ -343,8 +340,10 @@ fn each_command_s_help_opens_with_its_own_line() {
         let about = top
             .find_subcommand(&name)
             .and_then(|c| c.get_about())
-            .map(|a| a.to_string())
-            .unwrap_or_else(|| panic!("{name} has no line in the command list"));
+            .map_or_else(
+                || panic!("{name} has no line in the command list"),
+                std::string::ToString::to_string,
+            );
         let run = finish({
             let mut cmd = bare_command(Path::new("."));
             cmd.args([name.as_str(), "--help"]);

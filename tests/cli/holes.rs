@@ -228,7 +228,7 @@ fn sqlite_only_a_tampered_ledger_reads_what_it_can_and_names_the_damage_in_one_l
         rusqlite::Connection::open(&l.path)
             .unwrap()
             .execute_batch(text)
-            .unwrap()
+            .unwrap();
     };
     // The migration history cannot be read: the questions still can, nothing is written.
     sql("DROP TABLE refinery_schema_history; CREATE TABLE refinery_schema_history (x TEXT);");

@@ -382,7 +382,7 @@ fn a_card_answer_that_differs_from_the_ledgers_keeps_the_ledgers_and_says_so() {
 fn malformed_events_fail_open_and_log_nothing() {
     let l = Ledger::new();
     let inputs = [
-        "".to_string(),
+        String::new(),
         "{".to_string(),
         "[]".to_string(),
         "\u{0}\u{1}binary".to_string(),
@@ -489,12 +489,11 @@ fn finishes<T: Send + 'static>(
     std::thread::spawn(move || {
         let _ = done.send(work());
     });
-    match result.recv_timeout(limit) {
-        Ok(value) => value,
-        Err(_) => {
-            unstick();
-            panic!("the hook did not finish within {limit:?}");
-        }
+    if let Ok(value) = result.recv_timeout(limit) {
+        value
+    } else {
+        unstick();
+        panic!("the hook did not finish within {limit:?}");
     }
 }
 

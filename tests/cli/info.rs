@@ -212,18 +212,15 @@ fn info_counts_each_stage() {
     assert_eq!(ledger["exists"], true);
     assert_eq!(ledger["found_by"], "--db");
     assert!(ledger["schema_version"].as_i64().unwrap() >= 3, "{ledger}");
-    match &l.url {
-        Some(_) => {
-            assert_eq!(ledger["engine"], "postgres");
-            assert!(ledger["location"]
-                .as_str()
-                .unwrap()
-                .starts_with("postgres://"));
-        }
-        None => {
-            assert_eq!(ledger["engine"], "sqlite");
-            assert_eq!(ledger["location"], l.path.display().to_string());
-        }
+    if l.url.is_some() {
+        assert_eq!(ledger["engine"], "postgres");
+        assert!(ledger["location"]
+            .as_str()
+            .unwrap()
+            .starts_with("postgres://"));
+    } else {
+        assert_eq!(ledger["engine"], "sqlite");
+        assert_eq!(ledger["location"], l.path.display().to_string());
     }
     assert_eq!(
         info["stages"],

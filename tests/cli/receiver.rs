@@ -8,31 +8,31 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Request {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum Behavior {
+pub(crate) enum Behavior {
     /// 200 to everything.
     Accept,
     /// 500 to the first `n` requests, then 200.
@@ -46,14 +46,14 @@ pub enum Behavior {
     Redirect,
 }
 
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub url: String,
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Receiver {
-    pub fn start(behavior: Behavior) -> Receiver {
+    pub(crate) fn start(behavior: Behavior) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a port on loopback");
         listener.set_nonblocking(true).unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -79,12 +79,12 @@ impl Receiver {
         }
     }
 
-    pub fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.requests.lock().unwrap().clone()
     }
 
     /// Waits (at most `within`) until `n` requests have come.
-    pub fn wait_for(&self, n: usize, within: Duration) -> Vec<Request> {
+    pub(crate) fn wait_for(&self, n: usize, within: Duration) -> Vec<Request> {
         let end = std::time::Instant::now() + within;
         while self.requests().len() < n && std::time::Instant::now() < end {
             std::thread::sleep(Duration::from_millis(20));

@@ -127,7 +127,7 @@ fn uwf_and_open_questions_text_ingests_back_to_the_same_questions() {
             text.clone(),
         );
         let mut got = ids(&back["question_ids"]);
-        got.sort();
+        got.sort_unstable();
         assert_eq!(got, vec![1, 2, 3, 4, 5, 6, 7], "{format}:\n{text}");
         assert_eq!(
             ids(&back["created_ids"]),
@@ -263,7 +263,7 @@ fn ask_user_payloads_are_ones_ask_user_question_accepts() {
         }
         shown.extend(ids(&b["question_ids"]));
     }
-    shown.sort();
+    shown.sort_unstable();
     assert_eq!(shown, vec![1, 2, 3, 5, 6]);
     assert_ne!(
         batches
@@ -380,7 +380,7 @@ mod read_back {
                 }
                 pending.push(l.ok(args)["question_id"].as_i64().unwrap());
             }
-            pending.sort();
+            pending.sort_unstable();
             pending.dedup();
             let before = l.all();
             for format in ["uwf", "open-questions"] {
@@ -394,7 +394,7 @@ mod read_back {
                         "{} as {}:\n{}", format, how, run.stdout);
                     let mut got = ids(&back.json["question_ids"]);
                     got.extend(&skipped);
-                    got.sort();
+                    got.sort_unstable();
                     prop_assert_eq!(&got, &pending, "{} as {}:\n{}\n{}", format, how, run.stdout, run.stderr);
                 }
                 prop_assert_eq!(l.all(), before.clone(), "{}: the ledger changed", format);
@@ -437,7 +437,7 @@ fn a_question_holding_block_syntax_reads_back_as_itself() {
                 run.stderr
             );
             let mut got = ids(&back["question_ids"]);
-            got.sort();
+            got.sort_unstable();
             assert_eq!(got, vec![2, 3]);
         }
     }

@@ -269,15 +269,14 @@ fn created_in_the_middle_of_a_reset(point: &str) {
         .iter()
         .map(|q| q["question"].as_str().unwrap())
         .collect();
-    match out.status.code() {
-        Some(0) => assert_eq!(texts, ["Kept?"], "{point}: acknowledged: {json}"),
-        _ => {
-            assert!(
-                json["error"].as_str().unwrap().contains("reset"),
-                "{point}: {json}"
-            );
-            assert!(texts.is_empty(), "{point}: {texts:?}");
-        }
+    if let Some(0) = out.status.code() {
+        assert_eq!(texts, ["Kept?"], "{point}: acknowledged: {json}");
+    } else {
+        assert!(
+            json["error"].as_str().unwrap().contains("reset"),
+            "{point}: {json}"
+        );
+        assert!(texts.is_empty(), "{point}: {texts:?}");
     }
 }
 

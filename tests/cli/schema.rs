@@ -36,7 +36,7 @@ fn validator(name: &str) -> jsonschema::Validator {
         .unwrap_or_else(|e| panic!("schema {name}: {e}"))
 }
 
-pub fn assert_valid(name: &str, doc: &Value) {
+pub(crate) fn assert_valid(name: &str, doc: &Value) {
     let v = validator(name);
     let errors: Vec<String> = v
         .iter_errors(doc)
@@ -331,7 +331,7 @@ mod generated {
                 json!({"questions": qs}).to_string(),
             );
             let mut pending = ids(&ingested["question_ids"]);
-            pending.sort();
+            pending.sort_unstable();
             pending.dedup();
 
             for format in ["ask-user", "vscode"] {
@@ -358,7 +358,7 @@ mod generated {
                 for left in out["left_out"].as_array().unwrap() {
                     seen.push(left["question_id"].as_i64().unwrap());
                 }
-                seen.sort();
+                seen.sort_unstable();
                 assert_eq!(seen, pending, "{format}: every pending question is in one batch or left out: {out:#}");
             }
             let pi = l.ok(["render", "--stage", "s", "--format", "pi-pending"]);

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use crate::common::{Ledger, BIN, NOW};
 
-pub const TOKEN: &str = "test-token-0123456789";
+pub(crate) const TOKEN: &str = "test-token-0123456789";
 
 /// A running `questions serve` on a free port, stopped (SIGTERM) when dropped.
-pub struct Served {
+pub(crate) struct Served {
     child: Child,
     pub url: String,
     pub port: u16,
@@ -21,30 +21,30 @@ pub struct Served {
 
 /// One HTTP response.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub head: String,
     pub body: String,
 }
 
 impl Reply {
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
         })
     }
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {self:?}"))
     }
 }
 
 impl Served {
-    pub fn start(ledger: &Ledger, more: &[&str]) -> Served {
+    pub(crate) fn start(ledger: &Ledger, more: &[&str]) -> Served {
         Served::start_with(ledger, more, Some(TOKEN))
     }
 
-    pub fn start_with(ledger: &Ledger, more: &[&str], token: Option<&str>) -> Served {
+    pub(crate) fn start_with(ledger: &Ledger, more: &[&str], token: Option<&str>) -> Served {
         let mut cmd = std::process::Command::new(BIN);
         cmd.current_dir(ledger.dir.path())
             .env("QUESTIONS_NOW", NOW)
@@ -82,16 +82,16 @@ impl Served {
         Served { child, url, port }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// A raw request: the test says every header, Host included.
-    pub fn raw(&self, request: &str) -> Reply {
+    pub(crate) fn raw(&self, request: &str) -> Reply {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -115,7 +115,7 @@ impl Served {
     }
 
     /// A request with the given extra header lines and body.
-    pub fn request(&self, method: &str, path: &str, headers: &[&str], body: &str) -> Reply {
+    pub(crate) fn request(&self, method: &str, path: &str, headers: &[&str], body: &str) -> Reply {
         let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         if !headers
             .iter()
@@ -136,7 +136,7 @@ impl Served {
     }
 
     /// An API call with the bearer token.
-    pub fn api(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) fn api(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let bearer = format!("Authorization: Bearer {TOKEN}");
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let reply = self.request(
@@ -159,7 +159,7 @@ impl Served {
     }
 
     /// Stops the server as a person would (SIGTERM) and returns its exit code.
-    pub fn stop(mut self) -> i32 {
+    pub(crate) fn stop(mut self) -> i32 {
         let code = self.terminate();
         std::mem::forget(self);
         code
@@ -248,7 +248,7 @@ fn api_lists_answers_and_records_channel_web_and_the_user() {
     assert_eq!(status, 200, "{done}");
     assert_eq!(l.question(other)["answer"], "A dashboard");
     let gate = l.run(["check", "--stage", "intake"]);
-    assert_eq!(gate.code, 0, "{:?}", gate);
+    assert_eq!(gate.code, 0, "{gate:?}");
 }
 
 #[test]

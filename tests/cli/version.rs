@@ -80,7 +80,7 @@ fn version_alone_prints_the_line_clap_prints() {
     use clap::CommandFactory;
     // `--version` or `-V` alone is answered without building the command tree; beside a
     // global flag it goes through clap. Every form prints clap's own line, byte for byte.
-    let clap_line = questions::cli::Cli::command().render_version().to_string();
+    let clap_line = questions::cli::Cli::command().render_version().clone();
     assert!(clap_line.starts_with("questions "), "{clap_line:?}");
     let l = Ledger::new();
     for flag in ["--version", "-V"] {

@@ -375,7 +375,11 @@ fn the_readme_ntfy_recipe_pings_for_a_required_question() {
     // deliveries are synchronous): a second ping would have come by now.
     idle.again();
     stop(&mut watcher);
-    let bodies: Vec<String> = ntfy.requests().iter().map(|r| r.text()).collect();
+    let bodies: Vec<String> = ntfy
+        .requests()
+        .iter()
+        .map(super::receiver::Request::text)
+        .collect();
     assert_eq!(
         bodies.len(),
         1,

@@ -10,16 +10,14 @@ pub fn now() -> String {
     let instant = std::env::var(PIN_VAR)
         .ok()
         .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_else(Utc::now);
+        .map_or_else(Utc::now, |t| t.with_timezone(&Utc));
     instant.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// The instant `within` after `now` (as `now` gives it), in the same form.
 pub fn after(now: &str, within: std::time::Duration) -> String {
-    let start = DateTime::parse_from_rfc3339(now)
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or_else(|_| Utc::now());
+    let start =
+        DateTime::parse_from_rfc3339(now).map_or_else(|_| Utc::now(), |t| t.with_timezone(&Utc));
     let within = chrono::Duration::from_std(within).unwrap_or(chrono::Duration::MAX);
     start
         .checked_add_signed(within)

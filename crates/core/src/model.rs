@@ -282,14 +282,13 @@ impl HarnessCall {
                 .map(|s| s.replace(':', "_"))
         };
         let session = clean(session).unwrap_or_else(|| "-".to_string());
-        let (call, by_input) = match clean(call_id) {
-            Some(id) => (id, false),
-            None => {
-                use sha2::{Digest, Sha256};
-                let digest = Sha256::digest(input.to_string().as_bytes());
-                let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-                (format!("input-{hex}"), true)
-            }
+        let (call, by_input) = if let Some(id) = clean(call_id) {
+            (id, false)
+        } else {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(input.to_string().as_bytes());
+            let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            (format!("input-{hex}"), true)
         };
         HarnessCall {
             key: format!("{}:{session}:{call}", harness.as_str()),
@@ -763,15 +762,15 @@ const ADD_OPTIONS: &str = "add --option LABEL or --options-json";
 /// and nothing that needs them; the first clash found, as a refusal front ends word.
 fn approval_clash(
     required: bool,
-    proposed: bool,
-    options: bool,
+    proposed: Option<&str>,
+    options: &[QuestionOption],
     multi_select: bool,
     allow_freeform: bool,
 ) -> Result<()> {
     let clash = [
         (!required, ApprovalClash::Optional),
-        (proposed, ApprovalClash::Proposed),
-        (options, ApprovalClash::Options),
+        (proposed.is_some(), ApprovalClash::Proposed),
+        (!options.is_empty(), ApprovalClash::Options),
         (multi_select, ApprovalClash::MultiSelect),
         (!allow_freeform, ApprovalClash::NoFreeform),
     ]
@@ -802,8 +801,8 @@ impl NewQuestion {
         if d.approval.is_some() {
             approval_clash(
                 d.required,
-                d.proposed.is_some(),
-                !d.options.is_empty(),
+                d.proposed.as_deref(),
+                &d.options,
                 d.multi_select,
                 d.allow_freeform,
             )?;
@@ -851,8 +850,8 @@ impl NewQuestion {
     pub fn into_approval(mut self, approval: Approval) -> Result<NewQuestion> {
         approval_clash(
             self.required,
-            self.proposed.is_some(),
-            !self.options.is_empty(),
+            self.proposed.as_deref(),
+            &self.options,
             self.multi_select,
             self.allow_freeform,
         )?;
@@ -1069,7 +1068,7 @@ pub fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
         match part.parse::<i64>() {
             Ok(id) if id > 0 => {
                 if !ids.contains(&id) {
-                    ids.push(id)
+                    ids.push(id);
                 }
             }
             _ => {
@@ -1099,7 +1098,7 @@ pub struct Resolved {
 
 /// Applies the contract's option rules; a refusal is `invalid_answer`.
 pub fn resolve_answer(q: &Question, input: &AnswerInput) -> Result<Resolved> {
-    let text = input.text.as_deref().map(str::trim).unwrap_or("");
+    let text = input.text.as_deref().map_or("", str::trim);
     if input.select.is_empty() && text.is_empty() {
         let id = q.id;
         return Err(Error::invalid_answer(format!(

@@ -16,7 +16,7 @@ use questions_core::ops::{Caller, Procedure};
 
 /// What `answer_in_app` recorded.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct AppRecorded {
+pub(super) struct AppRecorded {
     question_id: i64,
     status: State,
     #[serde(skip_serializing_if = "Option::is_none")]

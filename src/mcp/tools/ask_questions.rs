@@ -32,7 +32,7 @@ const FORM_KEY: &str = "form";
 /// One question to log, as `log` takes it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NewItem {
+pub(super) struct NewItem {
     /// The question text.
     question: String,
     /// A short label (ask tools show at most 12 characters).
@@ -59,7 +59,7 @@ pub struct NewItem {
 /// An approval's policy, as `log --approval` takes it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalItem {
+pub(super) struct ApprovalItem {
     /// Who may approve: names, and groups as "group:NAME".
     approvers: Vec<String>,
     /// How many distinct approvers must approve.
@@ -70,14 +70,14 @@ pub struct ApprovalItem {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum OptionItem {
+pub(super) enum OptionItem {
     Label(String),
     Full(FullOption),
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FullOption {
+pub(super) struct FullOption {
     label: String,
     description: Option<String>,
     #[serde(default)]
@@ -86,7 +86,7 @@ pub struct FullOption {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AskInput {
+pub(super) struct AskInput {
     /// The stage the questions belong to (its gate waits for the required ones).
     stage: String,
     questions: Vec<NewItem>,
@@ -102,7 +102,7 @@ pub struct AskInput {
 /// What became of the form put to the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Elicited {
+pub(super) enum Elicited {
     /// The person filled in the form; their answers are recorded.
     Accepted,
     /// The person declined the form: the questions stay pending; ask another way.
@@ -125,13 +125,13 @@ pub enum Elicited {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct NotRecorded {
+pub(super) struct NotRecorded {
     question_id: i64,
     reason: String,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Asked {
+pub(super) struct Asked {
     question_ids: Vec<i64>,
     created_ids: Vec<i64>,
     outcomes: Outcomes,
@@ -281,16 +281,15 @@ impl Server {
             }
             None => None,
         };
-        let (question_ids, created_ids) = match &redeemed {
-            Some((state, _)) => (state.question_ids.clone(), state.created_ids.clone()),
-            None => {
-                // All or nothing, in one transaction, as `ingest` logs an envelope.
-                let logged = blocking(self.location.clone(), move |ledger| {
-                    ops::log_all(ledger, &new)
-                })
-                .await?;
-                (logged.question_ids, logged.created_ids)
-            }
+        let (question_ids, created_ids) = if let Some((state, _)) = &redeemed {
+            (state.question_ids.clone(), state.created_ids.clone())
+        } else {
+            // All or nothing, in one transaction, as `ingest` logs an envelope.
+            let logged = blocking(self.location.clone(), move |ledger| {
+                ops::log_all(ledger, &new)
+            })
+            .await?;
+            (logged.question_ids, logged.created_ids)
         };
 
         let ((elicitation, not_recorded), elicitation_error) =
@@ -334,9 +333,10 @@ impl Server {
                         } else {
                             // The inbox's page records nothing through this call: its state
                             // shows no question.
-                            let (params, shown) = match self.inbox_request(&pending, to_inbox)? {
-                                Some(params) => (params, Vec::new()),
-                                None => {
+                            let (params, shown) =
+                                if let Some(params) = self.inbox_request(&pending, to_inbox)? {
+                                    (params, Vec::new())
+                                } else {
                                     let (message, schema) = form::build(&pending)?;
                                     let params = ElicitRequestParams::FormElicitationParams {
                                         meta: None,
@@ -347,8 +347,7 @@ impl Server {
                                         params,
                                         pending.iter().map(|q| (q.id, q.fingerprint())).collect(),
                                     )
-                                }
-                            };
+                                };
                             let state = self.rounds.seal(
                                 &client_name(context),
                                 ledger_id.as_deref(),

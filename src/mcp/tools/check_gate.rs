@@ -12,7 +12,7 @@ use questions_core::ops::{self, CheckRequest, Procedure, Wait};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CheckInput {
+pub(super) struct CheckInput {
     /// The stage to gate.
     stage: String,
     /// Only these questions of the stage; an unknown id is not_found.

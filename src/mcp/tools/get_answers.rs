@@ -12,7 +12,7 @@ use questions_core::ops::{self, Procedure};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StageInput {
+pub(super) struct StageInput {
     /// The stage whose answers are returned.
     stage: String,
 }

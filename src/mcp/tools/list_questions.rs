@@ -13,7 +13,7 @@ use questions_core::ops::{self, Filter, Procedure};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListInput {
+pub(super) struct ListInput {
     /// Only questions of this stage.
     stage: Option<String>,
     /// Only questions with this status.

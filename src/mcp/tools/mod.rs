@@ -43,7 +43,7 @@ use questions_core::model::{Channel, Question, Status, Vocabulary};
 use questions_core::ops::{self, Caller, Location, Procedure};
 
 #[derive(Clone)]
-pub struct Server {
+pub(super) struct Server {
     location: Location,
     tool_router: ToolRouter<Server>,
     /// The user this server was configured with (`--by`, `QUESTIONS_USER`, else the
@@ -60,7 +60,7 @@ pub struct Server {
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
 /// a tool error carrying the contract's failure document (the SDK would answer with a
 /// protocol error), and the schema the client sees is `T`'s.
-pub struct Input<T>(std::result::Result<T, String>);
+pub(super) struct Input<T>(std::result::Result<T, String>);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Input<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -96,7 +96,7 @@ impl<T> Input<T> {
 /// A value of one of the core's vocabularies, by its name: the names it takes, its
 /// schema's `enum` and its error are the core's (`Vocabulary`), not listed again here.
 #[derive(Debug, Clone, Copy)]
-pub struct Named<T>(T);
+pub(super) struct Named<T>(T);
 
 impl<'de, T: Vocabulary> Deserialize<'de> for Named<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -124,7 +124,7 @@ impl<T: Vocabulary> JsonSchema for Named<T> {
 /// Where a question stands, for an agent to branch on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum State {
+pub(super) enum State {
     Answered,
     Skipped,
     Declined,
@@ -134,7 +134,7 @@ pub enum State {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Outcome {
+pub(super) struct Outcome {
     status: State,
     #[serde(skip_serializing_if = "Option::is_none")]
     answer: Option<String>,
@@ -434,19 +434,19 @@ fn unknown_task(id: &str) -> McpError {
 
 impl Server {
     /// The user this server acts for, and whether it casts that user's votes.
-    pub fn with_user(mut self, user: Option<String>, votes: bool) -> Server {
+    pub(super) fn with_user(mut self, user: Option<String>, votes: bool) -> Server {
         self.user = user;
         self.votes = votes;
         self
     }
 
     /// The inbox a client that opens URLs sends the person to.
-    pub fn with_inbox(mut self, inbox: Inbox) -> Server {
+    pub(super) fn with_inbox(mut self, inbox: Inbox) -> Server {
         self.inbox = inbox;
         self
     }
 
-    pub fn new(location: Location) -> Result<Server> {
+    pub(super) fn new(location: Location) -> Result<Server> {
         let mut tool_router = Self::ask_questions_router()
             + Self::wait_for_answers_router()
             + Self::check_gate_router()

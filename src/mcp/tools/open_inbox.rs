@@ -11,7 +11,7 @@ use questions_core::ops::{self, Procedure};
 
 /// `open_inbox`'s result: the pending questions the in-chat inbox shows.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct InboxShown {
+pub(super) struct InboxShown {
     pending_count: usize,
     question_ids: Vec<i64>,
     /// The MCP Apps resource a host renders for it.

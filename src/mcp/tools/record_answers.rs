@@ -16,7 +16,7 @@ use questions_core::ops::{self, Procedure};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordInput {
+pub(super) struct RecordInput {
     /// The stage the questions belong to.
     stage: String,
     /// By question id: the answer text, the chosen option labels, or

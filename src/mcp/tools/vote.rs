@@ -15,7 +15,7 @@ use questions_core::ops::{self, Procedure};
 /// `vote`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct VoteInput {
+pub(super) struct VoteInput {
     /// The approval's id.
     id: i64,
     /// "approve" or "reject".

@@ -25,7 +25,7 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitInput {
+pub(super) struct WaitInput {
     /// Wait for this stage's questions (narrowed to `ids` when both are given).
     stage: Option<String>,
     /// Wait for these questions.
@@ -39,7 +39,7 @@ pub struct WaitInput {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Waited {
+pub(super) struct Waited {
     question_ids: Vec<i64>,
     /// Every named question has left `pending`.
     settled: bool,

@@ -222,26 +222,30 @@ pub fn render_ask_user(
         let text = q.question.trim().to_string();
         let made_up = shown.iter().any(|s| !matches!(s.meaning, Meaning::Own(_)));
         let fits = |b: &Open| b.ids.len() < BATCH && !b.texts.contains(&text);
-        let at = match open.iter().position(fits) {
-            Some(at) => at,
-            None => {
-                open.push(Open {
-                    ids: Vec::new(),
-                    texts: Vec::new(),
-                    headers: Vec::new(),
-                    items: Vec::new(),
-                });
-                open.len() - 1
-            }
+        let at = if let Some(at) = open.iter().position(fits) {
+            at
+        } else {
+            open.push(Open {
+                ids: Vec::new(),
+                texts: Vec::new(),
+                headers: Vec::new(),
+                items: Vec::new(),
+            });
+            open.len() - 1
         };
         let batch = &mut open[at];
         if batch.headers.contains(&header) {
             // Headers must be unique in a call: a short suffix keeps the batch full (one
             // batch of four, not four of one). Answers come back keyed by question text.
-            let base = match full.is_empty() {
-                true => one_line(&q.question),
-                false => full.clone(),
+            let base = if full.is_empty() {
+                one_line(&q.question)
+            } else {
+                full.clone()
             };
+            #[allow(
+                clippy::maybe_infinite_iter,
+                reason = "a suffix not yet taken is found among the call's few headers"
+            )]
             let unique = (2..)
                 .map(|n| {
                     let suffix = format!(" {n}");

@@ -331,7 +331,7 @@ pub(crate) struct Obj<'a> {
 }
 
 impl<'a> Obj<'a> {
-    pub fn new(value: &'a Value, path: &str) -> Parsed<Obj<'a>> {
+    pub(crate) fn new(value: &'a Value, path: &str) -> Parsed<Obj<'a>> {
         match value {
             Value::Object(map) => Ok(Obj {
                 map,
@@ -345,7 +345,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn at(&self, key: &str) -> String {
+    pub(crate) fn at(&self, key: &str) -> String {
         if self.path.is_empty() {
             key.to_string()
         } else {
@@ -354,7 +354,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A string field that may be missing or null.
-    pub fn opt_str(&self, key: &str) -> Parsed<Option<String>> {
+    pub(crate) fn opt_str(&self, key: &str) -> Parsed<Option<String>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -367,7 +367,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A string field that must be there and not blank.
-    pub fn req_str(&self, key: &str) -> Parsed<String> {
+    pub(crate) fn req_str(&self, key: &str) -> Parsed<String> {
         match self.opt_str(key)? {
             Some(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
             Some(_) => fail(format!("{} is empty", self.at(key))),
@@ -375,7 +375,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn opt_bool(&self, key: &str) -> Parsed<Option<bool>> {
+    pub(crate) fn opt_bool(&self, key: &str) -> Parsed<Option<bool>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -394,7 +394,7 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub fn opt_array(&self, key: &str) -> Parsed<Option<&'a Vec<Value>>> {
+    pub(crate) fn opt_array(&self, key: &str) -> Parsed<Option<&'a Vec<Value>>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) => Ok(Some(items)),
@@ -436,9 +436,10 @@ pub(crate) fn parse_options(items: &[Value], path: &str) -> Parsed<Vec<QuestionO
             Value::String(s) => (s.clone(), None, false),
             other => {
                 let o = Obj::new(other, &here)?;
-                let label = match (o.opt_str("label")?, o.opt_str("title")?) {
-                    (Some(l), _) | (None, Some(l)) => l,
-                    (None, None) => return fail(format!("{here}.label is missing")),
+                let ((Some(label), _) | (None, Some(label))) =
+                    (o.opt_str("label")?, o.opt_str("title")?)
+                else {
+                    return fail(format!("{here}.label is missing"));
                 };
                 (
                     label,

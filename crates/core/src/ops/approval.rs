@@ -77,7 +77,7 @@ pub(super) fn cast(
 
 /// Makes an ingested question an approval: one that offers options or a proposed value,
 /// or is optional, cannot be one, and is refused rather than changed silently.
-pub fn make_approval(
+pub(super) fn make_approval(
     new: &mut crate::model::NewQuestion,
     approval: &crate::model::Approval,
 ) -> Result<()> {
@@ -289,7 +289,7 @@ pub struct ApprovalReport {
 }
 
 /// What `check` says of each approval among `questions`.
-pub fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalReport>> {
+pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalReport>> {
     let mut out = Vec::new();
     for q in questions {
         let Some(a) = &q.approval else { continue };

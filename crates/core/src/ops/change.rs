@@ -165,16 +165,15 @@ pub fn log_call(
     ledger.write(|tx| {
         let mut found = Vec::with_capacity(questions.len());
         for new in questions {
-            let q = match find(tx, new)? {
-                Some(q) => q,
-                None => {
-                    let new = NewQuestion {
-                        harness_call: Some(call.key.clone()),
-                        ..new.clone()
-                    };
-                    tx.apply(&new.log(&now))?
-                        .ok_or_else(|| Error::db("a logged question was not written"))?
-                }
+            let q = if let Some(q) = find(tx, new)? {
+                q
+            } else {
+                let new = NewQuestion {
+                    harness_call: Some(call.key.clone()),
+                    ..new.clone()
+                };
+                tx.apply(&new.log(&now))?
+                    .ok_or_else(|| Error::db("a logged question was not written"))?
             };
             found.push(Some(q));
         }

@@ -390,9 +390,10 @@ pub fn wait_settled(ledger: &mut Ledger, ids: &[i64], within: Duration) -> Resul
     let deadline = std::time::Instant::now() + within;
     super::follow(ledger, Some(deadline), POLL, |ledger, _| {
         let now = super::named(ledger, None, Some(ids))?;
-        Ok(match now.iter().any(|q| q.status == Status::Pending) {
-            true => super::Step::Wait(now),
-            false => super::Step::Done(now),
+        Ok(if now.iter().any(|q| q.status == Status::Pending) {
+            super::Step::Wait(now)
+        } else {
+            super::Step::Done(now)
         })
     })
 }

@@ -27,12 +27,12 @@ pub use gate::{
     Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
-pub use tasks::{cancel_task, look_task, start_task, NewTask, StoredTask, TaskEnd, TaskState};
+pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, EventFilter, Filter, FoundBy, Ledger,
-    Location, LockWait,
+    Location, LockWait, StoredTask, TaskState,
 };
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,
@@ -276,7 +276,7 @@ pub fn info(
     }
     let tallies = ledger.read(|tx| tx.tallies())?;
     let mut stages: Vec<StageCounts> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for t in tallies {
         let at = *index.entry(t.stage.clone()).or_insert_with(|| {
             stages.push(StageCounts {

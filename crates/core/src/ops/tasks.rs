@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::model::{Question, Status};
 use crate::store::Ledger;
 
-pub use crate::store::{StoredTask, TaskState};
+use crate::store::{StoredTask, TaskState};
 
 /// What a task is started for.
 pub struct NewTask {

@@ -40,7 +40,7 @@ type RustlsConnect = <MakeRustlsConnect as MakeTlsConnect<Socket>>::TlsConnect;
 
 /// How long the server may take.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(super) struct Limits {
     /// To make a connection: TCP, TLS, start-up and authentication.
     pub connect: Duration,
     /// To go on answering a statement under way.
@@ -49,7 +49,7 @@ pub struct Limits {
 
 /// A bound that ran out: what the server did not do, in words for the person.
 #[derive(Debug)]
-pub struct Silent(String);
+pub(super) struct Silent(String);
 
 impl std::fmt::Display for Silent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,7 +60,7 @@ impl std::fmt::Display for Silent {
 impl std::error::Error for Silent {}
 
 /// The words of a `Silent` anywhere in `e`'s chain of causes.
-pub fn silent(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+pub(super) fn silent(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         // An I/O error's `source` skips the error it wraps: look inside it too.
@@ -81,7 +81,7 @@ fn timed_out(message: String) -> io::Error {
 }
 
 /// The connector of every connection to a TCP host (see the module's comment).
-pub struct Bounded {
+pub(super) struct Bounded {
     rustls: Option<MakeRustlsConnect>,
     mode: SslMode,
     limits: Limits,
@@ -92,7 +92,7 @@ pub struct Bounded {
 }
 
 impl Bounded {
-    pub fn new(
+    pub(super) fn new(
         rustls: Option<MakeRustlsConnect>,
         mode: SslMode,
         limits: Limits,
@@ -135,7 +135,7 @@ impl MakeTlsConnect<Socket> for Bounded {
 }
 
 /// One attempt's negotiation: TLS as the mode says, then the guarded stream.
-pub struct Negotiate {
+pub(super) struct Negotiate {
     rustls: Option<RustlsConnect>,
     mode: SslMode,
     limits: Limits,
@@ -218,7 +218,7 @@ enum Inner {
 
 /// The stream every byte of a connection passes through, with the bounds of the module's
 /// comment.
-pub struct Guarded {
+pub(super) struct Guarded {
     inner: Inner,
     /// The server has said it is ready once: start-up and authentication are done.
     ready: bool,
@@ -250,9 +250,10 @@ impl Guarded {
             self.timer = None;
             return;
         }
-        let at = match self.ready {
-            false => self.deadline,
-            true => Instant::now() + self.limits.query,
+        let at = if self.ready {
+            Instant::now() + self.limits.query
+        } else {
+            self.deadline
         };
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(at.into()),
@@ -282,19 +283,20 @@ impl Guarded {
             return None;
         }
         let server = &self.server;
-        Some(timed_out(match self.ready {
-            false => format!(
-                "PostgreSQL at {server} did not finish the start-up and authentication within \
-                 {} (connect_timeout in the location sets this bound); is the server up, and \
-                 is it PostgreSQL at that port?",
-                seconds(self.limits.connect)
-            ),
-            true => format!(
+        Some(timed_out(if self.ready {
+            format!(
                 "PostgreSQL at {server} sent no reply for {} while a statement was under way \
-                 (QUESTIONS_PG_QUERY_TIMEOUT sets this bound); the server or the network to \
-                 it is down or stuck, and the connection was given up",
+             (QUESTIONS_PG_QUERY_TIMEOUT sets this bound); the server or the network to \
+             it is down or stuck, and the connection was given up",
                 seconds(self.limits.query)
-            ),
+            )
+        } else {
+            format!(
+                "PostgreSQL at {server} did not finish the start-up and authentication within \
+             {} (connect_timeout in the location sets this bound); is the server up, and \
+             is it PostgreSQL at that port?",
+                seconds(self.limits.connect)
+            )
         }))
     }
 

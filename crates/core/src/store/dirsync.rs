@@ -8,7 +8,7 @@
 /// Makes SQLite's unix VFS skip its folder syncs, through its documented hook for
 /// replacing a system call (`xSetSystemCall`, "openDirectory"). Idempotent.
 #[cfg(unix)]
-pub fn skip_folder_syncs() {
+pub(super) fn skip_folder_syncs() {
     use rusqlite::ffi;
     use std::ffi::{c_char, c_int};
 

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-pub const FOLDER: &str = ".questions";
-pub const FILE: &str = "ledger.db";
+pub(super) const FOLDER: &str = ".questions";
+pub(super) const FILE: &str = "ledger.db";
 /// Where the uwf protocol's `questions.mjs` keeps its ledger, relative to the repository:
 /// a uwf repository that swaps the script for `questions` keeps its ledger and its gates.
-pub const UWF_LEDGER: &str = ".github/skills/uwf-question-protocol/uwf-questions.db";
+pub(super) const UWF_LEDGER: &str = ".github/skills/uwf-question-protocol/uwf-questions.db";
 
 /// How the ledger was found, as `info` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -121,9 +121,10 @@ impl Location {
             let uwf = dir.join(UWF_LEDGER);
             let uwf_folder = uwf.parent().is_some_and(Path::is_dir);
             if uwf_folder || fs::symlink_metadata(&uwf).is_ok() {
-                let also = match folder.is_dir() {
-                    true => vec![folder.join(FILE)],
-                    false => Vec::new(),
+                let also = if folder.is_dir() {
+                    vec![folder.join(FILE)]
+                } else {
+                    Vec::new()
                 };
                 return (existing(uwf), FoundBy::Uwf, also);
             }
@@ -213,7 +214,7 @@ pub fn make_default_folder(folder: &Path) -> Result<()> {
     {
         Ok(mut file) => {
             file.write_all(b"*\n")
-                .and_then(|_| file.sync_all())
+                .and_then(|()| file.sync_all())
                 .map_err(fail)?;
             super::sqlite::sync_folder_of(&folder.join(".gitignore"))
         }

@@ -25,7 +25,7 @@ pub fn latest_version() -> i64 {
 
 /// The newest migration the ledger has applied; 0 for a new file or a questions.mjs ledger.
 /// Reads only, so an up-to-date ledger costs two small queries and no write lock.
-pub fn applied_version(conn: &Connection) -> Result<i64> {
+pub(super) fn applied_version(conn: &Connection) -> Result<i64> {
     let has_history: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
         [HISTORY_TABLE],
@@ -51,7 +51,7 @@ const HISTORY_DAMAGED: &str = "the ledger is damaged: its migration history cann
 
 /// The ledger's migration history cannot be read: its version is unknown, so it is read
 /// as it is and never written.
-pub fn history_is_damaged(err: &Error) -> bool {
+pub(super) fn history_is_damaged(err: &Error) -> bool {
     err.message.starts_with(HISTORY_DAMAGED)
 }
 
@@ -67,7 +67,7 @@ fn too_new(found: i64, latest: i64) -> Error {
 
 /// Fails with `schema_too_new` for a ledger this binary must not touch; else the version
 /// the ledger has.
-pub fn refuse_too_new(conn: &Connection) -> Result<i64> {
+pub(super) fn refuse_too_new(conn: &Connection) -> Result<i64> {
     let (found, latest) = (applied_version(conn)?, latest_version());
     if found > latest {
         return Err(too_new(found, latest));
@@ -85,20 +85,20 @@ const NEWEST_SCHEMA: &str = include_str!("newest-schema.sql");
 /// `ALTER TABLE` parses the schema again, and refinery's runner compiles a regex); this
 /// is one parse. Nothing reads the stand-in's version, and it has no ledger id: a
 /// ledger that does not exist was given none.
-pub fn create_newest(conn: &Connection) -> Result<()> {
+pub(super) fn create_newest(conn: &Connection) -> Result<()> {
     conn.execute_batch(NEWEST_SCHEMA)?;
     Ok(())
 }
 
 /// Brings the ledger up to date, or refuses one that is newer than this binary.
 #[cfg(test)]
-pub fn ensure_current(conn: &mut Connection) -> Result<()> {
+pub(super) fn ensure_current(conn: &mut Connection) -> Result<()> {
     let found = applied_version(conn)?;
     bring_current(conn, found)
 }
 
 /// `ensure_current` for a ledger whose version was just read as `found`.
-pub fn bring_current(conn: &mut Connection, found: i64) -> Result<()> {
+pub(super) fn bring_current(conn: &mut Connection, found: i64) -> Result<()> {
     let latest = latest_version();
     if found > latest {
         return Err(too_new(found, latest));
@@ -149,7 +149,7 @@ pub(super) mod on_postgres {
     }
 
     /// Applies the PostgreSQL migrations inside `tx`, which holds the migration lock.
-    pub fn run(tx: &mut postgres::Transaction<'_>) -> Result<()> {
+    pub(crate) fn run(tx: &mut postgres::Transaction<'_>) -> Result<()> {
         embedded::migrations::runner()
             .set_abort_divergent(true)
             .set_abort_missing(true)
@@ -158,7 +158,7 @@ pub(super) mod on_postgres {
         Ok(())
     }
 
-    pub fn too_new_error(found: i64) -> Error {
+    pub(crate) fn too_new_error(found: i64) -> Error {
         super::too_new(found, super::latest_version())
     }
 

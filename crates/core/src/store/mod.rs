@@ -23,7 +23,8 @@ pub(crate) mod tx_suite;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
-pub use sql::{StoredTask, TaskState, Tx};
+pub(crate) use sql::Tx;
+pub use sql::{StoredTask, TaskState};
 pub use sqlite::LockWait;
 
 use std::time::Duration;
@@ -191,9 +192,10 @@ impl Ledger {
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e)) => {
-                Ok(match e.on_disk() {
-                    true => (true, e.schema_version()?),
-                    false => (false, 0),
+                Ok(if e.on_disk() {
+                    (true, e.schema_version()?)
+                } else {
+                    (false, 0)
                 })
             }
             #[cfg(feature = "postgres")]
@@ -289,7 +291,7 @@ fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> 
 /// write lock (a write in flight finishes first, and one waiting for the lock finds its
 /// ledger gone and records nothing), and only once each is known to be a ledger's: what
 /// is not a ledger stays whole. A PostgreSQL ledger's tables are dropped.
-pub fn delete(location: &Location) -> Result<bool> {
+pub(crate) fn delete(location: &Location) -> Result<bool> {
     let path = match location {
         Location::File { path, .. } => path,
         #[cfg(feature = "postgres")]

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 
 /// The ledger a PostgreSQL location names: none in this build. The location is not
 /// repeated (it may hold a password).
-pub fn location(_url: String) -> Result<Location> {
+pub(super) fn location(_url: String) -> Result<Location> {
     Err(Error::usage(
         "this build of questions has no PostgreSQL support (its cargo feature 'postgres' is \
          off): install the default build, or build with --features postgres; or give --db \

@@ -43,7 +43,7 @@ const ATTEMPTS: u32 = 30;
 /// Readers are not held up: the mode lets them in.
 const WRITERS_TAKE_TURNS: &str = "LOCK TABLE question_events IN SHARE ROW EXCLUSIVE MODE";
 
-pub struct Pg {
+pub(super) struct Pg {
     client: Client,
     /// LISTEN has been sent on this connection (see `wait_for_event`).
     listening: bool,
@@ -52,25 +52,24 @@ pub struct Pg {
 }
 
 /// The ledger a PostgreSQL location names (see `no_postgres.rs` for a build without it).
-pub fn location(url: String) -> Result<super::Location> {
+pub(super) fn location(url: String) -> Result<super::Location> {
     Ok(super::Location::Postgres { url })
 }
 
 /// The location as it may be printed: no password.
-pub fn redacted(location: &str) -> String {
+pub(super) fn redacted(location: &str) -> String {
     let url = super::tls::split(location)
         .map(|(rest, _)| rest)
         .unwrap_or_default();
     match url.parse::<postgres::Config>() {
         Ok(config) => {
-            let host = config
-                .get_hosts()
-                .first()
-                .map(|h| match h {
+            let host = config.get_hosts().first().map_or_else(
+                || "localhost".to_string(),
+                |h| match h {
                     postgres::config::Host::Tcp(name) => name.clone(),
                     postgres::config::Host::Unix(path) => path.display().to_string(),
-                })
-                .unwrap_or_else(|| "localhost".to_string());
+                },
+            );
             let port = config.get_ports().first().copied().unwrap_or(5432);
             let user = config.get_user().unwrap_or("");
             let db = config.get_dbname().unwrap_or(user);
@@ -151,7 +150,7 @@ fn connect(location: &str) -> Result<Client> {
 /// change are not statements: they have no bound of this kind.
 fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
     const CONNECT: Duration = Duration::from_secs(10);
-    const QUERY: Duration = Duration::from_secs(60);
+    const QUERY: Duration = Duration::from_mins(1);
     let query = match std::env::var("QUESTIONS_PG_QUERY_TIMEOUT") {
         Err(_) => QUERY,
         Ok(text) => match text.trim().parse::<f64>() {
@@ -173,17 +172,16 @@ fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
 
 /// The server's own words where there are some, else the client's.
 fn cause(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => db.message().to_string(),
-        None => {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                text = format!("{text}: {s}");
-                source = s.source();
-            }
-            text
+    if let Some(db) = e.as_db_error() {
+        db.message().to_string()
+    } else {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
         }
+        text
     }
 }
 
@@ -205,7 +203,7 @@ fn pg_error(e: postgres::Error) -> Error {
     }
     let transient = matches!(
         e.code(),
-        Some(&SqlState::T_R_SERIALIZATION_FAILURE) | Some(&SqlState::T_R_DEADLOCK_DETECTED)
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE | &SqlState::T_R_DEADLOCK_DETECTED)
     );
     let mut err = Error::db(format!(
         "database error: {}",
@@ -246,13 +244,13 @@ fn applied_version(client: &mut impl GenericClient) -> Result<i64> {
     let row = client
         .query_one(super::migrate::NEWEST_APPLIED, &[])
         .map_err(pg_error)?;
-    Ok(row.get::<_, Option<i32>>(0).map(i64::from).unwrap_or(0))
+    Ok(row.get::<_, Option<i32>>(0).map_or(0, i64::from))
 }
 
 impl Pg {
     /// `None`: the database holds no ledger yet, so nothing is created; the caller reads
     /// an empty ledger instead.
-    pub fn open_for_reading(url: &str) -> Result<Option<Pg>> {
+    pub(super) fn open_for_reading(url: &str) -> Result<Option<Pg>> {
         let mut client = connect(url)?;
         let found = current_version(&mut client)?;
         if found > migrate::latest_version() {
@@ -265,7 +263,7 @@ impl Pg {
     }
 
     /// The ledger, its tables created or brought up to date when needed.
-    pub fn open_for_writing(url: &str) -> Result<Pg> {
+    pub(super) fn open_for_writing(url: &str) -> Result<Pg> {
         let mut client = connect(url)?;
         let found = current_version(&mut client)?;
         Pg::migrated(client, found)
@@ -302,7 +300,7 @@ impl Pg {
     /// then questions: see `WRITERS_TAKE_TURNS`), so that reset waits for commands in
     /// flight instead of deadlocking with them; a command waiting behind it then finds the
     /// tables gone and fails.
-    pub fn drop_all(url: &str) -> Result<bool> {
+    pub(super) fn drop_all(url: &str) -> Result<bool> {
         let mut client = connect(url)?;
         let mut tx = client.transaction().map_err(pg_error)?;
         // Not in the middle of another process's migration (which may be making the
@@ -339,14 +337,14 @@ impl Pg {
     }
 
     /// Whether the database at `url` holds a ledger (a reader that found none looks again).
-    pub fn has_ledger(url: &str) -> Result<bool> {
+    pub(super) fn has_ledger(url: &str) -> Result<bool> {
         Ok(current_version(&mut connect(url)?)? > 0)
     }
 
     /// The ledger in this database is no longer the one this connection first saw: it was
     /// reset (its tables dropped, perhaps made anew with another id). The first call
     /// notes the id.
-    pub fn is_replaced(&mut self) -> Result<bool> {
+    pub(super) fn is_replaced(&mut self) -> Result<bool> {
         let now = match self
             .client
             .query_typed("SELECT id FROM ledger_identity LIMIT 1", &[])
@@ -367,7 +365,7 @@ impl Pg {
     /// Waits for a notification of a new event (each insert into the history sends one),
     /// or `timeout`. The first call starts listening; an event committed before that is
     /// seen by the caller's next read, within the cap on `timeout` it chooses.
-    pub fn wait_for_event(&mut self, timeout: Duration) -> Result<()> {
+    pub(super) fn wait_for_event(&mut self, timeout: Duration) -> Result<()> {
         if !self.listening {
             self.client
                 .batch_execute("LISTEN questions_events")
@@ -386,11 +384,11 @@ impl Pg {
         Ok(())
     }
 
-    pub fn schema_version(&mut self) -> Result<i64> {
+    pub(super) fn schema_version(&mut self) -> Result<i64> {
         current_version(&mut self.client)
     }
 
-    pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(super) fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self
             .client
             .build_transaction()
@@ -404,7 +402,7 @@ impl Pg {
         Ok(value)
     }
 
-    pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(super) fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -418,7 +416,7 @@ impl Pg {
             let turn = wrapped.0.borrow_mut().batch_execute(WRITERS_TAKE_TURNS);
             let outcome = turn
                 .map_err(pg_error)
-                .and_then(|_| f(&Tx::new(&wrapped)))
+                .and_then(|()| f(&Tx::new(&wrapped)))
                 .and_then(|value| {
                     crate::fault::point("before-commit");
                     wrapped.0.into_inner().commit().map_err(pg_error)?;

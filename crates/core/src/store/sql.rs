@@ -13,7 +13,7 @@ use crate::model::{
 
 /// A value bound to a statement. Nulls are typed: PostgreSQL wants to know what is absent.
 #[derive(Debug, Clone, Copy)]
-pub enum Param<'a> {
+pub(crate) enum Param<'a> {
     Int(Option<i64>),
     Text(Option<&'a str>),
     Bool(Option<bool>),
@@ -59,7 +59,7 @@ impl From<Option<bool>> for Param<'_> {
 
 /// One value read from a row, whatever the engine and whatever another tool stored there.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     Null,
     Int(i64),
     Real(f64),
@@ -111,7 +111,7 @@ impl Cell {
 }
 
 /// A result set: its column names and its cells, row after row.
-pub struct Rows {
+pub(crate) struct Rows {
     pub columns: Vec<String>,
     pub cells: Vec<Cell>,
 }
@@ -185,14 +185,14 @@ impl Record<'_> {
 }
 
 /// What one engine's connection does; everything else is shared.
-pub trait Conn {
+pub(crate) trait Conn {
     fn query(&self, sql: &str, params: &[Param]) -> Result<Rows>;
     fn execute(&self, sql: &str, params: &[Param]) -> Result<u64>;
     fn dialect(&self) -> Dialect;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     Sqlite,
     Postgres,
 }
@@ -293,7 +293,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 
 /// One line of `Tx::tallies`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub stage: String,
     /// A status this build does not know holds the gate: it reads as pending.
     pub status: Status,
@@ -306,12 +306,12 @@ mod tasks;
 pub use tasks::{StoredTask, TaskState};
 
 /// The operations of one transaction, over either engine.
-pub struct Tx<'a> {
+pub(crate) struct Tx<'a> {
     conn: &'a dyn Conn,
 }
 
 impl<'a> Tx<'a> {
-    pub fn new(conn: &'a dyn Conn) -> Tx<'a> {
+    pub(crate) fn new(conn: &'a dyn Conn) -> Tx<'a> {
         Tx { conn }
     }
 
@@ -323,7 +323,7 @@ impl<'a> Tx<'a> {
         rows.each(question, QUESTION_NAMES)
     }
 
-    pub fn question(&self, id: i64) -> Result<Option<Question>> {
+    pub(crate) fn question(&self, id: i64) -> Result<Option<Question>> {
         Ok(self
             .questions_where("WHERE id = $1", &[id.into()])?
             .into_iter()
@@ -331,7 +331,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Matching questions by id ascending.
-    pub fn questions(&self, filter: &Filter) -> Result<Vec<Question>> {
+    pub(crate) fn questions(&self, filter: &Filter) -> Result<Vec<Question>> {
         let mut clauses: Vec<String> = Vec::new();
         let mut params: Vec<Param> = Vec::new();
         if let Some(stage) = &filter.stage {
@@ -362,7 +362,7 @@ impl<'a> Tx<'a> {
     /// The question with this stage, group (or none) and text, whatever its status, among
     /// those not asked through a harness's ask tool (each such call is its own question:
     /// see `find_in_call`).
-    pub fn find_same(
+    pub(crate) fn find_same(
         &self,
         stage: &str,
         group: Option<&str>,
@@ -388,7 +388,7 @@ impl<'a> Tx<'a> {
 
     /// The question asked in the harness call `call` with this text and group, whatever
     /// its stage and status.
-    pub fn find_in_call(
+    pub(crate) fn find_in_call(
         &self,
         call: &str,
         group: Option<&str>,
@@ -404,7 +404,7 @@ impl<'a> Tx<'a> {
 
     /// Ends the harness call `call`: its questions keep their key with their id after it
     /// (`<key>#<id>`), so that no later call finds them under the key again.
-    pub fn end_call(&self, call: &str) -> Result<()> {
+    pub(crate) fn end_call(&self, call: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE questions SET harness_call = harness_call || '#' || CAST(id AS TEXT) \
              WHERE harness_call = $1",
@@ -415,7 +415,7 @@ impl<'a> Tx<'a> {
 
     /// Writes a transition: the row and its history event together. Returns the question
     /// as it now is (none once cleared).
-    pub fn apply(&self, change: &Transition) -> Result<Option<Question>> {
+    pub(crate) fn apply(&self, change: &Transition) -> Result<Option<Question>> {
         match change {
             Transition::Logged { new, at } => {
                 let q = self.insert(new, at)?;
@@ -589,7 +589,7 @@ impl<'a> Tx<'a> {
 
     /// The database role this connection acts as, on an engine that has roles
     /// (PostgreSQL's `session_user`); none on SQLite.
-    pub fn session_user(&self) -> Result<Option<String>> {
+    pub(crate) fn session_user(&self) -> Result<Option<String>> {
         if self.conn.dialect() != Dialect::Postgres {
             return Ok(None);
         }
@@ -598,7 +598,7 @@ impl<'a> Tx<'a> {
     }
 
     /// The members of the groups named, by group (a group without members is absent).
-    pub fn groups<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Groups> {
+    pub(crate) fn groups<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Groups> {
         let mut groups = Groups::new();
         for name in names {
             let rows = self.conn.query(
@@ -615,7 +615,7 @@ impl<'a> Tx<'a> {
 
     /// A group's admins: who may change its members (none for a group made before groups
     /// had admins, or none at all).
-    pub fn group_admins(&self, name: &str) -> Result<std::collections::BTreeSet<String>> {
+    pub(crate) fn group_admins(&self, name: &str) -> Result<std::collections::BTreeSet<String>> {
         let rows = self.conn.query(
             "SELECT admin FROM approval_group_admins WHERE name = $1 ORDER BY admin",
             &[name.into()],
@@ -628,7 +628,7 @@ impl<'a> Tx<'a> {
 
     /// Whether `person` may change the group `name`: one of its admins, or on PostgreSQL
     /// a member of a role that is one (`pg_has_role`).
-    pub fn is_group_admin(&self, name: &str, person: &str) -> Result<bool> {
+    pub(crate) fn is_group_admin(&self, name: &str, person: &str) -> Result<bool> {
         if self.group_admins(name)?.contains(person) {
             return Ok(true);
         }
@@ -649,7 +649,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Names the admins of the group `name`.
-    pub fn set_group_admins(
+    pub(crate) fn set_group_admins(
         &self,
         name: &str,
         admins: &std::collections::BTreeSet<String>,
@@ -664,7 +664,7 @@ impl<'a> Tx<'a> {
     }
 
     /// The open approvals that name the group `name` among their approvers.
-    pub fn approvals_naming(&self, name: &str) -> Result<Vec<Question>> {
+    pub(crate) fn approvals_naming(&self, name: &str) -> Result<Vec<Question>> {
         let open = self.questions_where(
             "WHERE approval IS NOT NULL AND status = 'pending' ORDER BY id",
             &[],
@@ -682,7 +682,7 @@ impl<'a> Tx<'a> {
 
     /// Sets a group's members, recording the change (who, through what, what changed) as
     /// a `group` event of no question.
-    pub fn set_group(
+    pub(crate) fn set_group(
         &self,
         name: &str,
         members: &std::collections::BTreeSet<String>,
@@ -713,7 +713,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Pending questions whose time is up at `now` and that expiry changes (not `keep`).
-    pub fn due(&self, now: &str) -> Result<Vec<Question>> {
+    pub(crate) fn due(&self, now: &str) -> Result<Vec<Question>> {
         self.questions_where(
             "WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status = 'pending' \
              AND on_expiry IS NOT NULL ORDER BY id",
@@ -723,7 +723,7 @@ impl<'a> Tx<'a> {
 
     /// The id this ledger was given when it was created (see migration 6); none for a
     /// ledger that has none (it never was).
-    pub fn ledger_id(&self) -> Result<Option<String>> {
+    pub(crate) fn ledger_id(&self) -> Result<Option<String>> {
         let rows = self
             .conn
             .query("SELECT id FROM ledger_identity LIMIT 1", &[])?;
@@ -731,7 +731,7 @@ impl<'a> Tx<'a> {
     }
 
     /// The newest event's seq; 0 for an empty history.
-    pub fn last_seq(&self) -> Result<i64> {
+    pub(crate) fn last_seq(&self) -> Result<i64> {
         let rows = self.conn.query(
             "SELECT COALESCE(MAX(id), 0) AS seq FROM question_events",
             &[],
@@ -743,7 +743,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Where the watcher `name` stopped: the seq of the last event it delivered.
-    pub fn watcher_position(&self, name: &str) -> Result<Option<i64>> {
+    pub(crate) fn watcher_position(&self, name: &str) -> Result<Option<i64>> {
         let rows = self.conn.query(
             "SELECT position FROM watchers WHERE name = $1",
             &[name.into()],
@@ -753,7 +753,7 @@ impl<'a> Tx<'a> {
             .pop())
     }
 
-    pub fn set_watcher_position(&self, name: &str, position: i64, now: &str) -> Result<()> {
+    pub(crate) fn set_watcher_position(&self, name: &str, position: i64, now: &str) -> Result<()> {
         self.conn.execute(
             "INSERT INTO watchers (name, position, updated_at) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO UPDATE SET position = excluded.position, \
@@ -764,7 +764,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Whether the stage has ever held a question: one is there now, or was cleared.
-    pub fn stage_known(&self, stage: &str) -> Result<bool> {
+    pub(crate) fn stage_known(&self, stage: &str) -> Result<bool> {
         let rows = self.conn.query(
             "SELECT EXISTS (SELECT 1 FROM questions WHERE trim(stage) = $1) \
              OR EXISTS (SELECT 1 FROM question_events \
@@ -781,7 +781,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Every stage that holds or held a question, trimmed, in no particular order.
-    pub fn stage_names(&self) -> Result<Vec<String>> {
+    pub(crate) fn stage_names(&self) -> Result<Vec<String>> {
         let rows = self.conn.query(
             "SELECT DISTINCT trim(stage) AS stage FROM questions \
              UNION SELECT DISTINCT trim(stage) FROM question_events WHERE event = 'cleared'",
@@ -792,7 +792,7 @@ impl<'a> Tx<'a> {
 
     /// How many questions of each stage (trimmed) have each status, stages in the order
     /// their first question was logged: `info`. A status is counted as stored.
-    pub fn tallies(&self) -> Result<Vec<Tally>> {
+    pub(crate) fn tallies(&self) -> Result<Vec<Tally>> {
         let rows = self.conn.query(
             "SELECT trim(stage) AS stage, status, required, COUNT(*) AS n, MIN(id) AS first \
              FROM questions GROUP BY trim(stage), status, required ORDER BY first",
@@ -812,7 +812,7 @@ impl<'a> Tx<'a> {
     }
 
     /// The history, oldest first, each event with the whole question before and after.
-    pub fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
+    pub(crate) fn events(&self, filter: &EventFilter) -> Result<Vec<Event>> {
         let (clause, params): (String, Vec<Param>) = match filter {
             EventFilter::Question(id) => ("question_id = $1".into(), vec![(*id).into()]),
             EventFilter::Stage(stage) => {
@@ -1021,19 +1021,15 @@ impl Snapshot {
             return Snapshot::Absent;
         };
         if value.get("id").is_some() {
-            serde_json::from_value::<Question>(value)
-                .map(|mut q| {
-                    // Kept whole from a row another tool wrote: its times as §4 has them.
-                    q.created_at = normalize_timestamp(&q.created_at);
-                    q.updated_at = normalize_timestamp(&q.updated_at);
-                    q.answered_at = q.answered_at.map(|t| normalize_timestamp(&t));
-                    Snapshot::Whole(Box::new(q))
-                })
-                .unwrap_or(Snapshot::Absent)
+            serde_json::from_value::<Question>(value).map_or(Snapshot::Absent, |mut q| {
+                // Kept whole from a row another tool wrote: its times as §4 has them.
+                q.created_at = normalize_timestamp(&q.created_at);
+                q.updated_at = normalize_timestamp(&q.updated_at);
+                q.answered_at = q.answered_at.map(|t| normalize_timestamp(&t));
+                Snapshot::Whole(Box::new(q))
+            })
         } else {
-            serde_json::from_value(value)
-                .map(Snapshot::State)
-                .unwrap_or(Snapshot::Absent)
+            serde_json::from_value(value).map_or(Snapshot::Absent, Snapshot::State)
         }
     }
 

@@ -19,7 +19,7 @@ use super::migrate;
 use super::sql::{Cell, Conn, Dialect, Param, Rows, Tx};
 use crate::error::{Error, ErrorCode, Result, CANNOT_OPEN};
 
-pub struct Sqlite {
+pub(super) struct Sqlite {
     conn: Connection,
     /// The ledger file, its log and its index as they were opened (none for the
     /// in-memory stand-in): `reset` may delete them while this process waits for the
@@ -67,16 +67,23 @@ const CHECKPOINT_PAGES: u64 = 64;
 impl Sqlite {
     /// The ledger file at `path` for reading; a ledger that does not exist reads as an
     /// empty one, and nothing is created.
-    pub fn open_for_reading(path: &Path, lock_wait: LockWait) -> Result<Sqlite> {
-        retrying(|| match check_path(path)? {
-            true => Sqlite::open_existing(path, false, lock_wait),
-            false => Sqlite::empty(),
+    pub(super) fn open_for_reading(path: &Path, lock_wait: LockWait) -> Result<Sqlite> {
+        retrying(|| {
+            if check_path(path)? {
+                Sqlite::open_existing(path, false, lock_wait)
+            } else {
+                Sqlite::empty()
+            }
         })
     }
 
     /// The ledger file at `path` for writing, created when missing; `make_folder` creates
     /// its folder too.
-    pub fn open_for_writing(path: &Path, make_folder: bool, lock_wait: LockWait) -> Result<Sqlite> {
+    pub(super) fn open_for_writing(
+        path: &Path,
+        make_folder: bool,
+        lock_wait: LockWait,
+    ) -> Result<Sqlite> {
         retrying(|| {
             if !check_path(path)? {
                 create_file(path, make_folder)?;
@@ -115,7 +122,7 @@ impl Sqlite {
 
     /// An empty ledger in memory: what reading a ledger that does not exist yet sees. It
     /// is only ever opened for reading (see `Ledger`).
-    pub fn empty() -> Result<Sqlite> {
+    pub(super) fn empty() -> Result<Sqlite> {
         let conn = Connection::open_in_memory()?;
         migrate::create_newest(&conn)?;
         Ok(Sqlite {
@@ -127,7 +134,7 @@ impl Sqlite {
 
     /// The ledger at `path` is not the file open here: it was deleted or replaced, or
     /// (for the in-memory stand-in) created since.
-    pub fn is_replaced(&self, path: &Path) -> bool {
+    pub(super) fn is_replaced(&self, path: &Path) -> bool {
         match &self.file {
             Some(files) => !files.current(),
             None => fs::symlink_metadata(path).is_ok(),
@@ -135,15 +142,15 @@ impl Sqlite {
     }
 
     /// False for the in-memory stand-in of `empty`.
-    pub fn on_disk(&self) -> bool {
+    pub(super) fn on_disk(&self) -> bool {
         self.file.is_some()
     }
 
-    pub fn schema_version(&self) -> Result<i64> {
+    pub(super) fn schema_version(&self) -> Result<i64> {
         migrate::applied_version(&self.conn)
     }
 
-    pub fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(super) fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
         let value = f(&Tx::new(&*tx))?;
         tx.commit()?;
@@ -153,7 +160,7 @@ impl Sqlite {
     /// One write transaction, durable when this returns: its commit is synced to the
     /// log (one fsync). When the log has grown long, the commit is instead made durable by
     /// the checkpoint that follows it (which syncs the log, then the ledger): two in all.
-    pub fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+    pub(super) fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
         let checkpoint = self.file.as_ref().is_some_and(|files| {
             fs::metadata(&files.wal).is_ok_and(|m| m.len() >= CHECKPOINT_PAGES * 4096)
         });
@@ -375,7 +382,7 @@ fn identity(path: &Path) -> Option<FileId> {
 /// Holds the ledger's write lock while `f` runs (waiting for writers in flight), so that
 /// `reset` deletes it between writes, never under one. A file that cannot be opened as a
 /// ledger is just handed to `f`.
-pub fn locked_for_reset<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(super) fn locked_for_reset<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
@@ -671,7 +678,7 @@ fn bind(stmt: &mut rusqlite::CachedStatement, params: &[Param]) -> Result<()> {
             Param::Ids(ids) => {
                 let list = serde_json::to_string(ids)
                     .map_err(|e| Error::db(format!("cannot encode ids: {e}")))?;
-                stmt.raw_bind_parameter(index, list)?
+                stmt.raw_bind_parameter(index, list)?;
             }
         }
     }

@@ -24,7 +24,7 @@ use rustls::{
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SslMode {
+pub(super) enum SslMode {
     Disable,
     #[default]
     Prefer,
@@ -50,7 +50,7 @@ impl SslMode {
     }
 
     /// What the PostgreSQL client itself is told: whether TLS may, must or must not be used.
-    pub fn client_mode(self) -> postgres::config::SslMode {
+    pub(super) fn client_mode(self) -> postgres::config::SslMode {
         match self {
             SslMode::Disable => postgres::config::SslMode::Disable,
             SslMode::Prefer => postgres::config::SslMode::Prefer,
@@ -61,14 +61,14 @@ impl SslMode {
 
 /// The TLS settings of a location, taken out of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tls {
+pub(super) struct Tls {
     pub mode: SslMode,
     pub root_cert: Option<String>,
 }
 
 /// Splits `sslmode` and `sslrootcert` out of a location (which the PostgreSQL client
 /// would refuse or ignore), returning the rest and the settings.
-pub fn split(location: &str) -> Result<(String, Tls)> {
+pub(super) fn split(location: &str) -> Result<(String, Tls)> {
     let mut tls = Tls::default();
     let mut take = |key: &str, value: &str| -> Result<bool> {
         match key {
@@ -91,9 +91,10 @@ pub fn split(location: &str) -> Result<(String, Tls)> {
                 kept.push(pair);
             }
         }
-        let rest = match kept.is_empty() {
-            true => base.to_string(),
-            false => format!("{base}?{}", kept.join("&")),
+        let rest = if kept.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{}", kept.join("&"))
         };
         return Ok((rest, tls));
     }
@@ -175,7 +176,7 @@ fn percent_decode(value: &str) -> String {
 }
 
 /// The rustls configuration for these settings.
-pub fn client_config(tls: &Tls) -> Result<ClientConfig> {
+pub(super) fn client_config(tls: &Tls) -> Result<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -236,7 +237,11 @@ fn roots(root_cert: Option<&str>) -> Result<RootCertStore> {
 }
 
 /// What a failed handshake means, in the words of the settings that refused it.
-pub fn explain(e: &(dyn std::error::Error + 'static), tls: &Tls, host: &str) -> Option<String> {
+pub(super) fn explain(
+    e: &(dyn std::error::Error + 'static),
+    tls: &Tls,
+    host: &str,
+) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         // An I/O error's `source` skips the error it wraps: look inside it too.
