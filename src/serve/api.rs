@@ -142,7 +142,8 @@ pub(super) async fn apply(
     app.ledger(move |l| ops::change(l, &caller, &change))
         .await
         .map_err(|mut e| {
-            let on_record = e.on_record.take();
+            // A conflict's document carries the question as it stands (§2).
+            let on_record = e.on_record.take().filter(|_| e.code == ErrorCode::Conflict);
             (e, on_record)
         })
 }

@@ -14,7 +14,7 @@ use super::api;
 use super::guard::Person;
 use super::App;
 use crate::strings;
-use questions_core::error::{Error, ErrorCode, Result};
+use questions_core::error::{Error, ErrorCode, Refusal, Result};
 use questions_core::model::{Ballot, Channel, Verdict};
 use questions_core::ops::{self, Procedure};
 
@@ -168,14 +168,10 @@ pub(crate) async fn reject(
     UrlPath(id): UrlPath<i64>,
     body: Bytes,
 ) -> Response {
-    let ballot = body_text(&body, "reason").and_then(|reason| match reason {
-        Some(r) if !r.trim().is_empty() => Ok(Ballot {
-            verdict: Verdict::Reject,
-            comment: Some(r),
-        }),
-        _ => Err(Error::usage(
-            "a rejection needs a \"reason\": why it must not go ahead",
-        )),
+    // A rejection without a reason is the model's refusal, as on every front end.
+    let ballot = body_text(&body, "reason").map(|comment| Ballot {
+        verdict: Verdict::Reject,
+        comment,
     });
     vote(app, person, id, ballot, &body, Procedure::Reject).await
 }
@@ -200,7 +196,11 @@ async fn vote_form(
     let Err(refused) = done else {
         return axum::response::Redirect::to("/").into_response();
     };
-    let flash = crate::page::html::Flash::Failed(strings::refused(id, &refused.message));
+    let message = match refused.refusal {
+        Some(Refusal::NeedsReason { .. }) => "say why in the reason field to reject",
+        _ => &refused.message,
+    };
+    let flash = crate::page::html::Flash::Failed(strings::refused(id, message));
     super::page::render(&app, &person, api::status_of(refused.code), Some(flash)).await
 }
 
@@ -235,14 +235,11 @@ pub(crate) async fn reject_form(
 ) -> Response {
     // The reject form's own field; a page drawn before it had one sends `comment`.
     let reason = text(&fields, "reason").or_else(|| text(&fields, "comment"));
-    let ballot = match reason {
-        Some(reason) => Ok(Ballot {
-            verdict: Verdict::Reject,
-            comment: Some(reason),
-        }),
-        None => Err(Error::usage("say why in the reason field to reject")),
+    let ballot = Ballot {
+        verdict: Verdict::Reject,
+        comment: reason,
     };
-    vote_form(app, person, id, ballot, &fields).await
+    vote_form(app, person, id, Ok(ballot), &fields).await
 }
 
 #[cfg(test)]

@@ -713,9 +713,14 @@ fn through_serve_each_token_votes_as_its_person() {
         (403, Some("forbidden")),
         "{body}"
     );
-    // A rejection needs its reason; a token that is nobody's is not let in.
-    let (status, _) = vote_as(&served, ALICE_TOKEN, &reject, serde_json::json!({}));
-    assert_eq!(status, 400);
+    // A rejection needs its reason (the model's refusal, with the code `questions reject`
+    // gives); a token that is nobody's is not let in.
+    let (status, body) = vote_as(&served, ALICE_TOKEN, &reject, serde_json::json!({}));
+    assert_eq!(
+        (status, body["error_code"].as_str()),
+        (422, Some("invalid_answer")),
+        "{body}"
+    );
     let (status, _) = vote_as(
         &served,
         "nobody-token-0123456789",
@@ -1143,7 +1148,14 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
         &[&bob, form],
         "comment=",
     );
-    assert_eq!(no_reason.status, 400);
+    // The model's refusal (invalid_answer), in the page's own words.
+    assert_eq!(no_reason.status, 422);
+    assert!(
+        no_reason
+            .body
+            .contains("say why in the reason field to reject"),
+        "{no_reason:?}"
+    );
     let votes = &l.question(id)["approval"]["votes"];
     assert_eq!(votes.as_array().unwrap().len(), 1, "{votes}");
     assert_eq!(votes[0]["by"], "alice");

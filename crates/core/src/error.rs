@@ -68,7 +68,8 @@ pub enum Refusal {
     NotAsShown { id: i64 },
     /// Question `id` was settled by someone else while the person was answering it.
     SettledMeanwhile { id: i64 },
-    /// Declining question `id` needs a reason (`invalid_answer`).
+    /// Declining question `id`, or rejecting approval `id`, needs a reason
+    /// (`invalid_answer`).
     NeedsReason { id: i64 },
     /// A question cannot be an approval for what it has (`usage`): an approval is
     /// required and offers no options or proposed value, its answers are votes.

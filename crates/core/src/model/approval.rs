@@ -338,10 +338,12 @@ impl Question {
             .filter(|c| !c.is_empty())
             .map(str::to_string);
         if ballot.verdict == Verdict::Reject && comment.is_none() {
-            return Err(Error::invalid_answer(format!(
+            let mut refused = Error::invalid_answer(format!(
                 "rejecting approval {} needs a reason: say why, so the requester can act on it",
                 self.id
-            )));
+            ));
+            refused.refusal = Some(crate::error::Refusal::NeedsReason { id: self.id });
+            return Err(refused);
         }
         if self.status != Status::Pending {
             let how = match self.status {
