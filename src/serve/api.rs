@@ -44,11 +44,32 @@ pub(super) fn success(procedure: Procedure, result: &impl serde::Serialize) -> R
     json(StatusCode::OK, body)
 }
 
-/// The §2 failure document; a conflict also carries the question as it stands, with the
-/// answer on record.
-pub(super) fn failure(procedure: Procedure, err: &Error, on_record: Option<&Question>) -> Response {
-    let body = ops::failure(Some(procedure), err).on_record(on_record);
-    json(status_of(err.code), crate::output::pretty(&body))
+/// An API call that failed: the §2 failure document of its procedure, with the HTTP
+/// status of its code; a conflict also carries the question as it stands, with the
+/// answer on record. Every API handler returns `Result<Response, Failed>`.
+pub(super) struct Failed {
+    procedure: Procedure,
+    error: Error,
+    on_record: Option<Box<Question>>,
+}
+
+impl Failed {
+    /// The failure of `procedure` an error makes: `.map_err(Failed::of(…))`.
+    pub(super) fn of(procedure: Procedure) -> impl Fn(Error) -> Failed {
+        move |error| Failed {
+            procedure,
+            error,
+            on_record: None,
+        }
+    }
+}
+
+impl IntoResponse for Failed {
+    fn into_response(self) -> Response {
+        let body =
+            ops::failure(Some(self.procedure), &self.error).on_record(self.on_record.as_deref());
+        json(status_of(self.error.code), crate::output::pretty(&body))
+    }
 }
 
 #[derive(Deserialize)]
@@ -83,32 +104,33 @@ struct Listed {
     questions: Vec<Question>,
 }
 
-pub(super) async fn list(State(app): State<Arc<App>>, Query(query): Query<ListQuery>) -> Response {
-    let filter = stage_within(&app, query.stage).and_then(|stage| {
-        Ok(Filter {
-            stage,
-            status: query.status.as_deref().map(parse_status).transpose()?,
-            ..Filter::default()
-        })
-    });
-    let filter = match filter {
-        Ok(f) => f,
-        Err(e) => return failure(Procedure::List, &e, None),
+pub(super) async fn list(
+    State(app): State<Arc<App>>,
+    Query(query): Query<ListQuery>,
+) -> Result<Response, Failed> {
+    let failed = Failed::of(Procedure::List);
+    let filter = Filter {
+        stage: stage_within(&app, query.stage).map_err(&failed)?,
+        status: query
+            .status
+            .as_deref()
+            .map(parse_status)
+            .transpose()
+            .map_err(&failed)?,
+        ..Filter::default()
     };
-    match app
+    let (questions, ledger) = app
         .ledger(move |l| Ok((ops::list(l, &filter)?, l.id()?)))
         .await
-    {
-        Ok((questions, ledger)) => success(
-            Procedure::List,
-            &Listed {
-                ledger,
-                count: questions.len(),
-                questions,
-            },
-        ),
-        Err(e) => failure(Procedure::List, &e, None),
-    }
+        .map_err(&failed)?;
+    Ok(success(
+        Procedure::List,
+        &Listed {
+            ledger,
+            count: questions.len(),
+            questions,
+        },
+    ))
 }
 
 /// Who a change is recorded as: the person whose own token made the request (`--users`),
@@ -242,19 +264,22 @@ async fn change(
     change: Result<ops::Act>,
     body: &Bytes,
     procedure: Procedure,
-) -> Response {
-    let (change, shown) = match change.and_then(|c| Ok((c, shown_in(id, body)?))) {
-        Ok(c) => c,
-        Err(e) => return failure(procedure, &e, None),
-    };
+) -> Result<Response, Failed> {
+    let failed = Failed::of(procedure);
+    let change = change.map_err(&failed)?;
+    let shown = shown_in(id, body).map_err(&failed)?;
     match apply(&app, &person, id, change, shown).await {
-        Ok(recorded) => success(procedure, &recorded),
-        Err((e, q)) => {
-            let e = match e.code {
-                ErrorCode::Conflict => Error::conflict(conflict_message(&e, q.as_deref())),
+        Ok(recorded) => Ok(success(procedure, &recorded)),
+        Err((e, on_record)) => {
+            let error = match e.code {
+                ErrorCode::Conflict => Error::conflict(conflict_message(&e, on_record.as_deref())),
                 _ => e,
             };
-            failure(procedure, &e, q.as_deref())
+            Err(Failed {
+                procedure,
+                error,
+                on_record,
+            })
         }
     }
 }
@@ -264,7 +289,7 @@ pub(super) async fn answer(
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, Failed> {
     let input = answer_input(&body).map(ops::Act::Answer);
     change(app, person, id, input, &body, Procedure::Answer).await
 }
@@ -274,7 +299,7 @@ pub(super) async fn skip(
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, Failed> {
     let reason = if body.is_empty() {
         Ok(None)
     } else {
@@ -296,7 +321,7 @@ pub(super) async fn decline(
     Extension(person): Extension<Person>,
     Path(id): Path<i64>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, Failed> {
     // A decline without a reason is the model's refusal, as on every front end.
     let reason = read_body(&body).and_then(|m| text_field(&m, "reason"));
     change(

@@ -128,15 +128,14 @@ async fn vote(
     ballot: Result<Ballot>,
     body: &Bytes,
     procedure: Procedure,
-) -> Response {
-    let done = match ballot.and_then(|b| Ok((b, api::shown_in(id, body)?))) {
-        Ok((ballot, shown)) => cast(&app, &person, id, ballot, shown).await,
-        Err(e) => Err(e),
-    };
-    match done {
-        Ok(recorded) => api::success(procedure, &recorded),
-        Err(e) => api::failure(procedure, &e, None),
-    }
+) -> Result<Response, api::Failed> {
+    let failed = api::Failed::of(procedure);
+    let ballot = ballot.map_err(&failed)?;
+    let shown = api::shown_in(id, body).map_err(&failed)?;
+    let recorded = cast(&app, &person, id, ballot, shown)
+        .await
+        .map_err(&failed)?;
+    Ok(api::success(procedure, &recorded))
 }
 
 fn body_text(body: &Bytes, key: &str) -> Result<Option<String>> {
@@ -153,7 +152,7 @@ pub(crate) async fn approve(
     Extension(person): Extension<Person>,
     UrlPath(id): UrlPath<i64>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, api::Failed> {
     let ballot = body_text(&body, "comment").map(|comment| Ballot {
         verdict: Verdict::Approve,
         comment,
@@ -167,7 +166,7 @@ pub(crate) async fn reject(
     Extension(person): Extension<Person>,
     UrlPath(id): UrlPath<i64>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, api::Failed> {
     // A rejection without a reason is the model's refusal, as on every front end.
     let ballot = body_text(&body, "reason").map(|comment| Ballot {
         verdict: Verdict::Reject,

@@ -100,6 +100,10 @@ fn same_kind(on_record: &Question, new: &NewQuestion) -> Result<()> {
 pub struct LoggedAll {
     /// Each question once, in the order given.
     pub question_ids: Vec<i64>,
+    /// One id per input, in its order: the same question given twice is the same id
+    /// twice, so a caller maps each of its inputs to the question that holds it.
+    #[serde(skip)]
+    pub per_input: Vec<i64>,
     pub created_ids: Vec<i64>,
     pub questions: Vec<Question>,
 }
@@ -117,10 +121,12 @@ pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedA
     let mut seen = std::collections::HashSet::new();
     let mut all = LoggedAll {
         question_ids: Vec::new(),
+        per_input: Vec::new(),
         created_ids: Vec::new(),
         questions: Vec::new(),
     };
     for (q, created) in logged {
+        all.per_input.push(q.id);
         if created {
             all.created_ids.push(q.id);
         }

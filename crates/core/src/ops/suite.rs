@@ -116,9 +116,20 @@ on_every_engine!(the_same_question_logged_twice_is_one, |l: &mut Ledger| {
     let first = log(l, &new("s", "Which DB?", None), false).unwrap();
     let again = log(l, &new("s", "Which DB?", None), false).unwrap();
     assert_eq!(first.question_id, again.question_id);
-    let all = log_all(l, &[new("s", "Which DB?", None), new("s", "Port?", None)]).unwrap();
+    let inputs = [
+        new("s", "Which DB?", None),
+        new("s", "Port?", None),
+        new("s", "Which DB?", None),
+    ];
+    let all = log_all(l, &inputs).unwrap();
     assert_eq!(all.question_ids.len(), 2);
     assert_eq!(all.created_ids.len(), 1, "only the new one is created");
+    let port = all.created_ids[0];
+    assert_eq!(
+        all.per_input,
+        vec![first.question_id, port, first.question_id],
+        "one id per input, in its order"
+    );
 });
 
 on_every_engine!(a_persons_answer_opens_the_gate_once, |l: &mut Ledger| {
