@@ -47,7 +47,7 @@ pub(super) fn success(procedure: Procedure, result: &impl serde::Serialize) -> R
 /// An API call that failed: the §2 failure document of its procedure, with the HTTP
 /// status of its code; a conflict also carries the question as it stands, with the
 /// answer on record. Every API handler returns `Result<Response, Failed>`.
-pub(super) struct Failed {
+pub(crate) struct Failed {
     procedure: Procedure,
     error: Error,
     on_record: Option<Box<Question>>,
