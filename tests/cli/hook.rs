@@ -224,13 +224,14 @@ fn one_of_two_questions_answered_is_not_enough() {
     assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
 }
 
-#[test]
-fn the_hook_waits_for_answers_from_another_channel() {
-    let l = Ledger::new();
-    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
+/// A hook on the fixture's call, with `--wait` of `seconds`, started once its questions
+/// are logged and unanswered, and released only once it waits for a change: what another
+/// channel does next happens while it waits. When it started, and its run to join.
+fn hook_waiting(l: &Ledger, seconds: &str) -> (Instant, std::thread::JoinHandle<Run>) {
+    assert_silent(&hook(l, &[], &event("pre_tool_use.json")));
     let wait = crate::common::Pause::new(l.dir.path(), "wait");
     let mut cmd = l.command();
-    cmd.args(["hook", "claude-code", "--wait", "20"])
+    cmd.args(["hook", "claude-code", "--wait", seconds])
         .env("QUESTIONS_TEST_PAUSE", &wait.env)
         .write_stdin(event("pre_tool_use.json"));
     let started = Instant::now();
@@ -238,6 +239,13 @@ fn the_hook_waits_for_answers_from_another_channel() {
     // It found the questions unanswered and waits for a change.
     wait.reached();
     wait.release();
+    (started, waiting)
+}
+
+#[test]
+fn the_hook_waits_for_answers_from_another_channel() {
+    let l = Ledger::new();
+    let (started, waiting) = hook_waiting(&l, "20");
     l.ok(["answer", "--id", "1", "--answer", "sqlite"]);
     l.ok(["answer", "--id", "2", "--select", "Search"]);
     let run = waiting.join().unwrap();
@@ -254,16 +262,7 @@ fn the_hook_waits_for_answers_from_another_channel() {
 #[test]
 fn a_decline_ends_the_hooks_wait_and_the_card_asks() {
     let l = Ledger::new();
-    assert_silent(&hook(&l, &[], &event("pre_tool_use.json")));
-    let wait = crate::common::Pause::new(l.dir.path(), "wait");
-    let mut cmd = l.command();
-    cmd.args(["hook", "claude-code", "--wait", "60"])
-        .env("QUESTIONS_TEST_PAUSE", &wait.env)
-        .write_stdin(event("pre_tool_use.json"));
-    let started = Instant::now();
-    let waiting = std::thread::spawn(move || crate::common::finish(cmd));
-    wait.reached();
-    wait.release();
+    let (started, waiting) = hook_waiting(&l, "60");
     // One answered, the other declined: nothing more will come for the call, so the hook
     // stops waiting and stays out of the way (the card asks), rather than holding the
     // agent for the rest of its minute.
