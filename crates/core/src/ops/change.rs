@@ -278,7 +278,8 @@ pub enum Act {
     /// They will not answer it as asked: it holds the gate, with the reason for the
     /// orchestrator to rephrase it by (a reason is needed).
     Decline(String),
-    /// A vote on an approval, by the person `Identity` stands for (see `vote`).
+    /// A vote on an approval, by the person `Identity` stands for, read in the change's
+    /// transaction (see `approval::cast`).
     Vote(Identity, Ballot),
 }
 
@@ -354,15 +355,14 @@ pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Resu
 /// The question with this id, within `stage` when one is given: a question of another
 /// stage is not found there.
 fn existing_within(tx: &Tx, id: i64, stage: Option<&str>) -> Result<Question> {
-    let q = existing(tx, id);
-    match (stage, q) {
-        (Some(stage), Ok(q)) if q.stage.trim() != stage.trim() => Err(Error::not_found(format!(
+    let Some(stage) = stage else {
+        return existing(tx, id);
+    };
+    match tx.question(id)? {
+        Some(q) if q.stage.trim() == stage.trim() => Ok(q),
+        _ => Err(Error::not_found(format!(
             "there is no question {id} in stage '{stage}'"
         ))),
-        (Some(stage), Err(e)) if e.code == ErrorCode::NotFound => Err(Error::not_found(format!(
-            "there is no question {id} in stage '{stage}'"
-        ))),
-        (_, q) => q,
     }
 }
 
