@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
+use questions_core::formats::{self, answers::ImportFormat};
 use questions_core::model::{self, OnExpiry, QuestionOption, Status, Vocabulary};
 use questions_core::ops::Procedure;
 
@@ -586,8 +587,25 @@ pub struct ExpiryArgs {
 /// help and names in its errors are the core's own.
 fn vocabulary<T: Vocabulary + Clone>() -> impl clap::builder::TypedValueParser<Value = T> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(T::names())
+    clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|v| possible(*v)))
         .map(|name| T::parse(&name).expect("one of the vocabulary's own names"))
+}
+
+fn possible<T: Vocabulary>(value: T) -> clap::builder::PossibleValue {
+    clap::builder::PossibleValue::new(value.name()).help(value.help())
+}
+
+/// A format named on the command line, or none for `auto`: whichever the input holds.
+#[derive(Debug, Clone, Copy)]
+pub struct OrAuto<T>(pub Option<T>);
+
+fn or_auto<T: Vocabulary + Clone>(
+    auto: &'static str,
+) -> impl clap::builder::TypedValueParser<Value = OrAuto<T>> {
+    use clap::builder::{PossibleValue, TypedValueParser};
+    let values = std::iter::once(PossibleValue::new("auto").help(auto));
+    clap::builder::PossibleValuesParser::new(values.chain(T::ALL.iter().map(|v| possible(*v))))
+        .map(|name| OrAuto(T::parse(&name)))
 }
 
 fn duration(text: &str) -> Result<std::time::Duration, String> {
@@ -635,7 +653,7 @@ pub struct WatchArgs {
     pub required: bool,
     /// The webhook body: the event itself, or a message shaped for Slack or ntfy
     #[arg(long, value_enum, default_value = "json")]
-    pub format: WatchFormat,
+    pub format: crate::watch::Format,
     /// Sign each POST with HMAC-SHA256 under the secret in this environment variable
     /// (header X-Questions-Signature: sha256=<hex>)
     #[arg(long, value_name = "VAR")]
@@ -670,13 +688,6 @@ pub struct ServeArgs {
     /// only): a request with one counts as that person, and only they may vote
     #[arg(long, value_name = "FILE")]
     pub users: Option<std::path::PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WatchFormat {
-    Json,
-    Slack,
-    Ntfy,
 }
 
 #[derive(Debug, Clone)]
@@ -775,18 +786,6 @@ pub struct HistoryArgs {
     pub stage: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IngestFormat {
-    /// Whichever envelope comes first in the input
-    Auto,
-    /// The uwf QUESTIONS_NEEDED block
-    Uwf,
-    /// A fenced JSON block with an openQuestions array
-    OpenQuestions,
-    /// ask_user / AskUserQuestion / askQuestions input: {"questions": [...]}
-    AskUser,
-}
-
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// The stage the questions are logged for
@@ -795,8 +794,8 @@ pub struct IngestArgs {
     /// The subagent's output; - or nothing for standard input
     #[arg(long, value_name = "PATH|-")]
     pub file: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: IngestFormat,
+    #[arg(long, default_value = "auto", value_parser = or_auto::<formats::Source>("Whichever envelope comes first in the input"))]
+    pub format: OrAuto<formats::Source>,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
     /// Every question of the envelope is an approval with this policy
@@ -804,50 +803,19 @@ pub struct IngestArgs {
     pub approval: ApprovalArgs,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RenderFormat {
-    /// AskUserQuestion: batches of at most 4, headers of at most 12 characters
-    AskUser,
-    /// VS Code askQuestions: one call with every question
-    Vscode,
-    /// pi's pending-questions file (with --out: written 0600)
-    PiPending,
-    /// A fenced openQuestions JSON block
-    OpenQuestions,
-    /// A QUESTIONS_NEEDED block
-    Uwf,
-    /// An "Open questions" Markdown section
-    Markdown,
-}
-
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// The stage whose pending questions are rendered
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
     pub stage: String,
-    #[arg(long, value_enum, default_value = "ask-user")]
-    pub format: RenderFormat,
+    #[arg(long, default_value = "ask-user", value_parser = vocabulary::<formats::RenderFormat>())]
+    pub format: formats::RenderFormat,
     /// Only these question ids (comma-separated)
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
     pub ids: Option<IdList>,
     /// Write the rendering to this file (mode 0600) instead of standard output
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImportFormatArg {
-    Auto,
-    /// {"answers": {"<question text>": "<answer>"}}
-    AskUser,
-    /// {"answers": {"<header>": {"selected": [...], "freeText": ..., "skipped": bool}}}
-    Vscode,
-    /// {"answered": true, "answers": [{"question", "answer", ...}]}
-    PiResult,
-    /// The pending-questions file with answers filled in
-    PiPending,
-    /// {"<id>": "<answer>" | ["label", ...] | {"skip": true, "reason": "..."}}
-    Map,
 }
 
 #[derive(Debug, Args)]
@@ -858,8 +826,8 @@ pub struct ImportArgs {
     /// The tool's answers; - or nothing for standard input
     #[arg(long, value_name = "PATH|-")]
     pub file: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub format: ImportFormatArg,
+    #[arg(long, default_value = "auto", value_parser = or_auto::<ImportFormat>("Whichever format the input is in"))]
+    pub format: OrAuto<ImportFormat>,
     /// Replace answers already on record (the earlier ones stay in the history)
     #[arg(long)]
     pub force: bool,

@@ -27,14 +27,15 @@ pub enum Target {
     Webhook(String),
 }
 
-/// The body a webhook gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The body a webhook gets (`watch --format`; the variants' comments are not doc
+/// comments, so that the short help lists the names alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The event itself, as `events` prints it.
+    // The event itself, as `events` prints it.
     Json,
-    /// `{"text": …}`, as Slack's incoming webhooks take it.
+    // `{"text": …}`, as Slack's incoming webhooks take it.
     Slack,
-    /// A plain-text message with a title, as ntfy takes it.
+    // A plain-text message with a title, as ntfy takes it.
     Ntfy,
 }
 

@@ -2,10 +2,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{write_private, Outcome};
-use crate::cli::{RenderArgs, RenderFormat};
+use crate::cli::RenderArgs;
 use questions_core::clock;
 use questions_core::error::{Error, Result};
-use questions_core::formats::{ask_user, markdown, open_questions, pi, uwf};
+use questions_core::formats::{ask_user, markdown, open_questions, pi, uwf, RenderFormat};
+use questions_core::model::Vocabulary;
 use questions_core::ops;
 use questions_core::ops::Ledger;
 use questions_core::ops::Procedure;
@@ -70,7 +71,7 @@ pub(super) fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
     let (approvals, questions): (Vec<_>, Vec<_>) =
         questions.into_iter().partition(|q| q.approval.is_some());
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
-    let format = format_name(args.format);
+    let format = args.format.name();
     let stage = args.stage;
     let mut warnings: Vec<String> = approvals
         .iter()
@@ -163,16 +164,5 @@ pub(super) fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
         let mut outcome = Outcome::text(text);
         outcome.note = warnings.filter(|w| !w.is_empty()).map(|w| w.join("\n"));
         Ok(outcome)
-    }
-}
-
-fn format_name(format: RenderFormat) -> &'static str {
-    match format {
-        RenderFormat::AskUser => "ask-user",
-        RenderFormat::Vscode => "vscode",
-        RenderFormat::PiPending => "pi-pending",
-        RenderFormat::OpenQuestions => "open-questions",
-        RenderFormat::Uwf => "uwf",
-        RenderFormat::Markdown => "markdown",
     }
 }

@@ -1,8 +1,8 @@
 use std::time::Duration;
 
 use super::Outcome;
-use crate::cli::{WatchArgs, WatchFormat};
-use crate::watch::{secret_from, Format, Target, Watcher};
+use crate::cli::WatchArgs;
+use crate::watch::{secret_from, Target, Watcher};
 use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
 
@@ -27,11 +27,7 @@ pub(super) fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
         on: args.on.map(|k| k.0),
         stage: args.stage,
         required_only: args.required,
-        format: match args.format {
-            WatchFormat::Json => Format::Json,
-            WatchFormat::Slack => Format::Slack,
-            WatchFormat::Ntfy => Format::Ntfy,
-        },
+        format: args.format,
         secret: args.secret_env.as_deref().map(secret_from).transpose()?,
         from_start: args.from_start,
         run_for: args.timeout.map(Duration::from_secs_f64),

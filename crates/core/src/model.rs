@@ -1488,6 +1488,11 @@ pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
     const WHAT: &'static str;
     fn name(self) -> &'static str;
 
+    /// What one value means, where a list of them is shown to people (a command's help).
+    fn help(self) -> Option<&'static str> {
+        None
+    }
+
     fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|v| v.name() == text)
     }
@@ -1513,12 +1518,25 @@ pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
 /// `serialize_all` as serde's `rename_all`), its values in declaration order
 /// (`VariantArray`): nothing is listed twice.
 macro_rules! vocabulary {
-    ($t:ident, $what:literal) => {
+    ($t:ty, $what:literal) => {
         impl Vocabulary for $t {
             const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
                 self.into()
+            }
+        }
+    };
+    // A vocabulary whose values' doc comments say what each means (strum's `EnumMessage`).
+    ($t:ty, $what:literal, documented) => {
+        impl Vocabulary for $t {
+            const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
+            const WHAT: &'static str = $what;
+            fn name(self) -> &'static str {
+                self.into()
+            }
+            fn help(self) -> Option<&'static str> {
+                strum::EnumMessage::get_documentation(&self)
             }
         }
     };
@@ -1530,6 +1548,9 @@ vocabulary!(OnExpiry, "on-expiry");
 vocabulary!(Source, "source");
 vocabulary!(Channel, "channel");
 vocabulary!(EventKind, "event");
+vocabulary!(crate::formats::Source, "format", documented);
+vocabulary!(crate::formats::RenderFormat, "format", documented);
+vocabulary!(crate::formats::answers::ImportFormat, "format", documented);
 
 #[cfg(test)]
 mod vocabulary_tests {

@@ -6,30 +6,21 @@ use super::ask_user::{self, Meaning};
 use super::{fail, kind, Obj, ParseError, Parsed};
 use crate::model::{Question, Status};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray, strum::EnumMessage,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum ImportFormat {
-    /// AskUserQuestion: `{"answers": {"<question text>": "<answer>"}}`
+    /// {"answers": {"<question text>": "<answer>"}}
     AskUser,
-    /// askQuestions: `{"answers": {"<header>": {"selected", "freeText", "skipped"}}}`
+    /// {"answers": {"<header>": {"selected": [...], "freeText": ..., "skipped": bool}}}
     Vscode,
-    /// pi's result: `{"answered", "answers": [{question, answer, selectedOption?, wasCustom}]}`
+    /// {"answered": true, "answers": [{"question", "answer", ...}]}
     PiResult,
-    /// pi's pending file with `answer` filled in
+    /// The pending-questions file with answers filled in
     PiPending,
-    /// `{"<id>": "<answer>" | ["label", …] | {"skip": true, "reason": "…"} | {"decline": "…"}}`
+    /// {"<id>": "<answer>" | ["label", ...] | {"skip": true, "reason": "..."} | {"decline": "..."}}
     Map,
-}
-
-impl ImportFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ImportFormat::AskUser => "ask-user",
-            ImportFormat::Vscode => "vscode",
-            ImportFormat::PiResult => "pi-result",
-            ImportFormat::PiPending => "pi-pending",
-            ImportFormat::Map => "map",
-        }
-    }
 }
 
 /// Which question an answer is for.

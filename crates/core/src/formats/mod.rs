@@ -74,10 +74,16 @@ pub fn sanitize(text: &str, keep_newlines: bool) -> String {
 }
 
 /// The formats `ingest` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray, strum::EnumMessage,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Source {
+    /// The uwf QUESTIONS_NEEDED block
     Uwf,
+    /// A fenced JSON block with an openQuestions array
     OpenQuestions,
+    /// ask_user / AskUserQuestion / askQuestions input: {"questions": [...]}
     AskUser,
 }
 
@@ -92,14 +98,24 @@ impl From<Source> for crate::model::Source {
     }
 }
 
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Uwf => "uwf",
-            Source::OpenQuestions => "open-questions",
-            Source::AskUser => "ask-user",
-        }
-    }
+/// The formats `render` writes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray, strum::EnumMessage,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum RenderFormat {
+    /// AskUserQuestion: batches of at most 4, headers of at most 12 characters
+    AskUser,
+    /// VS Code askQuestions: one call with every question
+    Vscode,
+    /// pi's pending-questions file (with --out: written 0600)
+    PiPending,
+    /// A fenced openQuestions JSON block
+    OpenQuestions,
+    /// A QUESTIONS_NEEDED block
+    Uwf,
+    /// An "Open questions" Markdown section
+    Markdown,
 }
 
 /// Questions read from a subagent's output, before they have a stage.

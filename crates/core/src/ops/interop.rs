@@ -9,7 +9,7 @@ use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
 use crate::formats::{self, Source};
-use crate::model::{Actor, AnswerInput, Mode, NewQuestion, OnExpiry, Question};
+use crate::model::{Actor, AnswerInput, Mode, NewQuestion, OnExpiry, Question, Vocabulary};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -103,7 +103,7 @@ pub fn ingest(
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
         return Ok(Ingested {
-            format: only.map(Source::as_str),
+            format: only.map(Vocabulary::name),
             found: false,
             stage: None,
             question_ids: Vec::new(),
@@ -122,7 +122,7 @@ pub fn ingest(
     }
     let logged = log_all(ledger, &questions)?;
     Ok(Ingested {
-        format: Some(envelope.source.as_str()),
+        format: Some(envelope.source.name()),
         found: true,
         stage: Some(stage.to_string()),
         question_ids: logged.question_ids,
@@ -206,7 +206,7 @@ pub fn import(
         Ok((answered, skipped, declined, questions))
     })?;
     Ok(Imported {
-        format: format.as_str(),
+        format: format.name(),
         stage: stage.to_string(),
         answered_ids,
         skipped_ids,
