@@ -653,7 +653,7 @@ pub struct WatchArgs {
     pub required: bool,
     /// The webhook body: the event itself, or a message shaped for Slack or ntfy
     #[arg(long, value_enum, default_value = "json")]
-    pub format: crate::watch::Format,
+    pub format: WatchFormat,
     /// Sign each POST with HMAC-SHA256 under the secret in this environment variable
     /// (header X-Questions-Signature: sha256=<hex>)
     #[arg(long, value_name = "VAR")]
@@ -688,6 +688,18 @@ pub struct ServeArgs {
     /// only): a request with one counts as that person, and only they may vote
     #[arg(long, value_name = "FILE")]
     pub users: Option<std::path::PathBuf>,
+}
+
+/// The body a webhook gets (`watch --format`; the variants' comments are not doc
+/// comments, so that the short help lists the names alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WatchFormat {
+    // The event itself, as `events` prints it.
+    Json,
+    // `{"text": …}`, as Slack's incoming webhooks take it.
+    Slack,
+    // A plain-text message with a title, as ntfy takes it.
+    Ntfy,
 }
 
 #[derive(Debug, Clone)]

@@ -14,6 +14,9 @@ pub(crate) mod hook;
 #[cfg(feature = "mcp")]
 pub(crate) mod mcp;
 pub(crate) mod output;
+// schema/*.json, generated from the types that print them (a test).
+#[cfg(all(test, feature = "watch"))]
+mod schema;
 // The inbox's page, which `serve` serves and `mcp` shows inside the chat.
 #[cfg(feature = "page")]
 pub(crate) mod page;

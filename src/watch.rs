@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use hmac::{KeyInit, Mac};
 use serde::Serialize;
 
+use crate::cli::WatchFormat;
 use crate::output::{self, sanitize};
 use questions_core::error::{Error, Result};
 use questions_core::model::{Event, EventKind, Status};
@@ -27,18 +28,6 @@ pub enum Target {
     Webhook(String),
 }
 
-/// The body a webhook gets (`watch --format`; the variants' comments are not doc
-/// comments, so that the short help lists the names alone).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    // The event itself, as `events` prints it.
-    Json,
-    // `{"text": …}`, as Slack's incoming webhooks take it.
-    Slack,
-    // A plain-text message with a title, as ntfy takes it.
-    Ntfy,
-}
-
 #[derive(Debug, Clone)]
 pub struct Watcher {
     pub name: String,
@@ -47,7 +36,7 @@ pub struct Watcher {
     pub stage: Option<String>,
     /// Only events of required questions.
     pub required_only: bool,
-    pub format: Format,
+    pub format: WatchFormat,
     pub secret: Option<Vec<u8>>,
     /// A new watcher starts with the first event, not the next one.
     pub from_start: bool,
@@ -59,6 +48,7 @@ pub struct Watcher {
 
 /// What a watcher did before it stopped.
 #[derive(Debug, Serialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 pub struct Watched {
     pub name: String,
     pub delivered: usize,
@@ -208,12 +198,12 @@ impl Watcher {
     ) -> std::result::Result<(), String> {
         let event = stamped.event;
         let (body, content_type) = match self.format {
-            Format::Json => (json.to_string(), "application/json"),
-            Format::Slack => (
+            WatchFormat::Json => (json.to_string(), "application/json"),
+            WatchFormat::Slack => (
                 serde_json::json!({ "text": message(event) }).to_string(),
                 "application/json",
             ),
-            Format::Ntfy => (message(event), "text/plain; charset=utf-8"),
+            WatchFormat::Ntfy => (message(event), "text/plain; charset=utf-8"),
         };
         let mut request = agent
             .post(url)
@@ -225,7 +215,7 @@ impl Watcher {
             .header("Idempotency-Key", idempotency_key(stamped))
             .header("X-Questions-Seq", event.seq.to_string())
             .header("X-Questions-Event", event.event.as_str());
-        if self.format == Format::Ntfy {
+        if self.format == WatchFormat::Ntfy {
             request = request
                 .header("Title", title(event))
                 .header("Tags", "question")

@@ -1,20 +1,11 @@
 use std::io::IsTerminal;
 
-use serde::Serialize;
-
 use super::Outcome;
 use crate::cli::{ListArgs, ListFormat};
 use crate::output;
 use questions_core::error::Result;
-use questions_core::model::Question;
 use questions_core::ops;
 use questions_core::ops::{Filter, Ledger};
-
-#[derive(Serialize)]
-struct Listed {
-    count: usize,
-    questions: Vec<Question>,
-}
 
 pub(super) fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     let filter = Filter {
@@ -25,12 +16,7 @@ pub(super) fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     };
     let questions = ops::list(ledger, &filter)?;
     let body = match args.format {
-        ListFormat::Json => {
-            return Ok(Outcome::ok(Listed {
-                count: questions.len(),
-                questions,
-            }))
-        }
+        ListFormat::Json => return Ok(Outcome::ok(ops::Listed::new(questions))),
         ListFormat::Jsonl => output::jsonl(&questions),
         ListFormat::Markdown => output::markdown(&questions),
         ListFormat::Table => {

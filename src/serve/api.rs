@@ -96,14 +96,6 @@ fn stage_within(app: &App, asked: Option<String>) -> Result<Option<String>> {
     }
 }
 
-#[derive(serde::Serialize)]
-struct Listed {
-    /// The ledger's id, to send back with a change (see `shown`).
-    ledger: Option<String>,
-    count: usize,
-    questions: Vec<Question>,
-}
-
 pub(super) async fn list(
     State(app): State<Arc<App>>,
     Query(query): Query<ListQuery>,
@@ -125,10 +117,10 @@ pub(super) async fn list(
         .map_err(&failed)?;
     Ok(success(
         Procedure::List,
-        &Listed {
-            ledger,
-            count: questions.len(),
-            questions,
+        &ops::Listed {
+            // The ledger's id, to send back with a change (see `shown`).
+            ledger: Some(ledger),
+            ..ops::Listed::new(questions)
         },
     ))
 }

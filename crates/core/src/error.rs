@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::model::Question;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     Usage,
@@ -248,6 +248,21 @@ pub(crate) fn brief(text: &str) -> String {
     match text.char_indices().nth(MOST) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+/// An error code in a schema: one of the codes' names.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ErrorCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorCode".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = <ErrorCode as strum::VariantArray>::VARIANTS
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
     }
 }
 

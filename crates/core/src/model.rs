@@ -8,7 +8,8 @@ use crate::error::{ApprovalClash, Error, Refusal, Result};
 
 mod approval;
 pub use approval::{
-    check_name, check_policy, Approval, Ballot, Groups, Verdict, Vote, Voted, GROUP_PREFIX,
+    check_name, check_policy, Approval, ApprovalState, Ballot, Groups, Verdict, Vote, Voted,
+    GROUP_PREFIX,
 };
 
 #[derive(
@@ -24,6 +25,7 @@ pub use approval::{
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Status {
     Pending,
     Answered,
@@ -59,6 +61,7 @@ impl Status {
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Channel {
     Cli,
     Ask,
@@ -108,6 +111,7 @@ impl Channel {
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum OnExpiry {
     /// It stays pending (and `check` says its time is up).
     #[default]
@@ -159,6 +163,7 @@ pub struct Actor {
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Source {
     Cli,
     Uwf,
@@ -180,6 +185,7 @@ impl Source {
 /// A stage gate's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Gate {
     Pass,
     Fail,
@@ -201,6 +207,7 @@ impl Gate {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct QuestionOption {
     pub label: String,
     #[serde(default)]
@@ -211,17 +218,33 @@ pub struct QuestionOption {
 
 /// A question as the contract prints it: every key, always.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Question {
+    #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub id: i64,
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub stage: String,
     pub group_name: Option<String>,
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub question: String,
     pub proposed: Option<String>,
     pub required: bool,
     pub status: Status,
     pub answer: Option<String>,
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
+    )]
     pub created_at: String,
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
+    )]
     pub answered_at: Option<String>,
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
+    )]
     pub updated_at: String,
     pub header: Option<String>,
     pub context: Option<String>,
@@ -936,6 +959,7 @@ pub struct NewQuestion {
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum EventKind {
     Logged,
     Answered,
@@ -975,6 +999,7 @@ impl EventKind {
 
 /// One line of the append-only history: the whole question before and after a change.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     /// The event's place in the ledger's history: increasing, never reused.
     pub seq: i64,

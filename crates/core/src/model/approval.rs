@@ -14,6 +14,7 @@ pub const GROUP_PREFIX: &str = "group:";
 
 /// What makes a question an approval, and the votes cast on it so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Approval {
     /// People, and groups as `group:NAME`, in the order given.
     pub approvers: Vec<String>,
@@ -43,6 +44,7 @@ pub struct Approval {
 )]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Verdict {
     Approve,
     Reject,
@@ -54,7 +56,34 @@ impl Verdict {
     }
 }
 
+/// Where an approval stands: a pending approval is open, an answered one approved, any
+/// other rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum ApprovalState {
+    Open,
+    Approved,
+    Rejected,
+}
+
+impl ApprovalState {
+    pub fn of(status: Status) -> ApprovalState {
+        match status {
+            Status::Pending => ApprovalState::Open,
+            Status::Answered => ApprovalState::Approved,
+            Status::Skipped | Status::Declined => ApprovalState::Rejected,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Vote {
     pub by: String,
     pub vote: Verdict,
@@ -346,13 +375,10 @@ impl Question {
             return Err(refused);
         }
         if self.status != Status::Pending {
-            let how = match self.status {
-                Status::Answered => "approved",
-                _ => "rejected",
-            };
             return Err(Error::conflict(format!(
-                "approval {} is already settled ({how}); a vote no longer changes it",
-                self.id
+                "approval {} is already settled ({}); a vote no longer changes it",
+                self.id,
+                ApprovalState::of(self.status).as_str()
             )));
         }
         let detail = |refused: Option<&str>, replaces: Option<Verdict>| {

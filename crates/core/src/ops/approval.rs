@@ -7,7 +7,9 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{check_name, Actor, Ballot, Channel, Groups, Question, Status, Vote, Voted};
+use crate::model::{
+    check_name, Actor, ApprovalState, Ballot, Channel, Groups, Question, Vote, Voted,
+};
 use crate::store::{Ledger, Tx};
 
 /// Who casts a vote (or asks for an approval), as far as the channel can tell.
@@ -120,6 +122,7 @@ fn groups_of(tx: &Tx, q: &Question) -> Result<Groups> {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GroupChanged {
     pub group: String,
     pub added: Vec<String>,
@@ -268,11 +271,11 @@ pub fn group(
 
 /// An approval as the gate reports it.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ApprovalReport {
     pub id: i64,
     pub question: String,
-    /// `open`, `approved` or `rejected`.
-    pub state: &'static str,
+    pub state: ApprovalState,
     pub approvers: Vec<String>,
     pub requester: String,
     pub min: u32,
@@ -294,11 +297,7 @@ pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalRep
     for q in questions {
         let Some(a) = &q.approval else { continue };
         let groups = groups_of(tx, q)?;
-        let state = match q.status {
-            Status::Pending => "open",
-            Status::Answered => "approved",
-            _ => "rejected",
-        };
+        let state = ApprovalState::of(q.status);
         let rejection = a.rejection();
         out.push(ApprovalReport {
             id: q.id,
@@ -308,12 +307,12 @@ pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalRep
             requester: a.requester.clone(),
             min: a.min,
             approvals: a.approvals(&groups),
-            needed: if state == "approved" {
+            needed: if state == ApprovalState::Approved {
                 0
             } else {
                 a.needed(&groups)
             },
-            may_vote: if state == "open" {
+            may_vote: if state == ApprovalState::Open {
                 a.may_still_vote(&groups)
             } else {
                 Vec::new()
@@ -321,8 +320,8 @@ pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalRep
             votes: a.votes.clone(),
             rejected_by: rejection.map(|v| v.by.clone()),
             reason: match state {
-                "rejected" => q.decline_reason.clone(),
-                _ => None,
+                ApprovalState::Rejected => q.decline_reason.clone(),
+                ApprovalState::Open | ApprovalState::Approved => None,
             },
         });
     }

@@ -11,6 +11,7 @@ use crate::model::{AnswerInput, Ballot, HarnessCall, Mode, NewQuestion, Question
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Logged {
     pub question_id: i64,
     /// False when the same question (stage, group, text) was already in the ledger.
@@ -201,6 +202,7 @@ pub fn end_call(ledger: &mut Ledger, call: &HarnessCall) -> Result<()> {
 
 /// One question after an answer, a skip or a decline.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recorded {
     pub question_id: i64,
     pub question: Question,
@@ -384,6 +386,7 @@ pub fn record_delivery(
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cleared {
     pub stage: String,
     pub deleted: usize,
@@ -409,6 +412,7 @@ pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleare
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Defaulted {
     pub stage: String,
     pub answered_ids: Vec<i64>,

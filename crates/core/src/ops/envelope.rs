@@ -12,7 +12,7 @@ use crate::model::Question;
 /// command's document names that command (`check`, `list`, `answers`, `import`), on
 /// failure as on success; the tools with documents of their own (`ask_questions`,
 /// `wait_for_answers`, `vote`) name themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum Procedure {
     Log,
@@ -105,6 +105,21 @@ impl Serialize for Procedure {
     }
 }
 
+/// A procedure in a schema: one of the procedures' names.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Procedure {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Procedure".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = <Procedure as strum::VariantArray>::VARIANTS
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        schemars::json_schema!({ "type": "string", "enum": names })
+    }
+}
+
 /// A result in the envelope; serialize it (as text, or as a JSON value for MCP).
 #[derive(Serialize)]
 pub struct Envelope<'a, T> {
@@ -127,11 +142,13 @@ pub fn document<T: Serialize>(ok: bool, procedure: Procedure, result: &T) -> Env
 /// The failure document. A front end may word the message for its users (`worded`) and,
 /// for a conflict, add the question as it stands (`on_record`).
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Failure {
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     procedure: Option<Procedure>,
     error: String,
+    #[cfg_attr(feature = "schema", schemars(with = "crate::error::ErrorCode"))]
     error_code: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     answer: Option<Option<String>>,

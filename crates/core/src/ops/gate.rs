@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{select, settle, Step};
 use crate::clock;
 use crate::error::Result;
-use crate::model::{Channel, Gate, Question, Status};
+use crate::model::{ApprovalState, Channel, Gate, Question, Status};
 use crate::store::{Filter, Ledger};
 
 /// The longest a waiting check goes without looking again: a change that no notification
@@ -38,6 +38,7 @@ pub struct CheckRequest {
 /// The gate's document. `pending` holds the questions themselves (a large stage can hold
 /// hundreds), serialized straight from the rows.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GateReport {
     pub gate: Gate,
     pub stage: Option<String>,
@@ -67,6 +68,7 @@ pub struct GateReport {
 
 /// A declined question as the gate reports it.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Declined {
     pub id: i64,
     pub question: String,
@@ -144,7 +146,7 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
         }
         let gate = Gate::over(&considered);
         // A rejected approval never passes: waiting longer cannot help.
-        let settled_fail = approvals.iter().any(|a| a.state == "rejected");
+        let settled_fail = approvals.iter().any(|a| a.state == ApprovalState::Rejected);
         // A stage never heard of does not pass a wait: nothing in it was settled.
         let passes = gate.passes() && known != Some(false);
         let done = passes || !waits || settled_fail;
@@ -278,6 +280,7 @@ fn report(
 /// Where an `answers` value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ValueSource {
     Answer,
     Proposed,
@@ -290,6 +293,7 @@ pub enum ValueSource {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AnswerDetail {
     pub id: i64,
     pub key: String,
@@ -300,6 +304,7 @@ pub struct AnswerDetail {
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AnswersReport {
     pub stage: String,
     pub gate: Gate,

@@ -13,6 +13,7 @@ use crate::model::{Actor, AnswerInput, Mode, NewQuestion, OnExpiry, Question, Vo
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ingested {
     /// The format read; none when nothing was found and no format was named.
     pub format: Option<&'static str>,
@@ -132,6 +133,7 @@ pub fn ingest(
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Imported {
     pub format: &'static str,
     pub stage: String,

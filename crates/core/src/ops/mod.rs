@@ -161,6 +161,28 @@ pub fn on_record(
 }
 
 /// The questions a filter matches, by id.
+/// `list`'s document. `ledger` is for a client that sends a change back (the web inbox):
+/// the ledger's id, to send with it (none when the ledger has none yet); the command line
+/// leaves it out.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Listed {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<Option<String>>,
+    pub count: usize,
+    pub questions: Vec<Question>,
+}
+
+impl Listed {
+    pub fn new(questions: Vec<Question>) -> Listed {
+        Listed {
+            ledger: None,
+            count: questions.len(),
+            questions,
+        }
+    }
+}
+
 pub fn list(ledger: &mut Ledger, filter: &Filter) -> Result<Vec<Question>> {
     settle(ledger)?;
     ledger.read(|tx| tx.questions(filter))
@@ -200,6 +222,7 @@ pub fn named_in_ledger(
 
 /// The history of a question or a stage, oldest first.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct History {
     pub count: usize,
     pub events: Vec<Event>,
@@ -227,12 +250,14 @@ pub fn history(ledger: &mut Ledger, filter: &EventFilter) -> Result<History> {
 /// Where the ledger is and what it holds. It only reads: a ledger that does not exist is
 /// reported as such and not created.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Info {
     pub ledger: LedgerInfo,
     pub stages: Vec<StageCounts>,
 }
 
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerInfo {
     pub engine: &'static str,
     /// An absolute path, or the database's URL without its password.
@@ -246,6 +271,7 @@ pub struct LedgerInfo {
 }
 
 #[derive(Debug, Serialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageCounts {
     pub stage: String,
     pub total: i64,
@@ -379,6 +405,7 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
 
 /// What `reset` did.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Reset {
     /// The ledger's file, or the PostgreSQL URL without its password.
     pub deleted: String,

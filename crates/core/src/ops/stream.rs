@@ -14,6 +14,7 @@ use crate::store::{EventFilter, Ledger};
 
 /// An event as a stream prints it: with the id of the ledger it belongs to.
 #[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerEvent<'a> {
     /// None only for a ledger that has no id (one that does not exist: it has no events).
     pub ledger: Option<&'a str>,

@@ -16,6 +16,7 @@ pub(super) const UWF_LEDGER: &str = ".github/skills/uwf-question-protocol/uwf-qu
 
 /// How the ledger was found, as `info` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum FoundBy {
     #[serde(rename = "--db")]
     Flag,
