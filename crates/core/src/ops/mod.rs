@@ -68,7 +68,7 @@ impl Caller {
 /// process has already changed is left alone. Costs one indexed read when nothing is due.
 pub fn settle(ledger: &mut Ledger) -> Result<usize> {
     let now = clock::now();
-    if ledger.read(|tx| Ok(tx.due(&now)?.is_empty()))? {
+    if !ledger.read(|tx| tx.any_due(&now))? {
         return Ok(0);
     }
     ledger.write(|tx| expire_due(tx, &now))
