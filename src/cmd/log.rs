@@ -1,6 +1,6 @@
 use super::Outcome;
 use crate::cli::{ApprovalArgs, LogArgs};
-use questions_core::error::{ApprovalClash, Error, Refusal, Result};
+use questions_core::error::{ApprovalClash, Refusal, Result};
 use questions_core::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
 use questions_core::ops::Ledger;
 use questions_core::ops::{self, Expiry};
@@ -31,8 +31,7 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
         a.min.unwrap_or(1),
         a.requester.as_deref(),
         &logger,
-    )
-    .map_err(Error::usage)?;
+    )?;
     Ok(Some(approval))
 }
 

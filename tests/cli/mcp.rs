@@ -871,6 +871,22 @@ fn bad_input_in(era: Era) {
             "{typo}"
         );
 
+        // An approval's policy is refused in the tool's own terms: an agent has no flags.
+        let quorum = s
+            .fails(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Ship?",
+                    "approval": {"approvers": ["alice"], "min": 2}}]}),
+            )
+            .await;
+        assert_eq!(quorum["error_code"], "usage");
+        let words = quorum["error"].as_str().unwrap();
+        assert!(words.contains("min of 2 can never be reached"), "{quorum}");
+        assert!(
+            !words.contains("--"),
+            "an agent is told of a flag: {quorum}"
+        );
+
         let blank = s
             .fails(
                 "ask_questions",

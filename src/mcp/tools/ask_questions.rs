@@ -158,7 +158,7 @@ fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<N
                 a.requester.as_deref(),
                 logger,
             )
-            .map_err(|why| place(Error::usage(why)))?,
+            .map_err(place)?,
         ),
     };
     let options = item

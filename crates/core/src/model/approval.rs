@@ -124,7 +124,7 @@ impl Approval {
         min: u32,
         requester: Option<&str>,
         logged_by: &str,
-    ) -> Result<Approval, String> {
+    ) -> Result<Approval, Error> {
         let approvers: Vec<String> = approvers.iter().map(|p| p.trim().to_string()).collect();
         let requester = requester
             .map(str::trim)
@@ -215,28 +215,36 @@ impl Approval {
 
 /// Checks an approval's policy as it is logged: people and `group:NAME`s, no blanks, a
 /// quorum of at least one that the listed people can reach (groups may grow, so with a
-/// group any quorum is taken). The error is a usage error's message.
+/// group any quorum is taken). The refusal is a usage error.
 pub fn check_policy(
     approvers: &[String],
     min: u32,
     requester: &str,
     logged_by: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
+    // The command line names its flags; an agent (MCP) or a page has none.
+    let refused = |neutral: String, cli: String| Error::usage(neutral).with_cli_wording(cli);
     if approvers.is_empty() {
-        return Err(
-            "an approval needs --approvers: the people (or group:NAME) who may approve it".into(),
-        );
+        let why = "the people (or group:NAME) who may approve it";
+        return Err(refused(
+            format!("an approval needs approvers: {why}"),
+            format!("an approval needs --approvers: {why}"),
+        ));
     }
     for a in approvers {
         let name = a.strip_prefix(GROUP_PREFIX).unwrap_or(a);
         if name.trim().is_empty() || name.trim() != name || name.contains(',') {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "'{a}' is not an approver: give names (or group:NAME) separated by commas"
-            ));
+            )));
         }
     }
     if min == 0 {
-        return Err("--min must be at least 1: an approval nobody approves is no gate".into());
+        let why = "must be at least 1: an approval nobody approves is no gate";
+        return Err(refused(
+            format!("an approval's min {why}"),
+            format!("--min {why}"),
+        ));
     }
     if approvers.iter().all(|a| !a.starts_with(GROUP_PREFIX)) {
         let people: BTreeSet<&String> = approvers
@@ -247,8 +255,8 @@ pub fn check_policy(
             let also = logged_by
                 .map(|l| format!(", nor does '{l}', who logs it"))
                 .unwrap_or_default();
-            return Err(format!(
-                "--min {min} can never be reached: only {} of the approvers may vote ({}), \
+            let why = format!(
+                "{min} can never be reached: only {} of the approvers may vote ({}), \
                  and the requester '{requester}' never does{also}",
                 people.len(),
                 people
@@ -256,6 +264,10 @@ pub fn check_policy(
                     .map(|p| p.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+            return Err(refused(
+                format!("an approval's min of {why}"),
+                format!("--min {why}"),
             ));
         }
     }
