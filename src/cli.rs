@@ -127,6 +127,11 @@ pub struct Cli {
     )]
     pub by: Option<String>,
 
+    /// JSON output, which every command but a few renderings prints anyway: accepted
+    /// everywhere, so that `questions list --json` does what it says
+    #[arg(long, global = true)]
+    pub json: bool,
+
     /// `db` came from `QUESTIONS_DB`, not `--db` (set by `parse`).
     #[arg(skip)]
     pub db_from_env: bool,
@@ -137,6 +142,44 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// What `--json` clashes with: a rendering other than JSON that the command line also
+    /// asks for (`list --format table`, `render --format markdown`, completions, the man
+    /// page). Everywhere else JSON is what is printed, and `--json` changes nothing.
+    pub fn json_clash(&self) -> Option<String> {
+        if !self.json {
+            return None;
+        }
+        let other = match &self.command {
+            Command::List(args) if args.format != ListFormat::Json => {
+                format!("list --format {}", list_format_name(args.format))
+            }
+            Command::Render(args)
+                if matches!(
+                    args.format,
+                    formats::RenderFormat::OpenQuestions
+                        | formats::RenderFormat::Uwf
+                        | formats::RenderFormat::Markdown
+                ) =>
+            {
+                format!("render --format {}", args.format.name())
+            }
+            Command::Completions(_) => "completions".into(),
+            Command::Man => "man".into(),
+            _ => return None,
+        };
+        Some(format!(
+            "--json asks for JSON, and {other} prints something else: give one of the two"
+        ))
+    }
+}
+
+fn list_format_name(format: ListFormat) -> String {
+    format
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
 }
 
 /// Parses a command line, noting where `--db`'s value came from.
@@ -870,10 +913,6 @@ pub struct AskArgs {
     /// Only these question ids (comma-separated)
     #[arg(long, value_name = "N,N,…", value_parser = id_list)]
     pub ids: Option<IdList>,
-    /// Print the JSON document even when standard output is a terminal (instead of a
-    /// short summary)
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Debug, Args)]

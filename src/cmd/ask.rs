@@ -10,7 +10,8 @@ use questions_core::ops::{self, CheckRequest, Wait};
 
 /// Prompts on the terminal whatever standard input and output are, so the JSON can go to
 /// a file or a pipe; on a terminal, the person reads a short summary instead.
-pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outcome> {
+/// `json`: print the JSON document even on a terminal (instead of a short summary).
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs, json: bool) -> Result<Outcome> {
     if !terminal::available() {
         return Err(terminal::not_a_terminal());
     }
@@ -39,7 +40,7 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs) -> Result<Outco
         &shown,
         ops::Together::All,
     )?;
-    if args.json || !std::io::stdout().is_terminal() {
+    if json || !std::io::stdout().is_terminal() {
         return Ok(Outcome::ok(asked));
     }
     let gate = ops::check(

@@ -154,6 +154,10 @@ fn system_user() -> Option<String> {
 }
 
 pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
+    if let Some(clash) = cli.json_clash() {
+        return Err(Error::usage(clash));
+    }
+    let json = cli.json;
     let (location, found_by, also_found) = match Location::find(cli.db.as_deref(), cli.db_from_env)
     {
         Ok(found) => found,
@@ -195,7 +199,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Import(args) => import::run(l, w, args),
         Command::Answers(args) => answers::run(l, args),
         Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
-        Command::Ask(args) => ask::run(l, w, args),
+        Command::Ask(args) => ask::run(l, w, args, json),
         Command::Info => info::run(l, found_by, &also_found),
         Command::Events(args) => events::run(l, args),
         #[cfg(feature = "watch")]

@@ -66,13 +66,50 @@ fn version_json_gives_the_same_facts_and_the_binary_s_own_path() {
 }
 
 #[test]
-fn json_without_version_is_a_usage_error() {
+fn json_without_a_command_is_a_usage_error() {
     let l = Ledger::new();
-    for args in [vec!["--json"], vec!["list", "--json"]] {
-        let run = l.run(&args);
-        assert_eq!((run.code, run.error_code()), (2, "usage"), "{args:?}");
-    }
+    let run = l.run(["--json"]);
+    assert_eq!((run.code, run.error_code()), (2, "usage"));
     l.assert_not_created();
+}
+
+#[test]
+fn json_is_accepted_by_every_command_and_changes_nothing_where_json_is_printed() {
+    let l = Ledger::new();
+    l.ok(["log", "--stage", "s", "--question", "Which database?"]);
+    // Before or after the command, the same document as without it (the clock aside).
+    let calls: [&[&str]; 6] = [
+        &["list"],
+        &["check", "--stage", "s"],
+        &["info"],
+        &["answers", "--stage", "s"],
+        &["history", "--stage", "s"],
+        &["render", "--stage", "s", "--format", "vscode"],
+    ];
+    for call in calls {
+        let plain = l.run(call);
+        for json in [
+            [&["--json"][..], call].concat(),
+            [call, &["--json"][..]].concat(),
+        ] {
+            let run = l.run(&json);
+            assert_eq!(run.code, plain.code, "{json:?}: {run:?}");
+            assert_eq!(run.json, plain.json, "{json:?}");
+        }
+    }
+    // A rendering other than JSON asked for beside it is a clash, named.
+    for clash in [
+        &["list", "--json", "--format", "table"][..],
+        &["render", "--stage", "s", "--format", "markdown", "--json"],
+        &["completions", "bash", "--json"],
+    ] {
+        let run = l.run(clash);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{clash:?}");
+        assert!(
+            run.json["error"].as_str().unwrap().contains("--json"),
+            "{run:?}"
+        );
+    }
 }
 
 #[test]
