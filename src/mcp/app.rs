@@ -45,6 +45,32 @@ pub(super) fn mark_tools<S>(router: &mut ToolRouter<S>) {
     }
 }
 
+/// The in-chat inbox's tools: offered, and answered, only to a client that declares the
+/// extension. Hosts that do not show apps ignore a tool's `visibility` too and hand it to
+/// the model, which could then record "a person's click" itself.
+pub(super) const TOOLS: [&str; 2] = ["open_inbox", "answer_in_app"];
+
+/// Whether the client declares the MCP Apps extension (it shows `ui://` resources and
+/// keeps app-only tools from the model).
+pub(super) fn shown_by(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.extensions)
+        .is_some_and(|e| e.contains_key(EXTENSION_ID))
+}
+
+/// The refusal of an in-chat inbox tool called by a client without the extension.
+pub(super) fn not_shown(tool: &str) -> Error {
+    Error::new(
+        ErrorCode::Forbidden,
+        format!(
+            "{tool} belongs to the in-chat inbox, and this client does not declare the MCP \
+             Apps extension ({EXTENSION_ID}): no person can have used it here; nothing was \
+             recorded. Use ask_questions, wait_for_answers and record_answers"
+        ),
+    )
+}
+
 pub(super) fn resource() -> Resource {
     Resource::new(URI, "questions-inbox")
         .with_title("Questions inbox")

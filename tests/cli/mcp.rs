@@ -43,6 +43,8 @@ struct Client {
     era: Era,
     /// Declares the Tasks extension.
     tasks: bool,
+    /// Declares the MCP Apps extension (shows `ui://` resources).
+    apps: bool,
     /// Opens URLs for the person (URL-mode elicitation): what the person does there.
     inbox_person: Option<InboxPerson>,
     urls: Arc<Mutex<Vec<String>>>,
@@ -61,6 +63,7 @@ impl Client {
             name: name.to_string(),
             era: Era::Session,
             tasks: false,
+            apps: false,
             inbox_person: None,
             urls: Arc::default(),
             server_args: Vec::new(),
@@ -84,6 +87,11 @@ impl Client {
 
     fn with_tasks(mut self) -> Client {
         self.tasks = true;
+        self
+    }
+
+    fn with_apps(mut self) -> Client {
+        self.apps = true;
         self
     }
 
@@ -111,6 +119,12 @@ impl ClientHandler for Client {
         if self.tasks {
             let tasks = ClientCapabilities::builder().enable_tasks().build();
             capabilities.extensions = tasks.extensions;
+        }
+        if self.apps {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert("io.modelcontextprotocol/ui".into(), Default::default());
         }
         ClientConfig::new(capabilities, Implementation::new(&self.name, "1.0.0"))
     }
@@ -1687,7 +1701,7 @@ fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
     );
     let other = ledger.log("design", "Project name?");
     run(async {
-        let s = connect(&ledger, Client::new("app-host")).await;
+        let s = connect(&ledger, Client::new("app-host").with_apps()).await;
         let tools = s.service.list_all_tools().await.unwrap();
         let meta = |name: &str| {
             let tool = tools.iter().find(|t| t.name == name).unwrap();
@@ -1759,6 +1773,40 @@ fn the_inbox_inside_the_chat_is_a_ui_resource_answered_through_a_tool() {
     assert_eq!(ledger.question(other)["status"], "pending");
 }
 
+/// A host that does not show MCP Apps also ignores a tool's `visibility` and hands every
+/// tool to the model: such a client is not offered the in-chat inbox's tools, and a call
+/// of them anyway records nothing (the model cannot make "a person's click").
+#[test]
+fn a_client_without_mcp_apps_is_neither_offered_nor_answered_the_in_chat_inbox_tools() {
+    let ledger = Ledger::new();
+    let id = ledger.log("design", "Project name?");
+    run(async {
+        let s = connect(&ledger, Client::new("headless-host")).await;
+        let tools = s.service.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert!(names.contains(&"ask_questions"), "{names:?}");
+        for app_only in ["open_inbox", "answer_in_app"] {
+            assert!(!names.contains(&app_only), "{app_only} offered: {names:?}");
+        }
+        let made_up = s
+            .fails(
+                "answer_in_app",
+                json!({"id": id, "action": "answer", "answer": "orders"}),
+            )
+            .await;
+        assert_eq!(made_up["error_code"], "forbidden", "{made_up}");
+        assert!(
+            made_up["error"].as_str().unwrap().contains("MCP Apps"),
+            "{made_up}"
+        );
+        let shown = s.fails("open_inbox", json!({})).await;
+        assert_eq!(shown["error_code"], "forbidden", "{shown}");
+        s.service.cancel().await.unwrap();
+    });
+    assert_eq!(ledger.question(id)["status"], "pending");
+    assert!(ledger.question(id)["channel"].is_null());
+}
+
 /// Chromium's: skipped with the browser tests where it is not installed (and in a build
 /// without `serve`, whose browser harness they share).
 #[cfg(feature = "serve")]
@@ -1798,7 +1846,7 @@ mod browser {
         .unwrap();
         let l = &ledger;
         crate::browser::with_browser(true, |c| async move {
-            let s = connect(l, Client::new("apps-host")).await;
+            let s = connect(l, Client::new("apps-host").with_apps()).await;
             let read = s
                 .service
                 .read_resource(ReadResourceRequestParams::new("ui://questions/inbox"))

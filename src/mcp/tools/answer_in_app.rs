@@ -42,6 +42,9 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
+            if !super::super::app::shown_by(&context) {
+                return Err(super::super::app::not_shown("answer_in_app"));
+            }
             let input = input.read()?;
             let caller = Caller {
                 by: Some(format!("mcp:{}", client_name(&context))),

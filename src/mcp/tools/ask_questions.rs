@@ -105,9 +105,13 @@ pub(super) struct AskInput {
 pub(super) enum Elicited {
     /// The person filled in the form; their answers are recorded.
     Accepted,
-    /// The person declined the form: the questions stay pending; ask another way.
+    /// The client answered the form with "decline": the person's refusal, or the host's
+    /// own where it shows no form (a headless run declines every one), which no server can
+    /// tell apart. The questions stay pending; ask another way, not as if the person had
+    /// refused.
     Declined,
-    /// The person dismissed the form: the questions stay pending.
+    /// The client answered the form with "cancel": dismissed by the person, or by the host
+    /// without showing it. The questions stay pending.
     Cancelled,
     /// The client cannot show forms (no elicitation capability).
     Unsupported,

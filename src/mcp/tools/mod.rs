@@ -22,9 +22,9 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig,
+    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData as McpError, RoleServer, ServerHandler};
@@ -518,6 +518,30 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    /// Every tool, but the in-chat inbox's for a client that shows no apps (`app::TOOLS`).
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, McpError> {
+        let apps = super::app::shown_by(&context);
+        let tools = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| apps || !super::app::TOOLS.contains(&t.name.as_ref()))
+            .collect();
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let mut listed = ListToolsResult::with_all_items(tools);
+        listed.result_type = Some(rmcp::model::ResultType::COMPLETE);
+        listed.ttl_ms = cache_hints.then_some(0);
+        // The list depends on what this client declares: no other client may reuse it.
+        listed.cache_scope = cache_hints.then_some(rmcp::model::CacheScope::Private);
+        Ok(listed)
+    }
+
     async fn get_task(
         &self,
         request: GetTaskParams,

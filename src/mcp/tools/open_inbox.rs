@@ -1,7 +1,8 @@
 //! `open_inbox`: shows the person the in-chat inbox (MCP Apps) with the pending questions.
 
 use rmcp::model::{CallToolResponse, CallToolResult};
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -25,8 +26,14 @@ impl Server {
         output_schema = enveloped_schema::<InboxShown>(Procedure::OpenInbox),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn open_inbox(&self) -> std::result::Result<CallToolResponse, CallToolResult> {
+    async fn open_inbox(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
+            if !super::super::app::shown_by(&context) {
+                return Err(super::super::app::not_shown("open_inbox"));
+            }
             let inbox = blocking(self.location.clone(), |l| ops::inbox(l, None)).await?;
             let shown = InboxShown {
                 pending_count: inbox.questions.len(),
