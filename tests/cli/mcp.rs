@@ -124,7 +124,10 @@ impl ClientHandler for Client {
             capabilities
                 .extensions
                 .get_or_insert_with(Default::default)
-                .insert("io.modelcontextprotocol/ui".into(), Default::default());
+                .insert(
+                    "io.modelcontextprotocol/ui".into(),
+                    serde_json::Map::default(),
+                );
         }
         ClientConfig::new(capabilities, Implementation::new(&self.name, "1.0.0"))
     }
