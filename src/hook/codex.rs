@@ -50,10 +50,39 @@ pub(crate) fn parse(event: &Value) -> Result<Event, Unreadable> {
                         .collect()
                 })
                 .unwrap_or_default();
-            (!given.is_empty()).then(|| given.join(", "))
+            card_answer(&given)
         })
         .collect();
     Ok(Event::Answered(call, chosen))
+}
+
+/// What Codex's card puts after the chosen option for the person's own words.
+const NOTE: &str = "user_note: ";
+/// The choice Codex's card adds to every question's options.
+const NONE_OF_THE_ABOVE: &str = "None of the above";
+
+/// One question's answer from the card's list: the chosen labels, and the person's note
+/// (`user_note: …`) verbatim. A note beside "None of the above" (or alone) is the answer
+/// itself; beside an option, it follows the option's label.
+fn card_answer(given: &[String]) -> Option<String> {
+    let notes: Vec<&str> = given
+        .iter()
+        .filter_map(|a| a.strip_prefix(NOTE))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    let labels: Vec<&str> = given
+        .iter()
+        .filter(|a| !a.starts_with(NOTE))
+        .map(String::as_str)
+        .filter(|a| notes.is_empty() || *a != NONE_OF_THE_ABOVE)
+        .collect();
+    match (labels.is_empty(), notes.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(labels.join(", ")),
+        (true, false) => Some(notes.join("\n")),
+        (false, false) => Some(format!("{}; {}", labels.join(", "), notes.join("\n"))),
+    }
 }
 
 /// The questions of one `request_user_input` input.
@@ -64,12 +93,9 @@ pub(crate) fn call(input: &Value) -> Result<Call, Unreadable> {
         let key = str_at(&item, "id")
             .map(str::to_string)
             .ok_or_else(|| Unreadable(format!("questions[{i}].id is missing")))?;
-        // Codex offers free text only where the question says so.
-        let other = item
-            .get("isOther")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        new.allow_freeform = other || new.options.is_empty();
+        // Codex's card takes a note on every question, whatever `isOther` says (0.169.0
+        // never sends it): the person's words are an answer the ledger must take too.
+        new.allow_freeform = true;
         questions.push(Asked {
             key,
             shown: super::claude_code::shown_labels(&item),

@@ -679,7 +679,8 @@ fn codex_questions_are_logged_then_answered_by_a_deny_that_carries_the_answers()
     assert_eq!(all[0]["stage"], "codex");
     assert_eq!(all[0]["options"][0]["label"], "SQLite");
     assert_eq!(all[0]["options"][0]["recommended"], true);
-    assert_eq!(all[0]["allow_freeform"], false, "isOther: false");
+    // Codex's card takes a note on every question, whatever isOther says.
+    assert_eq!(all[0]["allow_freeform"], true, "isOther: false");
     assert_eq!(all[1]["allow_freeform"], true, "isOther: true");
     assert_silent(&harness(&l, "codex", &pre));
     assert_eq!(l.all().len(), 2, "the same call is logged once");
@@ -711,6 +712,63 @@ fn codex_answers_from_its_own_prompt_are_recorded() {
     assert_eq!(all[0]["channel"], "codex");
     assert_eq!(all[1]["answer"], "ledger");
     assert_eq!(all[1]["channel"], "codex");
+}
+
+/// Codex's card offers "None of the above" and a note on every question; the note comes
+/// back as `user_note: …` beside the chosen label. The person's words are recorded
+/// verbatim, and a note beside an option follows its label.
+#[test]
+fn codex_notes_from_its_card_are_recorded_verbatim() {
+    let l = Ledger::new();
+    let mut post: Value =
+        serde_json::from_str(&fixture(&format!("{CODEX}/post_tool_use.json"))).unwrap();
+    post["tool_response"] = json!(json!({"answers": {
+        "database": {"answers": ["None of the above", "user_note: Use memcached, for now"]},
+        "name": {"answers": ["ledger", "user_note: lower case"]},
+    }})
+    .to_string());
+    assert_silent(&harness(&l, "codex", &post.to_string()));
+    let all = l.all();
+    assert_eq!(all[0]["status"], "answered", "{all:?}");
+    assert_eq!(all[0]["answer"], "Use memcached, for now");
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[1]["answer"], "ledger; lower case");
+    assert!(all.iter().all(|q| q["channel"] == "codex"), "{all:?}");
+    // And the person may answer a Codex question in their own words from the CLI too.
+    let other = Ledger::new();
+    assert_silent(&harness(
+        &other,
+        "codex",
+        &fixture(&format!("{CODEX}/pre_tool_use.json")),
+    ));
+    other.ok(["answer", "--id", "1", "--answer", "DuckDB"]);
+}
+
+/// The CLI answered while Codex's card was up, and the person then gave the card another
+/// answer, which the agent acts on: the ledger keeps the first answer, and its history
+/// the card's, as a refused event, never nothing.
+#[test]
+fn a_card_answer_that_differs_from_the_ledger_s_is_kept_in_the_history() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX}/pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    l.ok(["answer", "--id", "1", "--answer", "SQLite"]);
+    let post = fixture(&format!("{CODEX}/post_tool_use.json"));
+    harness(&l, "codex", &post);
+    assert_eq!(l.question(1)["answer"], "SQLite");
+    let history = l.ok(["history", "--id", "1"]);
+    let refused: Vec<&Value> = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{history:#}");
+    assert_eq!(refused[0]["detail"]["given"]["answer"], "PostgreSQL");
+    assert_eq!(refused[0]["channel"], "codex");
+    assert!(refused[0]["detail"]["refused"].as_str().is_some());
+    // The other question, not answered elsewhere, took the card's answer.
+    assert_eq!(l.question(2)["answer"], "ledger");
 }
 
 #[test]

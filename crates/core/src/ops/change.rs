@@ -7,7 +7,9 @@ use super::approval::Identity;
 use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Refusal, Result};
-use crate::model::{AnswerInput, Ballot, HarnessCall, Mode, NewQuestion, Question, Status};
+use crate::model::{
+    AnswerInput, Ballot, EventKind, HarnessCall, Mode, NewQuestion, Question, Status, Transition,
+};
 use crate::store::{Filter, Ledger, Tx};
 
 #[derive(Debug, Serialize)]
@@ -481,6 +483,27 @@ pub enum Choice {
     Leave,
 }
 
+impl Choice {
+    /// What the person gave, as a refused event keeps it; none for `Leave`.
+    fn given(&self) -> Option<serde_json::Value> {
+        match self {
+            Choice::Answer(input) => {
+                let mut given = serde_json::Map::new();
+                if let Some(text) = &input.text {
+                    given.insert("answer".into(), text.clone().into());
+                }
+                if !input.select.is_empty() {
+                    given.insert("selected".into(), input.select.clone().into());
+                }
+                Some(given.into())
+            }
+            Choice::Accept => Some(serde_json::json!({"accepted": "proposed"})),
+            Choice::Decline(reason) => Some(serde_json::json!({"declined": reason})),
+            Choice::Leave => None,
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct Asked {
     pub stage: String,
@@ -528,7 +551,8 @@ pub fn record_choices(
         let mut left = Vec::new();
         let mut refused = Vec::new();
         for (id, choice) in chosen {
-            let transition = existing(tx, *id).and_then(|before| {
+            let found = existing(tx, *id);
+            let transition = found.clone().and_then(|before| {
                 shown.check(tx, &before)?;
                 match choice {
                     Choice::Leave => Ok(None),
@@ -537,6 +561,25 @@ pub fn record_choices(
                     Choice::Decline(reason) => before.decline_asked(reason, &actor),
                 }
             });
+            // What the person gave and could not be recorded (answered elsewhere meanwhile,
+            // say) stays in the history as a refused event: the agent that showed the card
+            // may act on it, and the ledger says what it was.
+            if let (Err(e), Ok(before)) = (&transition, &found) {
+                if together == Together::Each && e.code != ErrorCode::DbError {
+                    if let Some(given) = choice.given() {
+                        tx.apply(&Transition::Event {
+                            kind: EventKind::Refused,
+                            before: Box::new(before.clone()),
+                            after: Box::new(before.clone()),
+                            actor: actor.clone(),
+                            detail: Some(serde_json::json!({
+                                "given": given,
+                                "refused": e.message,
+                            })),
+                        })?;
+                    }
+                }
+            }
             match transition {
                 Ok(_) if matches!(choice, Choice::Leave) => left.push(*id),
                 Ok(t) => {
