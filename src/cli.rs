@@ -349,7 +349,7 @@ pub enum Command {
     Hook(HookArgs),
     /// Write the MCP server entry and the hooks into an agent client's config
     #[command(
-        after_help = "Writes into the project's config (at the top of the git work tree), or the user's with\n--user, the native path of this binary; other entries are kept, and a second run\nchanges nothing. Files: claude-code .mcp.json and .claude/settings.json (hooks);\ncodex .codex/config.toml; gemini .gemini/settings.json; vscode .vscode/mcp.json;\ncursor .cursor/mcp.json; uwf: the docs under .github/ that run node …/questions.mjs.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init cursor --remove"
+        after_help = "Writes into the project's config (at the top of the git work tree) `questions`, found on\neach machine's PATH, or into the user's with --user the native path of this binary;\n--db and --wait are carried into what it writes. Every other byte is kept (comments\nincluded), and a second run changes nothing. Files: claude-code .mcp.json and\n.claude/settings.json (hooks); codex .codex/config.toml; gemini .gemini/settings.json;\nvscode .vscode/mcp.json; cursor .cursor/mcp.json; uwf: the docs under .github/ that run\nnode …/questions.mjs, and the ledger's .gitignore.\n\nExample:\n  questions init claude-code\n  questions init codex --user --dry-run\n  questions init claude-code --wait 120\n  questions init cursor --remove"
     )]
     Init(InitArgs),
 }
@@ -430,6 +430,9 @@ pub struct InitArgs {
     /// Take our entries out again
     #[arg(long)]
     pub remove: bool,
+    /// Carried into the hooks: how long each waits for answers from any channel
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: Option<u64>,
 }
 
 /// The agent clients `init` writes configs for.

@@ -25,6 +25,7 @@ mod reset;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;
+mod tracked;
 #[cfg(feature = "watch")]
 mod watch;
 
@@ -166,7 +167,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
                 // A hook fails open, even on a location it cannot use.
                 Command::Hook(_) => Ok(hook::failed(&err)),
                 // Configs only: the ledger is not used.
-                Command::Init(args) => init::run(args),
+                Command::Init(args) => init::run(args, cli.db, cli.db_from_env),
                 _ => Err(err),
             };
         }
@@ -179,12 +180,13 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
             other.display()
         ));
     }
+    let fresh = tracked::not_there_yet(&location);
     let mut ledger = Ledger::new(location);
     let l = &mut ledger;
     let by_from_flag = cli.by_from_flag;
     let who = Who::new(cli.by);
     let w = &who;
-    match cli.command {
+    let outcome = match cli.command {
         Command::Log(args) => log::run(l, args),
         Command::Answer(args) => answer::run(l, w, args),
         Command::Skip(args) => skip::run(l, w, args),
@@ -217,11 +219,15 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         #[cfg(not(feature = "mcp"))]
         Command::Mcp(_) => Err(not_built("mcp")),
         Command::Hook(args) => Ok(hook::run(l, w, args)),
-        Command::Init(args) => init::run(args),
+        Command::Init(args) => init::run(args, cli.db, cli.db_from_env),
         Command::Approve(args) => approve::approve(l, by_from_flag, args),
         Command::Reject(args) => approve::reject(l, by_from_flag, args),
         Command::Group(args) => approve::group(l, by_from_flag, args),
+    };
+    if let Some(files) = fresh {
+        tracked::warn_if_created_unignored(&files);
     }
+    outcome
 }
 
 /// The most input `ingest` and `import` read: far beyond any real subagent output.

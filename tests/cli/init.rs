@@ -1,6 +1,6 @@
 //! `questions init CLIENT`: the MCP server entry and the hooks written into a client's
-//! config, every other entry kept, byte-identical on a second run, `--dry-run` writing
-//! nothing, `--remove` taking ours out.
+//! config, every other byte kept, byte-identical on a second run, `--dry-run` writing
+//! nothing, `--remove` taking ours out; what it cannot edit refused whole.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,8 @@ use crate::common::{bare_command, finish, Run, BIN};
 struct Place {
     project: TempDir,
     home: TempDir,
+    /// The PATH's folder of this machine's `questions`: a link to the binary under test.
+    bin: TempDir,
 }
 
 impl Place {
@@ -20,9 +22,12 @@ impl Place {
         let project = tempfile::tempdir().unwrap();
         std::fs::create_dir(project.path().join(".git")).unwrap();
         std::fs::create_dir(project.path().join("src")).unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(BIN, bin.path().join("questions")).unwrap();
         Place {
             project,
             home: tempfile::tempdir().unwrap(),
+            bin,
         }
     }
 
@@ -36,8 +41,15 @@ impl Place {
 
     /// `init` run from a folder inside the project.
     fn init(&self, args: &[&str]) -> Run {
+        self.init_with_path(&self.bin.path().display().to_string(), args)
+    }
+
+    fn init_with_path(&self, path: &str, args: &[&str]) -> Run {
         let mut cmd = bare_command(&self.p("src"));
-        cmd.env("HOME", self.home.path()).arg("init").args(args);
+        cmd.env("HOME", self.home.path())
+            .env("PATH", format!("{path}:/usr/bin:/bin"))
+            .arg("init")
+            .args(args);
         finish(cmd)
     }
 
@@ -105,16 +117,16 @@ fn claude_code_gets_the_server_and_both_hooks_and_keeps_the_rest() {
     let files = [place.p(".mcp.json"), place.p(".claude/settings.json")];
     let report = twice(&place, &["claude-code"], &files);
     assert_eq!(actions(&report), ["updated", "updated"]);
-    assert_eq!(report["command"], native());
+    assert_eq!(report["command"], "questions");
     let mcp = read_json(&files[0]);
     assert_eq!(mcp["mcpServers"]["other"]["command"], "other-server");
     assert_eq!(
         mcp["mcpServers"]["questions"],
-        json!({"command": native(), "args": ["mcp", "--no-votes"]})
+        json!({"command": "questions", "args": ["mcp", "--no-votes"]})
     );
     let settings = read_json(&files[1]);
     assert_eq!(settings["permissions"], json!({"allow": ["Bash(ls)"]}));
-    let hook = format!("{} hook claude-code", native());
+    let hook = "questions hook claude-code".to_string();
     let pre = settings["hooks"]["PreToolUse"].as_array().unwrap();
     assert_eq!(pre[0]["matcher"], "Bash", "the other hook stays first");
     assert_eq!(
@@ -162,7 +174,7 @@ fn a_moved_binary_replaces_our_entries_in_place() {
     assert_eq!(pre.len(), 2, "replaced, not added: {pre:?}");
     assert_eq!(
         pre[0]["hooks"][0]["command"],
-        format!("{} hook claude-code", native())
+        "questions hook claude-code".to_string()
     );
     assert_eq!(pre[1]["matcher"], "Bash");
 }
@@ -176,7 +188,7 @@ fn a_dry_run_shows_the_change_and_writes_nothing() {
     assert_eq!(actions(&report), ["updated"]);
     let shown: Value =
         serde_json::from_str(report["files"][0]["content"].as_str().unwrap()).unwrap();
-    assert_eq!(shown["mcpServers"]["questions"]["command"], native());
+    assert_eq!(shown["mcpServers"]["questions"]["command"], "questions");
     assert_eq!(
         std::fs::read_to_string(place.p(".cursor/mcp.json")).unwrap(),
         r#"{"mcpServers": {}}"#
@@ -215,7 +227,7 @@ fn every_client_keeps_other_servers_twice() {
         assert_eq!(
             gemini["hooks"][event],
             json!([{"matcher": "ask_user", "hooks": [
-                {"type": "command", "command": format!("{} hook gemini", native())}]}]),
+                {"type": "command", "command": "questions hook gemini"}]}]),
             "{gemini}"
         );
     }
@@ -229,7 +241,7 @@ fn every_client_keeps_other_servers_twice() {
     assert_eq!(doc["servers"]["other"]["type"], "http");
     assert_eq!(
         doc["servers"]["questions"],
-        json!({"type": "stdio", "command": native(), "args": ["mcp", "--no-votes"], "cwd": "${workspaceFolder}"})
+        json!({"type": "stdio", "command": "questions", "args": ["mcp", "--no-votes"], "cwd": "${workspaceFolder}"})
     );
 }
 
@@ -305,14 +317,18 @@ fn removing_what_init_created_leaves_no_file() {
 #[test]
 fn a_config_that_cannot_be_read_is_left_alone() {
     let place = Place::new();
-    let commented = "{\n  // my servers\n  \"servers\": {}\n}\n";
-    write(&place.p(".vscode/mcp.json"), commented);
+    let broken = "{\n  \"servers\": {,\n}\n";
+    write(&place.p(".vscode/mcp.json"), broken);
     let run = place.init(&["vscode"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(run.error_code(), "parse_error");
+    assert!(
+        run.json["error"].as_str().unwrap().contains("line 2"),
+        "{run:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(place.p(".vscode/mcp.json")).unwrap(),
-        commented
+        broken
     );
     write(&place.p(".cursor/mcp.json"), "[1, 2]");
     assert_eq!(place.init(&["cursor"]).error_code(), "parse_error");
@@ -326,7 +342,8 @@ fn a_config_that_cannot_be_read_is_left_alone() {
 const UWF_SKILL: &str = "Questions are kept in uwf-questions.db via questions.mjs.\n\n\
 ```sh\nnode .github/skills/uwf-question-protocol/questions.mjs log \\\n  --stage intake --question \"What is the goal?\"\n\
 node .github/skills/uwf-question-protocol/questions.mjs check --stage intake --ids 7,8,9\n```\n\n\
-Run `node .github/skills/uwf-question-protocol/questions.mjs answer --id 7 --answer x` after asking.\n";
+Run `node .github/skills/uwf-question-protocol/questions.mjs answer --id 7 --answer x` after asking.\n\n\
+Keep the open questions list short; questions answer nothing by themselves.\n";
 
 #[test]
 fn uwf_docs_switch_to_questions_and_back() {
@@ -345,10 +362,14 @@ fn uwf_docs_switch_to_questions_and_back() {
     let ledger = place.p(".github/skills/uwf-question-protocol/uwf-questions.db");
     assert_eq!(report["ledger"], ledger.display().to_string());
     let files = report["files"].as_array().unwrap();
-    assert_eq!(files.len(), 2, "{report}");
+    assert_eq!(
+        files.len(),
+        3,
+        "two docs and the ledger's .gitignore: {report}"
+    );
     let replaced: Vec<i64> = files
         .iter()
-        .map(|f| f["replaced"].as_i64().unwrap())
+        .filter_map(|f| f["replaced"].as_i64())
         .collect();
     assert_eq!(replaced, vec![1, 3], "{report}");
     let text = std::fs::read_to_string(&skill).unwrap();
@@ -366,9 +387,12 @@ fn uwf_docs_switch_to_questions_and_back() {
     );
     // Again: nothing left to switch.
     assert_eq!(place.ok(&["uwf"])["files"], json!([]));
-    // Back: the docs are as they were, byte for byte.
+    // Back: the docs are as they were, byte for byte, and the .gitignore init made goes.
     let back = place.ok(&["uwf", "--remove"]);
-    assert_eq!(back["files"].as_array().unwrap().len(), 2);
+    assert_eq!(back["files"].as_array().unwrap().len(), 3);
+    assert!(!place
+        .p(".github/skills/uwf-question-protocol/.gitignore")
+        .exists());
     assert_eq!(std::fs::read_to_string(&skill).unwrap(), UWF_SKILL);
     // The `./` spelling comes back in the protocol's usual one.
     assert_eq!(
@@ -399,5 +423,465 @@ fn uwf_needs_a_uwf_repository() {
     assert_eq!(
         std::fs::read_to_string(place.p(".github/skills/uwf-question-protocol/SKILL.md")).unwrap(),
         UWF_SKILL
+    );
+}
+
+/// A team's settings as people write them: comments, a trailing comma, a number no double
+/// holds, a decimal's own spelling, a key written twice, a hook of their own on the same
+/// tool, and one that runs `… hook claude-code` but is not ours.
+const TEAM_SETTINGS: &str = r#"{
+  // Team settings: keep this comment.
+  "permissions": {"allow": ["Bash(ls)"]},
+  "cleanupPeriodDays": 123456789012345678901234567890,
+  "ratio": 1.50,
+  "env": {"A": "1"},
+  "env": {"A": "2"},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "AskUserQuestion", "hooks": [{"type": "command", "command": "my-wrapper hook claude-code"}]},
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  }
+}
+"#;
+
+const TEAM_SETTINGS_AFTER: &str = r#"{
+  // Team settings: keep this comment.
+  "permissions": {"allow": ["Bash(ls)"]},
+  "cleanupPeriodDays": 123456789012345678901234567890,
+  "ratio": 1.50,
+  "env": {"A": "1"},
+  "env": {"A": "2"},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "AskUserQuestion", "hooks": [{"type": "command", "command": "my-wrapper hook claude-code"}]},
+      {
+        "matcher": "AskUserQuestion",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "questions hook claude-code --wait 90"
+          }
+        ]
+      },
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}, {"hooks": [{"type": "command", "command": "questions hook claude-code --wait 90"}]}],
+    "PostToolUse": [
+      {
+        "matcher": "AskUserQuestion",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "questions hook claude-code --wait 90"
+          }
+        ]
+      }
+    ]
+  }
+}
+"#;
+
+#[test]
+fn every_byte_it_does_not_own_stays_as_written() {
+    let place = Place::new();
+    let settings = place.p(".claude/settings.json");
+    write(&settings, TEAM_SETTINGS);
+    let files = [settings.clone(), place.p(".mcp.json")];
+    let report = twice(&place, &["claude-code", "--wait", "90"], &files);
+    assert_eq!(report["warnings"], json!([]), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        TEAM_SETTINGS_AFTER
+    );
+    assert_eq!(
+        std::fs::read_to_string(place.p(".mcp.json")).unwrap(),
+        "{\n  \"mcpServers\": {\n    \"questions\": {\n      \"command\": \"questions\",\n      \
+         \"args\": [\n        \"mcp\",\n        \"--no-votes\"\n      ]\n    }\n  }\n}\n"
+    );
+    let second = place.init(&["claude-code", "--wait", "90"]);
+    assert_eq!(second.json["changed"], false);
+    assert!(second.stderr.contains("nothing changed"), "{second:?}");
+
+    // Out again: the file as it was, byte for byte; the file init created goes.
+    let removed = place.ok(&["claude-code", "--remove"]);
+    assert_eq!(actions(&removed), ["deleted", "removed"], "{removed}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), TEAM_SETTINGS);
+    assert!(!place.p(".mcp.json").exists());
+}
+
+#[test]
+fn a_hook_that_looks_like_ours_is_theirs_and_named() {
+    let place = Place::new();
+    let settings = place.p(".claude/settings.json");
+    let theirs = r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "questions hook claude-code --stage mine"}]}]}}"#;
+    write(&settings, theirs);
+    let report = place.ok(&["claude-code"]);
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--stage mine"),
+        "{report}"
+    );
+    place.ok(&["claude-code", "--remove"]);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), theirs);
+}
+
+#[test]
+fn a_symlinked_config_is_written_at_its_target() {
+    let place = Place::new();
+    let shared = place.p("shared/mcp.json");
+    write(&shared, "{\"mcpServers\": {\"a\": {\"command\": \"a\"}}}\n");
+    std::os::unix::fs::symlink("shared/mcp.json", place.p(".mcp.json")).unwrap();
+    let report = place.ok(&["claude-code"]);
+    assert_eq!(report["files"][0]["target"], shared.display().to_string());
+    assert!(std::fs::symlink_metadata(place.p(".mcp.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&shared).unwrap(),
+        "{\"mcpServers\": {\"a\": {\"command\": \"a\"}, \"questions\": {\"command\": \"questions\", \"args\": [\"mcp\", \"--no-votes\"]}}}\n"
+    );
+    place.ok(&["claude-code", "--remove"]);
+    assert!(std::fs::symlink_metadata(place.p(".mcp.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&shared).unwrap(),
+        "{\"mcpServers\": {\"a\": {\"command\": \"a\"}}}\n"
+    );
+}
+
+#[test]
+fn a_read_only_or_unreadable_config_is_refused_before_anything_is_written() {
+    use std::os::unix::fs::PermissionsExt;
+    let place = Place::new();
+    let settings = place.p(".claude/settings.json");
+    write(&settings, "{}\n");
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let run = place.init(&["claude-code"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.error_code(), "io_error");
+    assert!(
+        run.json["error"].as_str().unwrap().contains("read-only"),
+        "{run:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{}\n");
+    assert!(
+        !place.p(".mcp.json").exists(),
+        "nothing written, not even the other file"
+    );
+    // Nothing to change: a read-only file that already holds ours is fine.
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    place.ok(&["claude-code"]);
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o444)).unwrap();
+    assert_eq!(place.ok(&["claude-code"])["changed"], false);
+
+    // Unreadable: a folder where the file should be, or bytes that are not text.
+    std::fs::create_dir_all(place.p(".gemini/settings.json")).unwrap();
+    assert_eq!(place.init(&["gemini"]).error_code(), "io_error");
+    write(&place.p(".cursor/mcp.json"), "{\"a\": \"\u{fffd}\"}");
+    std::fs::write(place.p(".cursor/mcp.json"), b"{\"a\": \"\xff\"}").unwrap();
+    let run = place.init(&["cursor"]);
+    assert_eq!(run.error_code(), "parse_error");
+    assert_eq!(
+        std::fs::read(place.p(".cursor/mcp.json")).unwrap(),
+        b"{\"a\": \"\xff\"}"
+    );
+}
+
+#[test]
+fn keys_of_an_unexpected_type_are_refused_never_a_silent_success() {
+    let place = Place::new();
+    for (file, client, text) in [
+        (".claude/settings.json", "claude-code", r#"{"hooks": []}"#),
+        (
+            ".claude/settings.json",
+            "claude-code",
+            r#"{"hooks": {"Stop": {}}}"#,
+        ),
+        (".cursor/mcp.json", "cursor", r#"{"mcpServers": "x"}"#),
+        (
+            ".vscode/mcp.json",
+            "vscode",
+            r#"{"servers": {"questions": {"command": "npx", "args": ["questions-ledger", "mcp"]}}}"#,
+        ),
+        (".codex/config.toml", "codex", "mcp_servers = \"x\"\n"),
+        (".codex/config.toml", "codex", "# mine\nhooks = 3\n"),
+        (
+            ".codex/config.toml",
+            "codex",
+            "[hooks]\nPreToolUse = [{ matcher = \"x\" }]\n",
+        ),
+    ] {
+        write(&place.p(file), text);
+        let run = place.init(&[client]);
+        assert_eq!(run.code, 1, "{text}: {run:?}");
+        assert_eq!(run.error_code(), "conflict", "{text}");
+        assert_eq!(
+            std::fs::read_to_string(place.p(file)).unwrap(),
+            text,
+            "{text}"
+        );
+        std::fs::remove_file(place.p(file)).unwrap();
+    }
+}
+
+#[test]
+fn codex_toml_keeps_its_comments_byte_for_byte() {
+    let place = Place::new();
+    let file = place.p(".codex/config.toml");
+    let before = "# Team config\nmodel = \"o4\"  # the model\n\n[mcp_servers.other]\ncommand = \"x\"\n\n[[hooks.PreToolUse]]\nmatcher = \"shell\"\n\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"audit\"\n";
+    write(&file, before);
+    twice(
+        &place,
+        &["codex", "--db", "../.questions/team.db"],
+        std::slice::from_ref(&file),
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!(
+            "# Team config\nmodel = \"o4\"  # the model\n\n[mcp_servers.other]\ncommand = \"x\"\n\n\
+             [mcp_servers.questions]\ncommand = \"questions\"\nargs = [\"--db\", \".questions/team.db\", \"mcp\", \"--no-votes\"]\n\n\
+             [[hooks.PreToolUse]]\nmatcher = \"shell\"\n\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"audit\"\n\n\
+             [[hooks.PreToolUse]]\nmatcher = \"request_user_input\"\n\n\
+             [[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"questions --db .questions/team.db hook codex\"\n\n\
+             [[hooks.PostToolUse]]\nmatcher = \"request_user_input\"\n\n\
+             [[hooks.PostToolUse.hooks]]\ntype = \"command\"\ncommand = \"questions --db .questions/team.db hook codex\"\n"
+        )
+    );
+    place.ok(&["codex", "--remove"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+}
+
+#[test]
+fn project_files_run_questions_from_path_and_say_when_path_finds_another() {
+    let place = Place::new();
+    // PATH finds this binary: no warning.
+    let report = place.ok(&["cursor", "--dry-run"]);
+    assert_eq!(report["command"], "questions");
+    assert_eq!(report["warnings"], json!([]));
+    // None on PATH.
+    let empty = tempfile::tempdir().unwrap();
+    let run = place.init_with_path(
+        &empty.path().display().to_string(),
+        &["cursor", "--dry-run"],
+    );
+    assert!(
+        run.json["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("PATH has none"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("warning: "), "{run:?}");
+    // A launcher script first on PATH.
+    let launcher = tempfile::tempdir().unwrap();
+    write(&launcher.path().join("questions"), "#!/usr/bin/env node\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        launcher.path().join("questions"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let run = place.init_with_path(
+        &launcher.path().display().to_string(),
+        &["cursor", "--dry-run"],
+    );
+    assert!(
+        run.json["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("launcher"),
+        "{run:?}"
+    );
+    // --user: the native path, whatever PATH finds.
+    let run = place.init_with_path(
+        &launcher.path().display().to_string(),
+        &["cursor", "--user", "--dry-run"],
+    );
+    assert_eq!(run.json["command"], native());
+    assert_eq!(run.json["warnings"], json!([]));
+}
+
+#[test]
+fn db_and_wait_are_carried_and_a_password_is_refused() {
+    let place = Place::new();
+    let report = place.ok(&["gemini", "--db", "../ledgers/team.db", "--wait", "30"]);
+    assert_eq!(report["changed"], true);
+    let doc = read_json(&place.p(".gemini/settings.json"));
+    assert_eq!(
+        doc["mcpServers"]["questions"]["args"],
+        json!(["--db", "ledgers/team.db", "mcp", "--no-votes"]),
+        "a path inside the project, from the project's top: {doc}"
+    );
+    assert_eq!(
+        doc["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        "questions --db ledgers/team.db hook gemini --wait 30"
+    );
+    // --user: absolute.
+    place.ok(&["cursor", "--user", "--db", "x.db"]);
+    let doc = read_json(&place.h(".cursor/mcp.json"));
+    assert_eq!(
+        doc["mcpServers"]["questions"]["args"][1],
+        place.p("src/x.db").display().to_string()
+    );
+    for secret in [
+        "postgres://me:secret@db/q",
+        "host=db password=secret dbname=q",
+    ] {
+        let run = place.init(&["cursor", "--db", secret]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert_eq!(run.error_code(), "usage");
+        assert!(!run.stdout.contains("secret") && !run.stderr.contains("secret"));
+    }
+    let run = place.init(&["cursor", "--wait", "5"]);
+    assert_eq!(run.code, 2, "cursor has no hooks: {run:?}");
+}
+
+/// A real git repository holding uwf's skill folder and uwf's own `*.db` ignore.
+fn uwf_repository() -> Option<TempDir> {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.path())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    git(&["init", "-q"])?;
+    write(&dir.path().join(".gitignore"), "*.db\nnode_modules/\n");
+    write(
+        &dir.path()
+            .join(".github/skills/uwf-question-protocol/SKILL.md"),
+        UWF_SKILL,
+    );
+    git(&["add", "-A"])?;
+    git(&["commit", "-q", "-m", "uwf"])?;
+    Some(dir)
+}
+
+fn git_status(dir: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn in_repo(dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = bare_command(dir);
+    cmd.env("HOME", dir).args(args);
+    finish(cmd)
+}
+
+#[test]
+fn a_uwf_repository_after_init_commits_no_ledger() {
+    let Some(repo) = uwf_repository() else {
+        return crate::common::skip("git is not installed");
+    };
+    let dir = repo.path();
+    let run = in_repo(dir, &["init", "uwf"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let commit = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(["commit", "-qam", "questions"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(commit.success());
+    std::process::Command::new("git")
+        .args(["add", "-A"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-qm",
+            "ignore",
+        ])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert_eq!(git_status(dir), "", "init's own changes committed");
+    let run = in_repo(
+        dir,
+        &[
+            "log",
+            "--stage",
+            "intake",
+            "--question",
+            "What is the goal?",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        dir.join(".github/skills/uwf-question-protocol/uwf-questions.db")
+            .exists(),
+        "the uwf ledger"
+    );
+    assert!(!run.stderr.contains("git"), "nothing to warn of: {run:?}");
+    // The companions exist while a connection is open; ignored either way.
+    for name in ["uwf-questions.db-wal", "uwf-questions.db-shm"] {
+        write(
+            &dir.join(".github/skills/uwf-question-protocol").join(name),
+            "x",
+        );
+    }
+    assert_eq!(git_status(dir), "", "git status --porcelain after log");
+}
+
+#[test]
+fn a_ledger_created_where_git_would_commit_it_is_named_once() {
+    let Some(repo) = uwf_repository() else {
+        return crate::common::skip("git is not installed");
+    };
+    let dir = repo.path();
+    let run = in_repo(
+        dir,
+        &[
+            "log",
+            "--stage",
+            "intake",
+            "--question",
+            "What is the goal?",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("git does not ignore"));
+    let warning = warning.unwrap_or_else(|| panic!("no warning: {run:?}"));
+    assert!(warning.contains("uwf-questions.db-wal") && warning.contains("uwf-questions.db-shm"));
+    assert!(
+        !warning.contains("uwf-questions.db,"),
+        "uwf's *.db covers the ledger: {warning}"
+    );
+    let again = in_repo(
+        dir,
+        &[
+            "log",
+            "--stage",
+            "intake",
+            "--question",
+            "And the deadline?",
+        ],
+    );
+    assert!(
+        !again.stderr.contains("git does not ignore"),
+        "once: {again:?}"
     );
 }

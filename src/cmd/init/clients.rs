@@ -1,0 +1,528 @@
+//! Which files each client reads, and our entries in each: the MCP server, and the hooks on
+//! the client's own question tool. A hook is one `(event, matcher)` and the fields `init`
+//! owns in it (`hook_fields`); another field a harness takes (a timeout) is one more entry
+//! there.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::files::{Edit, Kind};
+use super::json::{Jsonc, Shape, Step};
+use super::{is_our_hook, looks_like_our_hook, runs_questions, Invocation, SERVER};
+use crate::cli::Client;
+
+/// Where a hook goes: the harness's event, and the tool its matcher names (none: every
+/// occasion of the event, as Claude Code's `Stop`).
+type HookSpot = (&'static str, Option<&'static str>);
+
+const CLAUDE_HOOKS: &[HookSpot] = &[
+    ("PreToolUse", Some("AskUserQuestion")),
+    ("PostToolUse", Some("AskUserQuestion")),
+    ("Stop", None),
+];
+const GEMINI_HOOKS: &[HookSpot] = &[
+    ("BeforeTool", Some("ask_user")),
+    ("AfterTool", Some("ask_user")),
+];
+const CODEX_EVENTS: [&str; 2] = ["PreToolUse", "PostToolUse"];
+
+pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) -> Vec<Edit> {
+    let server = json!({"command": how.program, "args": how.mcp_args()});
+    match client {
+        // Docs, not configs: `uwf` edits them itself.
+        Client::Uwf => Vec::new(),
+        Client::ClaudeCode => {
+            let mcp_file = if user {
+                base.join(".claude.json")
+            } else {
+                base.join(".mcp.json")
+            };
+            vec![
+                json_edit(mcp_file, json_server("mcpServers", server)),
+                json_edit(
+                    base.join(".claude/settings.json"),
+                    json_hooks(CLAUDE_HOOKS, "claude-code", how.clone()),
+                ),
+            ]
+        }
+        Client::Gemini => {
+            let servers = json_server("mcpServers", server);
+            let hooks = json_hooks(GEMINI_HOOKS, "gemini", how.clone());
+            vec![json_edit(
+                base.join(".gemini/settings.json"),
+                move |doc, remove, warnings| {
+                    servers(doc, remove, warnings)?;
+                    hooks(doc, remove, warnings)
+                },
+            )]
+        }
+        Client::Cursor => vec![json_edit(
+            base.join(".cursor/mcp.json"),
+            json_server("mcpServers", server),
+        )],
+        Client::Vscode => {
+            let (file, entry) = if user {
+                let dir = if cfg!(target_os = "macos") {
+                    "Library/Application Support/Code/User"
+                } else {
+                    ".config/Code/User"
+                };
+                (
+                    base.join(dir).join("mcp.json"),
+                    json!({"type": "stdio", "command": how.program, "args": how.mcp_args()}),
+                )
+            } else {
+                // Started in the workspace, so the ledger is found from there.
+                (
+                    base.join(".vscode/mcp.json"),
+                    json!({"type": "stdio", "command": how.program, "args": how.mcp_args(),
+                           "cwd": "${workspaceFolder}"}),
+                )
+            };
+            vec![json_edit(file, json_server("servers", entry))]
+        }
+        Client::Codex => {
+            let how = how.clone();
+            vec![Edit {
+                path: base.join(".codex/config.toml"),
+                kind: Kind::Toml(Box::new(move |doc, remove, warnings| {
+                    codex_server(doc, &how, remove)?;
+                    for event in CODEX_EVENTS {
+                        codex_hook(doc, event, &how, remove, warnings)?;
+                    }
+                    Ok(())
+                })),
+            }]
+        }
+    }
+}
+
+fn json_edit(
+    path: std::path::PathBuf,
+    f: impl Fn(&mut Jsonc, bool, &mut Vec<String>) -> Result<(), String> + 'static,
+) -> Edit {
+    Edit {
+        path,
+        kind: Kind::Json(Box::new(f)),
+    }
+}
+
+/// The fields of our hook `init` owns; the rest of the hook object is the user's.
+fn hook_fields(how: &Invocation, harness: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("type".into(), json!("command"));
+    fields.insert("command".into(), json!(how.hook_command(harness)));
+    fields
+}
+
+fn shape_name(shape: &Shape) -> &'static str {
+    match shape {
+        Shape::Missing => "missing",
+        Shape::Object => "an object",
+        Shape::Array => "a list",
+        Shape::Other(name) => name,
+    }
+}
+
+/// Our server under `key` (`mcpServers`, or VS Code's `servers`): its fields set in place
+/// when it is there, the entry's other fields (an `env` of the user's) kept.
+fn json_server(
+    key: &'static str,
+    entry: Value,
+) -> impl Fn(&mut Jsonc, bool, &mut Vec<String>) -> Result<(), String> {
+    move |doc, remove, _| {
+        let servers = [Step::Key(key)];
+        let ours_at = [Step::Key(key), Step::Key(SERVER)];
+        match doc.shape(&servers) {
+            Shape::Missing if remove => return Ok(()),
+            Shape::Missing => {
+                doc.set(&[], key, &json!({ SERVER: entry }));
+                return Ok(());
+            }
+            Shape::Object => {}
+            other => return Err(format!("`{key}` is {}, not an object", shape_name(&other))),
+        }
+        let Some(current) = doc.get(&ours_at) else {
+            if !remove {
+                doc.set(&servers, SERVER, &entry);
+            }
+            return Ok(());
+        };
+        let command = current.get("command").and_then(Value::as_str);
+        if !command.is_some_and(runs_questions) {
+            if remove {
+                return Ok(());
+            }
+            return Err(format!(
+                "`{key}.{SERVER}` is a server of someone else's (its command is {}), not one \
+                 init wrote",
+                command.map_or_else(|| "missing".to_string(), |c| format!("'{c}'"))
+            ));
+        }
+        if remove {
+            doc.remove(&servers, SERVER);
+            if doc
+                .get(&servers)
+                .is_some_and(|s| s.as_object().is_some_and(Map::is_empty))
+            {
+                doc.remove(&[], key);
+            }
+            return Ok(());
+        }
+        if !current.is_object() {
+            doc.set(&servers, SERVER, &entry);
+            return Ok(());
+        }
+        for (field, value) in entry.as_object().into_iter().flatten() {
+            doc.set(&ours_at, field, value);
+        }
+        Ok(())
+    }
+}
+
+/// Our command hooks, as Claude Code and Gemini CLI write them: `hooks.<event>` is a list
+/// of `{matcher, hooks: [{type: "command", command}]}`. Ours is kept where it stands, in
+/// the first group of the right matcher that holds it; every other copy of ours goes, and
+/// a group or event that held nothing else goes with it.
+fn json_hooks(
+    spots: &'static [HookSpot],
+    harness: &'static str,
+    how: Invocation,
+) -> impl Fn(&mut Jsonc, bool, &mut Vec<String>) -> Result<(), String> {
+    move |doc, remove, warnings| {
+        let fields = hook_fields(&how, harness);
+        let group = |matcher: Option<&str>| {
+            let mut g = Map::new();
+            if let Some(m) = matcher {
+                g.insert("matcher".into(), json!(m));
+            }
+            g.insert("hooks".into(), json!([Value::Object(fields.clone())]));
+            Value::Object(g)
+        };
+        match doc.shape(&[Step::Key("hooks")]) {
+            Shape::Missing if remove => return Ok(()),
+            Shape::Missing => {
+                let mut all = Map::new();
+                for (event, matcher) in spots {
+                    all.insert((*event).to_string(), json!([group(*matcher)]));
+                }
+                doc.set(&[], "hooks", &Value::Object(all));
+                return Ok(());
+            }
+            Shape::Object => {}
+            other => return Err(format!("`hooks` is {}, not an object", shape_name(&other))),
+        }
+        let mut took_out = false;
+        for (event, matcher) in spots {
+            let at = [Step::Key("hooks"), Step::Key(event)];
+            let groups = match doc.shape(&at) {
+                Shape::Missing => {
+                    if !remove {
+                        doc.set(&[Step::Key("hooks")], event, &json!([group(*matcher)]));
+                    }
+                    continue;
+                }
+                Shape::Array => doc
+                    .get(&at)
+                    .and_then(|g| g.as_array().cloned())
+                    .unwrap_or_default(),
+                other => {
+                    return Err(format!(
+                        "`hooks.{event}` is {}, not a list",
+                        shape_name(&other)
+                    ))
+                }
+            };
+            let mut keep = None;
+            let mut drop: Vec<(usize, usize)> = Vec::new();
+            for (gi, g) in groups.iter().enumerate() {
+                let Some(list) = g.get("hooks").and_then(Value::as_array) else {
+                    continue;
+                };
+                let same = g.get("matcher").and_then(Value::as_str) == *matcher;
+                for (hi, h) in list.iter().enumerate() {
+                    let command = h.get("command").and_then(Value::as_str).unwrap_or("");
+                    if !h.is_object() || !is_our_hook(command, harness) {
+                        if looks_like_our_hook(command, harness) && !remove {
+                            warnings.push(format!(
+                                "a hook in `hooks.{event}` runs '{command}', which init did not \
+                                 write and left as it is: with ours beside it, the harness runs both"
+                            ));
+                        }
+                        continue;
+                    }
+                    if !remove && same && keep.is_none() {
+                        keep = Some((gi, hi));
+                    } else {
+                        drop.push((gi, hi));
+                    }
+                }
+            }
+            if let Some((gi, hi)) = keep {
+                let ours = [
+                    at[0],
+                    at[1],
+                    Step::Index(gi),
+                    Step::Key("hooks"),
+                    Step::Index(hi),
+                ];
+                for (field, value) in &fields {
+                    doc.set(&ours, field, value);
+                }
+            }
+            drop.sort_unstable_by(|a, b| b.cmp(a));
+            for (n, &(gi, hi)) in drop.iter().enumerate() {
+                let list = [at[0], at[1], Step::Index(gi), Step::Key("hooks")];
+                doc.remove_at(&list, hi);
+                let last_of_group = drop.get(n + 1).is_none_or(|next| next.0 != gi);
+                let emptied = doc
+                    .get(&list)
+                    .is_some_and(|l| l.as_array().is_some_and(Vec::is_empty));
+                if last_of_group && emptied {
+                    doc.remove_at(&at, gi);
+                }
+            }
+            if !drop.is_empty() {
+                took_out = true;
+                if doc
+                    .get(&at)
+                    .is_some_and(|l| l.as_array().is_some_and(Vec::is_empty))
+                {
+                    doc.remove(&[Step::Key("hooks")], event);
+                }
+            }
+            if !remove && keep.is_none() {
+                doc.push(&at, &group(*matcher));
+            }
+        }
+        if took_out
+            && doc
+                .get(&[Step::Key("hooks")])
+                .is_some_and(|h| h.as_object().is_some_and(Map::is_empty))
+        {
+            doc.remove(&[], "hooks");
+        }
+        Ok(())
+    }
+}
+
+/// What a TOML item is, in words.
+fn toml_kind(item: &toml_edit::Item) -> &'static str {
+    use toml_edit::Item;
+    match item {
+        Item::None => "missing",
+        Item::Table(_) => "a table",
+        Item::ArrayOfTables(_) => "an array of tables",
+        Item::Value(v) if v.is_inline_table() => "an inline table (init edits [tables] only)",
+        Item::Value(v) if v.is_array() => "an inline array (init edits [[tables]] only)",
+        Item::Value(_) => "a value",
+    }
+}
+
+/// Codex's `[mcp_servers.questions]`, every other table and comment kept as written.
+fn codex_server(
+    doc: &mut toml_edit::DocumentMut,
+    how: &Invocation,
+    remove: bool,
+) -> Result<(), String> {
+    use toml_edit::{value, Array, Item, Table};
+    match doc.get("mcp_servers") {
+        None if remove => return Ok(()),
+        None => {
+            let mut servers = Table::new();
+            servers.set_implicit(true);
+            doc.insert("mcp_servers", Item::Table(servers));
+        }
+        Some(Item::Table(_)) => {}
+        Some(other) => {
+            return Err(format!(
+                "`mcp_servers` is {}, not a table",
+                toml_kind(other)
+            ));
+        }
+    }
+    let servers = doc
+        .get_mut("mcp_servers")
+        .and_then(Item::as_table_mut)
+        .ok_or("`mcp_servers` is not a table")?;
+    match servers.get(SERVER) {
+        None if remove => return Ok(()),
+        None => {
+            servers.insert(SERVER, Item::Table(Table::new()));
+        }
+        Some(Item::Table(t)) => {
+            let command = t.get("command").and_then(Item::as_str);
+            if !command.is_some_and(runs_questions) {
+                if remove {
+                    return Ok(());
+                }
+                return Err(format!(
+                    "`mcp_servers.{SERVER}` is a server of someone else's (its command is {}), \
+                     not one init wrote",
+                    command.map_or_else(|| "missing".to_string(), |c| format!("'{c}'"))
+                ));
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "`mcp_servers.{SERVER}` is {}, not a table",
+                toml_kind(other)
+            ));
+        }
+    }
+    if remove {
+        servers.remove(SERVER);
+        if servers.is_empty() {
+            doc.remove("mcp_servers");
+        }
+        return Ok(());
+    }
+    let ours = servers
+        .get_mut(SERVER)
+        .and_then(Item::as_table_mut)
+        .ok_or("`mcp_servers.questions` is not a table")?;
+    if ours.get("command").and_then(Item::as_str) != Some(how.program.as_str()) {
+        ours.insert("command", value(&how.program));
+    }
+    let want = how.mcp_args();
+    let args_now: Option<Vec<&str>> = ours
+        .get("args")
+        .and_then(Item::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect());
+    if args_now != Some(want.iter().map(String::as_str).collect()) {
+        let mut args = Array::new();
+        for arg in &want {
+            args.push(arg.as_str());
+        }
+        ours.insert("args", value(args));
+    }
+    Ok(())
+}
+
+/// Codex's `[[hooks.<event>]]` for `request_user_input`, with ours as its command hook
+/// (`[[hooks.<event>.hooks]]`), kept and taken out as `json_hooks` does.
+fn codex_hook(
+    doc: &mut toml_edit::DocumentMut,
+    event: &str,
+    how: &Invocation,
+    remove: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    use toml_edit::{value, ArrayOfTables, Item, Table};
+    let harness = "codex";
+    let fields = hook_fields(how, harness);
+    let ours = |t: &Table| {
+        t.get("command")
+            .and_then(Item::as_str)
+            .is_some_and(|c| is_our_hook(c, harness))
+    };
+    let matcher = crate::hook::codex::TOOL;
+    let mut created = false;
+    match doc.get("hooks") {
+        None if remove => return Ok(()),
+        None => {
+            let mut hooks = Table::new();
+            hooks.set_implicit(true);
+            doc.insert("hooks", Item::Table(hooks));
+            created = true;
+        }
+        Some(Item::Table(_)) => {}
+        Some(other) => return Err(format!("`hooks` is {}, not a table", toml_kind(other))),
+    }
+    let hooks = doc
+        .get_mut("hooks")
+        .and_then(Item::as_table_mut)
+        .ok_or("`hooks` is not a table")?;
+    match hooks.get(event) {
+        None | Some(Item::ArrayOfTables(_)) => {}
+        Some(other) => {
+            return Err(format!(
+                "`hooks.{event}` is {}, not an array of tables",
+                toml_kind(other)
+            ))
+        }
+    }
+    let mut placed = false;
+    let mut took_out = false;
+    if let Some(groups) = hooks.get_mut(event).and_then(Item::as_array_of_tables_mut) {
+        let mut emptied = Vec::new();
+        for (gi, group) in groups.iter_mut().enumerate() {
+            let same = group.get("matcher").and_then(Item::as_str) == Some(matcher);
+            let Some(list) = group
+                .get_mut("hooks")
+                .and_then(Item::as_array_of_tables_mut)
+            else {
+                continue;
+            };
+            for h in list.iter() {
+                if let Some(c) = h.get("command").and_then(Item::as_str) {
+                    if !ours(h) && looks_like_our_hook(c, harness) && !remove {
+                        warnings.push(format!(
+                            "a hook in `hooks.{event}` runs '{c}', which init did not write and \
+                             left as it is: with ours beside it, the harness runs both"
+                        ));
+                    }
+                }
+            }
+            let had = list.len();
+            if remove || !same || placed {
+                list.retain(|h| !ours(h));
+            } else {
+                let mut seen = false;
+                list.retain(|h| !ours(h) || !std::mem::replace(&mut seen, true));
+                if let Some(h) = list.iter_mut().find(|h| ours(h)) {
+                    for (field, want) in &fields {
+                        let want = want.as_str().unwrap_or_default();
+                        if h.get(field).and_then(Item::as_str) != Some(want) {
+                            h.insert(field, value(want));
+                        }
+                    }
+                    placed = true;
+                }
+            }
+            if list.len() != had {
+                took_out = true;
+                // Emptied by us: the group goes too.
+                if list.is_empty() {
+                    emptied.push(gi);
+                }
+            }
+        }
+        for gi in emptied.into_iter().rev() {
+            groups.remove(gi);
+        }
+    }
+    if !remove && !placed {
+        if !hooks.contains_key(event) {
+            hooks.insert(event, Item::ArrayOfTables(ArrayOfTables::new()));
+        }
+        let groups = hooks
+            .get_mut(event)
+            .and_then(Item::as_array_of_tables_mut)
+            .ok_or_else(|| format!("`hooks.{event}` is not an array of tables"))?;
+        let mut hook = Table::new();
+        for (field, want) in &fields {
+            hook.insert(field, value(want.as_str().unwrap_or_default()));
+        }
+        let mut list = ArrayOfTables::new();
+        list.push(hook);
+        let mut group = Table::new();
+        group.insert("matcher", value(matcher));
+        group.insert("hooks", Item::ArrayOfTables(list));
+        groups.push(group);
+    }
+    // Emptied by us, or created and then not filled: the empty tables go too.
+    if hooks
+        .get(event)
+        .and_then(Item::as_array_of_tables)
+        .is_some_and(ArrayOfTables::is_empty)
+        && (took_out || remove)
+    {
+        hooks.remove(event);
+    }
+    if hooks.is_empty() && (took_out || created) {
+        doc.remove("hooks");
+    }
+    Ok(())
+}

@@ -1,0 +1,496 @@
+//! `questions init CLIENT`: writes the MCP server entry and, where the client has hooks
+//! for its own question tool, the hook entries, into the client's config: the project's
+//! (at the top of the git work tree, else here) or, with `--user`, the user's.
+//!
+//! Files a team commits (project scope) run `questions` from each machine's PATH; `--user`
+//! files, which stay on this machine, run the native path of this binary. `--db` and
+//! `--wait` are carried into the commands written. Every byte `init` does not own stays as
+//! written (`json` and `toml_edit` splice; nothing is parsed and printed again); a config
+//! reached through a symbolic link is written at its target; a read-only or unreadable one,
+//! or one whose keys hold what `init` cannot edit, is refused whole, before any file is
+//! written. A second run changes nothing and says so; `--remove` takes out what `init` put
+//! in; `--dry-run` shows what would be written and writes nothing.
+//!
+//! What is ours: the MCP server named `questions` whose command runs a program named
+//! `questions` (a bare name or any path to it), and a command hook whose command is exactly
+//! what `init` writes, `<questions> [--db LOCATION] hook <harness> [--wait SECONDS]`, with
+//! any path to `questions`. Anything else is the user's, however much it looks like ours.
+
+mod clients;
+mod files;
+mod json;
+mod uwf;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Outcome;
+use crate::cli::{Client, InitArgs};
+use questions_core::error::{Error, Result};
+use questions_core::ops::Location;
+
+/// The name our MCP server goes by in every client's config.
+const SERVER: &str = "questions";
+
+#[derive(Debug, Serialize)]
+struct Report {
+    client: &'static str,
+    scope: &'static str,
+    /// The program the entries run: `questions` (from PATH) in project files, the native
+    /// path of this binary in user files.
+    command: String,
+    dry_run: bool,
+    /// Whether any file changed (or, in a dry run, would change).
+    changed: bool,
+    files: Vec<FileChange>,
+    /// What the person should know: the PATH finds another binary, a look-alike entry
+    /// left alone.
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileChange {
+    path: String,
+    /// `created`, `updated`, `unchanged`, `removed` (our entries taken out) or `deleted`
+    /// (nothing else was left in it).
+    action: &'static str,
+    /// The file written, when `path` is a symbolic link to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
+    /// With --dry-run: the text that would be written (none for `deleted`/`unchanged`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
+    /// `init uwf`: how many commands in the file were switched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replaced: Option<usize>,
+}
+
+/// How the entries run `questions`: the program, and what they carry.
+#[derive(Debug, Clone)]
+pub(super) struct Invocation {
+    program: String,
+    db: Option<String>,
+    wait: Option<u64>,
+}
+
+impl Invocation {
+    /// The MCP server's arguments: an agent never approves a request, its own or
+    /// another's, so the server it talks to refuses votes (§12).
+    fn mcp_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(db) = &self.db {
+            args.extend(["--db".to_string(), db.clone()]);
+        }
+        args.extend(["mcp".to_string(), "--no-votes".to_string()]);
+        args
+    }
+
+    /// The hook's command line, as a shell runs it.
+    fn hook_command(&self, harness: &str) -> String {
+        let mut words = vec![shell_word(&self.program)];
+        if let Some(db) = &self.db {
+            words.extend(["--db".to_string(), shell_word(db)]);
+        }
+        words.extend(["hook".to_string(), harness.to_string()]);
+        if let Some(wait) = self.wait {
+            words.extend(["--wait".to_string(), wait.to_string()]);
+        }
+        words.join(" ")
+    }
+}
+
+pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Result<Outcome> {
+    if args.client == Client::Uwf {
+        if db.is_some() && !db_from_env {
+            return Err(Error::usage(
+                "init uwf takes no --db: a uwf repository's ledger is the protocol's own \
+                 uwf-questions.db, found from wherever its docs run `questions`",
+            ));
+        }
+        if args.wait.is_some() {
+            return Err(Error::usage("init uwf takes no --wait: it writes no hooks"));
+        }
+        return uwf::run(&args);
+    }
+    if args.wait.is_some() && !args.client.has_hooks() {
+        return Err(Error::usage(format!(
+            "--wait is carried into the hooks, and init {} writes none: leave it out",
+            args.client.name()
+        )));
+    }
+    let native = native_binary()?;
+    let base = if args.user { home()? } else { project_root()? };
+    let mut warnings = Vec::new();
+    let program = if args.user {
+        native.display().to_string()
+    } else {
+        warnings.extend(path_warning(&native));
+        SERVER.to_string()
+    };
+    let db = match db {
+        Some(db) if !db_from_env => Some(carried_db(&db, args.user, &base)?),
+        Some(_) => {
+            warnings.push(
+                "QUESTIONS_DB is set here but is not written into the configs: the client \
+                 passes its own environment on; give --db to write a location in"
+                    .to_string(),
+            );
+            None
+        }
+        None => None,
+    };
+    let how = Invocation {
+        program: program.clone(),
+        db,
+        wait: args.wait,
+    };
+    let edits = clients::plan(args.client, args.user, &base, &how);
+    // Every file is read and edited first: one that cannot be, refuses the whole run
+    // before anything is written.
+    let mut changes = Vec::new();
+    for edit in &edits {
+        changes.push(files::prepare(edit, args.remove, &mut warnings)?);
+    }
+    let mut reported = Vec::new();
+    for change in changes {
+        if !args.dry_run {
+            change.write()?;
+        }
+        reported.push(change.report(args.remove, args.dry_run));
+    }
+    let changed = reported.iter().any(|f| f.action != "unchanged");
+    let mut note = warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .collect::<Vec<_>>();
+    if !changed {
+        note.push(format!(
+            "nothing changed: the {} config{} already {}",
+            args.client.name(),
+            if reported.len() == 1 { "" } else { "s" },
+            if args.remove {
+                "hold none of our entries"
+            } else {
+                "hold our entries as they would be written"
+            }
+        ));
+    }
+    let mut outcome = Outcome::ok(Report {
+        client: args.client.name(),
+        scope: if args.user { "user" } else { "project" },
+        command: program,
+        dry_run: args.dry_run,
+        changed,
+        files: reported,
+        warnings,
+    });
+    if !note.is_empty() {
+        outcome.note = Some(note.join("\nquestions: "));
+    }
+    Ok(outcome)
+}
+
+/// The running binary, symlinks resolved: what an npm or pip launcher would have run.
+fn native_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::io(format!("cannot tell where this binary is: {e}")))?;
+    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+}
+
+fn home() -> Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::usage("HOME is not set, so --user has no user config to write"))
+}
+
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir()
+        .map_err(|e| Error::io(format!("cannot read the current directory: {e}")))
+}
+
+/// The top of the enclosing git work tree, else the current directory.
+fn project_root() -> Result<PathBuf> {
+    let here = current_dir()?;
+    Ok(here
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&here)
+        .to_path_buf())
+}
+
+/// What PATH finds as `questions`, when that is not this binary: the project's files run
+/// whatever it finds on each machine.
+fn path_warning(native: &Path) -> Option<String> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).find_map(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            let candidate = dir.join(SERVER);
+            let meta = std::fs::metadata(&candidate).ok()?;
+            (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+        })
+    });
+    let Some(found) = found else {
+        return Some(format!(
+            "the project's configs run `questions` from PATH, and PATH has none here: put \
+             {} on PATH (e.g. ln -s {} ~/.local/bin/questions) or install questions as the \
+             README says",
+            native.display(),
+            native.display()
+        ));
+    };
+    let real = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
+    if real == native {
+        return None;
+    }
+    let mut head = [0u8; 2];
+    let script = std::fs::File::open(&real)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == b"#!";
+    Some(if script {
+        format!(
+            "PATH finds {}, a launcher script: each hook and MCP start through it also starts \
+             its interpreter (Node: 0.1 to 0.2 s). Put the native binary {} ahead of it on PATH",
+            found.display(),
+            native.display()
+        )
+    } else {
+        format!(
+            "PATH finds another questions binary, {}, not this one ({}): the project's \
+             configs will run that one here",
+            found.display(),
+            native.display()
+        )
+    })
+}
+
+/// The `--db` location as the configs carry it: a file path relative to the project's top
+/// when it lies inside the project (every clone has it there; the clients start in that
+/// folder), else absolute; a PostgreSQL location as given, unless it holds a password.
+fn carried_db(db: &std::ffi::OsStr, user: bool, base: &Path) -> Result<String> {
+    let Some(text) = db.to_str() else {
+        return Err(Error::usage(
+            "--db is not UTF-8 text, which a config file cannot hold: choose another path",
+        ));
+    };
+    if has_password(text) {
+        return Err(Error::usage(
+            "--db holds a password, which init would write into a config file in the clear: \
+             give the location without it and put the password in a password file \
+             (PGPASSFILE), or set QUESTIONS_DB in the client's environment instead",
+        ));
+    }
+    let (location, _, _) = Location::find(Some(db), false)?;
+    match location {
+        Location::File { path, .. } => {
+            let absolute = lexical(&current_dir()?.join(path));
+            let shown = match absolute.strip_prefix(base) {
+                Ok(inside) if !user => inside.to_path_buf(),
+                _ => absolute,
+            };
+            Ok(shown.display().to_string())
+        }
+        #[allow(unreachable_patterns)]
+        _ => Ok(text.to_string()),
+    }
+}
+
+/// `path` with its `.` and `..` taken out by their names alone (the ledger need not exist).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A PostgreSQL location with a password: `postgres://USER:PASSWORD@…`, or a `password`
+/// keyword (libpq's key=value form, or a URL's query).
+fn has_password(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if let Some(rest) = ["postgres://", "postgresql://"]
+        .iter()
+        .find_map(|s| lower.strip_prefix(s))
+    {
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        if authority
+            .rsplit_once('@')
+            .is_some_and(|(user, _)| user.contains(':'))
+        {
+            return true;
+        }
+    }
+    let mut rest = lower.as_str();
+    while let Some(at) = rest.find("password") {
+        let before = rest[..at].chars().last();
+        let after = rest[at + "password".len()..].trim_start();
+        if before.is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_') && after.starts_with('=') {
+            return true;
+        }
+        rest = &rest[at + "password".len()..];
+    }
+    false
+}
+
+/// A word a shell reads as written: quoted when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+@%:,=".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// A command line's words, as a POSIX shell splits a simple one (quotes and backslashes;
+/// no expansions): `None` for anything else, which is then not ours.
+fn shell_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => w.push(chars.next()?),
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            c if "|&;<>()$`*?[#~\n".contains(c) => return None,
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Some(words)
+}
+
+/// A program named `questions`, by a bare name or a path.
+fn runs_questions(program: &str) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|name| name == SERVER)
+}
+
+/// The hook command is one `init` writes for `harness` (see the module's doc).
+pub(super) fn is_our_hook(command: &str, harness: &str) -> bool {
+    let Some(words) = shell_words(command) else {
+        return false;
+    };
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let [program, rest @ ..] = words.as_slice() else {
+        return false;
+    };
+    if !runs_questions(program) {
+        return false;
+    }
+    let rest = match rest {
+        ["--db", _, rest @ ..] => rest,
+        rest => rest,
+    };
+    match rest {
+        ["hook", h] => *h == harness,
+        ["hook", h, "--wait", n] => *h == harness && n.parse::<u64>().is_ok(),
+        _ => false,
+    }
+}
+
+/// A hook that runs `questions … hook <harness>` in a shape `init` does not write: left
+/// alone, and named, since the harness would run both.
+pub(super) fn looks_like_our_hook(command: &str, harness: &str) -> bool {
+    command.contains("questions") && command.contains(&format!("hook {harness}"))
+}
+
+impl Client {
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Uwf => "uwf",
+            Client::ClaudeCode => "claude-code",
+            Client::Codex => "codex",
+            Client::Gemini => "gemini",
+            Client::Vscode => "vscode",
+            Client::Cursor => "cursor",
+        }
+    }
+
+    /// The client has hooks on its own question tool, which `init` writes.
+    fn has_hooks(self) -> bool {
+        matches!(self, Client::ClaudeCode | Client::Codex | Client::Gemini)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ours_is_exactly_what_init_writes() {
+        for ours in [
+            "questions hook claude-code",
+            "/usr/local/bin/questions hook claude-code",
+            "'/home/a b/questions' --db .questions/x.db hook claude-code --wait 60",
+        ] {
+            assert!(is_our_hook(ours, "claude-code"), "{ours}");
+        }
+        for theirs in [
+            "my-wrapper hook claude-code",
+            "questions hook codex",
+            "questions hook claude-code --stage mine",
+            "questions hook claude-code && notify-send",
+            "npx questions-ledger hook claude-code",
+        ] {
+            assert!(!is_our_hook(theirs, "claude-code"), "{theirs}");
+        }
+    }
+
+    #[test]
+    fn passwords_are_found() {
+        assert!(has_password("postgres://me:secret@db/q"));
+        assert!(has_password("host=db password=x dbname=q"));
+        assert!(has_password("postgres://db/q?password=x"));
+        assert!(!has_password("postgres://me@db/q"));
+        assert!(!has_password("host=db passwordless_thing dbname=q"));
+        assert!(!has_password("./password.db"));
+    }
+
+    #[test]
+    fn a_written_hook_reads_back_as_ours() {
+        let how = Invocation {
+            program: "/opt/it's here/questions".into(),
+            db: Some("my ledger.db".into()),
+            wait: Some(30),
+        };
+        assert!(is_our_hook(&how.hook_command("gemini"), "gemini"));
+    }
+}
