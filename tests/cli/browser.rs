@@ -1244,3 +1244,156 @@ fn enter_in_a_reason_field_does_what_its_own_button_does() {
         }
     }
 }
+
+/// Three things a person saw on day two: an empty answer keeps them on the card and says
+/// what to do in the page's own words (no command line); a link to one question
+/// (`URL#q-ID`, as `questions mcp` gives) opens that card; on a phone a closed question
+/// shows its whole text, wrapped. Screenshots of each, at 1280 and 390 px, go to
+/// `screenshots/inbox-day-two-*.png` in the test's target folder.
+#[test]
+fn an_empty_answer_a_link_to_one_question_and_whole_titles_on_a_phone() {
+    if !chromium_here() {
+        return;
+    }
+    let l = Ledger::new();
+    eight_questions(&l);
+    let long = "What should the release notes say about moving from the old ledger format, \
+                and who signs them off before Friday's release?";
+    let id = l.log_with("release", long, &[]);
+    let served = Served::start(&l, &[]);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let shots = dir.clone();
+    with_browser(true, |c| async move {
+        let shot = |name: String| {
+            let c = c.clone();
+            let path = shots.join(format!("inbox-day-two-{name}.png"));
+            async move {
+                settled(&c).await;
+                std::fs::write(path, c.screenshot().await.unwrap()).unwrap();
+            }
+        };
+        for width in [1280, 390] {
+            c.set_window_size(width, if width > 500 { 1000 } else { 844 })
+                .await
+                .unwrap();
+            // A link to the question: its card is open, and the focus is on it.
+            c.goto(&format!("{}#q-{id}", served.url)).await.unwrap();
+            c.refresh().await.unwrap();
+            eventually(Duration::from_secs(10), "the linked card opens", || async {
+                js(
+                    &c,
+                    &format!("return document.getElementById('q-{id}').open"),
+                )
+                .await
+                    == json!(true)
+            })
+            .await;
+            let first_open = js(
+                &c,
+                "return document.querySelector('details.question[open]').id",
+            )
+            .await;
+            assert_eq!(first_open, json!(format!("q-{id}")), "only the linked one");
+            settled(&c).await;
+            let in_sight = js(
+                &c,
+                &format!(
+                    "const h = document.querySelector('header.top').getBoundingClientRect().bottom; \
+                     return document.querySelector('#q-{id} summary').getBoundingClientRect().top >= h;"
+                ),
+            )
+            .await;
+            assert_eq!(
+                in_sight,
+                json!(true),
+                "the linked card's line is under the header"
+            );
+            shot(format!("link-{width}")).await;
+
+            // An empty answer: the card stays open, the message speaks of the page.
+            c.find(Locator::Css(&format!("#q-{id} form.answer button.primary")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            eventually(Duration::from_secs(10), "the refusal shows", || async {
+                present(&c, "#flash").await
+            })
+            .await;
+            let flash = text(&c, "#flash").await;
+            assert!(flash.contains("empty"), "{flash}");
+            assert!(
+                !flash.contains("questions ") && !flash.contains("--"),
+                "command-line advice in the browser: {flash}"
+            );
+            let still = js(
+                &c,
+                &format!("return document.getElementById('q-{id}').open"),
+            )
+            .await;
+            assert_eq!(still, json!(true), "the card the person was on stays open");
+            // Said on the card, in sight, not under the sticky header.
+            let seen = js(
+                &c,
+                &format!(
+                    "const f = document.getElementById('flash'); \
+                     const h = document.querySelector('header.top').getBoundingClientRect().bottom; \
+                     const r = f.getBoundingClientRect(); \
+                     return [f.closest('details') === document.getElementById('q-{id}'), r.top >= h, r.bottom <= window.innerHeight];"
+                ),
+            )
+            .await;
+            assert_eq!(
+                seen,
+                json!([true, true, true]),
+                "the refusal is not in sight"
+            );
+            shot(format!("empty-answer-{width}")).await;
+        }
+
+        // On a phone, closed: the whole question, wrapped.
+        js(
+            &c,
+            "document.querySelectorAll('details').forEach(d => d.open = false); \
+             const f = document.activeElement; if (f) f.blur(); window.scrollTo(0, 0);",
+        )
+        .await;
+        settled(&c).await;
+        let whole = js(
+            &c,
+            &format!(
+                "const t = document.querySelector('#q-{id} summary .text'); \
+                 const s = getComputedStyle(t); \
+                 return [t.scrollWidth <= t.clientWidth, s.textOverflow, t.getBoundingClientRect().height > 30];"
+            ),
+        )
+        .await;
+        assert_eq!(
+            whole,
+            json!([true, "clip", true]),
+            "the title is cut on a phone"
+        );
+        js(
+            &c,
+            &format!("document.getElementById('q-{id}').scrollIntoView({{block: 'center'}})"),
+        )
+        .await;
+        shot("closed-390".into()).await;
+        c.set_window_size(1280, 1000).await.unwrap();
+        shot("closed-1280".into()).await;
+    });
+    for name in [
+        "link-1280",
+        "link-390",
+        "empty-answer-1280",
+        "empty-answer-390",
+        "closed-390",
+    ] {
+        assert!(
+            dir.join(format!("inbox-day-two-{name}.png")).is_file(),
+            "{name}"
+        );
+    }
+}

@@ -75,6 +75,15 @@
     if (top < below) window.scrollBy(0, top - below);
   }
 
+  // Scrolls `el` into sight, below the page's sticky header.
+  function unhide(el) {
+    el.scrollIntoView({ block: "nearest" });
+    const header = document.querySelector("header.top");
+    const below = header ? header.getBoundingClientRect().bottom + 8 : 0;
+    const top = el.getBoundingClientRect().top;
+    if (top < below) window.scrollBy(0, top - below);
+  }
+
   // The next required question after `from` (from the top when none), wrapping around.
   function nextRequired(from) {
     const all = questions();
@@ -181,8 +190,15 @@
         if (next && next.isConnected) go(next, null);
       } else {
         apply(doc);
+        // Refused: the person stays on the card, and reads why there, not at the top of
+        // the page (which the sticky header may cover).
         const shown = document.getElementById("flash");
-        if (shown) shown.scrollIntoView({ block: "nearest" });
+        if (shown && q && q.isConnected) {
+          q.open = true;
+          const body = q.querySelector(".body");
+          if (body) body.prepend(shown);
+        }
+        if (shown) unhide(shown);
       }
     } catch (err) {
       // The page as it works without this file.
@@ -317,8 +333,20 @@
   if (keys) keys.hidden = false;
   tick();
   setInterval(tick, 1000);
+  // A link to one question (`URL#q-ID`, as `questions mcp` sends people) opens its card.
+  function opened() {
+    const id = decodeURIComponent(window.location.hash.slice(1));
+    const q = id ? document.getElementById(id) : null;
+    if (!q || !q.matches("details.question")) return false;
+    go(q, current());
+    // Once more after the browser's own jump to the anchor, which puts the card's top
+    // under the sticky header.
+    requestAnimationFrame(() => go(q, null));
+    return true;
+  }
+  window.addEventListener("hashchange", opened);
   const open = list.querySelector("details.question[open]");
-  if (open) open.querySelector("summary").focus({ preventScroll: true });
+  if (!opened() && open) open.querySelector("summary").focus({ preventScroll: true });
   document.body.dataset.live = "1";
   follow();
 })();
