@@ -1051,12 +1051,38 @@ fn webhook_url(text: &str) -> Result<String, String> {
         .ok_or_else(|| format!("'{text}' is not an http:// or https:// URL"))?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = host.rsplit('@').next().unwrap_or("");
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host.split(':').next().unwrap_or(""),
+    let (name, port) = match host.strip_prefix('[') {
+        // An IPv6 address: `[::1]`, `[::1]:8080`; an unclosed bracket is no address.
+        Some(v6) => {
+            let Some((address, after)) = v6.split_once(']') else {
+                return Err(format!(
+                    "'{text}' opens an IPv6 address with [ and never closes it with ]"
+                ));
+            };
+            if address.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(format!(
+                    "'{text}' holds '{address}' in brackets, which is not an IPv6 address"
+                ));
+            }
+            if !after.is_empty() && !after.starts_with(':') {
+                return Err(format!(
+                    "'{text}' has '{after}' after the IPv6 address: only :PORT may follow"
+                ));
+            }
+            (address, after.strip_prefix(':'))
+        }
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
     };
     if name.is_empty() || name.contains(char::is_whitespace) {
         return Err(format!("'{text}' names no host to send events to"));
+    }
+    if port.is_some_and(|p| !p.is_empty() && p.parse::<u16>().is_err()) {
+        return Err(format!(
+            "'{text}' has a port that is not a number from 0 to 65535"
+        ));
     }
     Ok(text.to_string())
 }

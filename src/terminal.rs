@@ -172,12 +172,15 @@ fn show(q: &Question, n: usize, of: usize) {
         .or(q.group_name.as_deref())
         .map(|h| sanitize(h, false));
     let mut head = format!("[{n}/{of}]");
+    let title_shown = title.is_some();
     if let Some(t) = title {
         head.push(' ');
         head.push_str(&t);
     }
+    // `[1/3] Database · design · required`; without a title, no dot stands alone.
     head.push_str(&format!(
-        " · {} · {}",
+        "{}{} · {}",
+        if title_shown { " · " } else { " " },
         sanitize(&q.stage, false),
         if q.required { "required" } else { "optional" }
     ));

@@ -331,3 +331,20 @@ fn on_a_terminal_ask_shows_deadlines_and_ends_with_a_summary_not_json() {
     let taken = l.ok(["history", "--id", &beta.to_string()])["events"][1].clone();
     assert_eq!(taken["event"], "defaulted");
 }
+
+#[test]
+fn a_question_without_a_title_is_headed_without_a_dangling_dot() {
+    let l = Ledger::new();
+    l.log_with(
+        "design",
+        "What should we call it?",
+        &["--required", "false"],
+    );
+    let mut p = spawn(&l, "design");
+    // (rexpect reads bytes one by one, so the dot after it is not matched here.)
+    p.exp_string("[1/1] design ").unwrap();
+    keys(&mut p, ESC);
+    keys(&mut p, "y");
+    keys(&mut p, ENTER);
+    let _ = p.process_mut().exit();
+}

@@ -184,3 +184,30 @@ fn sixteen_processes_looking_at_once_apply_each_expiry_exactly_once() {
         assert_eq!(l.question(id)["status"], "answered");
     }
 }
+
+#[test]
+fn an_unusable_proposed_value_is_refused_without_naming_a_question_zero() {
+    let l = Ledger::new();
+    let run = l.run([
+        "log",
+        "--stage",
+        "s",
+        "--question",
+        "Which one?",
+        "--option",
+        "A",
+        "--option",
+        "B",
+        "--no-freeform",
+        "--proposed",
+        "C",
+        "--expires-in",
+        "1h",
+        "--on-expiry",
+        "default",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let message = run.json["error"].as_str().unwrap();
+    assert!(!message.contains("question 0"), "{message}");
+    assert!(message.contains("it takes only its options"), "{message}");
+}

@@ -567,3 +567,18 @@ fn a_stored_position_past_the_last_event_starts_from_the_first() {
         .collect();
     assert_eq!(keys, [format!("{id}:1"), format!("{id}:2")]);
 }
+
+#[test]
+fn a_webhook_url_that_cannot_work_is_a_usage_error_not_retried() {
+    let l = Ledger::new();
+    for url in [
+        "http://[::1",
+        "http://[::1]x/",
+        "http://[not-v6]/",
+        "http://host:port/",
+    ] {
+        let run = l.run(["watch", "--name", "w", "--webhook", url, "--timeout", "1"]);
+        assert_eq!(run.code, 2, "{url}: {run:?}");
+        assert_eq!(run.error_code(), "usage", "{url}");
+    }
+}

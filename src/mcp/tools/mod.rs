@@ -180,7 +180,15 @@ fn outcomes(questions: &[Question]) -> Outcomes {
 /// document a tool returns (`check`, `list`, `answers`, `import`), else the tool's own name
 /// (`ask_questions`, `wait_for_answers`), so one call never names two procedures.
 fn failure(procedure: Procedure, err: &Error) -> CallToolResult {
-    crate::output::note(&format!("{}: error: {}", procedure.as_str(), err.message));
+    // The log names the tool that was called, which the person reading it knows.
+    let tool = match procedure {
+        Procedure::Check => "check_gate",
+        Procedure::List => "list_questions",
+        Procedure::Answers => "get_answers",
+        Procedure::Import => "record_answers",
+        other => other.as_str(),
+    };
+    crate::output::note(&format!("{tool}: error: {}", err.message));
     let body = ops::failure(Some(procedure), err);
     CallToolResult::structured_error(serde_json::to_value(body).unwrap_or(Value::Null))
 }

@@ -70,10 +70,15 @@ impl Expiry {
                 select: Vec::new(),
             };
             if let Err(why) = crate::model::resolve_answer(&new.as_logged(now), &input) {
+                // The refusal names the question by its id, which it does not have yet
+                // ("question 0"): here it is "it", the question just named.
+                let why = why.cli_message();
+                let why = why
+                    .strip_prefix("question 0 ")
+                    .map_or(why.clone(), |rest| format!("it {rest}"));
                 return Err(Error::usage(format!(
-                    "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {}",
+                    "--on-expiry default would answer \"{}\" with its proposed value, which is not an answer it takes: {why}",
                     crate::formats::sanitize(&new.question, false),
-                    why.cli_message()
                 )));
             }
         }
