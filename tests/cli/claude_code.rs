@@ -207,6 +207,9 @@ fn respond(request: &Value, results: &Mutex<Vec<Value>>) -> (&'static str, Strin
 struct Project {
     dir: tempfile::TempDir,
     home: tempfile::TempDir,
+    /// PATH's `questions` on this machine, as `init` names it in a project's files: the
+    /// binary under test.
+    bin: tempfile::TempDir,
 }
 
 impl Project {
@@ -214,9 +217,12 @@ impl Project {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         std::fs::create_dir(dir.path().join(".questions")).unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(BIN, bin.path().join("questions")).unwrap();
         let project = Project {
             dir,
             home: tempfile::tempdir().unwrap(),
+            bin,
         };
         let init = project.questions(&["init", "claude-code"]);
         assert_eq!(init.code, 0, "{init:?}");
@@ -226,8 +232,19 @@ impl Project {
     /// `questions` run in the project, as its hooks are: the ledger is found by walking up.
     fn questions(&self, args: &[&str]) -> Run {
         let mut cmd = bare_command(self.dir.path());
-        cmd.env("HOME", self.home.path()).args(args);
+        cmd.env("HOME", self.home.path())
+            .env("PATH", self.path())
+            .args(args);
         finish(cmd)
+    }
+
+    /// This machine's PATH with the binary under test first.
+    fn path(&self) -> std::ffi::OsString {
+        let mut dirs = vec![self.bin.path().to_path_buf()];
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(dirs).unwrap()
     }
 
     fn ok(&self, args: &[&str]) -> Value {
@@ -269,7 +286,7 @@ impl Project {
             ])
             .current_dir(self.dir.path())
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", self.path())
             .env("HOME", self.home.path())
             .env("ANTHROPIC_BASE_URL", &model.url)
             .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
@@ -542,7 +559,7 @@ fn sqlite_only_unanswered_questions_fall_through_to_the_card_and_its_answers_are
 }
 
 #[test]
-fn sqlite_only_the_binary_init_writes_is_the_native_one() {
+fn sqlite_only_the_project_runs_questions_from_path_and_the_user_the_native_binary() {
     crate::sqlite_only!();
     let project = Project::new();
     let hooks = hooks_in(project.dir.path());
@@ -550,8 +567,10 @@ fn sqlite_only_the_binary_init_writes_is_the_native_one() {
         .as_str()
         .unwrap()
         .to_string();
+    assert_eq!(command, "questions hook claude-code", "a file the team commits");
+    let user = project.ok(&["init", "claude-code", "--user", "--dry-run"]);
     let native = std::fs::canonicalize(BIN).unwrap();
-    assert_eq!(command, format!("{} hook claude-code", native.display()));
+    assert_eq!(user["command"], native.display().to_string());
 }
 
 #[test]

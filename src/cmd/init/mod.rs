@@ -126,7 +126,9 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
     let program = if args.user {
         native.display().to_string()
     } else {
-        warnings.extend(path_warning(&native));
+        if !args.remove {
+            warnings.extend(path_warning(&native));
+        }
         SERVER.to_string()
     };
     let db = match db {
