@@ -567,7 +567,10 @@ fn sqlite_only_the_project_runs_questions_from_path_and_the_user_the_native_bina
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(command, "questions hook claude-code", "a file the team commits");
+    assert_eq!(
+        command, "questions hook claude-code",
+        "a file the team commits"
+    );
     let user = project.ok(&["init", "claude-code", "--user", "--dry-run"]);
     let native = std::fs::canonicalize(BIN).unwrap();
     assert_eq!(user["command"], native.display().to_string());

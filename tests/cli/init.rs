@@ -552,6 +552,23 @@ fn a_symlinked_config_is_written_at_its_target() {
         std::fs::read_to_string(&shared).unwrap(),
         "{\"mcpServers\": {\"a\": {\"command\": \"a\"}}}\n"
     );
+    // A linked TOML file emptied again stays a file, empty, behind its link.
+    write(&place.p("shared/config.toml"), "");
+    std::fs::create_dir_all(place.p(".codex")).unwrap();
+    std::os::unix::fs::symlink("../shared/config.toml", place.p(".codex/config.toml")).unwrap();
+    place.ok(&["codex"]);
+    assert!(std::fs::read_to_string(place.p("shared/config.toml"))
+        .unwrap()
+        .contains("[mcp_servers.questions]"));
+    place.ok(&["codex", "--remove"]);
+    assert_eq!(
+        std::fs::read_to_string(place.p("shared/config.toml")).unwrap(),
+        ""
+    );
+    assert!(std::fs::symlink_metadata(place.p(".codex/config.toml"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 #[test]

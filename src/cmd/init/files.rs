@@ -37,6 +37,8 @@ pub(super) struct Change {
     before: Option<String>,
     /// `None`: the file goes (nothing but what `init` wrote was in it).
     after: Option<String>,
+    /// What an emptied file holds when it stays (a link's target): `{}` or nothing.
+    empty: &'static str,
 }
 
 /// Reads the file `edit` names and edits it in memory; refuses a file it could not write
@@ -101,6 +103,10 @@ pub(super) fn prepare(edit: &Edit, remove: bool, warnings: &mut Vec<String>) -> 
         target,
         before,
         after,
+        empty: match edit.kind {
+            Kind::Json(_) => "{}\n",
+            Kind::Toml(_) => "",
+        },
     };
     if change.changes() {
         change.check_writable()?;
@@ -137,7 +143,7 @@ impl Change {
         match &self.after {
             Some(text) => write_whole(&self.target, text),
             // A link to a config stays, pointing at an emptied file rather than at none.
-            None if self.target != self.path => write_whole(&self.target, "{}\n"),
+            None if self.target != self.path => write_whole(&self.target, self.empty),
             None => std::fs::remove_file(&self.target)
                 .map_err(|e| Error::io(format!("cannot remove {}: {e}", self.target.display()))),
         }
