@@ -125,7 +125,11 @@ fn claude_code_gets_the_server_and_both_hooks_and_keeps_the_rest() {
         json!({"command": "questions", "args": ["mcp", "--no-votes"]})
     );
     let settings = read_json(&files[1]);
-    assert_eq!(settings["permissions"], json!({"allow": ["Bash(ls)"]}));
+    // The least grant a headless agent needs to ask, beside the user's own.
+    assert_eq!(
+        settings["permissions"],
+        json!({"allow": ["Bash(ls)", "mcp__questions__ask_questions"]})
+    );
     let hook = "questions hook claude-code".to_string();
     let pre = settings["hooks"]["PreToolUse"].as_array().unwrap();
     assert_eq!(pre[0]["matcher"], "Bash", "the other hook stays first");
@@ -447,7 +451,7 @@ const TEAM_SETTINGS: &str = r#"{
 
 const TEAM_SETTINGS_AFTER: &str = r#"{
   // Team settings: keep this comment.
-  "permissions": {"allow": ["Bash(ls)"]},
+  "permissions": {"allow": ["Bash(ls)", "mcp__questions__ask_questions"]},
   "cleanupPeriodDays": 123456789012345678901234567890,
   "ratio": 1.50,
   "env": {"A": "1"},
@@ -460,19 +464,21 @@ const TEAM_SETTINGS_AFTER: &str = r#"{
         "hooks": [
           {
             "type": "command",
-            "command": "questions hook claude-code --wait 90"
+            "command": "questions hook claude-code --wait 90",
+            "timeout": 120
           }
         ]
       },
     ],
-    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}, {"hooks": [{"type": "command", "command": "questions hook claude-code --wait 90"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}, {"hooks": [{"type": "command", "command": "questions hook claude-code --wait 90", "timeout": 120}]}],
     "PostToolUse": [
       {
         "matcher": "AskUserQuestion",
         "hooks": [
           {
             "type": "command",
-            "command": "questions hook claude-code --wait 90"
+            "command": "questions hook claude-code --wait 90",
+            "timeout": 120
           }
         ]
       }
@@ -661,7 +667,9 @@ fn codex_toml_keeps_its_comments_byte_for_byte() {
         std::fs::read_to_string(&file).unwrap(),
         format!(
             "# Team config\nmodel = \"o4\"  # the model\n\n[mcp_servers.other]\ncommand = \"x\"\n\n\
-             [mcp_servers.questions]\ncommand = \"questions\"\nargs = [\"--db\", \".questions/team.db\", \"mcp\", \"--no-votes\"]\n\n\
+             [mcp_servers.questions]\ncommand = \"questions\"\nargs = [\"--db\", \".questions/team.db\", \"mcp\", \"--no-votes\"]\n\
+             env_vars = [\"QUESTIONS_DB\"]\n\n\
+             [mcp_servers.questions.tools.ask_questions]\napproval_mode = \"approve\"\n\n\
              [[hooks.PreToolUse]]\nmatcher = \"shell\"\n\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"audit\"\n\n\
              [[hooks.PreToolUse]]\nmatcher = \"request_user_input\"\n\n\
              [[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"questions --db .questions/team.db hook codex\"\n\n\
@@ -901,4 +909,82 @@ fn a_ledger_created_where_git_would_commit_it_is_named_once() {
         !again.stderr.contains("git does not ignore"),
         "once: {again:?}"
     );
+}
+
+/// A hook's `timeout` covers its `--wait`, in each harness's own unit (Gemini CLI counts
+/// milliseconds: its default 60 000 killed `--wait 90`); each harness gets the least grant
+/// that lets a headless agent call `ask_questions`, and Codex's server the ledger's
+/// variable; `init` says what the person must still do, and `--remove` takes it all out.
+#[test]
+fn hooks_cover_their_wait_in_each_harness_s_unit_and_the_least_grant_is_written() {
+    let place = Place::new();
+    let report = place.ok(&["gemini", "--wait", "90"]);
+    assert!(
+        report["next"][0].as_str().unwrap().contains("policy"),
+        "{report}"
+    );
+    let gemini = read_json(&place.p(".gemini/settings.json"));
+    for event in ["BeforeTool", "AfterTool"] {
+        let hook = &gemini["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["timeout"], 120_000, "{event}: milliseconds");
+    }
+
+    let report = place.ok(&["claude-code", "--wait", "90"]);
+    assert!(
+        report["next"][0].as_str().unwrap().contains("trust"),
+        "{report}"
+    );
+    let claude = read_json(&place.p(".claude/settings.json"));
+    for event in ["PreToolUse", "PostToolUse", "Stop"] {
+        assert_eq!(
+            claude["hooks"][event][0]["hooks"][0]["timeout"], 120,
+            "{event}: seconds"
+        );
+    }
+    assert_eq!(
+        claude["permissions"]["allow"],
+        json!(["mcp__questions__ask_questions"])
+    );
+
+    let report = place.ok(&["codex", "--wait", "90"]);
+    assert_eq!(report["next"].as_array().unwrap().len(), 2, "{report}");
+    let text = std::fs::read_to_string(place.p(".codex/config.toml")).unwrap();
+    let codex: toml::Table = toml::from_str(&text).unwrap();
+    let server = &codex["mcp_servers"]["questions"];
+    assert_eq!(
+        server["env_vars"],
+        toml::Value::Array(vec!["QUESTIONS_DB".into()])
+    );
+    assert_eq!(
+        server["tools"]["ask_questions"]["approval_mode"].as_str(),
+        Some("approve")
+    );
+    for event in ["PreToolUse", "PostToolUse"] {
+        let hook = &codex["hooks"][event][0]["hooks"][0];
+        assert_eq!(hook["timeout"].as_integer(), Some(120), "{event}: seconds");
+    }
+    // Run again: nothing changes.
+    for client in ["gemini", "claude-code", "codex"] {
+        let again = place.ok(&[client, "--wait", "90"]);
+        assert_eq!(again["changed"], false, "{client}: {again}");
+    }
+    // A shorter wait rewrites the timeout with it.
+    place.ok(&["codex", "--wait", "5"]);
+    let text = std::fs::read_to_string(place.p(".codex/config.toml")).unwrap();
+    assert!(text.contains("timeout = 35"), "{text}");
+
+    for client in ["gemini", "claude-code", "codex"] {
+        let removed = place.ok(&[client, "--remove"]);
+        assert!(removed.get("next").is_none(), "{removed}");
+    }
+    for file in [
+        ".gemini/settings.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+    ] {
+        assert!(
+            !place.p(file).exists(),
+            "{file} holds only what init wrote: it goes"
+        );
+    }
 }

@@ -38,13 +38,16 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
             } else {
                 base.join(".mcp.json")
             };
-            vec![
-                json_edit(mcp_file, json_server("mcpServers", server)),
+            vec![json_edit(mcp_file, json_server("mcpServers", server)), {
+                let hooks = json_hooks(CLAUDE_HOOKS, "claude-code", how.clone());
                 json_edit(
                     base.join(".claude/settings.json"),
-                    json_hooks(CLAUDE_HOOKS, "claude-code", how.clone()),
-                ),
-            ]
+                    move |doc, remove, warnings| {
+                        hooks(doc, remove, warnings)?;
+                        claude_grant(doc, remove, warnings)
+                    },
+                )
+            }]
         }
         Client::Gemini => {
             let servers = json_server("mcpServers", server);
@@ -108,12 +111,105 @@ fn json_edit(
     }
 }
 
-/// The fields of our hook `init` owns; the rest of the hook object is the user's.
+/// What a hook's `timeout` gives beyond its `--wait`: the start, the ledger's reads and
+/// the reply, with room to spare on a loaded machine.
+const HOOK_MARGIN_SECONDS: u64 = 30;
+
+/// The fields of our hook `init` owns; the rest of the hook object is the user's. With
+/// `--wait`, a `timeout` that covers it, in the harness's own unit: Gemini CLI counts
+/// milliseconds (default 60 000, which killed a longer wait), Codex and Claude Code
+/// seconds.
 fn hook_fields(how: &Invocation, harness: &str) -> Map<String, Value> {
     let mut fields = Map::new();
     fields.insert("type".into(), json!("command"));
     fields.insert("command".into(), json!(how.hook_command(harness)));
+    if let Some(wait) = how.wait {
+        let seconds = wait + HOOK_MARGIN_SECONDS;
+        let timeout = if harness == "gemini" {
+            seconds * 1000
+        } else {
+            seconds
+        };
+        fields.insert("timeout".into(), json!(timeout));
+    }
     fields
+}
+
+/// A field of our hook as TOML: a string or a whole number.
+fn toml_field(want: &Value) -> toml_edit::Item {
+    match want.as_i64() {
+        Some(n) => toml_edit::value(n),
+        None => toml_edit::value(want.as_str().unwrap_or_default()),
+    }
+}
+
+/// Whether a TOML hook's field already holds what we want there.
+fn toml_field_is(item: Option<&toml_edit::Item>, want: &Value) -> bool {
+    match want.as_i64() {
+        Some(n) => item.and_then(toml_edit::Item::as_integer) == Some(n),
+        None => item.and_then(toml_edit::Item::as_str) == want.as_str(),
+    }
+}
+
+/// What Claude Code's `permissions.allow` gains: the one tool a headless agent needs to
+/// ask (the read-only ones need no grant; votes are refused anyway).
+const CLAUDE_GRANT: &str = "mcp__questions__ask_questions";
+
+/// Claude Code's least grant: our `permissions.allow` entry, added once, taken out with
+/// `--remove` (with the list and the object when that empties them).
+fn claude_grant(doc: &mut Jsonc, remove: bool, _: &mut Vec<String>) -> Result<(), String> {
+    let perms = [Step::Key("permissions")];
+    let allow = [Step::Key("permissions"), Step::Key("allow")];
+    match doc.shape(&perms) {
+        Shape::Missing if remove => return Ok(()),
+        Shape::Missing => {
+            doc.set(&[], "permissions", &json!({ "allow": [CLAUDE_GRANT] }));
+            return Ok(());
+        }
+        Shape::Object => {}
+        other => {
+            return Err(format!(
+                "`permissions` is {}, not an object",
+                shape_name(&other)
+            ))
+        }
+    }
+    match doc.shape(&allow) {
+        Shape::Missing if remove => return Ok(()),
+        Shape::Missing => {
+            doc.set(&perms, "allow", &json!([CLAUDE_GRANT]));
+            return Ok(());
+        }
+        Shape::Array => {}
+        other => {
+            return Err(format!(
+                "`permissions.allow` is {}, not a list",
+                shape_name(&other)
+            ))
+        }
+    }
+    let list = doc
+        .get(&allow)
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    let at = list.iter().position(|v| v.as_str() == Some(CLAUDE_GRANT));
+    match (at, remove) {
+        (None, false) => doc.push(&allow, &json!(CLAUDE_GRANT)),
+        (Some(i), true) => {
+            doc.remove_at(&allow, i);
+            if list.len() == 1 {
+                doc.remove(&perms, "allow");
+                if doc
+                    .get(&perms)
+                    .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))
+                {
+                    doc.remove(&[], "permissions");
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn shape_name(shape: &Shape) -> &'static str {
@@ -397,8 +493,45 @@ fn codex_server(
         }
         ours.insert("args", value(args));
     }
+    // Codex passes its MCP servers no environment variable it is not told to: without
+    // this, a server started with QUESTIONS_DB set wrote another ledger than the hooks'.
+    let passes_db = ours
+        .get("env_vars")
+        .and_then(Item::as_array)
+        .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(DB_VARIABLE)));
+    if !passes_db {
+        if let Some(Item::Value(toml_edit::Value::Array(vars))) = ours.get_mut("env_vars") {
+            vars.push(DB_VARIABLE);
+        } else {
+            let mut vars = Array::new();
+            vars.push(DB_VARIABLE);
+            ours.insert("env_vars", value(vars));
+        }
+    }
+    // The least grant that lets `codex exec` (approval policy "never") call it: asking is
+    // approved; the read-only tools need none.
+    let tools = ours
+        .entry("tools")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or("`mcp_servers.questions.tools` is not a table")?;
+    let ask = tools
+        .entry("ask_questions")
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_mut()
+        .ok_or("`mcp_servers.questions.tools.ask_questions` is not a table")?;
+    if ask.get("approval_mode").and_then(Item::as_str) != Some("approve") {
+        ask.insert("approval_mode", value("approve"));
+    }
     Ok(())
 }
+
+/// The variable that names the ledger, which Codex must pass its MCP server.
+const DB_VARIABLE: &str = "QUESTIONS_DB";
 
 /// Codex's `[[hooks.<event>]]` for `request_user_input`, with ours as its command hook
 /// (`[[hooks.<event>.hooks]]`), kept and taken out as `json_hooks` does.
@@ -473,9 +606,8 @@ fn codex_hook(
                 list.retain(|h| !ours(h) || !std::mem::replace(&mut seen, true));
                 if let Some(h) = list.iter_mut().find(|h| ours(h)) {
                     for (field, want) in &fields {
-                        let want = want.as_str().unwrap_or_default();
-                        if h.get(field).and_then(Item::as_str) != Some(want) {
-                            h.insert(field, value(want));
+                        if !toml_field_is(h.get(field), want) {
+                            h.insert(field, toml_field(want));
                         }
                     }
                     placed = true;
@@ -503,7 +635,7 @@ fn codex_hook(
             .ok_or_else(|| format!("`hooks.{event}` is not an array of tables"))?;
         let mut hook = Table::new();
         for (field, want) in &fields {
-            hook.insert(field, value(want.as_str().unwrap_or_default()));
+            hook.insert(field, toml_field(want));
         }
         let mut list = ArrayOfTables::new();
         list.push(hook);

@@ -48,6 +48,10 @@ struct Report {
     /// What the person should know: the PATH finds another binary, a look-alike entry
     /// left alone.
     warnings: Vec<String>,
+    /// What the harness still needs from the person before it runs what was written
+    /// (none after `--remove`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    next: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -179,6 +183,12 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
             }
         ));
     }
+    let next = if args.remove {
+        Vec::new()
+    } else {
+        args.client.next_steps()
+    };
+    note.extend(next.iter().map(|n| format!("then: {n}")));
     let mut outcome = Outcome::ok(Report {
         client: args.client.name(),
         scope: if args.user { "user" } else { "project" },
@@ -187,6 +197,7 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         changed,
         files: reported,
         warnings,
+        next,
     });
     if !note.is_empty() {
         outcome.note = Some(note.join("\nquestions: "));
@@ -449,6 +460,30 @@ impl Client {
     /// The client has hooks on its own question tool, which `init` writes.
     fn has_hooks(self) -> bool {
         matches!(self, Client::ClaudeCode | Client::Codex | Client::Gemini)
+    }
+
+    /// What the harness still asks of the person before it runs what `init` wrote, as
+    /// its own sources and a run of it show (see the README's section on each).
+    fn next_steps(self) -> Vec<&'static str> {
+        match self {
+            Client::Codex => vec![
+                "trust the project in Codex (it reads a project's .codex/config.toml only \
+                 once the project is trusted)",
+                "review and trust each hook in Codex's TUI (/hooks): `codex exec` skips \
+                 untrusted hooks without a word",
+            ],
+            Client::ClaudeCode => vec![
+                "trust the workspace in Claude Code: it reads a project's permissions \
+                 (the grant of ask_questions) only then; headless, `claude -p \
+                 --allowedTools mcp__questions__ask_questions` grants it too",
+            ],
+            Client::Gemini => vec![
+                "headless `gemini -p` offers no ask_user and lists MCP tools to the model \
+                 only when allowed: add a policy rule allowing the questions server's \
+                 ask_questions at user scope (a project cannot)",
+            ],
+            Client::Vscode | Client::Cursor | Client::Uwf => Vec::new(),
+        }
     }
 }
 
