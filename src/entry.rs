@@ -21,6 +21,8 @@ where
     std::panic::set_hook(Box::new(|info| {
         output::note(&format!("internal error: {info}"));
     }));
+    // What a waiting reader has to say (the server out of reach, and back) goes to stderr.
+    ops::on_notice(output::note);
     std::panic::catch_unwind(|| run_args(&args)).unwrap_or_else(|_| {
         let message = if fault::has_committed() {
             "internal error: questions stopped after its change was recorded, before it \

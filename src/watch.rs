@@ -109,7 +109,7 @@ impl Watcher {
             .max_redirects(0)
             .build()
             .new_agent();
-        ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
+        ops::follow(ledger, deadline, ops::READ_AGAIN_AFTER, |ledger, seen| {
             let mut page = ops::events(ledger, position, None, 100)?;
             if seen.replaced(ledger) || page.ledger != of {
                 // A ledger reset or replaced meanwhile starts its seqs again, and holds no

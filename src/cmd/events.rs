@@ -53,7 +53,7 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             }
         },
     };
-    ops::follow(ledger, deadline, Duration::from_secs(1), |ledger, seen| {
+    ops::follow(ledger, deadline, ops::READ_AGAIN_AFTER, |ledger, seen| {
         let mut page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
         let other = of.as_ref().is_some_and(|of| *of != page.ledger);
         if seen.replaced(ledger) || other {

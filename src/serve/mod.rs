@@ -274,7 +274,7 @@ fn routes(app: Arc<App>) -> Router {
 fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) {
     std::thread::spawn(move || loop {
         let mut ledger = Ledger::new(location.clone());
-        let followed = ops::follow(&mut ledger, None, Duration::from_secs(1), |ledger, _| {
+        let followed = ops::follow(&mut ledger, None, ops::READ_AGAIN_AFTER, |ledger, _| {
             ops::settle(ledger)?;
             let last = (ledger.id()?, ops::last_seq(ledger)?);
             seq.send_if_modified(|s| {

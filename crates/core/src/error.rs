@@ -43,6 +43,10 @@ pub struct Error {
     /// The transaction lost a race with another (a serialization failure or deadlock):
     /// running it again from the start can succeed. Never shown to the user.
     pub(crate) transient: bool,
+    /// The server could not be reached, refused a connection for want of free ones, or
+    /// dropped the connection (a restart, a failover): a waiting reader waits on and reads
+    /// again. Never shown to the user.
+    pub(crate) unavailable: bool,
     /// What a command-line user can do about it with a flag ("pass --force to …"): the
     /// command line adds it to the message; other front ends, whose users have no flags,
     /// leave it out.
@@ -94,11 +98,17 @@ impl Error {
             code,
             message: message.into(),
             transient: false,
+            unavailable: false,
             flag_hint: None,
             cli_wording: None,
             refusal: None,
             on_record: None,
         }
+    }
+
+    /// Whether the server was out of reach (see `unavailable`): a waiter waits on.
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable
     }
 
     /// This error as the command line words it (see `cli_wording`).

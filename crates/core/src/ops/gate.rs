@@ -11,9 +11,8 @@ use crate::error::Result;
 use crate::model::{ApprovalState, Channel, Gate, Question, Status};
 use crate::store::{Filter, Ledger};
 
-/// The longest a waiting check goes without looking again: a change that no notification
-/// announces (another tool's, on a file) is seen within this.
-const POLL: Duration = Duration::from_millis(200);
+/// The longest a waiting check goes without reading again (see `follow`).
+const POLL: Duration = super::READ_AGAIN_AFTER;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Wait {

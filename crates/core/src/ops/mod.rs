@@ -21,7 +21,7 @@ pub use change::{
     NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
-pub use follow::{follow, Seen, Step};
+pub use follow::{follow, on_notice, Seen, Step, READ_AGAIN_AFTER};
 pub use gate::{
     answers, check, quoted, wait_settled, AnswerDetail, AnswersReport, CheckRequest, GateReport,
     Wait,

@@ -6,6 +6,9 @@
 mod bounded;
 #[cfg(unix)]
 mod dirsync;
+// The shared wait of PostgreSQL waiters on one machine (see its comment).
+#[cfg(all(feature = "postgres", unix))]
+mod herald;
 mod location;
 mod migrate;
 // The PostgreSQL engine, or in a build without it the module that refuses its locations.
@@ -20,6 +23,7 @@ mod sqlite;
 mod tls;
 #[cfg(test)]
 pub(crate) mod tx_suite;
+mod watch;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
@@ -27,13 +31,28 @@ pub(crate) use sql::Tx;
 pub use sql::{StoredTask, TaskState};
 pub use sqlite::LockWait;
 
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::model::Status;
 
-/// How often a file ledger is looked at again by a command that waits for a change.
-const POLL: Duration = Duration::from_millis(100);
+/// How long a waiter with nothing to tell it of changes (no ledger open, no herald) waits
+/// before it reads again.
+#[cfg(feature = "postgres")]
+const POLL: Duration = Duration::from_secs(1);
+
+/// A file ledger's waiter asks SQLite whether another process committed at least this
+/// often, even when the kernel told it of no change (a folder on a network file system,
+/// whose changes elsewhere it never hears of): one cheap question, not a read.
+const LOOK_AGAIN: Duration = Duration::from_secs(2);
+
+/// Just after the ledger's files changed, the commit that changed them may not be visible
+/// yet (SQLite writes the log, syncs it, then publishes the commit in its index, which
+/// the kernel does not report): the waiter asks again after this, then twice as long each
+/// time, for `SETTLING` at most.
+const SETTLE_FIRST: Duration = Duration::from_millis(5);
+const SETTLING: Duration = Duration::from_secs(2);
 
 /// Which questions a query returns; every field narrows.
 #[derive(Debug, Clone, Default)]
@@ -72,13 +91,14 @@ impl Engine {
         }
     }
 
-    /// Waits for another process's change: a PostgreSQL notification, or the next look
-    /// at a file.
+    /// Waits for another process's change without a herald: a PostgreSQL notification
+    /// (through a pooler, none: a second at most), or a second.
+    #[cfg(feature = "postgres")]
     fn wait(&mut self, timeout: Duration) -> Result<()> {
         match self {
             Engine::Sqlite(_) => std::thread::sleep(timeout.min(POLL)),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(pg) => pg.wait_for_event(timeout)?,
+            Engine::Postgres(pg) => pg.wait_for_event(timeout.min(POLL))?,
         }
         Ok(())
     }
@@ -95,6 +115,35 @@ pub struct Ledger {
     generation: u64,
     /// How a file ledger's connection waits for another process's write lock.
     lock_wait: LockWait,
+    /// Set while a reader waits for changes (`ops::follow`): what tells it of them.
+    waiter: Option<Waiter>,
+    /// A PostgreSQL ledger's id as the connection a waiter closed last saw it: the next
+    /// connection compares with it (see `follow`).
+    #[cfg(feature = "postgres")]
+    server_id: Option<String>,
+    /// A waiter's turn at a connection to the server (see `herald::Herald::turn`), held
+    /// while its connection is open.
+    #[cfg(all(feature = "postgres", unix))]
+    turn: Option<std::fs::File>,
+}
+
+/// What tells a waiting reader that the ledger may have changed.
+enum Waiter {
+    /// Waiting, and nothing set up yet: the first wait sets it up.
+    Starting,
+    /// A file ledger: the kernel's word on its files, and SQLite's count of commits.
+    File {
+        watch: watch::FileWatch,
+        seen: Option<i64>,
+        /// When the files last changed, and how long the next look waits, while settling.
+        stirred: Option<Instant>,
+        pause: Duration,
+    },
+    /// A PostgreSQL ledger: the machine's herald.
+    #[cfg(all(feature = "postgres", unix))]
+    Herald(herald::Herald),
+    /// Nothing better: the open connection's notifications, or a read every `POLL`.
+    Plain,
 }
 
 enum Open {
@@ -111,6 +160,21 @@ impl Ledger {
             open: None,
             generation: 0,
             lock_wait: LockWait::Patient,
+            waiter: None,
+            #[cfg(feature = "postgres")]
+            server_id: None,
+            #[cfg(all(feature = "postgres", unix))]
+            turn: None,
+        }
+    }
+
+    /// From now on (true) until told otherwise, this ledger is a waiting reader's: on
+    /// PostgreSQL it holds a connection only while it reads (see `wait_for_change`).
+    pub fn waiting(&mut self, on: bool) {
+        self.waiter = on.then_some(Waiter::Starting);
+        #[cfg(all(feature = "postgres", unix))]
+        if !on {
+            self.turn = None;
         }
     }
 
@@ -141,10 +205,24 @@ impl Ledger {
 
     fn read_once<T>(&mut self, f: &impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if self.open.is_none() {
-            self.open = Some(Open::Reading(open_for_reading(
-                &self.location,
-                self.lock_wait,
-            )?));
+            #[cfg(all(feature = "postgres", unix))]
+            if let Some(Waiter::Herald(herald)) = &self.waiter {
+                // Waiters on this machine take turns at the server: however many wake at
+                // once, they hold a few of its connections, and a write finds one free.
+                if self.turn.is_none() {
+                    self.turn = herald.turn();
+                }
+            }
+            let engine = open_for_reading(&self.location, self.lock_wait, self.waiter.is_none())?;
+            #[cfg(feature = "postgres")]
+            let engine = match engine {
+                Engine::Postgres(mut pg) => {
+                    pg.remember(self.server_id.clone());
+                    Engine::Postgres(pg)
+                }
+                other => other,
+            };
+            self.open = Some(Open::Reading(engine));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(engine) | Open::Writing(engine) => engine.read(f),
@@ -188,6 +266,7 @@ impl Ledger {
             self.open = Some(Open::Reading(open_for_reading(
                 &self.location,
                 self.lock_wait,
+                self.waiter.is_none(),
             )?));
         }
         match self.open.as_mut().expect("opened just above") {
@@ -205,18 +284,154 @@ impl Ledger {
         }
     }
 
-    /// Waits until another process may have changed the ledger, or `timeout` passes.
-    /// PostgreSQL wakes it at once with a notification of each new event; a file is looked
-    /// at again every 100 ms (a sleep, not a spin). The caller reads again either way.
-    /// Then, when the ledger at the location is no longer the one open here, the next
-    /// read opens the one there now (see `follow` and `generation`).
+    /// Waits until another process may have changed the ledger, or `timeout` passes; the
+    /// caller reads again either way. A file ledger's waiter is told of a change of its
+    /// files by the kernel (see `watch`), and asks SQLite whether it was a commit; a
+    /// PostgreSQL ledger's waiter closes its connection and is woken by the machine's
+    /// herald (see `herald`). The first wait of a reader (see `waiting`) sets that up and
+    /// returns at once, so that a change made before is read. Then, when the ledger at the
+    /// location is no longer the one open here, the next read opens the one there now
+    /// (see `follow` and `generation`).
     pub fn wait_for_change(&mut self, timeout: Duration) -> Result<()> {
         crate::fault::point("wait");
-        match self.open.as_mut() {
-            Some(Open::Reading(engine) | Open::Writing(engine)) => engine.wait(timeout)?,
-            None => std::thread::sleep(timeout.min(POLL)),
+        if self.waiter.is_none() {
+            self.waiter = Some(Waiter::Plain);
+        }
+        match &self.location {
+            Location::File { path, .. } => {
+                let path = path.clone();
+                self.wait_on_file(&path, timeout);
+            }
+            #[cfg(feature = "postgres")]
+            Location::Postgres { url } => {
+                let url = url.clone();
+                return self.wait_on_server(&url, timeout);
+            }
         }
         self.follow().map(|_| ())
+    }
+
+    fn wait_on_file(&mut self, path: &Path, timeout: Duration) {
+        let end = Instant::now() + timeout;
+        if matches!(self.waiter, Some(Waiter::Starting | Waiter::Plain)) {
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            let name = path.file_name().unwrap_or_default().to_os_string();
+            let mut names = vec![name.clone()];
+            for suffix in ["-wal", "-journal"] {
+                let mut companion = name.clone();
+                companion.push(suffix);
+                names.push(companion);
+            }
+            self.waiter = Some(Waiter::File {
+                watch: watch::FileWatch::new(dir, names),
+                seen: self.file_version(),
+                stirred: None,
+                pause: SETTLE_FIRST,
+            });
+            return;
+        }
+        loop {
+            let version = self.file_version();
+            let replaced = self.file_replaced(path);
+            let Some(Waiter::File {
+                watch,
+                seen,
+                stirred,
+                pause,
+            }) = &mut self.waiter
+            else {
+                unreachable!("set up above")
+            };
+            if version != *seen || replaced {
+                *seen = version;
+                return;
+            }
+            let now = Instant::now();
+            if now >= end {
+                return;
+            }
+            let wait = match stirred {
+                Some(at) if now.duration_since(*at) < SETTLING => {
+                    let wait = *pause;
+                    *pause = (*pause * 2).min(Duration::from_millis(250));
+                    wait
+                }
+                _ => {
+                    if watch.is_told() {
+                        LOOK_AGAIN
+                    } else {
+                        watch::TICK
+                    }
+                }
+            };
+            if watch.wait(wait.min(end - now)) {
+                *stirred = Some(Instant::now());
+                *pause = SETTLE_FIRST;
+                // No ledger open to ask (none yet, or the stand-in of one that does not
+                // exist): the change is the news.
+                if version.is_none() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// SQLite's count of other connections' commits to the file open here (see
+    /// `sqlite::Sqlite::data_version`).
+    fn file_version(&self) -> Option<i64> {
+        match &self.open {
+            Some(Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e))) => {
+                e.data_version()
+            }
+            _ => None,
+        }
+    }
+
+    fn file_replaced(&self, path: &Path) -> bool {
+        match &self.open {
+            Some(Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e))) => {
+                e.is_replaced(path)
+            }
+            _ => false,
+        }
+    }
+
+    /// A PostgreSQL waiter: notes whether the ledger was replaced (while its connection is
+    /// still open), closes the connection, and waits for the herald's word.
+    #[cfg(feature = "postgres")]
+    fn wait_on_server(&mut self, url: &str, timeout: Duration) -> Result<()> {
+        let _ = url;
+        #[cfg(unix)]
+        if matches!(self.waiter, Some(Waiter::Starting)) {
+            self.waiter = Some(match herald::Herald::join(url) {
+                Some(herald) => Waiter::Herald(herald),
+                None => Waiter::Plain,
+            });
+        }
+        self.follow()?;
+        match &mut self.waiter {
+            #[cfg(unix)]
+            Some(Waiter::Herald(herald)) => {
+                if let Some(
+                    Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg)),
+                ) = &self.open
+                {
+                    self.server_id = pg.id();
+                }
+                // No connection held while waiting, nor a turn at one.
+                self.open = None;
+                self.turn = None;
+                herald.wait(timeout);
+            }
+            _ => match self.open.as_mut() {
+                Some(Open::Reading(engine) | Open::Writing(engine)) => engine.wait(timeout)?,
+                None => std::thread::sleep(timeout.min(POLL)),
+            },
+        }
+        Ok(())
     }
 
     /// For a process that keeps the ledger open between reads (`serve`, `mcp`, `watch`,
@@ -255,19 +470,32 @@ impl Ledger {
         self.read(|tx| tx.ledger_id())
     }
 
+    /// Closes the connection (after the server dropped it, say): the next read or write
+    /// opens one anew.
+    pub fn forget_connection(&mut self) {
+        self.open = None;
+        #[cfg(all(feature = "postgres", unix))]
+        {
+            self.turn = None;
+        }
+    }
+
     /// True when a write has opened the ledger itself (not a stand-in).
     pub fn is_open_for_writing(&self) -> bool {
         matches!(self.open, Some(Open::Writing(_)))
     }
 }
 
-fn open_for_reading(location: &Location, lock_wait: LockWait) -> Result<Engine> {
+/// `patient`: a PostgreSQL server with no connection free is asked again for a while (a
+/// waiter does not: it waits on).
+fn open_for_reading(location: &Location, lock_wait: LockWait, patient: bool) -> Result<Engine> {
+    let _ = patient;
     Ok(match location {
         Location::File { path, .. } => {
             Engine::Sqlite(sqlite::Sqlite::open_for_reading(path, lock_wait)?)
         }
         #[cfg(feature = "postgres")]
-        Location::Postgres { url } => match postgres::Pg::open_for_reading(url)? {
+        Location::Postgres { url } => match postgres::Pg::open_for_reading(url, patient)? {
             Some(pg) => Engine::Postgres(pg),
             None => Engine::Sqlite(sqlite::Sqlite::empty()?),
         },
@@ -284,6 +512,18 @@ fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> 
         #[cfg(feature = "postgres")]
         Location::Postgres { url } => Engine::Postgres(postgres::Pg::open_for_writing(url)?),
     })
+}
+
+/// `pause` give or take a quarter, so that processes woken together do not all come back
+/// together.
+#[cfg(feature = "postgres")]
+fn jittered(pause: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let quarter = pause / 4;
+    pause.saturating_sub(quarter) + quarter.mul_f64((random % 1000) as f64 / 500.0)
 }
 
 /// Deletes the ledger at `location` without opening it, so that a damaged ledger can be

@@ -79,7 +79,58 @@ pub(super) fn redacted(location: &str) -> String {
     }
 }
 
-fn connect(location: &str) -> Result<Client> {
+/// How long a write (or a reader that does not wait) goes on asking for a connection that
+/// the server refuses for want of a free one (`max_connections` reached by other
+/// programs), before it says so.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A connection, asked for again, with a growing pause and some jitter, while the server
+/// has none free and `patient` (for `PATIENCE` at most); then a failure that names the
+/// cause and what to do.
+fn connect_patiently(location: &str, patient: bool) -> Result<Client> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match connect(location) {
+            Err(e) if e.full && patient && start.elapsed() < PATIENCE => {
+                std::thread::sleep(super::jittered(pause));
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err(e) if e.full => {
+                let mut err = Error::db(format!(
+                    "PostgreSQL at {} has no connection free (\"too many clients already\"{}): \
+                     its max_connections are taken by other programs; raise max_connections on \
+                     the server, or put a pooler in front of it (PgBouncer in transaction mode) \
+                     and give its address to --db",
+                    redacted(location),
+                    if patient {
+                        format!(", for {} s", start.elapsed().as_secs())
+                    } else {
+                        String::new()
+                    }
+                ));
+                err.unavailable = true;
+                return Err(err);
+            }
+            Err(e) => return Err(e.error),
+            Ok(client) => return Ok(client),
+        }
+    }
+}
+
+/// A failed connection, and whether the server refused it for want of a free one.
+struct Refused {
+    error: Error,
+    full: bool,
+}
+
+impl From<Error> for Refused {
+    fn from(error: Error) -> Refused {
+        Refused { error, full: false }
+    }
+}
+
+fn connect(location: &str) -> std::result::Result<Client, Refused> {
     let (url, tls) = super::tls::split(location)?;
     let mut config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
         // The parser's own words, and the cause under them ("invalid port"), never
@@ -128,19 +179,71 @@ fn connect(location: &str) -> Result<Client> {
         (false, Some(rustls)) => config.connect(rustls),
     };
     connected.map_err(|e| {
-        if let Some(silent) = super::bounded::silent(&e) {
+        let full = e.code() == Some(&SqlState::TOO_MANY_CONNECTIONS);
+        let mut error = connect_error(&e, &config, &tls, location);
+        error.unavailable = unavailable(&e);
+        Refused { error, full }
+    })
+}
+
+fn connect_error(
+    e: &postgres::Error,
+    config: &postgres::Config,
+    tls: &super::tls::Tls,
+    location: &str,
+) -> Error {
+    {
+        if let Some(silent) = super::bounded::silent(e) {
             return Error::db(silent);
         }
         let host = match config.get_hosts().first() {
             Some(postgres::config::Host::Tcp(name)) => name.clone(),
             _ => "localhost".to_string(),
         };
-        let why = super::tls::explain(&e, &tls, &host).unwrap_or_else(|| cause(&e));
+        let why = super::tls::explain(e, tls, &host).unwrap_or_else(|| cause(e));
         Error::db(format!(
             "cannot connect to PostgreSQL at {}: {why}",
             redacted(location),
         ))
-    })
+    }
+}
+
+/// The server is out of reach for now, not refusing this program: it has no connection
+/// free, is starting or stopping, or the connection broke (a restart, a failover, a
+/// dropped TLS session, a bound that ran out).
+fn unavailable(e: &postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        return matches!(
+            code,
+            &SqlState::TOO_MANY_CONNECTIONS
+                | &SqlState::ADMIN_SHUTDOWN
+                | &SqlState::CRASH_SHUTDOWN
+                | &SqlState::CANNOT_CONNECT_NOW
+        ) || code.code().starts_with("08");
+    }
+    if e.is_closed() || super::bounded::silent(e).is_some() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return matches!(
+                io.kind(),
+                K::ConnectionRefused
+                    | K::ConnectionReset
+                    | K::ConnectionAborted
+                    | K::NotConnected
+                    | K::BrokenPipe
+                    | K::UnexpectedEof
+                    | K::TimedOut
+                    | K::HostUnreachable
+                    | K::NetworkUnreachable
+            );
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// How long a server may take: to connect, `connect_timeout` from the location (libpq's
@@ -193,10 +296,16 @@ fn reset_meanwhile(e: &postgres::Error) -> bool {
 }
 
 fn pg_error(e: postgres::Error) -> Error {
-    if let Some(silent) = super::bounded::silent(&e) {
+    let mut err = pg_error_of(&e);
+    err.unavailable = unavailable(&e);
+    err
+}
+
+fn pg_error_of(e: &postgres::Error) -> Error {
+    if let Some(silent) = super::bounded::silent(e) {
         return Error::db(silent);
     }
-    if reset_meanwhile(&e) {
+    if reset_meanwhile(e) {
         return Error::db(
             "the ledger was reset while this command ran; nothing was recorded".to_string(),
         );
@@ -207,7 +316,7 @@ fn pg_error(e: postgres::Error) -> Error {
     );
     let mut err = Error::db(format!(
         "database error: {}",
-        crate::error::brief(&cause(&e))
+        crate::error::brief(&cause(e))
     ));
     err.transient = transient;
     err
@@ -250,8 +359,8 @@ fn applied_version(client: &mut impl GenericClient) -> Result<i64> {
 impl Pg {
     /// `None`: the database holds no ledger yet, so nothing is created; the caller reads
     /// an empty ledger instead.
-    pub(super) fn open_for_reading(url: &str) -> Result<Option<Pg>> {
-        let mut client = connect(url)?;
+    pub(super) fn open_for_reading(url: &str, patient: bool) -> Result<Option<Pg>> {
+        let mut client = connect_patiently(url, patient)?;
         let found = current_version(&mut client)?;
         if found > migrate::latest_version() {
             return Err(migrate::on_postgres::too_new_error(found));
@@ -264,7 +373,7 @@ impl Pg {
 
     /// The ledger, its tables created or brought up to date when needed.
     pub(super) fn open_for_writing(url: &str) -> Result<Pg> {
-        let mut client = connect(url)?;
+        let mut client = connect_patiently(url, true)?;
         let found = current_version(&mut client)?;
         Pg::migrated(client, found)
     }
@@ -301,7 +410,7 @@ impl Pg {
     /// flight instead of deadlocking with them; a command waiting behind it then finds the
     /// tables gone and fails.
     pub(super) fn drop_all(url: &str) -> Result<bool> {
-        let mut client = connect(url)?;
+        let mut client = connect_patiently(url, true)?;
         let mut tx = client.transaction().map_err(pg_error)?;
         // Not in the middle of another process's migration (which may be making the
         // ledger anew just now).
@@ -338,7 +447,7 @@ impl Pg {
 
     /// Whether the database at `url` holds a ledger (a reader that found none looks again).
     pub(super) fn has_ledger(url: &str) -> Result<bool> {
-        Ok(current_version(&mut connect(url)?)? > 0)
+        Ok(current_version(&mut connect_patiently(url, false)?)? > 0)
     }
 
     /// The ledger in this database is no longer the one this connection first saw: it was
@@ -359,6 +468,19 @@ impl Pg {
                 Ok(false)
             }
             Some(id) => Ok(now.as_ref() != Some(id)),
+        }
+    }
+
+    /// The ledger's id as this connection saw it (see `is_replaced`).
+    pub(super) fn id(&self) -> Option<String> {
+        self.id.clone()
+    }
+
+    /// Takes the id an earlier connection of the same reader saw, so that `is_replaced`
+    /// tells a ledger reset between the two.
+    pub(super) fn remember(&mut self, id: Option<String>) {
+        if self.id.is_none() {
+            self.id = id;
         }
     }
 
@@ -428,6 +550,52 @@ impl Pg {
                     std::thread::sleep(Duration::from_millis(u64::from(attempt) * 3));
                 }
                 other => return other,
+            }
+        }
+    }
+}
+
+/// The herald's side (see `herald`): one connection that listens for the ledger's
+/// notifications and looks at its newest event every `LOOK` (through a pooler in
+/// transaction mode, where notifications do not reach the client, that is what wakes),
+/// handing `publish` the ledger's state ("seq id") each time. Returns only when the
+/// connection fails, with whether it was made.
+#[cfg(unix)]
+pub(super) fn announce(url: &str, mut publish: impl FnMut(&str)) -> (bool, Error) {
+    const LOOK: Duration = Duration::from_millis(400);
+    const STATE: &str = "SELECT (SELECT COALESCE(MAX(id), 0) FROM question_events)::text \
+         || ' ' || COALESCE((SELECT id FROM ledger_identity LIMIT 1), '')";
+    let mut client = match connect(url) {
+        Ok(client) => client,
+        Err(e) => return (false, e.error),
+    };
+    if let Err(e) = client.batch_execute("LISTEN questions_events") {
+        return (true, pg_error(e));
+    }
+    loop {
+        let state = match client.simple_query(STATE) {
+            Ok(messages) => messages
+                .iter()
+                .find_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => "none".to_string(),
+            Err(e) => return (true, pg_error(e)),
+        };
+        publish(&state);
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notifications = client.notifications();
+        if let Err(e) = notifications.timeout_iter(LOOK).next() {
+            return (true, pg_error(e));
+        }
+        let mut pending = notifications.iter();
+        loop {
+            match pending.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => return (true, pg_error(e)),
             }
         }
     }

@@ -734,6 +734,17 @@ impl<'a> Tx<'a> {
             .unwrap_or(false))
     }
 
+    /// When the next expiry falls due: the earliest time of a pending question that
+    /// expiry changes (not `keep`), if any.
+    pub(crate) fn next_expiry(&self) -> Result<Option<String>> {
+        let rows = self.conn.query(
+            "SELECT MIN(expires_at) AS due FROM questions WHERE expires_at IS NOT NULL \
+             AND status = 'pending' AND on_expiry IS NOT NULL",
+            &[],
+        )?;
+        Ok(rows.each(|r| Ok(r.text("due")), &["due"])?.pop().flatten())
+    }
+
     /// The id this ledger was given when it was created (see migration 6); none for a
     /// ledger that has none (it never was).
     pub(crate) fn ledger_id(&self) -> Result<Option<String>> {

@@ -141,6 +141,16 @@ impl Sqlite {
         }
     }
 
+    /// A number that changes when another connection commits to the ledger file (SQLite's
+    /// `data_version`): a waiter asks it, not the ledger, whether to read again. None for
+    /// the in-memory stand-in.
+    pub(super) fn data_version(&self) -> Option<i64> {
+        self.file.as_ref()?;
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .ok()
+    }
+
     /// False for the in-memory stand-in of `empty`.
     pub(super) fn on_disk(&self) -> bool {
         self.file.is_some()
