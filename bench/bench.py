@@ -536,6 +536,161 @@ def wake_latency(db, runs=10):
     return delays[len(delays) // 2]
 
 
+def own_postgres(work, max_connections=100):
+    """A PostgreSQL server of the benchmark's own on loopback with `max_connections` (100
+    by default, as small managed plans give), TLS on, password over TCP; returns its admin
+    URL and a function that stops it."""
+    bindir = sorted(d for d in (os.path.join("/usr/lib/postgresql", v, "bin") for v in os.listdir("/usr/lib/postgresql"))
+                    if os.path.exists(os.path.join(d, "initdb")))[-1]
+    data = os.path.join(work, "pg")
+    os.makedirs(data)
+    as_user = []
+    if os.geteuid() == 0:
+        as_user = ["runuser", "-u", "postgres", "--"]
+        sh("chown", "-R", "postgres", work)
+    pw = os.path.join(work, "pw")
+    with open(pw, "w") as f:
+        f.write("bench\n")
+    sh(*as_user, os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth-local=trust",
+       "--auth-host=scram-sha-256", f"--pwfile={pw}", "-E", "UTF8", "--no-sync", stdout=subprocess.DEVNULL)
+    sh(*as_user, "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+       "-keyout", os.path.join(data, "server.key"), "-out", os.path.join(data, "server.crt"),
+       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sh(*as_user, os.path.join(bindir, "pg_ctl"), "-D", data, "-l", os.path.join(work, "pg.log"), "-w", "-o",
+       f"-p {port} -k {work} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections={max_connections} -c ssl=on",
+       "start", stdout=subprocess.DEVNULL)
+
+    def stop():
+        subprocess.run([*as_user, os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "stop"],
+                       capture_output=True)
+    return f"postgres://postgres:bench@127.0.0.1:{port}/postgres", stop
+
+
+def cpu_ticks(pids):
+    """User and system time of these processes (all their threads), in clock ticks."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total
+
+
+def memory_kib(pid):
+    """Resident and proportional (shared pages split among their users) memory, KiB."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+def server_connections(admin, db):
+    out = subprocess.run(["psql", admin, "-Atc",
+                          f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{db}' AND application_name = 'questions'"],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def waiters_round(db, n, followers=0, admin=None, dbname=None, idle_s=10):
+    """`n` waiting `check --wait` (and `followers` `events --follow`) processes on one
+    stage; their idle CPU, their memory, the server's connections while they wait, then
+    the time each takes to pass after one answer."""
+    out = subprocess.run([BIN, "--db", db, "log", "--stage", "g", "--question", "Ship it?"],
+                         capture_output=True, check=True)
+    qid = json.loads(out.stdout)["question_id"]
+    procs = [subprocess.Popen([BIN, "--db", db, "check", "--stage", "g", "--wait", "--timeout", "600"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(n)]
+    follows = [subprocess.Popen([BIN, "--db", db, "events", "--follow", "--since", "1", "--timeout", "600"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(followers)]
+    pids = [p.pid for p in procs + follows]
+    # Settled: every process has started and read (their CPU stops growing).
+    last = -1
+    while True:
+        time.sleep(2)
+        now = cpu_ticks(pids)
+        if now - last < 0.02 * os.sysconf("SC_CLK_TCK") * 2:
+            break
+        last = now
+    held = server_connections(admin, dbname) if admin else None
+    start = cpu_ticks(pids)
+    t0 = time.monotonic()
+    time.sleep(idle_s)
+    idle = (cpu_ticks(pids) - start) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+    mem = [memory_kib(p.pid) for p in procs[:50]]
+    rss = sum(m[0] for m in mem) / len(mem)
+    pss = sum(m[1] for m in mem) / len(mem)
+    t_answer = time.monotonic()
+    a = subprocess.run([BIN, "--db", db, "answer", "--id", str(qid), "--answer", "yes"], capture_output=True)
+    answered = time.monotonic()
+    by_pid = {p.pid: p for p in procs}
+    wakes, failed = [], 0
+    while by_pid:
+        pid, status = os.waitpid(-1, 0)
+        if pid in by_pid:
+            wakes.append(time.monotonic() - answered)
+            failed += os.waitstatus_to_exitcode(status) != 0
+            by_pid.pop(pid).returncode = os.waitstatus_to_exitcode(status)
+    for p in follows:
+        p.kill()
+        p.wait()
+    wakes.sort()
+    return dict(n=n, followers=followers, idle_core=idle, rss_kib=rss, pss_kib=pss, held=held,
+                answer_ok=a.returncode == 0, answer_s=answered - t_answer, failed=failed,
+                median=wakes[len(wakes) // 2], p99=wakes[min(len(wakes) - 1, int(len(wakes) * 0.99))], last=wakes[-1])
+
+
+def waiters(counts=(100, 300, 1000)):
+    """`python3 bench/bench.py waiters`: many waiters, one person. N = 100, 300 and 1 000
+    waiting processes on SQLite (and 300 with 100 `events --follow` beside them), then on
+    a PostgreSQL server of the benchmark's own with max_connections = 100 (N = 100, 160,
+    300, 1 000): their idle CPU together (share of one core), the time each takes to pass
+    after one answer (median, p99, last), the server's connections held while they wait,
+    and memory per waiter (resident; proportional, shared pages split)."""
+    sh("cargo", "build", "--release", "--quiet", cwd=ROOT)
+    work = tempfile.mkdtemp(prefix="questions-bench-")
+    rows = []
+    try:
+        for n, followers in [(counts[0], 0), (counts[1], 0), (counts[1], 100), (counts[2], 0)]:
+            db = os.path.join(work, f"waiters-{n}-{followers}.db")
+            rows.append(("SQLite", waiters_round(db, n, followers)))
+            print(rows[-1], flush=True)
+        admin, stop = own_postgres(os.path.join(work, "server"))
+        try:
+            for n in (counts[0], 160, counts[1], counts[2]):
+                name = f"waiters_{n}"
+                subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True, capture_output=True)
+                db = admin.rsplit("/", 1)[0] + f"/{name}?sslmode=require"
+                rows.append(("PostgreSQL", waiters_round(db, n, admin=admin, dbname=name)))
+                print(rows[-1], flush=True)
+        finally:
+            stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lines = ["| engine | waiters | idle CPU, all together | passed after the answer: median | p99 | last | failed | server connections held | memory per waiter (RSS / PSS) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for engine, r in rows:
+        who = f"{r['n']}" + (f" + {r['followers']} followers" if r["followers"] else "")
+        lines.append(f"| {engine} | {who} | {r['idle_core'] * 100:.1f} % of a core | {r['median'] * 1000:.0f} ms | "
+                     f"{r['p99'] * 1000:.0f} ms | {r['last'] * 1000:.0f} ms | {r['failed']} | "
+                     f"{'' if r['held'] is None else r['held']} | {r['rss_kib'] / 1024:.1f} / {r['pss_kib'] / 1024:.1f} MiB |")
+    print("\n".join(lines))
+    return lines
+
+
 def main():
     ensure_tools()
     work = tempfile.mkdtemp(prefix="questions-bench-")
@@ -668,7 +823,9 @@ def static_beside_glibc():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["static"]:
+    if sys.argv[1:] == ["waiters"]:
+        waiters()
+    elif sys.argv[1:] == ["static"]:
         static_beside_glibc()
     elif sys.argv[1:] == ["hook"]:
         # One measure alone: python3 bench/bench.py hook

@@ -50,5 +50,6 @@ mod skip;
 mod text_flags;
 mod uwf_skill;
 mod version;
+mod waiters;
 #[cfg(feature = "watch")]
 mod watch;

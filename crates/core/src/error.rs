@@ -43,10 +43,12 @@ pub struct Error {
     /// The transaction lost a race with another (a serialization failure or deadlock):
     /// running it again from the start can succeed. Never shown to the user.
     pub(crate) transient: bool,
-    /// The server could not be reached, refused a connection for want of free ones, or
-    /// dropped the connection (a restart, a failover): a waiting reader waits on and reads
+    /// The server was out of reach (see `Reach`): a waiting reader waits on and reads
     /// again. Never shown to the user.
-    pub(crate) unavailable: bool,
+    pub(crate) reach: Option<Reach>,
+    /// The write failed before it asked the server to commit: nothing of it was recorded,
+    /// and it may be made again on a new connection.
+    pub(crate) uncommitted: bool,
     /// What a command-line user can do about it with a flag ("pass --force to …"): the
     /// command line adds it to the message; other front ends, whose users have no flags,
     /// leave it out.
@@ -61,6 +63,19 @@ pub struct Error {
     /// The question a refused change was about, as it stands in the ledger (read in the
     /// refusing transaction): what a front end shows instead of reading it again.
     pub on_record: Option<Box<Question>>,
+}
+
+/// How a server was out of reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// It could not be reached, or did not answer (a wrong location looks the same).
+    Unreachable,
+    /// It is there, but has no connection free, or is starting: a waiter waits on even
+    /// before its first read.
+    Busy,
+    /// A connection was made, then lost: the server (or a pooler in front of it) ended it,
+    /// or it broke (a restart, a failover).
+    Dropped,
 }
 
 /// The refusals a front end may word its own way.
@@ -98,7 +113,8 @@ impl Error {
             code,
             message: message.into(),
             transient: false,
-            unavailable: false,
+            reach: None,
+            uncommitted: false,
             flag_hint: None,
             cli_wording: None,
             refusal: None,
@@ -108,7 +124,17 @@ impl Error {
 
     /// Whether the server was out of reach (see `unavailable`): a waiter waits on.
     pub fn is_unavailable(&self) -> bool {
-        self.unavailable
+        self.reach.is_some()
+    }
+
+    /// Whether the server was there but busy (see `Reach::Busy`).
+    pub fn is_busy(&self) -> bool {
+        self.reach == Some(Reach::Busy)
+    }
+
+    /// Whether a connection was made and then lost (see `Reach::Dropped`).
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.reach == Some(Reach::Dropped)
     }
 
     /// This error as the command line words it (see `cli_wording`).

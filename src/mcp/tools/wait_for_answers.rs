@@ -83,6 +83,10 @@ impl Progress {
     }
 }
 
+/// How long a wait goes without reading when nothing changes: a cancelled call is seen
+/// then. Each read on PostgreSQL makes a connection, so not every second.
+const CANCEL_SEEN_WITHIN: Duration = Duration::from_secs(10);
+
 impl Server {
     /// Reads the named questions until none is pending, `limit` runs out, or the client
     /// cancels; the last reading, and whether it timed out. The reading and waiting run on
@@ -104,7 +108,9 @@ impl Server {
             ops::follow(
                 ledger,
                 Some(deadline),
-                Duration::from_secs(1),
+                // A change wakes it at once; a call the client cancelled ends at the next
+                // read, this long after the last at most.
+                CANCEL_SEEN_WITHIN,
                 |ledger, seen| {
                     let read = ops::named_in_ledger(ledger, stage.as_deref(), ids.as_deref());
                     // Replaced: the location's watch says so, or the ledger's id changed

@@ -107,7 +107,10 @@ fn follow_waiting<T>(
                 }
                 pause.min(until_expiry(ledger).unwrap_or(pause))
             }
-            Err(e) if e.is_unavailable() => {
+            // Out of reach after a read that went through (or busy from the first): a
+            // server that was there comes back. One that never answered is more likely a
+            // wrong location, said at once.
+            Err(e) if e.is_unavailable() && (last.is_some() || e.is_busy()) => {
                 let now = Instant::now();
                 if deadline.is_some_and(|end| now >= end) {
                     return last.ok_or(e);

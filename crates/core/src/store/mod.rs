@@ -47,6 +47,12 @@ const POLL: Duration = Duration::from_secs(1);
 /// whose changes elsewhere it never hears of): one cheap question, not a read.
 const LOOK_AGAIN: Duration = Duration::from_secs(2);
 
+/// How long a read, or a write that never asked to commit, is made again on a new
+/// connection after the server dropped the one it had. PgBouncer, whose connections to a
+/// server that restarted fail one by one, waits 15 s by default before it logs in again
+/// after a failed login.
+const AGAIN_FOR: Duration = Duration::from_secs(30);
+
 /// Just after the ledger's files changed, the commit that changed them may not be visible
 /// yet (SQLite writes the log, syncs it, then publishes the commit in its index, which
 /// the kernel does not report): the waiter asks again after this, then twice as long each
@@ -129,7 +135,7 @@ pub struct Ledger {
 
 /// What tells a waiting reader that the ledger may have changed.
 enum Waiter {
-    /// Waiting, and nothing set up yet: the first wait sets it up.
+    /// Waiting on a file ledger, and nothing set up yet: the first wait sets it up.
     Starting,
     /// A file ledger: the kernel's word on its files, and SQLite's count of commits.
     File {
@@ -171,7 +177,7 @@ impl Ledger {
     /// From now on (true) until told otherwise, this ledger is a waiting reader's: on
     /// PostgreSQL it holds a connection only while it reads (see `wait_for_change`).
     pub fn waiting(&mut self, on: bool) {
-        self.waiter = on.then_some(Waiter::Starting);
+        self.waiter = on.then(|| self.first_waiter());
         #[cfg(all(feature = "postgres", unix))]
         if !on {
             self.turn = None;
@@ -190,10 +196,29 @@ impl Ledger {
         &self.location
     }
 
+    /// What a reader that starts waiting waits with. A PostgreSQL waiter joins the
+    /// machine's herald at once, so that its first read takes a turn at the server too,
+    /// and a change after its first read is one the herald tells of.
+    fn first_waiter(&self) -> Waiter {
+        #[cfg(all(feature = "postgres", unix))]
+        if let Location::Postgres { url } = &self.location {
+            return match herald::Herald::join(url) {
+                Some(herald) => Waiter::Herald(herald),
+                None => Waiter::Plain,
+            };
+        }
+        Waiter::Starting
+    }
+
     /// Runs `f` on a consistent snapshot, taking no write lock. A read that fails because
     /// the ledger was reset under it (its tables dropped) reads the ledger there now.
     pub(crate) fn read<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
-        match self.read_once(&f) {
+        // A connection the server dropped (a restart, a failover, a pooler's connections
+        // to a server that restarted): again, on a new one, for a while. A waiter's read
+        // is not: its wait goes on, and says so (`ops::follow`).
+        let waiting = self.waiter.is_some();
+        let read = self.again(|l| l.read_once(&f), |e| e.is_dropped() && !waiting);
+        match read {
             Err(e)
                 if e.code == crate::error::ErrorCode::DbError && self.follow().unwrap_or(false) =>
             {
@@ -239,12 +264,22 @@ impl Ledger {
     /// it succeeds. `f` is `Fn`: on PostgreSQL it runs again from the start when it loses a
     /// race with another writer, so it must act only through the transaction.
     pub(crate) fn write<T>(&mut self, f: impl Fn(&Tx) -> Result<T>) -> Result<T> {
+        // The server dropped the connection before the write asked to commit (a restart,
+        // a pooler's connections to a server that restarted): nothing was recorded, and it
+        // is made again on a new connection, for a while.
+        self.again(|l| l.write_once(&f), |e| e.is_dropped() && e.uncommitted)
+    }
+
+    fn write_once<T>(&mut self, f: &impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if !matches!(self.open, Some(Open::Writing(_))) {
             self.open = None;
-            self.open = Some(Open::Writing(open_for_writing(
-                &self.location,
-                self.lock_wait,
-            )?));
+            // Nothing is written while the ledger is opened (a migration, if one runs, is
+            // made again whole).
+            let engine = open_for_writing(&self.location, self.lock_wait).map_err(|mut e| {
+                e.uncommitted = true;
+                e
+            })?;
+            self.open = Some(Open::Writing(engine));
         }
         crate::fault::point("before-write");
         let Some(Open::Writing(engine)) = self.open.as_mut() else {
@@ -303,10 +338,7 @@ impl Ledger {
                 self.wait_on_file(&path, timeout);
             }
             #[cfg(feature = "postgres")]
-            Location::Postgres { url } => {
-                let url = url.clone();
-                return self.wait_on_server(&url, timeout);
-            }
+            Location::Postgres { .. } => return self.wait_on_server(timeout),
         }
         self.follow().map(|_| ())
     }
@@ -402,15 +434,7 @@ impl Ledger {
     /// A PostgreSQL waiter: notes whether the ledger was replaced (while its connection is
     /// still open), closes the connection, and waits for the herald's word.
     #[cfg(feature = "postgres")]
-    fn wait_on_server(&mut self, url: &str, timeout: Duration) -> Result<()> {
-        let _ = url;
-        #[cfg(unix)]
-        if matches!(self.waiter, Some(Waiter::Starting)) {
-            self.waiter = Some(match herald::Herald::join(url) {
-                Some(herald) => Waiter::Herald(herald),
-                None => Waiter::Plain,
-            });
-        }
+    fn wait_on_server(&mut self, timeout: Duration) -> Result<()> {
         self.follow()?;
         match &mut self.waiter {
             #[cfg(unix)]
@@ -470,6 +494,27 @@ impl Ledger {
         self.read(|tx| tx.ledger_id())
     }
 
+    /// Runs `attempt` again on a new connection while it fails as `may` says, with a
+    /// growing pause, for `AGAIN_FOR` at most.
+    fn again<T>(
+        &mut self,
+        attempt: impl Fn(&mut Ledger) -> Result<T>,
+        may: impl Fn(&Error) -> bool,
+    ) -> Result<T> {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match attempt(self) {
+                Err(e) if may(&e) && start.elapsed() < AGAIN_FOR => {
+                    self.forget_connection();
+                    std::thread::sleep(jittered(pause));
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Closes the connection (after the server dropped it, say): the next read or write
     /// opens one anew.
     pub fn forget_connection(&mut self) {
@@ -516,7 +561,6 @@ fn open_for_writing(location: &Location, lock_wait: LockWait) -> Result<Engine> 
 
 /// `pause` give or take a quarter, so that processes woken together do not all come back
 /// together.
-#[cfg(feature = "postgres")]
 fn jittered(pause: Duration) -> Duration {
     use std::hash::{BuildHasher, Hasher};
     let random = std::collections::hash_map::RandomState::new()

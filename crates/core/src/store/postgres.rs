@@ -109,7 +109,7 @@ fn connect_patiently(location: &str, patient: bool) -> Result<Client> {
                         String::new()
                     }
                 ));
-                err.unavailable = true;
+                err.reach = Some(crate::error::Reach::Busy);
                 return Err(err);
             }
             Err(e) => return Err(e.error),
@@ -181,7 +181,7 @@ fn connect(location: &str) -> std::result::Result<Client, Refused> {
     connected.map_err(|e| {
         let full = e.code() == Some(&SqlState::TOO_MANY_CONNECTIONS);
         let mut error = connect_error(&e, &config, &tls, location);
-        error.unavailable = unavailable(&e);
+        error.reach = reach(&e);
         Refused { error, full }
     })
 }
@@ -206,6 +206,51 @@ fn connect_error(
             redacted(location),
         ))
     }
+}
+
+/// How the server was out of reach, if it was.
+fn reach(e: &postgres::Error) -> Option<crate::error::Reach> {
+    use crate::error::Reach;
+    if busy(e) {
+        Some(Reach::Busy)
+    } else if dropped(e) {
+        Some(Reach::Dropped)
+    } else if unavailable(e) {
+        Some(Reach::Unreachable)
+    } else {
+        None
+    }
+}
+
+/// The connection was made, then lost: the server (or a pooler) ended it, or it broke.
+fn dropped(e: &postgres::Error) -> bool {
+    if let Some(code) = e.code() {
+        return matches!(code, &SqlState::ADMIN_SHUTDOWN | &SqlState::CRASH_SHUTDOWN)
+            || code.code().starts_with("08");
+    }
+    if e.is_closed() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return matches!(
+                io.kind(),
+                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+            );
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The server is there, but has no connection free or is starting up.
+fn busy(e: &postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(&SqlState::TOO_MANY_CONNECTIONS | &SqlState::CANNOT_CONNECT_NOW)
+    )
 }
 
 /// The server is out of reach for now, not refusing this program: it has no connection
@@ -297,7 +342,7 @@ fn reset_meanwhile(e: &postgres::Error) -> bool {
 
 fn pg_error(e: postgres::Error) -> Error {
     let mut err = pg_error_of(&e);
-    err.unavailable = unavailable(&e);
+    err.reach = reach(&e);
     err
 }
 
@@ -528,17 +573,22 @@ impl Pg {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let uncommitted = |mut e: Error| {
+                e.uncommitted = true;
+                e
+            };
             let tx = self
                 .client
                 .build_transaction()
                 .isolation_level(IsolationLevel::Serializable)
                 .start()
-                .map_err(pg_error)?;
+                .map_err(|e| uncommitted(pg_error(e)))?;
             let wrapped = PgTx(RefCell::new(tx));
             let turn = wrapped.0.borrow_mut().batch_execute(WRITERS_TAKE_TURNS);
             let outcome = turn
                 .map_err(pg_error)
                 .and_then(|()| f(&Tx::new(&wrapped)))
+                .map_err(uncommitted)
                 .and_then(|value| {
                     crate::fault::point("before-commit");
                     wrapped.0.into_inner().commit().map_err(pg_error)?;

@@ -1,0 +1,445 @@
+//! Many waiters, one person: however many agents wait, the person's answer gets through
+//! and wakes them all, and a wait outlives the server going away and coming back.
+//!
+//! The tests of a restart, and of a server with few connections, start a PostgreSQL
+//! server of their own (the suite's is shared by every test running beside them), and
+//! through PgBouncer in transaction mode when the pass is PgBouncer's, as it runs there.
+//! No test asserts a time: each waits for what the processes say.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{Ledger, Pause, BIN, NOW};
+
+/// The binary against `db`, waiting; stdout and stderr piped.
+fn spawn(db: &std::ffi::OsStr, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .env("QUESTIONS_NOW", NOW)
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("the binary starts")
+}
+
+fn run(db: &std::ffi::OsStr, dir: &Path, args: &[&str]) -> Output {
+    let out = spawn(db, dir, args, &[]).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    out
+}
+
+/// `count` waiting `check --stage g`s, each returned once it has read the ledger and is
+/// waiting for a change.
+fn waiters(db: &std::ffi::OsStr, dir: &Path, count: usize) -> Vec<Child> {
+    let pauses: Vec<Pause> = (0..count).map(|_| Pause::new(dir, "wait")).collect();
+    let children: Vec<Child> = pauses
+        .iter()
+        .map(|p| {
+            spawn(
+                db,
+                dir,
+                &["check", "--stage", "g", "--wait", "--timeout", "120"],
+                &[("QUESTIONS_TEST_PAUSE", &p.env)],
+            )
+        })
+        .collect();
+    // Each is let go as soon as it arrives, whatever the order: one held at its first
+    // wait keeps its turn at the server, which another may be waiting for.
+    let mut left: Vec<&Pause> = pauses.iter().collect();
+    let end = Instant::now() + Duration::from_mins(2);
+    while !left.is_empty() {
+        assert!(
+            Instant::now() < end,
+            "{} waiters never began to wait",
+            left.len()
+        );
+        left.retain(|p| {
+            if p.has_reached() {
+                p.release();
+                false
+            } else {
+                true
+            }
+        });
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    children
+}
+
+/// Every waiter passed: exit 0 with a passing gate.
+fn all_pass(children: Vec<Child>) {
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert_eq!(
+            (out.status.code(), json["gate"].as_str()),
+            (Some(0), Some("pass")),
+            "a waiter did not pass: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn answer(db: &std::ffi::OsStr, dir: &Path, id: &str) {
+    let out = run(db, dir, &["answer", "--id", id, "--answer", "yes"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the answer was not recorded: {} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn forty_waiters_on_one_stage_all_pass_after_one_answer() {
+    let l = Ledger::new();
+    l.log("g", "Ship it?");
+    let waiting = waiters(&l.db(), l.dir.path(), 40);
+    answer(&l.db(), l.dir.path(), "1");
+    all_pass(waiting);
+}
+
+#[cfg(feature = "postgres")]
+/// A PostgreSQL server of a test's own, on loopback, trusting local connections, and
+/// PgBouncer in transaction mode in front of it when the pass is PgBouncer's.
+struct OwnServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    bouncer: Option<(Child, u16)>,
+    as_user: Vec<String>,
+}
+
+#[cfg(feature = "postgres")]
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[cfg(feature = "postgres")]
+impl OwnServer {
+    /// None (the test reported as skipped) where PostgreSQL's programs are missing.
+    fn start(max_connections: u32) -> Option<OwnServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .and_then(|versions| {
+                let mut found: Vec<PathBuf> = versions
+                    .filter_map(|v| Some(v.ok()?.path().join("bin")))
+                    .filter(|b| b.join("initdb").exists())
+                    .collect();
+                found.sort();
+                found.pop()
+            });
+        let Some(bin) = bin else {
+            crate::common::skip("PostgreSQL's programs (initdb, pg_ctl) are not installed");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        // Root may not run the server: the account the package makes does.
+        let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+        let as_user: Vec<String> = if root {
+            let owned = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(dir.path())
+                .status()
+                .unwrap();
+            assert!(owned.success(), "no postgres account to run the server");
+            ["runuser", "-u", "postgres", "--"]
+                .iter()
+                .map(|s| (*s).to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let server = OwnServer {
+            port: free_port(),
+            dir,
+            bin,
+            bouncer: None,
+            as_user,
+        };
+        let made = server
+            .command("initdb")
+            .arg("-D")
+            .arg(server.data())
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "initdb: {made:?}");
+        let conf = format!(
+            "port = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
+             fsync = off\nmax_connections = {max_connections}\n",
+            server.port,
+            server.dir.path().display()
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(server.data().join("postgresql.conf"))
+            .unwrap();
+        std::io::Write::write_all(&mut file, conf.as_bytes()).unwrap();
+        let mut server = server;
+        server.up();
+        if crate::common::pooled() {
+            server.bouncer = Some(server.pgbouncer());
+        }
+        Some(server)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        match self.as_user.split_first() {
+            Some((first, rest)) => {
+                let mut cmd = Command::new(first);
+                cmd.args(rest).arg(path);
+                cmd
+            }
+            None => Command::new(path),
+        }
+    }
+
+    fn up(&self) {
+        let started = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .arg("-l")
+            .arg(self.dir.path().join("log"))
+            .args(["-w", "start"])
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "pg_ctl start: {started:?}");
+    }
+
+    /// Stops the server (`-m fast`: connections are ended, as at a restart or failover).
+    fn down(&self) {
+        let stopped = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-m", "fast", "-w", "stop"])
+            .output()
+            .unwrap();
+        assert!(stopped.status.success(), "pg_ctl stop: {stopped:?}");
+    }
+
+    fn pgbouncer(&self) -> (Child, u16) {
+        let port = free_port();
+        let ini = self.dir.path().join("pgbouncer.ini");
+        std::fs::write(
+            &ini,
+            format!(
+                "[databases]\n* = host=127.0.0.1 port={}\n[pgbouncer]\nlisten_addr = 127.0.0.1\n\
+                 listen_port = {port}\nunix_socket_dir =\nauth_type = trust\nauth_file = {}\n\
+                 pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = 4\n\
+                 max_db_connections = 8\nserver_idle_timeout = 1\n\
+                 ignore_startup_parameters = extra_float_digits\n",
+                self.port,
+                self.dir.path().join("users").display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(self.dir.path().join("users"), "\"postgres\" \"\"\n").unwrap();
+        let bouncer = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("PgBouncer, for the PgBouncer pass");
+        let mut cmd = match self.as_user.split_first() {
+            Some((first, rest)) => {
+                let mut cmd = Command::new(first);
+                cmd.args(rest).arg(bouncer);
+                cmd
+            }
+            None => Command::new(bouncer),
+        };
+        if !self.as_user.is_empty() {
+            let _ = Command::new("chown")
+                .args(["-R", "postgres"])
+                .arg(self.dir.path())
+                .status();
+        }
+        let child = cmd
+            .arg(&ini)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "PgBouncer did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (child, port)
+    }
+
+    /// The location of a new database on it, through PgBouncer in its pass.
+    fn new_ledger(&self, name: &str) -> String {
+        let mut admin = postgres::Client::connect(
+            &format!(
+                "host=127.0.0.1 port={} user=postgres dbname=postgres",
+                self.port
+            ),
+            postgres::NoTls,
+        )
+        .unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let port = self.bouncer.as_ref().map_or(self.port, |(_, port)| *port);
+        format!("postgres://postgres@127.0.0.1:{port}/{name}?sslmode=disable")
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        if let Some((child, _)) = &mut self.bouncer {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-m", "immediate", "stop"])
+            .output();
+    }
+}
+
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_more_waiters_than_the_server_has_connections_never_lock_out_the_answer() {
+    crate::postgres_only!();
+    // 20 connections in all, 3 of them kept for superusers (the role these connect as).
+    let Some(server) = OwnServer::start(20) else {
+        return;
+    };
+    let db: std::ffi::OsString = server.new_ledger("crowd").into();
+    let dir = tempfile::tempdir().unwrap();
+    let logged = run(
+        &db,
+        dir.path(),
+        &["log", "--stage", "g", "--question", "Ship it?"],
+    );
+    assert_eq!(logged.status.code(), Some(0), "{logged:?}");
+    let waiting = waiters(&db, dir.path(), 40);
+    answer(&db, dir.path(), "1");
+    all_pass(waiting);
+}
+
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_fifty_waiters_outlive_a_server_restart() {
+    crate::postgres_only!();
+    let Some(server) = OwnServer::start(100) else {
+        return;
+    };
+    let db: std::ffi::OsString = server.new_ledger("restart").into();
+    let dir = tempfile::tempdir().unwrap();
+    let logged = run(
+        &db,
+        dir.path(),
+        &["log", "--stage", "g", "--question", "Ship it?"],
+    );
+    assert_eq!(logged.status.code(), Some(0), "{logged:?}");
+    let waiting = waiters(&db, dir.path(), 50);
+    server.down();
+    server.up();
+    answer(&db, dir.path(), "1");
+    all_pass(waiting);
+}
+
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_events_follow_across_a_reconnect_skips_and_repeats_nothing() {
+    crate::postgres_only!();
+    let Some(server) = OwnServer::start(100) else {
+        return;
+    };
+    let db: std::ffi::OsString = server.new_ledger("stream").into();
+    let dir = tempfile::tempdir().unwrap();
+    let log = |text: &str| {
+        let out = run(
+            &db,
+            dir.path(),
+            &["log", "--stage", "s", "--question", text],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    };
+    for text in ["One?", "Two?", "Three?"] {
+        log(text);
+    }
+    let wait = Pause::new(dir.path(), "wait");
+    let mut follower = spawn(
+        &db,
+        dir.path(),
+        &["events", "--follow", "--timeout", "120"],
+        &[("QUESTIONS_TEST_PAUSE", &wait.env)],
+    );
+    // It has read the three and holds its connection, about to wait: the server goes
+    // away under it, and it reads again (the first wait returns at once) while the
+    // server is down.
+    wait.reached();
+    server.down();
+    wait.release();
+    // It says so, once, and waits on.
+    let stderr = follower.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    // (Through PgBouncer the pooler holds the read until the server is back: the
+    // follower has nothing to say, and the pooler's reconnection is what is tested.)
+    let pooled = crate::common::pooled();
+    if !pooled {
+        let said = lines
+            .recv_timeout(Duration::from_mins(1))
+            .expect("the follower says the server is out of reach");
+        assert!(said.contains("waiting on"), "{said}");
+    }
+    server.up();
+    for text in ["Four?", "Five?", "Six?"] {
+        log(text);
+    }
+    let out = follower.stdout.take().unwrap();
+    let mut seqs = Vec::new();
+    for line in BufReader::new(out).lines().map_while(Result::ok) {
+        let event: Value = serde_json::from_str(&line).expect("a JSON line");
+        seqs.push(event["seq"].as_i64().unwrap());
+        if seqs.len() == 6 {
+            break;
+        }
+    }
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    // Said once (none through the pooler), and once that the server is back: nothing
+    // more.
+    let rest: Vec<String> = lines.try_iter().collect();
+    let again = rest.iter().filter(|l| l.contains("waiting on")).count();
+    assert!(
+        again == 0 || (pooled && again == 1),
+        "said more than once: {rest:?}"
+    );
+}
