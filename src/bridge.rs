@@ -1,8 +1,10 @@
 //! The one bridge from the async front ends (`mcp`, `serve`) to the synchronous ledger.
 //! An operation runs on tokio's blocking pool (never on a task of the runtime, which it
-//! would hold up), with a ledger kept open between operations, so that a call costs no
-//! open (pragmas, schema check, a PostgreSQL login). A ledger kept open is first made to
-//! follow a reset or a replaced file; one whose connection failed is not used again.
+//! would hold up), with a ledger kept open between operations, so that a call on a file
+//! costs no open (pragmas, schema check); a PostgreSQL ledger kept idle holds no
+//! connection (a call logs in again), so that idle front ends take none of the server's.
+//! A ledger kept open is first made to follow a reset or a replaced file; one whose
+//! connection failed is not used again.
 //!
 //! A PostgreSQL client closes by blocking on a runtime of its own, which it may not do on
 //! a task: ledgers are dropped on the blocking threads, and the ones still kept when the
@@ -38,6 +40,9 @@ fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>)
     let out = ledger.follow().and_then(|_| op(&mut ledger));
     let healthy = !matches!(&out, Err(e) if e.code == ErrorCode::DbError);
     if healthy {
+        // Kept idle, it holds no connection to a PostgreSQL server: however many `mcp`
+        // and `serve` processes run, they leave the server's connections to writes.
+        ledger.idle();
         if let Ok(mut idle) = IDLE_LEDGERS.lock() {
             if idle.len() < IDLE {
                 idle.push(ledger);

@@ -494,6 +494,16 @@ impl Ledger {
         self.read(|tx| tx.ledger_id())
     }
 
+    /// For a front end that keeps this ledger between calls (`serve`, `mcp`): a file's
+    /// connection stays open (it costs the server nothing), a PostgreSQL server's is
+    /// closed, so that idle front ends hold none of the connections a write needs; the
+    /// next call connects again.
+    pub fn idle(&mut self) {
+        if !matches!(self.location, Location::File { .. }) {
+            self.forget_connection();
+        }
+    }
+
     /// Runs `attempt` again on a new connection while it fails as `may` says, with a
     /// growing pause, for `AGAIN_FOR` at most.
     fn again<T>(
