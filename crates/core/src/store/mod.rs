@@ -45,7 +45,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// A file ledger's waiter asks SQLite whether another process committed at least this
 /// often, even when the kernel told it of no change (a folder on a network file system,
 /// whose changes elsewhere it never hears of): one cheap question, not a read.
-const LOOK_AGAIN: Duration = Duration::from_secs(2);
+const LOOK_AGAIN: Duration = Duration::from_secs(5);
 
 /// How long a read, or a write that never asked to commit, is made again on a new
 /// connection after the server dropped the one it had. PgBouncer, whose connections to a
@@ -351,12 +351,10 @@ impl Ledger {
                 _ => Path::new("."),
             };
             let name = path.file_name().unwrap_or_default().to_os_string();
-            let mut names = vec![name.clone()];
-            for suffix in ["-wal", "-journal"] {
-                let mut companion = name.clone();
-                companion.push(suffix);
-                names.push(companion);
-            }
+            // The ledger and its log (a commit writes the log; a checkpoint, the ledger).
+            let mut wal = name.clone();
+            wal.push("-wal");
+            let names = vec![name, wal];
             self.waiter = Some(Waiter::File {
                 watch: watch::FileWatch::new(dir, names),
                 seen: self.file_version(),

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecursiveMode, Watcher};
 
-/// How often a waiter without a kernel watch looks at the files.
-pub(super) const TICK: Duration = Duration::from_millis(250);
+/// How often a waiter without a kernel watch looks at the files: each look is a wake-up
+/// and a system call a file, so that 300 such waiters cost a few per cent of a core.
+pub(super) const TICK: Duration = Duration::from_millis(500);
 
 /// Some files of one folder, watched for a change of their content or their name.
 pub(super) struct FileWatch {
