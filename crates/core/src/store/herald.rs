@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::watch::FileWatch;
 
 /// How many waiters of one machine may hold a connection to the server at once.
-const TURNS: u32 = 8;
+const TURNS: u32 = 16;
 
 /// How often a waiter that is not the herald sees whether the herald is gone.
 const LOOK_FOR_HERALD: Duration = Duration::from_secs(1);
@@ -90,11 +90,16 @@ impl Herald {
     /// `timeout` passes.
     pub(super) fn wait(&mut self, timeout: Duration) {
         let end = Instant::now() + timeout;
+        // The word is read only when the folder's watch says it may have changed: a read
+        // opens the file, which every other waiter's watch hears of.
+        let mut look = true;
         loop {
-            let word = std::fs::read(&self.state).ok();
-            if word != self.last {
-                self.last = word;
-                return;
+            if look {
+                let word = std::fs::read(&self.state).ok();
+                if word != self.last {
+                    self.last = word;
+                    return;
+                }
             }
             // There was no herald for a moment: what changed meanwhile is read now.
             if self.lead() {
@@ -104,7 +109,7 @@ impl Herald {
             if left.is_zero() {
                 return;
             }
-            self.watch.wait(left.min(LOOK_FOR_HERALD));
+            look = self.watch.wait(left.min(LOOK_FOR_HERALD));
         }
     }
 
