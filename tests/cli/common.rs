@@ -471,6 +471,8 @@ impl Pause {
 
     /// Waits until the call arrives at the point again after this: for `wait`, it has
     /// read the ledger once more since.
+    // The watcher's tests use it (the `watch` feature).
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
     pub(crate) fn again(&self) {
         self.forget();
         self.reached();

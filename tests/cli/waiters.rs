@@ -6,8 +6,11 @@
 //! through PgBouncer in transaction mode when the pass is PgBouncer's, as it runs there.
 //! No test asserts a time: each waits for what the processes say.
 
+#[cfg(feature = "postgres")]
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "postgres")]
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

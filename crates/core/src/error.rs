@@ -67,6 +67,8 @@ pub struct Error {
 
 /// How a server was out of reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Only a server is ever out of reach: a build without PostgreSQL makes none.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) enum Reach {
     /// It could not be reached, or did not answer (a wrong location looks the same).
     Unreachable,

@@ -199,6 +199,7 @@ impl Ledger {
     /// What a reader that starts waiting waits with. A PostgreSQL waiter joins the
     /// machine's herald at once, so that its first read takes a turn at the server too,
     /// and a change after its first read is one the herald tells of.
+    #[cfg_attr(not(all(feature = "postgres", unix)), allow(clippy::unused_self))]
     fn first_waiter(&self) -> Waiter {
         #[cfg(all(feature = "postgres", unix))]
         if let Location::Postgres { url } = &self.location {
