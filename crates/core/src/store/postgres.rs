@@ -215,7 +215,7 @@ fn reach(e: &postgres::Error) -> Option<crate::error::Reach> {
         Some(Reach::Busy)
     } else if dropped(e) {
         Some(Reach::Dropped)
-    } else if unavailable(e) {
+    } else if unreachable(e) {
         Some(Reach::Unreachable)
     } else {
         None
@@ -224,25 +224,18 @@ fn reach(e: &postgres::Error) -> Option<crate::error::Reach> {
 
 /// The connection was made, then lost: the server (or a pooler) ended it, or it broke.
 fn dropped(e: &postgres::Error) -> bool {
+    use std::io::ErrorKind as K;
     if let Some(code) = e.code() {
         return matches!(code, &SqlState::ADMIN_SHUTDOWN | &SqlState::CRASH_SHUTDOWN)
             || code.code().starts_with("08");
     }
-    if e.is_closed() {
-        return true;
-    }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            return matches!(
-                io.kind(),
+    e.is_closed()
+        || io_kind(e).is_some_and(|k| {
+            matches!(
+                k,
                 K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
-            );
-        }
-        source = s.source();
-    }
-    false
+            )
+        })
 }
 
 /// The server is there, but has no connection free or is starting up.
@@ -253,42 +246,33 @@ fn busy(e: &postgres::Error) -> bool {
     )
 }
 
-/// The server is out of reach for now, not refusing this program: it has no connection
-/// free, is starting or stopping, or the connection broke (a restart, a failover, a
-/// dropped TLS session, a bound that ran out).
-fn unavailable(e: &postgres::Error) -> bool {
-    if let Some(code) = e.code() {
-        return matches!(
-            code,
-            &SqlState::TOO_MANY_CONNECTIONS
-                | &SqlState::ADMIN_SHUTDOWN
-                | &SqlState::CRASH_SHUTDOWN
-                | &SqlState::CANNOT_CONNECT_NOW
-        ) || code.code().starts_with("08");
-    }
-    if e.is_closed() || super::bounded::silent(e).is_some() {
-        return true;
-    }
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind as K;
-            return matches!(
-                io.kind(),
+/// The server is out of reach for now, neither busy nor a connection that dropped (`reach`
+/// asks those first): nothing answered the connection, or a bound ran out.
+fn unreachable(e: &postgres::Error) -> bool {
+    use std::io::ErrorKind as K;
+    super::bounded::silent(e).is_some()
+        || io_kind(e).is_some_and(|k| {
+            matches!(
+                k,
                 K::ConnectionRefused
-                    | K::ConnectionReset
-                    | K::ConnectionAborted
                     | K::NotConnected
-                    | K::BrokenPipe
-                    | K::UnexpectedEof
                     | K::TimedOut
                     | K::HostUnreachable
                     | K::NetworkUnreachable
-            );
+            )
+        })
+}
+
+/// The kind of the first I/O error under `e`, if any.
+fn io_kind(e: &postgres::Error) -> Option<std::io::ErrorKind> {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
         }
         source = s.source();
     }
-    false
+    None
 }
 
 /// How long a server may take: to connect, `connect_timeout` from the location (libpq's
