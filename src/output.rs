@@ -64,10 +64,15 @@ pub(crate) fn jsonl(questions: &[Question]) -> String {
 }
 
 fn answer_cell(q: &Question) -> String {
-    q.answer.clone().unwrap_or_else(|| match &q.skip_reason {
-        Some(r) if q.status == questions_core::model::Status::Skipped => format!("(skipped: {r})"),
-        _ => String::new(),
-    })
+    q.state
+        .answer
+        .clone()
+        .unwrap_or_else(|| match &q.state.skip_reason {
+            Some(r) if q.state.status == questions_core::model::Status::Skipped => {
+                format!("(skipped: {r})")
+            }
+            _ => String::new(),
+        })
 }
 
 pub(crate) use questions_core::formats::sanitize;
@@ -86,7 +91,7 @@ pub(crate) fn markdown(questions: &[Question]) -> String {
             "| {} | {} | {} | {} | {} | {} | {} |\n",
             q.id,
             cell(&q.stage),
-            q.status.as_str(),
+            q.state.status.as_str(),
             if q.required { "yes" } else { "no" },
             cell(q.group_name.as_deref().unwrap_or("")),
             cell(&q.question),
@@ -108,7 +113,7 @@ pub(crate) fn table(questions: &[Question], width: usize, colour: bool) -> Strin
             [
                 q.id.to_string(),
                 clean(&q.stage),
-                q.status.as_str().to_string(),
+                q.state.status.as_str().to_string(),
                 if q.required { "yes" } else { "no" }.to_string(),
                 clean(q.group_name.as_deref().unwrap_or("")),
                 clean(&q.question),

@@ -275,3 +275,31 @@ fn the_committed_schemas_are_what_the_types_give() {
          writes them): {stale:?}"
     );
 }
+
+/// `Question` prints its keys itself, in §4's order (its `Serialize`); its schema is derived
+/// from its fields. A field the printer forgot, or a key it prints that no field holds,
+/// makes the two disagree: every key of the schema is printed, and nothing else.
+#[test]
+fn a_question_prints_every_field_it_holds() {
+    use questions_core::model::{Approval, State};
+    let full = Question {
+        harness_call: Some("claude-code:s:c".into()),
+        state: State {
+            approval: Some(Approval::default()),
+            ..State::default()
+        },
+        ..Question::default()
+    };
+    let printed: Vec<String> = match serde_json::to_value(&full).expect("serializes") {
+        Value::Object(map) => map.keys().cloned().collect(),
+        other => panic!("a question prints an object, not {other}"),
+    };
+    let schema = whole::<Question>();
+    let held: Vec<String> = schema["properties"]
+        .as_object()
+        .expect("properties")
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(printed, held);
+}

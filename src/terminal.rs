@@ -231,12 +231,15 @@ pub(crate) fn summary(asked: &Asked, gate: &GateReport, put: &[Question]) -> Str
     } else {
         out.push_str("Recorded:\n");
         for q in &asked.questions {
-            let what = match q.status {
+            let what = match q.state.status {
                 Status::Declined => format!(
                     "declined: {}",
-                    sanitize(q.decline_reason.as_deref().unwrap_or(""), false)
+                    sanitize(q.state.decline_reason.as_deref().unwrap_or(""), false)
                 ),
-                _ => format!("“{}”", sanitize(q.answer.as_deref().unwrap_or(""), false)),
+                _ => format!(
+                    "“{}”",
+                    sanitize(q.state.answer.as_deref().unwrap_or(""), false)
+                ),
             };
             out.push_str(&format!("  #{} {} → {what}\n", q.id, text(q)));
         }

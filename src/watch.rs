@@ -323,13 +323,13 @@ fn message(event: &Event) -> String {
         (EventKind::Logged, _) => "new question".to_string(),
         (EventKind::Declined, Some(q)) => format!(
             "declined{who}{via}: {}",
-            one_line(q.decline_reason.as_deref().unwrap_or(""))
+            one_line(q.state.decline_reason.as_deref().unwrap_or(""))
         ),
-        (EventKind::Expired, Some(q)) if q.status == Status::Answered => format!(
+        (EventKind::Expired, Some(q)) if q.state.status == Status::Answered => format!(
             "time ran out; answered with the proposed value: {}",
-            one_line(q.answer.as_deref().unwrap_or(""))
+            one_line(q.state.answer.as_deref().unwrap_or(""))
         ),
-        (EventKind::Expired, Some(q)) if q.status == Status::Declined => {
+        (EventKind::Expired, Some(q)) if q.state.status == Status::Declined => {
             "time ran out; rejected".to_string()
         }
         (EventKind::Expired, _) => "time ran out; skipped".to_string(),
@@ -348,14 +348,14 @@ fn message(event: &Event) -> String {
         (EventKind::Approved, _) => format!("approved{who}{via}"),
         (EventKind::Rejected, Some(q)) => format!(
             "rejected{who}{via}: {}",
-            one_line(q.decline_reason.as_deref().unwrap_or(""))
+            one_line(q.state.decline_reason.as_deref().unwrap_or(""))
         ),
         (EventKind::Skipped, _) => format!("skipped{who}{via}"),
         (EventKind::Cleared, _) => format!("cleared{who}"),
         (kind, Some(q)) => format!(
             "{}{who}{via}: {}",
             kind.as_str(),
-            one_line(q.answer.as_deref().unwrap_or(""))
+            one_line(q.state.answer.as_deref().unwrap_or(""))
         ),
         (kind, None) => kind.as_str().to_string(),
     };

@@ -25,7 +25,7 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs, json: bool) -> 
     // Approvals take votes (approve / reject), not answers: they are not asked here.
     let questions: Vec<_> = ops::pending(ledger, &args.stage, ids)?
         .into_iter()
-        .filter(|q| q.approval.is_none())
+        .filter(|q| q.state.approval.is_none())
         .collect();
     // The ledger's id, read now: what is recorded must be what was shown.
     let shown = ops::Shown::all(ledger.id()?, &questions);

@@ -68,8 +68,9 @@ pub(super) fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
     let questions = ops::pending(ledger, &args.stage, ids)?;
     // Approvals take votes from their approvers, not answers from an asking tool.
-    let (approvals, questions): (Vec<_>, Vec<_>) =
-        questions.into_iter().partition(|q| q.approval.is_some());
+    let (approvals, questions): (Vec<_>, Vec<_>) = questions
+        .into_iter()
+        .partition(|q| q.state.approval.is_some());
     let question_ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     let format = args.format.name();
     let stage = args.stage;

@@ -112,15 +112,16 @@ fn answer_as_shown(q: &Question, shown: &[String]) -> Option<String> {
 /// The answer to `q` as a list: each chosen option under the label the tool showed for
 /// it, then any text of the person's own. None while `q` is not answered.
 pub(crate) fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>> {
-    if q.status != Status::Answered {
+    if q.state.status != Status::Answered {
         return None;
     }
-    let answer = q.answer.clone()?;
-    if q.selected.is_empty() {
+    let answer = q.state.answer.clone()?;
+    if q.state.selected.is_empty() {
         return Some(vec![answer]);
     }
     let key = |label: &str| split_recommended(label).0.to_lowercase();
     let mut parts: Vec<String> = q
+        .state
         .selected
         .iter()
         .map(|label| {
@@ -131,9 +132,9 @@ pub(crate) fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>
                 .unwrap_or_else(|| label.clone())
         })
         .collect();
-    if q.was_custom == Some(true) {
+    if q.state.was_custom == Some(true) {
         // The stored answer is the chosen labels, then the custom text, joined by ", ".
-        let prefix = q.selected.join(", ");
+        let prefix = q.state.selected.join(", ");
         let custom = answer
             .strip_prefix(&prefix)
             .map(|rest| rest.trim_start_matches(", ").to_string())
@@ -150,6 +151,7 @@ pub(crate) fn answer_parts(q: &Question, shown: &[String]) -> Option<Vec<String>
 /// handed to an agent as the person's.
 pub(crate) fn persons_answer(q: &Question, shown: &[String]) -> Option<Vec<String>> {
     if !q
+        .state
         .channel
         .is_some_and(questions_core::model::Channel::is_a_persons)
     {
@@ -222,7 +224,7 @@ pub(super) fn answered_texts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use questions_core::model::{OnExpiry, QuestionOption, Source};
+    use questions_core::model::{OnExpiry, QuestionOption, Source, State};
 
     fn answered(selected: &[&str], answer: &str, custom: bool) -> Question {
         Question {
@@ -232,11 +234,7 @@ mod tests {
             question: "q?".into(),
             proposed: None,
             required: true,
-            status: Status::Answered,
-            answer: Some(answer.into()),
             created_at: String::new(),
-            answered_at: None,
-            updated_at: String::new(),
             header: None,
             context: None,
             options: ["Auth", "Search", "Export"]
@@ -249,20 +247,20 @@ mod tests {
                 .collect(),
             multi_select: true,
             allow_freeform: true,
-            selected: selected
-                .iter()
-                .map(std::string::ToString::to_string)
-                .collect(),
-            was_custom: Some(custom),
-            skip_reason: None,
             source: Source::AskUser,
-            answered_by: None,
-            channel: None,
             expires_at: None,
             on_expiry: OnExpiry::Keep,
-            decline_reason: None,
-            approval: None,
             harness_call: None,
+            state: State {
+                status: Status::Answered,
+                answer: Some(answer.into()),
+                selected: selected
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect(),
+                was_custom: Some(custom),
+                ..State::logged("", None)
+            },
         }
     }
 
@@ -283,7 +281,7 @@ mod tests {
             Some("Search, and SSO")
         );
         let mut pending = answered(&[], "x", false);
-        pending.status = Status::Pending;
+        pending.state.status = Status::Pending;
         assert_eq!(answer_as_shown(&pending, &shown), None);
     }
 }

@@ -246,7 +246,7 @@ fn question(
         );
     }
 
-    if let Some(approval) = &q.approval {
+    if let Some(approval) = &q.state.approval {
         // An approval takes votes, not answers (see `votes`).
         let voters = page.voters.get(&q.id);
         let approvals = voters.map_or(0, |v| approval.approvals_among(v));
@@ -366,9 +366,9 @@ pub(super) fn event(out: &mut String, e: &Event) {
         EventKind::Answered
         | EventKind::Reanswered
         | EventKind::Imported
-        | EventKind::Defaulted => after.and_then(|q| q.answer.clone()),
-        EventKind::Skipped => after.and_then(|q| q.skip_reason.clone()),
-        EventKind::Declined => after.and_then(|q| q.decline_reason.clone()),
+        | EventKind::Defaulted => after.and_then(|q| q.state.answer.clone()),
+        EventKind::Skipped => after.and_then(|q| q.state.skip_reason.clone()),
+        EventKind::Declined => after.and_then(|q| q.state.decline_reason.clone()),
         _ => None,
     };
     if let Some(d) = detail {

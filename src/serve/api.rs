@@ -167,9 +167,9 @@ pub(super) fn conflict_message(err: &Error, on_record: Option<&Question>) -> Str
     match (err.refusal, on_record) {
         // Someone answered first: who, and how.
         (Some(Refusal::AlreadyAnswered { .. } | Refusal::SettledMeanwhile { .. }), Some(q))
-            if q.status == Status::Answered =>
+            if q.state.status == Status::Answered =>
         {
-            let by = match (&q.answered_by, &q.channel) {
+            let by = match (&q.state.answered_by, &q.state.channel) {
                 (Some(by), Some(ch)) => format!(" (by {by}, via {})", ch.as_str()),
                 (Some(by), None) => format!(" (by {by})"),
                 _ => String::new(),
@@ -177,7 +177,7 @@ pub(super) fn conflict_message(err: &Error, on_record: Option<&Question>) -> Str
             format!(
                 "Question {} was already answered: \"{}\"{by}. Nothing was overwritten.",
                 q.id,
-                q.answer.as_deref().unwrap_or("")
+                q.state.answer.as_deref().unwrap_or("")
             )
         }
         _ => err.message.clone(),

@@ -14,6 +14,7 @@ pub use approval::{
 
 #[derive(
     Debug,
+    Default,
     Clone,
     Copy,
     PartialEq,
@@ -27,6 +28,7 @@ pub use approval::{
 #[strum(serialize_all = "lowercase")]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Status {
+    #[default]
     Pending,
     Answered,
     Skipped,
@@ -152,6 +154,7 @@ pub struct Actor {
 /// How a question arrived in the ledger.
 #[derive(
     Debug,
+    Default,
     Clone,
     Copy,
     PartialEq,
@@ -165,6 +168,7 @@ pub struct Actor {
 #[strum(serialize_all = "kebab-case")]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Source {
+    #[default]
     Cli,
     Uwf,
     OpenQuestions,
@@ -216,9 +220,11 @@ pub struct QuestionOption {
     pub recommended: bool,
 }
 
-/// A question as the contract prints it: every key, always.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A question as the contract prints it (§4), every key always: what it was logged as,
+/// and its state, which every change of status replaces.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(transform = Question::as_printed))]
 pub struct Question {
     #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub id: i64,
@@ -229,53 +235,112 @@ pub struct Question {
     pub question: String,
     pub proposed: Option<String>,
     pub required: bool,
-    pub status: Status,
-    pub answer: Option<String>,
     #[cfg_attr(
         feature = "schema",
         schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
     )]
     pub created_at: String,
-    #[cfg_attr(
-        feature = "schema",
-        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
-    )]
-    pub answered_at: Option<String>,
-    #[cfg_attr(
-        feature = "schema",
-        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
-    )]
-    pub updated_at: String,
     pub header: Option<String>,
     pub context: Option<String>,
     pub options: Vec<QuestionOption>,
     pub multi_select: bool,
     pub allow_freeform: bool,
-    pub selected: Vec<String>,
-    pub was_custom: Option<bool>,
-    pub skip_reason: Option<String>,
     pub source: Source,
-    /// Who made the last change of status, and through what (§8); none until one is made,
-    /// and `answered_by` none for a change nobody made (expiry). Rows kept whole in the
-    /// history by an older version have none of these keys: they read as absent.
-    #[serde(default)]
-    pub answered_by: Option<String>,
-    #[serde(default)]
-    pub channel: Option<Channel>,
+    // §8's expiry; rows kept whole in the history by an older version have none.
     #[serde(default)]
     pub expires_at: Option<String>,
     #[serde(default)]
     pub on_expiry: OnExpiry,
-    #[serde(default)]
-    pub decline_reason: Option<String>,
-    /// Approvals only (§12): who may vote, how many must approve, who asked, the votes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<Approval>,
     /// Asked through an agent harness's own ask tool (§11): the call it was asked in,
     /// `<harness>:<session id>:<call id>`. Each call is its own question: found again by
     /// this key, never by its text, so no call is answered from another's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_call: Option<String>,
+    /// Its status and answer, and who gave them.
+    #[serde(flatten)]
+    pub state: State,
+}
+
+/// §4's order of a question's keys: what it was logged as and its state interleaved, as
+/// `questions.mjs` printed them. The keys are the fields' own names (the schema test
+/// checks that every field is printed, in this order).
+#[cfg(feature = "schema")]
+impl Question {
+    /// The schema of the document `Serialize` prints, from the derived one of the fields:
+    /// its keys in the printed order, every key that is always printed required, and no
+    /// defaults (they say how a row is read, not what is printed).
+    fn as_printed(schema: &mut schemars::Schema) {
+        let printed = |q: &Question| -> Vec<String> {
+            match serde_json::to_value(q) {
+                Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+                _ => Vec::new(),
+            }
+        };
+        let plain = Question::default();
+        let mut full = plain.clone();
+        full.state.approval = Some(Approval::default());
+        full.harness_call = Some(String::new());
+        let Some(serde_json::Value::Object(mut properties)) = schema.remove("properties") else {
+            return;
+        };
+        let mut ordered = serde_json::Map::new();
+        for key in printed(&full) {
+            if let Some(mut property) = properties.remove(&key) {
+                if let Some(property) = property.as_object_mut() {
+                    property.remove("default");
+                }
+                ordered.insert(key, property);
+            }
+        }
+        ordered.extend(properties);
+        schema.remove("required");
+        schema.insert("properties".into(), ordered.into());
+        schema.insert("required".into(), printed(&plain).into());
+    }
+}
+
+impl Serialize for Question {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let s = &self.state;
+        let optional = usize::from(s.approval.is_some()) + usize::from(self.harness_call.is_some());
+        let mut out = serializer.serialize_struct("Question", 25 + optional)?;
+        out.serialize_field("id", &self.id)?;
+        out.serialize_field("stage", &self.stage)?;
+        out.serialize_field("group_name", &self.group_name)?;
+        out.serialize_field("question", &self.question)?;
+        out.serialize_field("proposed", &self.proposed)?;
+        out.serialize_field("required", &self.required)?;
+        out.serialize_field("status", &s.status)?;
+        out.serialize_field("answer", &s.answer)?;
+        out.serialize_field("created_at", &self.created_at)?;
+        out.serialize_field("answered_at", &s.answered_at)?;
+        out.serialize_field("updated_at", &s.updated_at)?;
+        out.serialize_field("header", &self.header)?;
+        out.serialize_field("context", &self.context)?;
+        out.serialize_field("options", &self.options)?;
+        out.serialize_field("multi_select", &self.multi_select)?;
+        out.serialize_field("allow_freeform", &self.allow_freeform)?;
+        out.serialize_field("selected", &s.selected)?;
+        out.serialize_field("was_custom", &s.was_custom)?;
+        out.serialize_field("skip_reason", &s.skip_reason)?;
+        out.serialize_field("source", &self.source)?;
+        out.serialize_field("answered_by", &s.answered_by)?;
+        out.serialize_field("channel", &s.channel)?;
+        out.serialize_field("expires_at", &self.expires_at)?;
+        out.serialize_field("on_expiry", &self.on_expiry)?;
+        out.serialize_field("decline_reason", &s.decline_reason)?;
+        if let Some(approval) = &s.approval {
+            out.serialize_field("approval", approval)?;
+        }
+        if let Some(call) = &self.harness_call {
+            out.serialize_field("harness_call", call)?;
+        }
+        out.end()
+    }
 }
 
 /// One call of an agent harness's own ask tool, as `questions hook` keys its questions
@@ -348,48 +413,56 @@ impl Question {
     /// Required and not yet settled (pending, or declined until it is rephrased): what
     /// holds a gate shut.
     pub fn blocks_gate(&self) -> bool {
-        self.required && matches!(self.status, Status::Pending | Status::Declined)
+        self.required && matches!(self.state.status, Status::Pending | Status::Declined)
     }
 
     /// Pending, with its time up at `now`.
     pub fn is_expired(&self, now: &str) -> bool {
-        self.status == Status::Pending && self.expires_at.as_deref().is_some_and(|t| t <= now)
+        self.state.status == Status::Pending && self.expires_at.as_deref().is_some_and(|t| t <= now)
     }
 
     /// This question after a change of status by `actor`: the fields every change sets.
     fn changed(&self, status: Status, actor: &Actor) -> Question {
         Question {
-            status,
-            answer: None,
-            selected: Vec::new(),
-            was_custom: None,
-            answered_at: None,
-            skip_reason: None,
-            decline_reason: None,
-            updated_at: actor.at.clone(),
-            answered_by: actor.by.clone(),
-            channel: Some(actor.channel),
+            state: State {
+                status,
+                answer: None,
+                selected: Vec::new(),
+                was_custom: None,
+                answered_at: None,
+                skip_reason: None,
+                decline_reason: None,
+                updated_at: actor.at.clone(),
+                answered_by: actor.by.clone(),
+                channel: Some(actor.channel),
+                approval: self.state.approval.clone(),
+            },
             ..self.clone()
         }
     }
 
     /// This question answered with `resolved`.
     fn answered(&self, resolved: Resolved, actor: &Actor) -> Question {
-        Question {
-            answer: Some(resolved.answer),
-            selected: resolved.selected,
-            was_custom: resolved.was_custom,
-            answered_at: Some(actor.at.clone()),
-            ..self.changed(Status::Answered, actor)
-        }
+        let mut q = self.changed(Status::Answered, actor);
+        q.state.answer = Some(resolved.answer);
+        q.state.selected = resolved.selected;
+        q.state.was_custom = resolved.was_custom;
+        q.state.answered_at = Some(actor.at.clone());
+        q
     }
 
     /// This question skipped; an earlier answer is left to the history.
     fn skipped(&self, reason: Option<String>, actor: &Actor) -> Question {
-        Question {
-            skip_reason: reason,
-            ..self.changed(Status::Skipped, actor)
-        }
+        let mut q = self.changed(Status::Skipped, actor);
+        q.state.skip_reason = reason;
+        q
+    }
+
+    /// This question declined for `reason`.
+    fn declined(&self, reason: &str, actor: &Actor) -> Question {
+        let mut q = self.changed(Status::Declined, actor);
+        q.state.decline_reason = Some(reason.to_string());
+        q
     }
 
     /// The conflict message for replacing the answer on record.
@@ -399,7 +472,7 @@ impl Question {
             format!(
                 "question {} is already answered: \"{}\"",
                 self.id,
-                self.answer.as_deref().unwrap_or("")
+                self.state.answer.as_deref().unwrap_or("")
             ),
         )
         .with_flag_hint(format!(
@@ -415,7 +488,7 @@ impl Question {
             format!(
                 "question {} was {} by someone else meanwhile; {what}",
                 self.id,
-                self.status.as_str()
+                self.state.status.as_str()
             ),
         )
     }
@@ -429,28 +502,28 @@ impl Question {
         actor: &Actor,
     ) -> Result<Option<Transition>> {
         self.refuse_if_approval()?;
-        if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.status) {
+        if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.state.status) {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
         }
         let resolved = resolve_answer(self, input)?;
-        let same = self.answer.as_deref() == Some(resolved.answer.as_str());
+        let same = self.state.answer.as_deref() == Some(resolved.answer.as_str());
         let kind = match mode {
-            Mode::Direct { .. } => match self.status {
+            Mode::Direct { .. } => match self.state.status {
                 Status::Answered => EventKind::Reanswered,
                 _ => EventKind::Answered,
             },
-            Mode::Import { force } => match self.status {
+            Mode::Import { force } => match self.state.status {
                 Status::Answered if same => return Ok(None),
                 Status::Answered if !force => return Err(self.conflict("replace it")),
                 _ => EventKind::Imported,
             },
-            Mode::Ask => match self.status {
+            Mode::Ask => match self.state.status {
                 Status::Pending => EventKind::Answered,
                 _ if same => return Ok(None),
                 _ => return Err(self.settled_meanwhile("nothing was recorded, run ask again")),
             },
-            Mode::Default => match self.status {
+            Mode::Default => match self.state.status {
                 Status::Pending => EventKind::Defaulted,
                 _ => return Ok(None),
             },
@@ -479,7 +552,7 @@ impl Question {
             Mode::Direct { force } | Mode::Import { force } => force,
             Mode::Ask | Mode::Default => false,
         };
-        match self.status {
+        match self.state.status {
             Status::Skipped => return Ok(None),
             Status::Answered if !force => {
                 let action = match mode {
@@ -510,25 +583,24 @@ impl Question {
             refused.refusal = Some(Refusal::NeedsReason { id: self.id });
             return Err(refused);
         }
-        match self.status {
-            Status::Declined if self.decline_reason.as_deref() == Some(reason) => return Ok(None),
+        match self.state.status {
+            Status::Declined if self.state.decline_reason.as_deref() == Some(reason) => {
+                return Ok(None)
+            }
             Status::Answered if !force => return Err(self.conflict("decline it anyway")),
             _ => {}
         }
         Ok(Some(Transition::Changed {
             kind: EventKind::Declined,
             before: Box::new(self.clone()),
-            after: Box::new(Question {
-                decline_reason: Some(reason.to_string()),
-                ..self.changed(Status::Declined, actor)
-            }),
+            after: Box::new(self.declined(reason, actor)),
         }))
     }
 
     /// A decline chosen by a person to whom the pending question was put (`ask`, a form):
     /// someone else settling it meanwhile is a conflict, not a decline over their answer.
     pub fn decline_asked(&self, reason: &str, actor: &Actor) -> Result<Option<Transition>> {
-        if self.status != Status::Pending {
+        if self.state.status != Status::Pending {
             return Err(self.settled_meanwhile("nothing was recorded for it"));
         }
         self.decline(reason, false, actor)
@@ -539,7 +611,7 @@ impl Question {
     /// `defaulted`, by them. No proposal is `invalid_answer`; a question someone else
     /// settled meanwhile is a conflict.
     pub fn accept_proposal(&self, actor: &Actor) -> Result<Option<Transition>> {
-        if self.status != Status::Pending {
+        if self.state.status != Status::Pending {
             return Err(self.settled_meanwhile("its proposal was not taken"));
         }
         let Some(proposed) = self.proposed.clone().filter(|p| !p.trim().is_empty()) else {
@@ -586,11 +658,8 @@ impl Question {
         };
         let after = match self.on_expiry {
             OnExpiry::Keep => return None,
-            OnExpiry::Reject if self.approval.is_none() => return None,
-            OnExpiry::Reject => Question {
-                decline_reason: Some("expired".to_string()),
-                ..self.changed(Status::Declined, &actor)
-            },
+            OnExpiry::Reject if self.state.approval.is_none() => return None,
+            OnExpiry::Reject => self.declined("expired", &actor),
             OnExpiry::Skip => self.skipped(Some("expired".to_string()), &actor),
             OnExpiry::Default => {
                 let input = AnswerInput {
@@ -619,7 +688,7 @@ impl Question {
     /// open approval is refused (`conflict`): only its votes settle it, and clearing it
     /// would open its gate.
     pub fn clear(&self, actor: &Actor) -> Result<Transition> {
-        if self.approval.is_some() && self.status == Status::Pending {
+        if self.state.approval.is_some() && self.state.status == Status::Pending {
             return Err(Error::conflict(format!(
                 "question {} is an open approval: only its approvers' votes settle it, and \
                  clearing it would open its gate; nothing was cleared",
@@ -633,18 +702,32 @@ impl Question {
     }
 }
 
-/// What a transition may change of a question: its status and answer. The history stores
-/// only this for each change (the rest of the question is on its row, or, once cleared,
-/// in the `cleared` event), and `Question::with_state` puts a question back together.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What a transition may change of a question: its status and answer, who gave them and
+/// when, an approval's votes. The history stores only this for each change (the rest of
+/// the question is on its row, or, once cleared, in the `cleared` event), and
+/// `Question::with_state` puts a question back together. Who made the last change of
+/// status is none until one is made, and `answered_by` none for a change nobody made
+/// (expiry); rows kept whole in the history by an older version have none of these keys.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct State {
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
+    )]
     pub answered_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
+    // The last change's time; the history leaves it out while it is the question's
+    // `created_at` (`Question::stored_state`), and reads it back so.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(regex(pattern = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$"))
+    )]
+    pub updated_at: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub selected: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -653,68 +736,72 @@ pub struct State {
     pub skip_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decline_reason: Option<String>,
+    /// Who made the last change of status, and through what (§8); none until one is made,
+    /// and `answered_by` none for a change nobody made (expiry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<Channel>,
-    /// An approval's votes change without a change of status: its state carries them.
+    /// Approvals only (§12): who may vote, how many must approve, who asked, the votes.
+    /// Votes change without a change of status, so the state carries them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<Box<Approval>>,
+    pub approval: Option<Approval>,
 }
 
-impl Question {
-    /// Its status and answer, as the history stores them.
-    pub fn state(&self) -> State {
+impl State {
+    /// A question's state when it is logged at `at`: pending, unanswered.
+    pub fn logged(at: &str, approval: Option<Approval>) -> State {
         State {
-            status: self.status,
-            answer: self.answer.clone(),
-            answered_at: self.answered_at.clone(),
-            updated_at: (self.updated_at != self.created_at).then(|| self.updated_at.clone()),
-            selected: self.selected.clone(),
-            was_custom: self.was_custom,
-            skip_reason: self.skip_reason.clone(),
-            decline_reason: self.decline_reason.clone(),
-            answered_by: self.answered_by.clone(),
-            channel: self.channel,
-            approval: self.approval.clone().map(Box::new),
-        }
-    }
-
-    /// This question as it was when it was logged: pending, unanswered.
-    pub fn as_logged(&self) -> Question {
-        Question {
             status: Status::Pending,
             answer: None,
             answered_at: None,
-            updated_at: self.created_at.clone(),
+            updated_at: at.to_string(),
             selected: Vec::new(),
             was_custom: None,
             skip_reason: None,
             decline_reason: None,
             answered_by: None,
             channel: None,
-            approval: self.approval.clone().map(|a| Approval {
-                votes: Vec::new(),
-                ..a
-            }),
+            approval,
+        }
+    }
+}
+
+impl Question {
+    /// Its state as the history stores it: `updated_at` left out while it is `created_at`.
+    pub fn stored_state(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(&self.state).unwrap_or_default();
+        if self.state.updated_at == self.created_at {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("updated_at");
+            }
+        }
+        value
+    }
+
+    /// This question as it was when it was logged: pending, unanswered, no votes.
+    pub fn as_logged(&self) -> Question {
+        let approval = self.state.approval.clone().map(|a| Approval {
+            votes: Vec::new(),
+            ..a
+        });
+        Question {
+            state: State::logged(&self.created_at, approval),
             ..self.clone()
         }
     }
 
-    /// This question with `state` in place of its own status and answer.
-    pub fn with_state(&self, state: State) -> Question {
+    /// This question with `state` in place of its own (a stored state without a time is
+    /// unchanged since it was logged; one without an approval keeps the question's).
+    pub fn with_state(&self, mut state: State) -> Question {
+        if state.updated_at.is_empty() {
+            state.updated_at.clone_from(&self.created_at);
+        }
+        if state.approval.is_none() {
+            state.approval.clone_from(&self.state.approval);
+        }
         Question {
-            status: state.status,
-            answer: state.answer,
-            answered_at: state.answered_at,
-            updated_at: state.updated_at.unwrap_or_else(|| self.created_at.clone()),
-            selected: state.selected,
-            was_custom: state.was_custom,
-            skip_reason: state.skip_reason,
-            decline_reason: state.decline_reason,
-            answered_by: state.answered_by,
-            channel: state.channel,
-            approval: state.approval.map(|a| *a).or_else(|| self.approval.clone()),
+            state,
             ..self.clone()
         }
     }
@@ -890,27 +977,17 @@ impl NewQuestion {
             question: self.question.clone(),
             proposed: self.proposed.clone(),
             required: self.required,
-            status: Status::Pending,
-            answer: None,
             created_at: now.to_string(),
-            answered_at: None,
-            updated_at: now.to_string(),
             header: self.header.clone(),
             context: self.context.clone(),
             options: self.options.clone(),
             multi_select: self.multi_select,
             allow_freeform: self.allow_freeform,
-            selected: Vec::new(),
-            was_custom: None,
-            skip_reason: None,
             source: self.source,
-            answered_by: None,
-            channel: None,
             expires_at: self.expires_at.clone(),
             on_expiry: self.on_expiry,
-            decline_reason: None,
-            approval: self.approval.clone(),
             harness_call: self.harness_call.clone(),
+            state: State::logged(now, self.approval.clone()),
         }
     }
 
@@ -1298,11 +1375,7 @@ mod tests {
             question: "q?".into(),
             proposed: None,
             required: true,
-            status: Status::Pending,
-            answer: None,
             created_at: String::new(),
-            answered_at: None,
-            updated_at: String::new(),
             header: None,
             context: None,
             options: options
@@ -1315,17 +1388,11 @@ mod tests {
                 .collect(),
             multi_select: multi,
             allow_freeform: freeform,
-            selected: vec![],
-            was_custom: None,
-            skip_reason: None,
             source: Source::Cli,
-            answered_by: None,
-            channel: None,
             expires_at: None,
             on_expiry: OnExpiry::Keep,
-            decline_reason: None,
-            approval: None,
             harness_call: None,
+            state: State::logged("", None),
         }
     }
 
@@ -1344,12 +1411,12 @@ mod tests {
             channel: Channel::Cli,
             at: "2026-01-01T00:00:00.000Z".into(),
         };
-        let answered = Question {
-            status: Status::Answered,
-            answer: Some("yes".into()),
+        let mut answered = Question {
             proposed: Some("no".into()),
             ..question(&[], false, true)
         };
+        answered.state.status = Status::Answered;
+        answered.state.answer = Some("yes".into());
         let refusal = |r: Result<Option<Transition>>| r.unwrap_err().refusal;
         let already = Some(Refusal::AlreadyAnswered { id: 3 });
         let direct = Mode::Direct { force: false };

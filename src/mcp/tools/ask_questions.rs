@@ -383,7 +383,7 @@ impl Server {
 
         if !wait.is_zero() && takes_tasks(context) {
             let questions = self.named(None, Some(question_ids.clone())).await?;
-            if questions.iter().any(|q| q.status == Status::Pending) {
+            if questions.iter().any(|q| q.state.status == Status::Pending) {
                 // The result this call would return, which the task completes from.
                 let template = enveloped(
                     true,
@@ -466,7 +466,7 @@ impl Server {
         .await?;
         let pending = pending
             .into_iter()
-            .filter(|q| q.approval.is_none())
+            .filter(|q| q.state.approval.is_none())
             .collect();
         Ok((pending, ledger_id))
     }

@@ -147,8 +147,8 @@ pub(super) struct Outcome {
 
 impl Outcome {
     fn of(q: &Question, now: &str) -> Outcome {
-        let expired = q.channel == Some(Channel::Expiry) || q.is_expired(now);
-        let status = match q.status {
+        let expired = q.state.channel == Some(Channel::Expiry) || q.is_expired(now);
+        let status = match q.state.status {
             _ if expired => State::Expired,
             Status::Answered => State::Answered,
             Status::Skipped => State::Skipped,
@@ -157,9 +157,13 @@ impl Outcome {
         };
         Outcome {
             status,
-            answer: q.answer.clone(),
-            selected: q.selected.clone(),
-            reason: q.skip_reason.clone().or_else(|| q.decline_reason.clone()),
+            answer: q.state.answer.clone(),
+            selected: q.state.selected.clone(),
+            reason: q
+                .state
+                .skip_reason
+                .clone()
+                .or_else(|| q.state.decline_reason.clone()),
         }
     }
 }

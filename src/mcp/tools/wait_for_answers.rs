@@ -137,7 +137,7 @@ impl Server {
                     }
                     let pending = questions
                         .iter()
-                        .filter(|q| q.status == Status::Pending)
+                        .filter(|q| q.state.status == Status::Pending)
                         .count();
                     let total = questions.len();
                     // Nobody listening any more (the call was dropped) ends the wait.
@@ -199,7 +199,7 @@ impl Server {
                 // left to wait for.
                 let deadline = task_deadline(input.timeout_seconds)?;
                 let questions = self.named(stage.clone(), input.ids.clone()).await?;
-                if questions.iter().any(|q| q.status == Status::Pending) {
+                if questions.iter().any(|q| q.state.status == Status::Pending) {
                     // The result this call would return, which the task completes from.
                     let template = enveloped(
                         true,

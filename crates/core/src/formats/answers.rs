@@ -439,7 +439,7 @@ fn find<'a>(
     let pending: Vec<&Question> = matches
         .iter()
         .copied()
-        .filter(|q| q.status == Status::Pending)
+        .filter(|q| q.state.status == Status::Pending)
         .collect();
     match (matches.len(), pending.len()) {
         (1, _) => Ok(matches[0]),

@@ -37,8 +37,8 @@ pub fn render(questions: &[Question]) -> String {
         if let Some(p) = &q.proposed {
             out.push_str(&format!("  - Proposed: {}\n", inline(p)));
         }
-        if q.status == Status::Answered {
-            if let Some(a) = &q.answer {
+        if q.state.status == Status::Answered {
+            if let Some(a) = &q.state.answer {
                 out.push_str(&format!("  - Answer: {}\n", inline(a)));
             }
         }

@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorCode, Result};
 pub const GROUP_PREFIX: &str = "group:";
 
 /// What makes a question an approval, and the votes cast on it so far.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Approval {
     /// People, and groups as `group:NAME`, in the order given.
@@ -292,7 +292,7 @@ pub fn check_name(name: &str, what: &str) -> Result<(), String> {
 impl Question {
     /// Refuses any change but a vote on an approval (answer, skip, decline, import…).
     pub(super) fn refuse_if_approval(&self) -> Result<()> {
-        if self.approval.is_some() {
+        if self.state.approval.is_some() {
             return Err(Error::new(
                 ErrorCode::Forbidden,
                 format!(
@@ -317,8 +317,8 @@ impl Question {
         groups: &Groups,
         actor: &Actor,
     ) -> Option<(EventKind, Question, serde_json::Value)> {
-        let approval = self.approval.as_ref()?;
-        if self.status != Status::Pending || approval.needed(groups) > 0 {
+        let approval = self.state.approval.as_ref()?;
+        if self.state.status != Status::Pending || approval.needed(groups) > 0 {
             return None;
         }
         let eligible = approval.eligible(groups);
@@ -334,10 +334,11 @@ impl Question {
         });
         Some((
             EventKind::Approved,
-            Question {
-                answer: Some("approved".to_string()),
-                answered_at: Some(actor.at.clone()),
-                ..self.changed(Status::Answered, actor)
+            {
+                let mut approved = self.changed(Status::Answered, actor);
+                approved.state.answer = Some("approved".to_string());
+                approved.state.answered_at = Some(actor.at.clone());
+                approved
             },
             detail,
         ))
@@ -366,7 +367,7 @@ impl Question {
         groups: &Groups,
         actor: &Actor,
     ) -> Result<Voted> {
-        let Some(approval) = &self.approval else {
+        let Some(approval) = &self.state.approval else {
             return Err(Error::invalid_answer(format!(
                 "question {} is not an approval: it takes an answer, not a vote",
                 self.id
@@ -386,11 +387,11 @@ impl Question {
             refused.refusal = Some(crate::error::Refusal::NeedsReason { id: self.id });
             return Err(refused);
         }
-        if self.status != Status::Pending {
+        if self.state.status != Status::Pending {
             return Err(Error::conflict(format!(
                 "approval {} is already settled ({}); a vote no longer changes it",
                 self.id,
-                ApprovalState::of(self.status).as_str()
+                ApprovalState::of(self.state.status).as_str()
             )));
         }
         let detail = |refused: Option<&str>, replaces: Option<Verdict>| {
@@ -452,10 +453,8 @@ impl Question {
             at: actor.at.clone(),
             channel: actor.channel,
         });
-        let voted = Question {
-            approval: Some(next.clone()),
-            ..self.clone()
-        };
+        let mut voted = self.clone();
+        voted.state.approval = Some(next.clone());
         let mut changes = vec![Transition::Event {
             kind: EventKind::Voted,
             before: Box::new(self.clone()),
@@ -466,9 +465,10 @@ impl Question {
         let settled = if ballot.verdict == Verdict::Reject {
             Some((
                 EventKind::Rejected,
-                Question {
-                    decline_reason: comment.clone(),
-                    ..voted.changed(Status::Declined, &voter_actor)
+                {
+                    let mut rejected = voted.changed(Status::Declined, &voter_actor);
+                    rejected.state.decline_reason.clone_from(&comment);
+                    rejected
                 },
                 serde_json::json!({ "by": voter, "reason": comment }),
             ))
@@ -553,17 +553,17 @@ mod tests {
         let q = approval(&["alice", "bob", "carol"], 2, "dave");
         let none = Groups::new();
         let once = cast(&q, "alice", &approve(), &none).unwrap();
-        assert_eq!(once.status, Status::Pending);
+        assert_eq!(once.state.status, Status::Pending);
         let again = cast(&once, "alice", &approve(), &none).unwrap();
         assert_eq!(
-            again.status,
+            again.state.status,
             Status::Pending,
             "the same person twice is one vote"
         );
-        assert_eq!(again.approval.as_ref().unwrap().votes.len(), 1);
+        assert_eq!(again.state.approval.as_ref().unwrap().votes.len(), 1);
         let twice = cast(&again, "bob", &approve(), &none).unwrap();
-        assert_eq!(twice.status, Status::Answered);
-        assert_eq!(twice.answer.as_deref(), Some("approved"));
+        assert_eq!(twice.state.status, Status::Answered);
+        assert_eq!(twice.state.answer.as_deref(), Some("approved"));
     }
 
     #[test]
@@ -576,7 +576,7 @@ mod tests {
             assert_eq!(why.code, ErrorCode::Forbidden, "{who}");
         }
         assert_eq!(
-            cast(&q, "bob", &approve(), &groups).unwrap().status,
+            cast(&q, "bob", &approve(), &groups).unwrap().state.status,
             Status::Answered
         );
     }
@@ -598,8 +598,11 @@ mod tests {
             comment: Some("not on a Friday".into()),
         };
         let rejected = cast(&q, "bob", &reject, &none).unwrap();
-        assert_eq!(rejected.status, Status::Declined);
-        assert_eq!(rejected.decline_reason.as_deref(), Some("not on a Friday"));
+        assert_eq!(rejected.state.status, Status::Declined);
+        assert_eq!(
+            rejected.state.decline_reason.as_deref(),
+            Some("not on a Friday")
+        );
         assert_eq!(
             cast(&rejected, "alice", &approve(), &none)
                 .unwrap_err()

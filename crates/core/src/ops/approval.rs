@@ -106,7 +106,7 @@ pub(super) fn voters<'q>(
 ) -> Result<std::collections::HashMap<i64, BTreeSet<String>>> {
     let mut out = std::collections::HashMap::new();
     for q in questions {
-        if let Some(a) = &q.approval {
+        if let Some(a) = &q.state.approval {
             out.insert(q.id, a.eligible(&groups_of(tx, q)?));
         }
     }
@@ -115,7 +115,7 @@ pub(super) fn voters<'q>(
 
 /// The members of the groups `q`'s approval names.
 fn groups_of(tx: &Tx, q: &Question) -> Result<Groups> {
-    match &q.approval {
+    match &q.state.approval {
         Some(a) => tx.groups(a.groups()),
         None => Ok(Groups::new()),
     }
@@ -295,9 +295,9 @@ pub struct ApprovalReport {
 pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalReport>> {
     let mut out = Vec::new();
     for q in questions {
-        let Some(a) = &q.approval else { continue };
+        let Some(a) = &q.state.approval else { continue };
         let groups = groups_of(tx, q)?;
-        let state = ApprovalState::of(q.status);
+        let state = ApprovalState::of(q.state.status);
         let rejection = a.rejection();
         out.push(ApprovalReport {
             id: q.id,
@@ -320,7 +320,7 @@ pub(super) fn reports(tx: &Tx, questions: &[Question]) -> Result<Vec<ApprovalRep
             votes: a.votes.clone(),
             rejected_by: rejection.map(|v| v.by.clone()),
             reason: match state {
-                ApprovalState::Rejected => q.decline_reason.clone(),
+                ApprovalState::Rejected => q.state.decline_reason.clone(),
                 ApprovalState::Open | ApprovalState::Approved => None,
             },
         });

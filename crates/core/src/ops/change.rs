@@ -70,7 +70,7 @@ fn log_in(
 /// approvers, quorum, requester and logger): the gate would pass on another question's
 /// answer or another quorum. Logging one where the other stands is a `conflict`.
 fn same_kind(on_record: &Question, new: &NewQuestion) -> Result<()> {
-    let same = match (&on_record.approval, &new.approval) {
+    let same = match (&on_record.state.approval, &new.approval) {
         (None, None) => true,
         (Some(a), Some(b)) => a.same_policy(b),
         _ => false,
@@ -93,7 +93,7 @@ fn same_kind(on_record: &Question, new: &NewQuestion) -> Result<()> {
          group, or log it in another stage",
         on_record.id,
         on_record.stage.trim(),
-        what(on_record.approval.as_ref()),
+        what(on_record.state.approval.as_ref()),
         what(new.approval.as_ref())
     )))
 }
@@ -604,7 +604,7 @@ pub fn record_choices(
         stage: stage.to_string(),
         answered_ids: questions
             .iter()
-            .filter(|q| q.status == Status::Answered)
+            .filter(|q| q.state.status == Status::Answered)
             .map(|q| q.id)
             .collect(),
         declined_ids: declined,

@@ -179,7 +179,7 @@ impl Failure {
     /// A conflict's question as it stands, with the answer on record.
     pub fn on_record(mut self, question: Option<&Question>) -> Failure {
         if let Some(q) = question {
-            self.answer = Some(q.answer.clone());
+            self.answer = Some(q.state.answer.clone());
             self.question = Some(Box::new(q.clone()));
         }
         self

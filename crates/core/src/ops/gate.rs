@@ -240,21 +240,21 @@ fn report(
     let now = clock::now();
     let optional_pending = considered
         .iter()
-        .filter(|q| !q.required && q.status == Status::Pending)
+        .filter(|q| !q.required && q.state.status == Status::Pending)
         .count();
     let expired = considered.iter().any(|q| q.is_expired(&now));
     let declined: Vec<Declined> = considered
         .iter()
-        .filter(|q| q.required && q.status == Status::Declined)
+        .filter(|q| q.required && q.state.status == Status::Declined)
         .map(|q| Declined {
             id: q.id,
             question: q.question.clone(),
-            reason: q.decline_reason.clone(),
+            reason: q.state.decline_reason.clone(),
         })
         .collect();
     let pending: Vec<Question> = considered
         .into_iter()
-        .filter(|q| q.required && q.status == Status::Pending)
+        .filter(|q| q.required && q.state.status == Status::Pending)
         .collect();
     GateReport {
         gate: if pending.is_empty() && declined.is_empty() {
@@ -325,12 +325,12 @@ pub fn answers(ledger: &mut Ledger, stage: &str) -> Result<AnswersReport> {
     let mut used = Keys::default();
     for q in &questions {
         let key = unique_key(q, &mut used);
-        let (value, source) = match (q.status, &q.answer, &q.proposed) {
-            (Status::Answered, Some(a), _) if q.channel == Some(Channel::Expiry) => {
+        let (value, source) = match (q.state.status, &q.state.answer, &q.proposed) {
+            (Status::Answered, Some(a), _) if q.state.channel == Some(Channel::Expiry) => {
                 (Some(a.clone()), ValueSource::Expiry)
             }
             (Status::Answered, Some(a), _) => (Some(a.clone()), ValueSource::Answer),
-            (Status::Declined, _, _) => (q.decline_reason.clone(), ValueSource::Declined),
+            (Status::Declined, _, _) => (q.state.decline_reason.clone(), ValueSource::Declined),
             (_, _, Some(p)) => (Some(p.clone()), ValueSource::Proposed),
             _ => (None, ValueSource::None),
         };
@@ -349,7 +349,7 @@ pub fn answers(ledger: &mut Ledger, stage: &str) -> Result<AnswersReport> {
             key,
             value,
             source,
-            status: q.status,
+            status: q.state.status,
             required: q.required,
         });
     }
@@ -394,7 +394,7 @@ pub fn wait_settled(ledger: &mut Ledger, ids: &[i64], within: Duration) -> Resul
     let deadline = std::time::Instant::now() + within;
     super::follow(ledger, Some(deadline), POLL, |ledger, _| {
         let now = super::named(ledger, None, Some(ids))?;
-        Ok(if now.iter().any(|q| q.status == Status::Pending) {
+        Ok(if now.iter().any(|q| q.state.status == Status::Pending) {
             super::Step::Wait(now)
         } else {
             super::Step::Done(now)

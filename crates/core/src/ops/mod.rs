@@ -193,7 +193,7 @@ pub fn list(ledger: &mut Ledger, filter: &Filter) -> Result<Vec<Question>> {
 pub fn pending(ledger: &mut Ledger, stage: &str, ids: Option<&[i64]>) -> Result<Vec<Question>> {
     Ok(named(ledger, Some(stage), ids)?
         .into_iter()
-        .filter(|q| q.status == Status::Pending)
+        .filter(|q| q.state.status == Status::Pending)
         .collect())
 }
 

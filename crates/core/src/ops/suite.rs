@@ -136,14 +136,14 @@ on_every_engine!(a_persons_answer_opens_the_gate_once, |l: &mut Ledger| {
     let id = logged(l, "g", "Ship it?");
     assert_eq!(gate(l, "g"), Gate::Fail);
     let done = change(l, &person("dana"), &PersonsChange::of(id, answer("yes"))).unwrap();
-    assert_eq!(done.question.answered_by.as_deref(), Some("dana"));
+    assert_eq!(done.question.state.answered_by.as_deref(), Some("dana"));
     assert_eq!(gate(l, "g"), Gate::Pass);
     // Answering again without force is refused, with the question as it stands.
     let refused = change(l, &person("eve"), &PersonsChange::of(id, answer("no"))).unwrap_err();
     assert_eq!(refused.code, ErrorCode::Conflict);
     assert_eq!(refused.refusal, Some(Refusal::AlreadyAnswered { id }));
     let on_record = refused.on_record.expect("the refusal carries the question");
-    assert_eq!(on_record.answer.as_deref(), Some("yes"));
+    assert_eq!(on_record.state.answer.as_deref(), Some("yes"));
     assert_eq!(
         l_answer(l, id),
         Some("yes".into()),
@@ -152,7 +152,7 @@ on_every_engine!(a_persons_answer_opens_the_gate_once, |l: &mut Ledger| {
 });
 
 fn l_answer(l: &mut Ledger, id: i64) -> Option<String> {
-    named(l, None, Some(&[id])).unwrap().remove(0).answer
+    named(l, None, Some(&[id])).unwrap().remove(0).state.answer
 }
 
 on_every_engine!(
@@ -219,8 +219,8 @@ on_every_engine!(
             &PersonsChange::of(id, Act::AcceptProposed),
         )
         .unwrap();
-        assert_eq!(done.question.answer.as_deref(), Some("5432"));
-        assert_eq!(done.question.answered_by.as_deref(), Some("dana"));
+        assert_eq!(done.question.state.answer.as_deref(), Some("5432"));
+        assert_eq!(done.question.state.answered_by.as_deref(), Some("dana"));
         let bare = logged(l, "s", "No proposal?");
         let err = change(
             l,
@@ -287,7 +287,7 @@ on_every_engine!(a_wait_for_questions_ends_at_a_decline, |l: &mut Ledger| {
     let started = std::time::Instant::now();
     let now = wait_settled(l, &[id], Duration::from_secs(30)).unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(now[0].status, crate::model::Status::Declined);
+    assert_eq!(now[0].state.status, crate::model::Status::Declined);
 });
 
 on_every_engine!(a_task_ends_once_with_its_result, |l: &mut Ledger| {

@@ -101,7 +101,7 @@ pub fn look_task(
         Ok(questions) => {
             let pending = questions
                 .iter()
-                .filter(|q| q.status == Status::Pending)
+                .filter(|q| q.state.status == Status::Pending)
                 .count();
             let timed_out =
                 pending > 0 && task.deadline.as_deref().is_some_and(|d| now.as_str() >= d);

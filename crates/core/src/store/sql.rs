@@ -250,6 +250,19 @@ const QUESTION_NAMES: &[&str] = &[
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
+    let state = State {
+        status: Status::from_stored(r.text("status").as_deref().unwrap_or("pending")),
+        answer: r.text("answer"),
+        answered_at: r.text("answered_at").map(|t| normalize_timestamp(&t)),
+        updated_at: normalize_timestamp(&r.text("updated_at").unwrap_or_default()),
+        selected: r.take("selected").json(),
+        was_custom: r.take("was_custom").flag(false),
+        skip_reason: r.text("skip_reason"),
+        decline_reason: r.text("decline_reason"),
+        answered_by: r.text("answered_by"),
+        channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
+        approval: r.take("approval").json(),
+    };
     let mut q = Question {
         id: r.take("id").int()?,
         stage: r.text("stage").unwrap_or_default(),
@@ -257,36 +270,26 @@ fn question(r: &mut Record) -> Result<Question> {
         question: r.text("question").unwrap_or_default(),
         proposed: r.text("proposed"),
         required: r.take("required").flag(true).unwrap_or(true),
-        status: Status::from_stored(r.text("status").as_deref().unwrap_or("pending")),
-        answer: r.text("answer"),
         created_at: normalize_timestamp(&r.text("created_at").unwrap_or_default()),
-        answered_at: r.text("answered_at").map(|t| normalize_timestamp(&t)),
-        updated_at: normalize_timestamp(&r.text("updated_at").unwrap_or_default()),
         header: r.text("header"),
         context: r.text("context"),
         options: r.take("options").json(),
         multi_select: r.take("multi_select").flag(false).unwrap_or(false),
         allow_freeform: r.take("allow_freeform").flag(true).unwrap_or(true),
-        selected: r.take("selected").json(),
-        was_custom: r.take("was_custom").flag(false),
-        skip_reason: r.text("skip_reason"),
         source: Source::from_stored(r.text("source").as_deref().unwrap_or("cli")),
-        answered_by: r.text("answered_by"),
-        channel: r.text("channel").and_then(|c| Channel::from_stored(&c)),
         // A deadline nobody can read is none, not one long past.
         expires_at: r
             .text("expires_at")
             .map(|t| normalize_timestamp(&t))
             .filter(|t| t != crate::model::UNKNOWN_TIME),
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
-        decline_reason: r.text("decline_reason"),
-        approval: r.take("approval").json(),
         harness_call: r.text("harness_call"),
+        state,
     };
     // Another tool may have marked a row answered without an answer: an answered
     // question's answer is a string, always.
-    if q.status == Status::Answered && q.answer.is_none() {
-        q.answer = Some(String::new());
+    if q.state.status == Status::Answered && q.state.answer.is_none() {
+        q.state.answer = Some(String::new());
     }
     Ok(q)
 }
@@ -445,13 +448,13 @@ impl<'a> Tx<'a> {
                 self.update(after)?;
                 self.insert_event(&Row {
                     kind: *kind,
-                    at: &after.updated_at,
+                    at: &after.state.updated_at,
                     question_id: after.id,
                     stage: None,
-                    by: after.answered_by.as_deref(),
-                    channel: after.channel,
-                    before: Some(to_json(&before.state())?),
-                    after: Some(to_json(&after.state())?),
+                    by: after.state.answered_by.as_deref(),
+                    channel: after.state.channel,
+                    before: Some(to_json(&before.stored_state())?),
+                    after: Some(to_json(&after.stored_state())?),
                     detail: None,
                 })?;
                 Ok(Some(Question::clone(after)))
@@ -473,8 +476,8 @@ impl<'a> Tx<'a> {
                     stage: None,
                     by: actor.by.as_deref(),
                     channel: Some(actor.channel),
-                    before: Some(to_json(&before.state())?),
-                    after: Some(to_json(&after.state())?),
+                    before: Some(to_json(&before.stored_state())?),
+                    after: Some(to_json(&after.stored_state())?),
                     detail: detail.as_ref().map(to_json).transpose()?,
                 })?;
                 Ok(Some(Question::clone(after)))
@@ -540,24 +543,24 @@ impl<'a> Tx<'a> {
 
     /// Writes the fields a transition changes.
     fn update(&self, q: &Question) -> Result<()> {
-        let selected = to_json(&q.selected)?;
-        let approval = q.approval.as_ref().map(to_json).transpose()?;
+        let selected = to_json(&q.state.selected)?;
+        let approval = q.state.approval.as_ref().map(to_json).transpose()?;
         self.conn.execute(
             "UPDATE questions SET status = $2, answer = $3, answered_at = $4, updated_at = $5, \
              selected = $6, was_custom = $7, skip_reason = $8, answered_by = $9, channel = $10, \
              decline_reason = $11, approval = $12 WHERE id = $1",
             &[
                 q.id.into(),
-                q.status.as_str().into(),
-                (&q.answer).into(),
-                (&q.answered_at).into(),
-                (&q.updated_at).into(),
+                q.state.status.as_str().into(),
+                (&q.state.answer).into(),
+                (&q.state.answered_at).into(),
+                (&q.state.updated_at).into(),
                 selected.as_str().into(),
-                q.was_custom.into(),
-                (&q.skip_reason).into(),
-                (&q.answered_by).into(),
-                q.channel.map(Channel::as_str).into(),
-                (&q.decline_reason).into(),
+                q.state.was_custom.into(),
+                (&q.state.skip_reason).into(),
+                (&q.state.answered_by).into(),
+                q.state.channel.map(Channel::as_str).into(),
+                (&q.state.decline_reason).into(),
                 approval.as_deref().into(),
             ],
         )?;
@@ -677,7 +680,8 @@ impl<'a> Tx<'a> {
         Ok(open
             .into_iter()
             .filter(|q| {
-                q.approval
+                q.state
+                    .approval
                     .as_ref()
                     .is_some_and(|a| a.approvers.contains(&named))
             })
@@ -1033,7 +1037,7 @@ enum Snapshot {
     /// history was stored compactly.
     Whole(Box<Question>),
     /// Status and answer only.
-    State(State),
+    State(Box<State>),
 }
 
 impl Snapshot {
@@ -1048,12 +1052,12 @@ impl Snapshot {
             serde_json::from_value::<Question>(value).map_or(Snapshot::Absent, |mut q| {
                 // Kept whole from a row another tool wrote: its times as §4 has them.
                 q.created_at = normalize_timestamp(&q.created_at);
-                q.updated_at = normalize_timestamp(&q.updated_at);
-                q.answered_at = q.answered_at.map(|t| normalize_timestamp(&t));
+                q.state.updated_at = normalize_timestamp(&q.state.updated_at);
+                q.state.answered_at = q.state.answered_at.map(|t| normalize_timestamp(&t));
                 Snapshot::Whole(Box::new(q))
             })
         } else {
-            serde_json::from_value(value).map_or(Snapshot::Absent, Snapshot::State)
+            serde_json::from_value(value).map_or(Snapshot::Absent, |s| Snapshot::State(Box::new(s)))
         }
     }
 
@@ -1061,7 +1065,7 @@ impl Snapshot {
         match self {
             Snapshot::Absent => None,
             Snapshot::Whole(q) => Some(*q),
-            Snapshot::State(state) => base.map(|b| b.with_state(state)),
+            Snapshot::State(state) => base.map(|b| b.with_state(*state)),
         }
     }
 }

@@ -741,7 +741,7 @@ mod tests {
         let tx = Tx::new(&db);
         let q = tx.question(1).unwrap().unwrap();
         assert!(!q.required);
-        assert_eq!(q.answer.as_deref(), Some("42"));
+        assert_eq!(q.state.answer.as_deref(), Some("42"));
         assert_eq!(q.created_at, "2026-01-02T03:04:05.000Z");
         assert!(q.options.is_empty());
         // A status nobody knows holds the gate rather than opening it.

@@ -137,7 +137,7 @@ on_every_engine!(insert_and_read_back_every_field, |tx: &Tx| {
     assert_eq!(q.group_name.as_deref(), Some("G"));
     assert_eq!(q.options[0].description.as_deref(), Some("first"));
     assert!(q.options[0].recommended);
-    assert_eq!((q.created_at.as_str(), q.updated_at.as_str()), (T, T));
+    assert_eq!((q.created_at.as_str(), q.state.updated_at.as_str()), (T, T));
     assert_eq!(tx.question(1).unwrap(), Some(q));
     assert_eq!(tx.question(2).unwrap(), None);
 });
@@ -162,8 +162,8 @@ on_every_engine!(a_change_writes_the_row_and_its_event_together, |tx: &Tx| {
         .unwrap()
         .unwrap();
     let after = tx.apply(&change).unwrap().unwrap();
-    assert_eq!(after.status, Status::Answered);
-    assert_eq!(after.selected, vec!["A"]);
+    assert_eq!(after.state.status, Status::Answered);
+    assert_eq!(after.state.selected, vec!["A"]);
     assert_eq!(tx.question(q.id).unwrap(), Some(after.clone()));
     let events = tx.events(&EventFilter::Question(q.id)).unwrap();
     let kinds: Vec<EventKind> = events.iter().map(|e| e.event).collect();
