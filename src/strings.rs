@@ -112,9 +112,17 @@ pub(crate) fn via(channel: &str) -> String {
     format!("via {channel}")
 }
 
-/// A change refused, with the reason the ledger gave.
+/// A change refused, with the reason the ledger gave: said of the question once (a reason
+/// that already names it is not prefixed with it again).
 pub(crate) fn refused(id: i64, why: &str) -> String {
-    format!("Question {id}: {why}")
+    if why.contains(&format!("question {id} ")) {
+        let mut chars = why.chars();
+        chars.next().map_or_else(String::new, |first| {
+            first.to_uppercase().chain(chars).collect()
+        })
+    } else {
+        format!("Question {id}: {why}")
+    }
 }
 
 pub(crate) fn unreadable(message: &str) -> String {
@@ -179,7 +187,23 @@ pub(crate) fn script_words() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::time_left;
+    use super::{refused, time_left};
+
+    #[test]
+    fn a_refusal_names_its_question_once() {
+        assert_eq!(
+            refused(
+                9,
+                "the answer to question 9 is empty: give the answer text, or skip the question"
+            ),
+            "The answer to question 9 is empty: give the answer text, or skip the question"
+        );
+        assert_eq!(
+            refused(1, "the answer to question 19 is empty"),
+            "Question 1: the answer to question 19 is empty"
+        );
+        assert_eq!(refused(4, "it has expired"), "Question 4: it has expired");
+    }
 
     #[test]
     fn time_left_reads_as_a_person_says_it() {
