@@ -107,11 +107,17 @@ fn serve(stream: TcpStream, requests: &Mutex<Vec<(String, Value)>>, reply: &Repl
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let line = head.lines().next().unwrap_or("").to_string();
         let (content_type, text) = if line.starts_with("POST") {
-            requests.lock().unwrap().push((line.clone(), request.clone()));
+            requests
+                .lock()
+                .unwrap()
+                .push((line.clone(), request.clone()));
             reply(&line, &request)
         } else {
             // Model lists and the like: nothing to offer.
-            ("application/json", json!({"models": [], "data": []}).to_string())
+            (
+                "application/json",
+                json!({"models": [], "data": []}).to_string(),
+            )
         };
         let response = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{text}",
@@ -254,7 +260,10 @@ impl Project {
     fn all(&self) -> Vec<Value> {
         let run = self.questions(&["list"]);
         assert_eq!(run.code, 0, "{run:?}");
-        run.json["questions"].as_array().cloned().unwrap_or_default()
+        run.json["questions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The harness, as a person runs it in the project: nothing of this machine's
@@ -394,7 +403,10 @@ fn sqlite_only_codex_exec_asks_through_mcp_with_what_init_wrote() {
     let person = project.answer_when_asked("memcached");
     let started = Instant::now();
     codex_exec(&project, &codex, &home, &["--trust"]);
-    let answered = person.join().unwrap().expect("the question reached the ledger");
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
     let output = codex_tool_output(&model);
     assert!(
         output.contains(r#"\"status\":\"answered\""#) && output.contains("memcached"),
@@ -448,7 +460,10 @@ fn sqlite_only_codex_exec_runs_the_hooks_only_once_reviewed_and_hands_the_answer
     assert_eq!(check.json["project_trusted"], true, "{check:?}");
     let hooks = check.json["hooks"].as_array().unwrap().clone();
     assert_eq!(hooks.len(), 2, "{check:?}");
-    assert!(hooks.iter().all(|h| h["status"] == "untrusted"), "{check:?}");
+    assert!(
+        hooks.iter().all(|h| h["status"] == "untrusted"),
+        "{check:?}"
+    );
 
     // The person reviews and trusts them, as Codex's /hooks records it.
     let mut config = std::fs::read_to_string(home.join("config.toml")).unwrap();
@@ -466,7 +481,10 @@ fn sqlite_only_codex_exec_runs_the_hooks_only_once_reviewed_and_hands_the_answer
 
     let person = project.answer_when_asked("memcached");
     codex_exec(&project, &codex, &home, &[]);
-    person.join().unwrap().expect("the hook logged the question");
+    person
+        .join()
+        .unwrap()
+        .expect("the hook logged the question");
     let output = codex_tool_output(&model);
     assert!(
         output.contains("memcached"),
@@ -532,7 +550,10 @@ fn sqlite_only_gemini_p_asks_through_mcp_with_what_init_wrote() {
             "json",
         ]);
     let stdout = run_to_end(cmd, Duration::from_secs(120));
-    let answered = person.join().unwrap().expect("the question reached the ledger");
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
     assert!(
         answered.duration_since(started) < Duration::from_secs(40),
         "answered while the call waited"

@@ -69,8 +69,7 @@ pub(super) fn check(project: &Path) -> Result<Outcome> {
                 };
                 for (hi, handler) in handlers.iter().enumerate() {
                     let command = handler.get("command").and_then(Item::as_str);
-                    let Some(command) = command.filter(|c| super::is_our_hook(c, "codex"))
-                    else {
+                    let Some(command) = command.filter(|c| super::is_our_hook(c, "codex")) else {
                         continue;
                     };
                     if handler.get("type").and_then(Item::as_str) != Some("command") {
@@ -83,9 +82,7 @@ pub(super) fn check(project: &Path) -> Result<Outcome> {
                         .and_then(|h| h.get("state"))
                         .and_then(|s| s.get(&key));
                     let status = match state {
-                        _ if state
-                            .and_then(|s| s.get("enabled"))
-                            .and_then(Item::as_bool)
+                        _ if state.and_then(|s| s.get("enabled")).and_then(Item::as_bool)
                             == Some(false) =>
                         {
                             "disabled"
@@ -157,10 +154,12 @@ fn codex_home() -> Result<PathBuf> {
 
 fn read_toml(path: &Path) -> Result<Option<DocumentMut>> {
     match std::fs::read_to_string(path) {
-        Ok(text) => text
-            .parse::<DocumentMut>()
-            .map(Some)
-            .map_err(|e| Error::io(format!("{} is not TOML Codex can read: {e}", path.display()))),
+        Ok(text) => text.parse::<DocumentMut>().map(Some).map_err(|e| {
+            Error::io(format!(
+                "{} is not TOML Codex can read: {e}",
+                path.display()
+            ))
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(format!("cannot read {}: {e}", path.display()))),
     }
