@@ -417,6 +417,10 @@ pub enum Harness {
 }
 
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of its own on the command line"
+)]
 pub struct InitArgs {
     /// The client whose config gets the entries
     #[arg(value_enum)]

@@ -289,7 +289,7 @@ impl Project {
         let db = self.db();
         let home = self.home.path().to_path_buf();
         std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_secs(60);
+            let deadline = Instant::now() + Duration::from_mins(1);
             while Instant::now() < deadline {
                 let mut list = bare_command(&root);
                 list.env("QUESTIONS_DB", &db)
@@ -376,7 +376,7 @@ fn codex_exec(project: &Project, codex: &Path, home: &Path, extra: &[&str]) -> S
         .args(["exec", "--json"])
         .args(extra)
         .arg("Set up the project; ask me what you need.");
-    run_to_end(cmd, Duration::from_secs(120))
+    run_to_end(cmd, Duration::from_mins(2))
 }
 
 /// `codex exec` calls the MCP `ask_questions` with what `init codex` wrote (the least grant
@@ -549,7 +549,7 @@ fn sqlite_only_gemini_p_asks_through_mcp_with_what_init_wrote() {
             "--output-format",
             "json",
         ]);
-    let stdout = run_to_end(cmd, Duration::from_secs(120));
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
     let answered = person
         .join()
         .unwrap()
