@@ -1,6 +1,8 @@
-//! End to end with the real Codex CLI and Gemini CLI (the npm packages `@openai/codex` and
-//! `@google/gemini-cli`, which `.ci/run` installs when missing), headless (`codex exec`,
-//! `gemini -p`), each with its model pointed at a scripted server on loopback: for Codex
+//! End to end with the real Codex CLI, Gemini CLI and Claude Code (the npm packages
+//! `@openai/codex`, `@google/gemini-cli` and `@anthropic-ai/claude-code`, which `.ci/run`
+//! installs when missing), headless (`codex exec`, `gemini -p`, `claude -p`), each with
+//! its model pointed at a scripted server on loopback: for Claude Code the Messages API
+//! at `ANTHROPIC_BASE_URL`; for Codex
 //! an OpenAI Responses API (`wire_api = "responses"`, server-sent events) named by a
 //! provider in `CODEX_HOME/config.toml` whose `env_key` holds a dummy key; for Gemini the
 //! Gemini API's `models/*:streamGenerateContent?alt=sse` at `GOOGLE_GEMINI_BASE_URL`.
@@ -191,6 +193,66 @@ fn generate(call: Value) -> Arc<Reply> {
         } else {
             ("application/json", response.to_string())
         }
+    })
+}
+
+/// Claude Code's model: the Messages API, streamed or not. While the conversation holds no
+/// `tool_result` and the tool is offered, it calls `call` (a `tool_use` block); then it
+/// ends the turn.
+fn messages(call: Value) -> Arc<Reply> {
+    Arc::new(move |line, request| {
+        if line.contains("/count_tokens") {
+            return ("application/json", json!({"input_tokens": 10}).to_string());
+        }
+        let answered = request["messages"].as_array().is_some_and(|m| {
+            m.iter().any(|message| {
+                message["content"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+            })
+        });
+        let offered = request["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == call["name"]));
+        let (block, stop) = if offered && !answered {
+            (call.clone(), "tool_use")
+        } else {
+            (json!({"type": "text", "text": "thanks"}), "end_turn")
+        };
+        if request["stream"] != true {
+            let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+                "model": request["model"], "content": [block], "stop_reason": stop,
+                "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+            return ("application/json", message.to_string());
+        }
+        let (start, delta) = if block["type"] == "tool_use" {
+            (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            )
+        } else {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            )
+        };
+        let events = [
+            json!({"type": "message_start", "message": {"id": "msg_e2e", "type": "message",
+                "role": "assistant", "model": request["model"], "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                "usage": {"output_tokens": 1}}),
+            json!({"type": "message_stop"}),
+        ];
+        let text = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        ("text/event-stream", text)
     })
 }
 
@@ -575,6 +637,78 @@ fn sqlite_only_gemini_p_asks_through_mcp_with_what_init_wrote() {
     assert!(
         response.contains(r#"\"status\":\"answered\""#) && response.contains("memcached"),
         "the answer reached the model: {response}\n{stdout}"
+    );
+    let all = project.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["answer"], "memcached");
+}
+
+/// `claude -p` calls the MCP `ask_questions` with what `init claude-code` wrote (the
+/// project's `.mcp.json`, and `permissions.allow` naming `mcp__questions__ask_questions`,
+/// read once the workspace is trusted, the step `init` names: here the trust the dialog
+/// records in `~/.claude.json`); the call waits, `questions answer` from another process
+/// answers, and the answer reaches the model's next request. (`ENABLE_TOOL_SEARCH=false`
+/// lists MCP tools to the scripted model at once, instead of behind `ToolSearch`.)
+#[test]
+fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
+    crate::sqlite_only!();
+    let Some(claude) = installed("claude", "@anthropic-ai/claude-code@2.1.330") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["claude-code"]);
+    let call = json!({"type": "tool_use", "id": "toolu_e2e", "name": "mcp__questions__ask_questions",
+        "input": {"stage": "build", "wait_seconds": 40,
+                  "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(messages(call));
+    std::fs::write(
+        project.home.path().join(".claude.json"),
+        json!({"projects": {project.root().display().to_string():
+            {"hasTrustDialogAccepted": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let person = project.answer_when_asked("memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&claude);
+    cmd.env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let result = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["messages"].as_array()?.iter().find_map(|m| {
+                m["content"].as_array()?.iter().find_map(|b| {
+                    (b["type"] == "tool_result" && b["tool_use_id"] == "toolu_e2e")
+                        .then(|| b["content"].to_string())
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        result.contains(r#"\"status\":\"answered\""#) && result.contains("memcached"),
+        "the answer reached the model: {result}\n{stdout}"
     );
     let all = project.all();
     assert_eq!(all.len(), 1, "{all:?}");
