@@ -417,6 +417,10 @@ pub enum Harness {
 }
 
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of its own on the command line"
+)]
 pub struct InitArgs {
     /// The client whose config gets the entries
     #[arg(value_enum)]
@@ -433,6 +437,10 @@ pub struct InitArgs {
     /// Carried into the hooks: how long each waits for answers from any channel
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub wait: Option<u64>,
+    /// Write nothing; say whether the harness will run what init wrote (Codex: is the
+    /// project trusted, is each hook reviewed), from the files the harness reads
+    #[arg(long, conflicts_with_all = ["dry_run", "remove", "user"])]
+    pub check: bool,
 }
 
 /// The agent clients `init` writes configs for.

@@ -702,6 +702,43 @@ fn codex_questions_are_logged_then_answered_by_a_deny_that_carries_the_answers()
     );
 }
 
+const CODEX_CAPTURED: &str = "hooks/codex-0.169.0-captured";
+
+/// The `PreToolUse` event the real Codex 0.169.0 sent (`codex exec`, the hook reviewed and
+/// trusted, `request_user_input` as the model called it: no `isOther`, no `isSecret`):
+/// logged, and answered with the deny whose reason Codex handed the model
+/// (`model_input_after_deny.json`: "Tool call blocked by PreToolUse hook: …").
+#[test]
+fn codex_captured_pre_tool_use_is_logged_and_answered_as_codex_hands_it_on() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX_CAPTURED}/pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    let all = l.all();
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!(all[0]["question"], "Which database should we use?");
+    assert_eq!(all[0]["options"][0]["label"], "SQLite");
+    assert_eq!(all[0]["options"][0]["recommended"], true);
+    assert!(all.iter().all(|q| q["allow_freeform"] == true), "{all:?}");
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    l.ok(["answer", "--id", "2", "--answer", "shop-ledger"]);
+    let run = harness(&l, "codex", &pre);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value = serde_json::from_str(&fixture(&format!(
+        "{CODEX_CAPTURED}/pre_tool_use.reply.json"
+    )))
+    .unwrap();
+    assert_eq!(reply, golden);
+    let handed: Value = serde_json::from_str(&fixture(&format!(
+        "{CODEX_CAPTURED}/model_input_after_deny.json"
+    )))
+    .unwrap();
+    let output = handed[1]["output"].as_str().unwrap();
+    let reason = reply["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(output.contains(reason), "{output}");
+}
+
 #[test]
 fn codex_answers_from_its_own_prompt_are_recorded() {
     let l = Ledger::new();

@@ -920,7 +920,11 @@ fn hooks_cover_their_wait_in_each_harness_s_unit_and_the_least_grant_is_written(
     let place = Place::new();
     let report = place.ok(&["gemini", "--wait", "90"]);
     assert!(
-        report["next"][0].as_str().unwrap().contains("policy"),
+        report["next"][0]
+            .as_str()
+            .unwrap()
+            .contains("trust the folder")
+            && report["next"][1].as_str().unwrap().contains("policy"),
         "{report}"
     );
     let gemini = read_json(&place.p(".gemini/settings.json"));

@@ -19,6 +19,8 @@ mod events;
 mod examples;
 mod expiry;
 mod follow;
+#[cfg(feature = "mcp")]
+mod harnesses;
 mod history;
 mod holes;
 mod hook;

@@ -17,6 +17,7 @@
 //! any path to `questions`. Anything else is the user's, however much it looks like ours.
 
 mod clients;
+mod codex_trust;
 mod files;
 mod json;
 mod uwf;
@@ -123,6 +124,16 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
             "--wait is carried into the hooks, and init {} writes none: leave it out",
             args.client.name()
         )));
+    }
+    if args.check {
+        if args.client != Client::Codex {
+            return Err(Error::usage(format!(
+                "init --check tells whether Codex will run its hooks; {} runs a project's \
+                 hooks without a review",
+                args.client.name()
+            )));
+        }
+        return codex_trust::check(&project_root()?);
     }
     let native = native_binary()?;
     let base = if args.user { home()? } else { project_root()? };
@@ -468,9 +479,11 @@ impl Client {
         match self {
             Client::Codex => vec![
                 "trust the project in Codex (it reads a project's .codex/config.toml only \
-                 once the project is trusted)",
+                 once the project is trusted): answer its prompt, or run `codex exec --trust` \
+                 once in the project",
                 "review and trust each hook in Codex's TUI (/hooks): `codex exec` skips \
-                 untrusted hooks without a word",
+                 untrusted hooks without a word; `questions init codex --check` says whether \
+                 they will run",
             ],
             Client::ClaudeCode => vec![
                 "trust the workspace in Claude Code: it reads a project's permissions \
@@ -478,9 +491,13 @@ impl Client {
                  --allowedTools mcp__questions__ask_questions` grants it too",
             ],
             Client::Gemini => vec![
+                "trust the folder in Gemini CLI (it runs no project settings, hooks or MCP \
+                 server in an untrusted folder; headless, it refuses to start)",
                 "headless `gemini -p` offers no ask_user and lists MCP tools to the model \
                  only when allowed: add a policy rule allowing the questions server's \
-                 ask_questions at user scope (a project cannot)",
+                 ask_questions at user scope (a project cannot), e.g. \
+                 ~/.gemini/policies/questions.toml: [[rule]] mcpName = \"questions\" \
+                 toolName = \"ask_questions\" decision = \"allow\" priority = 100",
             ],
             Client::Vscode | Client::Cursor | Client::Uwf => Vec::new(),
         }

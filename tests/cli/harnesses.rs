@@ -1,0 +1,716 @@
+//! End to end with the real Codex CLI, Gemini CLI and Claude Code (the npm packages
+//! `@openai/codex`, `@google/gemini-cli` and `@anthropic-ai/claude-code`, which `.ci/run`
+//! installs when missing), headless (`codex exec`, `gemini -p`, `claude -p`), each with
+//! its model pointed at a scripted server on loopback: for Claude Code the Messages API
+//! at `ANTHROPIC_BASE_URL`; for Codex
+//! an OpenAI Responses API (`wire_api = "responses"`, server-sent events) named by a
+//! provider in `CODEX_HOME/config.toml` whose `env_key` holds a dummy key; for Gemini the
+//! Gemini API's `models/*:streamGenerateContent?alt=sse` at `GOOGLE_GEMINI_BASE_URL`.
+//! The model calls one tool, then ends its turn once the conversation holds the tool's
+//! result, which the test reads from that next request. The configs are the ones
+//! `questions init codex|gemini` writes, plus the steps `init` names for the person
+//! (trusting the project or folder, reviewing Codex's hooks, a user-scope policy for
+//! Gemini), done here as the person would. The person answers with `questions answer` from
+//! another process, on the ledger the gate reads (`QUESTIONS_DB`). No key, no network.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{bare_command, finish, skip, Run, BIN};
+
+/// One harness at a time: two cores are shared with the rest of the suite.
+static ONE_HARNESS: Mutex<()> = Mutex::new(());
+
+const CACHE: &str = "Which cache should we use?";
+
+/// The harness `program` from PATH (or `QUESTIONS_TEST_<PROGRAM>`), or None: the test is
+/// then skipped, and says so (under CI it is required).
+fn installed(program: &str, package: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(format!("QUESTIONS_TEST_{}", program.to_uppercase())) {
+        return Some(path.into());
+    }
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        skip(&format!(
+            "{program} is not installed: npm install -g {package} (.ci/run does)"
+        ));
+    }
+    found
+}
+
+/// The model's reply to one request: its request line and body in, a content type and
+/// body out.
+type Reply = dyn Fn(&str, &Value) -> (&'static str, String) + Send + Sync;
+
+/// The scripted model on loopback; it keeps every request it was sent.
+struct Model {
+    url: String,
+    requests: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+impl Model {
+    fn start(reply: Arc<Reply>) -> Model {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let seen = seen.clone();
+                let reply = reply.clone();
+                std::thread::spawn(move || serve(stream, &seen, &*reply));
+            }
+        });
+        Model { url, requests }
+    }
+
+    fn requests(&self) -> Vec<(String, Value)> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// Requests on one connection, kept alive, until the client closes it.
+fn serve(stream: TcpStream, requests: &Mutex<Vec<(String, Value)>>, reply: &Reply) {
+    let _ = stream.set_read_timeout(Some(Duration::from_mins(2)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut head = String::new();
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let line = head.lines().next().unwrap_or("").to_string();
+        let (content_type, text) = if line.starts_with("POST") {
+            requests
+                .lock()
+                .unwrap()
+                .push((line.clone(), request.clone()));
+            reply(&line, &request)
+        } else {
+            // Model lists and the like: nothing to offer.
+            (
+                "application/json",
+                json!({"models": [], "data": []}).to_string(),
+            )
+        };
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        if writer.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Codex's model: the OpenAI Responses API, streamed. Until the input holds a
+/// `function_call_output` it answers with `call` (a `function_call` item); then with a
+/// message, ending the turn.
+fn responses(call: Value) -> Arc<Reply> {
+    Arc::new(move |line, request| {
+        if !line.contains("/responses") {
+            return ("application/json", "{}".to_string());
+        }
+        let answered = request["input"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"));
+        let item = if answered {
+            json!({"type": "message", "role": "assistant", "id": "msg_e2e",
+                   "content": [{"type": "output_text", "text": "thanks"}]})
+        } else {
+            call.clone()
+        };
+        let events = [
+            json!({"type": "response.created", "response": {"id": "resp_e2e"}}),
+            json!({"type": "response.output_item.done", "item": item}),
+            json!({"type": "response.completed", "response": {"id": "resp_e2e", "usage": {
+                "input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}}),
+        ];
+        let text = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        ("text/event-stream", text)
+    })
+}
+
+/// Gemini CLI's model: `streamGenerateContent` (server-sent events) and `countTokens`.
+/// While the conversation holds no `functionResponse` and tools are offered, it calls
+/// `call`; then it says a last word.
+fn generate(call: Value) -> Arc<Reply> {
+    Arc::new(move |line, request| {
+        if line.contains(":countTokens") {
+            return ("application/json", json!({"totalTokens": 10}).to_string());
+        }
+        let answered = request["contents"].as_array().is_some_and(|contents| {
+            contents.iter().any(|c| {
+                c["parts"]
+                    .as_array()
+                    .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+            })
+        });
+        let offered = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+        let part = if offered && !answered {
+            json!({"functionCall": call})
+        } else {
+            json!({"text": "thanks"})
+        };
+        let response = json!({
+            "candidates": [{"content": {"role": "model", "parts": [part]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1,
+                              "totalTokenCount": 2}});
+        if line.contains("alt=sse") {
+            ("text/event-stream", format!("data: {response}\r\n\r\n"))
+        } else {
+            ("application/json", response.to_string())
+        }
+    })
+}
+
+/// Claude Code's model: the Messages API, streamed or not. While the conversation holds no
+/// `tool_result` and the tool is offered, it calls `call` (a `tool_use` block); then it
+/// ends the turn.
+fn messages(call: Value) -> Arc<Reply> {
+    Arc::new(move |line, request| {
+        if line.contains("/count_tokens") {
+            return ("application/json", json!({"input_tokens": 10}).to_string());
+        }
+        let answered = request["messages"].as_array().is_some_and(|m| {
+            m.iter().any(|message| {
+                message["content"]
+                    .as_array()
+                    .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+            })
+        });
+        let offered = request["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().any(|t| t["name"] == call["name"]));
+        let (block, stop) = if offered && !answered {
+            (call.clone(), "tool_use")
+        } else {
+            (json!({"type": "text", "text": "thanks"}), "end_turn")
+        };
+        if request["stream"] != true {
+            let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+                "model": request["model"], "content": [block], "stop_reason": stop,
+                "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+            return ("application/json", message.to_string());
+        }
+        let (start, delta) = if block["type"] == "tool_use" {
+            (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            )
+        } else {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            )
+        };
+        let events = [
+            json!({"type": "message_start", "message": {"id": "msg_e2e", "type": "message",
+                "role": "assistant", "model": request["model"], "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                "usage": {"output_tokens": 1}}),
+            json!({"type": "message_stop"}),
+        ];
+        let text = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        ("text/event-stream", text)
+    })
+}
+
+/// A git project whose harness config `questions init` wrote, a home of its own, and a
+/// ledger elsewhere, named by `QUESTIONS_DB` for the harness, its hooks and servers, and
+/// the person.
+struct Project {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    ledger: tempfile::TempDir,
+    /// PATH's `questions` here, as `init` names it in a project's files: the binary under
+    /// test.
+    bin: tempfile::TempDir,
+}
+
+impl Project {
+    fn new(init: &[&str]) -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            ledger: tempfile::tempdir().unwrap(),
+            bin: tempfile::tempdir().unwrap(),
+        };
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(project.root())
+            .status()
+            .expect("git runs");
+        assert!(git.success());
+        std::os::unix::fs::symlink(BIN, project.bin.path().join("questions")).unwrap();
+        let mut args = vec!["init"];
+        args.extend(init);
+        let run = project.questions(&args);
+        assert_eq!(run.code, 0, "{run:?}");
+        project
+    }
+
+    /// The project's folder as the harnesses spell it (symbolic links resolved).
+    fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    fn db(&self) -> PathBuf {
+        self.ledger.path().join("ledger.db")
+    }
+
+    /// `questions` in the project, on the ledger `QUESTIONS_DB` names.
+    fn questions(&self, args: &[&str]) -> Run {
+        let mut cmd = bare_command(&self.root());
+        cmd.env("HOME", self.home.path())
+            .env("PATH", self.path())
+            .env("CODEX_HOME", self.home.path().join(".codex"))
+            .env("QUESTIONS_DB", self.db())
+            .args(args);
+        finish(cmd)
+    }
+
+    /// This machine's PATH with the binary under test first.
+    fn path(&self) -> std::ffi::OsString {
+        let mut dirs = vec![self.bin.path().to_path_buf()];
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(dirs).unwrap()
+    }
+
+    fn all(&self) -> Vec<Value> {
+        let run = self.questions(&["list"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        run.json["questions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The harness, as a person runs it in the project: nothing of this machine's
+    /// environment but PATH.
+    fn harness(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.root())
+            .env_clear()
+            .env("PATH", self.path())
+            .env("HOME", self.home.path())
+            .env("QUESTIONS_DB", self.db())
+            .env("QUESTIONS_USER", "dana")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// The person, in another process: once a question is pending, `questions answer`
+    /// gives it `answer`. Returns when it answered.
+    fn answer_when_asked(&self, answer: &'static str) -> std::thread::JoinHandle<Option<Instant>> {
+        let root = self.root();
+        let db = self.db();
+        let home = self.home.path().to_path_buf();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_mins(1);
+            while Instant::now() < deadline {
+                let mut list = bare_command(&root);
+                list.env("QUESTIONS_DB", &db)
+                    .env("HOME", &home)
+                    .args(["list", "--status", "pending"]);
+                let listed = finish(list);
+                if let Some(id) = listed.json["questions"][0]["id"].as_i64() {
+                    let mut cmd = bare_command(&root);
+                    cmd.env("QUESTIONS_DB", &db)
+                        .env("HOME", &home)
+                        .env("QUESTIONS_USER", "dana")
+                        .args(["answer", "--id", &id.to_string(), "--answer", answer]);
+                    let run = finish(cmd);
+                    assert_eq!(run.code, 0, "{run:?}");
+                    return Some(Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            None
+        })
+    }
+}
+
+/// Runs `cmd` to its end (killed after `limit`), and returns its stdout; fails the test on
+/// a failed exit, with what it printed.
+fn run_to_end(mut cmd: Command, limit: Duration) -> String {
+    let mut child = cmd.spawn().expect("the harness starts");
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if done_rx.recv_timeout(limit).is_err() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    });
+    let mut stdout = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut stdout);
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    let status = child.wait().unwrap();
+    let _ = done_tx.send(());
+    assert!(
+        status.success(),
+        "the harness failed: {status:?}\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// What Codex sent the model as the tool's output (the last request's
+/// `function_call_output`).
+fn codex_tool_output(model: &Model) -> String {
+    model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["input"].as_array()?.iter().find_map(|item| {
+                (item["type"] == "function_call_output").then(|| item["output"].to_string())
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Codex, with its model provider in `CODEX_HOME/config.toml`.
+fn codex_home(project: &Project, model: &Model) -> PathBuf {
+    let home = project.home.path().join(".codex");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"scripted\"\nmodel_provider = \"scripted\"\n\n\
+             [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}/v1\"\n\
+             wire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
+            model.url
+        ),
+    )
+    .unwrap();
+    home
+}
+
+fn codex_exec(project: &Project, codex: &Path, home: &Path, extra: &[&str]) -> String {
+    let mut cmd = project.harness(codex);
+    cmd.env("CODEX_HOME", home)
+        .env("SCRIPTED_API_KEY", "not-a-key")
+        .args(["exec", "--json"])
+        .args(extra)
+        .arg("Set up the project; ask me what you need.");
+    run_to_end(cmd, Duration::from_mins(2))
+}
+
+/// `codex exec` calls the MCP `ask_questions` with what `init codex` wrote (the least grant
+/// `approval_mode = "approve"`, `env_vars = ["QUESTIONS_DB"]`) and the project trusted
+/// (`codex exec --trust`, the step `init` names); the call waits, `questions answer` from
+/// another process answers, and the answer reaches the model's next request, from the
+/// ledger the person and the gate use (none in the project).
+#[test]
+fn sqlite_only_codex_exec_asks_through_mcp_with_what_init_wrote() {
+    crate::sqlite_only!();
+    let Some(codex) = installed("codex", "@openai/codex@0.169.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["codex"]);
+    let call = json!({"type": "function_call", "id": "fc_e2e", "call_id": "call_e2e",
+        "namespace": "mcp__questions", "name": "ask_questions",
+        "arguments": json!({"stage": "build", "wait_seconds": 40, "questions": [
+            {"question": CACHE, "options": ["Redis", "memcached"]}]}).to_string()});
+    let model = Model::start(responses(call));
+    let home = codex_home(&project, &model);
+    let person = project.answer_when_asked("memcached");
+    let started = Instant::now();
+    codex_exec(&project, &codex, &home, &["--trust"]);
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
+    let output = codex_tool_output(&model);
+    assert!(
+        output.contains(r#"\"status\":\"answered\""#) && output.contains("memcached"),
+        "the answer reached the model: {output}"
+    );
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let all = project.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["question"], CACHE);
+    assert_eq!(all[0]["answer"], "memcached");
+    assert!(
+        !project.root().join(".questions").exists(),
+        "the server wrote no other ledger in the project"
+    );
+}
+
+/// Codex runs the hooks `init codex --wait` wrote once the project is trusted and each
+/// hook reviewed: before the review, `init codex --check` says they will not run and
+/// `codex exec` runs none (the question never reaches the ledger); after the person
+/// trusts them (the state Codex's `/hooks` review writes into `CODEX_HOME/config.toml`,
+/// with the hashes `--check` reports), its `PreToolUse` hook logs `request_user_input`'s
+/// question, waits, and hands the model the answer given from another process. (Default
+/// mode: Codex then reports the tool itself unavailable, but the hook's answer is what
+/// the model reads.)
+#[test]
+fn sqlite_only_codex_exec_runs_the_hooks_only_once_reviewed_and_hands_the_answer() {
+    crate::sqlite_only!();
+    let Some(codex) = installed("codex", "@openai/codex@0.169.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["codex", "--wait", "30"]);
+    let call = json!({"type": "function_call", "id": "fc_e2e", "call_id": "call_e2e",
+        "name": "request_user_input",
+        "arguments": json!({"questions": [{"id": "cache", "header": "Cache", "question": CACHE,
+            "options": [{"label": "Redis", "description": "A server"},
+                        {"label": "memcached", "description": "Simple"}]}]}).to_string()});
+    let model = Model::start(responses(call));
+    let home = codex_home(&project, &model);
+
+    // Trusted project, hooks never reviewed: nothing runs, and --check says why.
+    codex_exec(&project, &codex, &home, &["--trust"]);
+    assert!(project.all().is_empty(), "an unreviewed hook ran");
+    let check = project.questions(&["init", "codex", "--check"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert_eq!(check.json["project_trusted"], true, "{check:?}");
+    let hooks = check.json["hooks"].as_array().unwrap().clone();
+    assert_eq!(hooks.len(), 2, "{check:?}");
+    assert!(
+        hooks.iter().all(|h| h["status"] == "untrusted"),
+        "{check:?}"
+    );
+
+    // The person reviews and trusts them, as Codex's /hooks records it.
+    let mut config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    for hook in &hooks {
+        config.push_str(&format!(
+            "\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n",
+            hook["key"].as_str().unwrap(),
+            hook["hash"].as_str().unwrap()
+        ));
+    }
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    let check = project.questions(&["init", "codex", "--check"]);
+    assert_eq!(check.code, 0, "{check:?}");
+    assert_eq!(check.json["hooks_will_run"], true, "{check:?}");
+
+    let person = project.answer_when_asked("memcached");
+    codex_exec(&project, &codex, &home, &[]);
+    person
+        .join()
+        .unwrap()
+        .expect("the hook logged the question");
+    let output = codex_tool_output(&model);
+    assert!(
+        output.contains("memcached"),
+        "the hook's answer reached the model: {output}"
+    );
+    let all = project.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["stage"], "codex");
+    assert_eq!(all[0]["header"], "Cache");
+    assert_eq!(all[0]["answer"], "memcached");
+}
+
+/// `gemini -p` calls the MCP `ask_questions` with what `init gemini` wrote, the folder
+/// trusted and the user-scope policy rule `init` names (headless Gemini CLI lists an MCP
+/// tool to the model only when a policy allows it); the call waits, `questions answer`
+/// from another process answers, and the answer reaches the model's next request.
+#[test]
+fn sqlite_only_gemini_p_asks_through_mcp_with_what_init_wrote() {
+    crate::sqlite_only!();
+    let Some(gemini) = installed("gemini", "@google/gemini-cli@0.61.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["gemini"]);
+    let call = json!({"name": "mcp_questions_ask_questions", "args": {
+        "stage": "build", "wait_seconds": 40,
+        "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(generate(call));
+    // What the person does once: an API key chosen as the way in, the folder trusted, and
+    // the policy rule.
+    let dot = project.home.path().join(".gemini");
+    std::fs::create_dir_all(dot.join("policies")).unwrap();
+    std::fs::write(
+        dot.join("settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("trustedFolders.json"),
+        json!({project.root().display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("policies/questions.toml"),
+        "[[rule]]\nmcpName = \"questions\"\ntoolName = \"ask_questions\"\n\
+         decision = \"allow\"\npriority = 100\n",
+    )
+    .unwrap();
+    let person = project.answer_when_asked("memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&gemini);
+    cmd.env("GOOGLE_GEMINI_BASE_URL", &model.url)
+        .env("GEMINI_API_KEY", "not-a-key")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "-m",
+            "gemini-2.5-flash",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let response = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["contents"].as_array()?.iter().find_map(|c| {
+                c["parts"].as_array()?.iter().find_map(|p| {
+                    p.get("functionResponse")
+                        .filter(|r| r["name"] == "mcp_questions_ask_questions")
+                        .map(Value::to_string)
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        response.contains(r#"\"status\":\"answered\""#) && response.contains("memcached"),
+        "the answer reached the model: {response}\n{stdout}"
+    );
+    let all = project.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["answer"], "memcached");
+}
+
+/// `claude -p` calls the MCP `ask_questions` with what `init claude-code` wrote (the
+/// project's `.mcp.json`, and `permissions.allow` naming `mcp__questions__ask_questions`,
+/// read once the workspace is trusted, the step `init` names: here the trust the dialog
+/// records in `~/.claude.json`); the call waits, `questions answer` from another process
+/// answers, and the answer reaches the model's next request. (`ENABLE_TOOL_SEARCH=false`
+/// lists MCP tools to the scripted model at once, instead of behind `ToolSearch`.)
+#[test]
+fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
+    crate::sqlite_only!();
+    let Some(claude) = installed("claude", "@anthropic-ai/claude-code@2.1.330") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["claude-code"]);
+    let call = json!({"type": "tool_use", "id": "toolu_e2e", "name": "mcp__questions__ask_questions",
+        "input": {"stage": "build", "wait_seconds": 40,
+                  "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(messages(call));
+    std::fs::write(
+        project.home.path().join(".claude.json"),
+        json!({"projects": {project.root().display().to_string():
+            {"hasTrustDialogAccepted": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let person = project.answer_when_asked("memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&claude);
+    cmd.env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the ledger");
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let result = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["messages"].as_array()?.iter().find_map(|m| {
+                m["content"].as_array()?.iter().find_map(|b| {
+                    (b["type"] == "tool_result" && b["tool_use_id"] == "toolu_e2e")
+                        .then(|| b["content"].to_string())
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        result.contains(r#"\"status\":\"answered\""#) && result.contains("memcached"),
+        "the answer reached the model: {result}\n{stdout}"
+    );
+    let all = project.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["answer"], "memcached");
+}
