@@ -739,6 +739,23 @@ fn codex_captured_pre_tool_use_is_logged_and_answered_as_codex_hands_it_on() {
     assert!(output.contains(reason), "{output}");
 }
 
+/// Codex 0.169.0's TUI in Plan mode (under tmux): the card's "None of the above" with a
+/// note, as its `PostToolUse` sent it, is recorded verbatim, channel `codex`.
+#[test]
+fn codex_captured_plan_mode_note_is_recorded_verbatim() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX_CAPTURED}/plan_pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    let post = fixture(&format!("{CODEX_CAPTURED}/plan_post_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &post));
+    let all = l.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["status"], "answered", "{all:?}");
+    assert_eq!(all[0]["answer"], "Use Valkey, it is what ops runs");
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[0]["channel"], "codex");
+}
+
 const GEMINI_CAPTURED: &str = "hooks/gemini-0.61.0-captured";
 
 /// The events the real Gemini CLI 0.61.0 sent in its TUI (under tmux): `BeforeTool` on
