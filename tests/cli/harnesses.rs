@@ -715,10 +715,32 @@ fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
     assert_eq!(all[0]["answer"], "memcached");
 }
 
+/// Codex's TUI leaves an app-server daemon and its updater running from `CODEX_HOME`
+/// (`app-server-daemon/daemon.pid`, `daemon-updater.pid`); they are ended with the test.
+struct CodexDaemons(PathBuf);
+
+impl Drop for CodexDaemons {
+    fn drop(&mut self) {
+        for file in ["daemon.pid", "daemon-updater.pid"] {
+            let path = self.0.join("app-server-daemon").join(file);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let pid = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["pid"].as_u64());
+            if let Some(pid) = pid {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        }
+    }
+}
+
 /// A harness's TUI in a tmux session of its own (a server on a socket of its own), as a
 /// person at a terminal drives it; ended, with its server, when dropped.
 struct Tui {
-    socket: String,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Tui {
@@ -726,23 +748,15 @@ impl Tui {
     /// tmux.
     fn start(cwd: &Path, command: &str) -> Option<Tui> {
         installed("tmux", "tmux (a Debian package)")?;
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = tempfile::tempdir().unwrap();
         let tui = Tui {
-            socket: format!("questions-test-{}-{n}", std::process::id()),
+            socket: dir.path().join("tmux"),
+            _dir: dir,
         };
         let status = Command::new("tmux")
-            .args([
-                "-L",
-                &tui.socket,
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "45",
-                "-c",
-            ])
+            .arg("-S")
+            .arg(&tui.socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "45", "-c"])
             .arg(cwd)
             .arg(command)
             .status()
@@ -753,7 +767,9 @@ impl Tui {
 
     fn screen(&self) -> String {
         let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p"])
             .output()
             .expect("tmux runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -792,7 +808,9 @@ impl Tui {
     fn keys(&self, keys: &[&str]) {
         for key in keys {
             let status = Command::new("tmux")
-                .args(["-L", &self.socket, "send-keys", key])
+                .arg("-S")
+                .arg(&self.socket)
+                .args(["send-keys", key])
                 .status()
                 .expect("tmux runs");
             assert!(status.success());
@@ -803,7 +821,9 @@ impl Tui {
     /// Text typed as is.
     fn type_text(&self, text: &str) {
         let status = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-l", text])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys", "-l", text])
             .status()
             .expect("tmux runs");
         assert!(status.success());
@@ -814,7 +834,9 @@ impl Tui {
 impl Drop for Tui {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
             .status();
     }
 }
@@ -887,6 +909,7 @@ fn sqlite_only_codex_tui_plan_mode_card_note_is_recorded_verbatim() {
     let Some(tui) = Tui::start(&project.root(), &shell_line(&env, &codex, &[])) else {
         return;
     };
+    let _daemons = CodexDaemons(home.clone());
     tui.wait_for("Ask Codex to do anything");
     // Shift+Tab cycles to Plan mode once the composer takes keys.
     tui.until("Plan mode", &["BTab"]);
