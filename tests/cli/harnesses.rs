@@ -833,6 +833,21 @@ impl Tui {
 
 impl Drop for Tui {
     fn drop(&mut self) {
+        // The pane's process leads its own process group: the harness and whatever it
+        // started (Gemini CLI relaunches itself as a child) end with it.
+        let pane = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["display-message", "-p", "#{pane_pid}"])
+            .output();
+        if let Ok(pane) = pane {
+            let pid = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+            if !pid.is_empty() {
+                let _ = Command::new("kill")
+                    .args(["-TERM", "--", &format!("-{pid}")])
+                    .status();
+            }
+        }
         let _ = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
