@@ -714,3 +714,290 @@ fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(all[0]["answer"], "memcached");
 }
+
+/// Codex's TUI leaves an app-server daemon and its updater running from `CODEX_HOME`
+/// (`app-server-daemon/daemon.pid`, `daemon-updater.pid`); they are ended with the test.
+struct CodexDaemons(PathBuf);
+
+impl Drop for CodexDaemons {
+    fn drop(&mut self) {
+        for file in ["daemon.pid", "daemon-updater.pid"] {
+            let path = self.0.join("app-server-daemon").join(file);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let pid = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["pid"].as_u64());
+            if let Some(pid) = pid {
+                let _ = Command::new("kill").arg(pid.to_string()).status();
+            }
+        }
+    }
+}
+
+/// A harness's TUI in a tmux session of its own (a server on a socket of its own), as a
+/// person at a terminal drives it; ended, with its server, when dropped.
+struct Tui {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tui {
+    /// Starts `command` (one shell line) in `cwd`; None, and the test skipped, without
+    /// tmux.
+    fn start(cwd: &Path, command: &str) -> Option<Tui> {
+        installed("tmux", "tmux (a Debian package)")?;
+        let dir = tempfile::tempdir().unwrap();
+        let tui = Tui {
+            socket: dir.path().join("tmux"),
+            _dir: dir,
+        };
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&tui.socket)
+            .args(["new-session", "-d", "-x", "160", "-y", "45", "-c"])
+            .arg(cwd)
+            .arg(command)
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        Some(tui)
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p"])
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen shows `text`; fails the test, with the screen, if it never
+    /// does.
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while Instant::now() < deadline {
+            if self.screen().contains(text) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("the screen never showed {text:?}:\n{}", self.screen());
+    }
+
+    /// Sends `keys` until the screen shows `text` (a screen that takes keys only once it
+    /// has settled); fails the test if it never does.
+    fn until(&self, text: &str, keys: &[&str]) {
+        for _ in 0..10 {
+            self.keys(keys);
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                if self.screen().contains(text) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+        panic!("the screen never showed {text:?}:\n{}", self.screen());
+    }
+
+    /// Keys by tmux's names (`Enter`, `Down`, `Tab`, `BTab`), one at a time.
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            let status = Command::new("tmux")
+                .arg("-S")
+                .arg(&self.socket)
+                .args(["send-keys", key])
+                .status()
+                .expect("tmux runs");
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Text typed as is.
+    fn type_text(&self, text: &str) {
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys", "-l", text])
+            .status()
+            .expect("tmux runs");
+        assert!(status.success());
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        // The pane's process leads its own process group: the harness and whatever it
+        // started (Gemini CLI relaunches itself as a child) end with it.
+        let pane = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["display-message", "-p", "#{pane_pid}"])
+            .output();
+        if let Ok(pane) = pane {
+            let pid = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+            if !pid.is_empty() {
+                let _ = Command::new("kill")
+                    .args(["-TERM", "--", &format!("-{pid}")])
+                    .status();
+            }
+        }
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+/// `env -i NAME=VALUE … program args`, one shell line, each word quoted.
+fn shell_line(env: &[(&str, String)], program: &Path, args: &[&str]) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut words = vec!["exec".to_string(), "env".to_string(), "-i".to_string()];
+    words.extend(env.iter().map(|(k, v)| quote(&format!("{k}={v}"))));
+    words.push(quote(&program.display().to_string()));
+    words.extend(args.iter().map(|a| quote(a)));
+    words.join(" ")
+}
+
+/// Until the ledger holds an answered question (or a minute passed): its questions.
+fn answered(project: &Project) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        let all = project.all();
+        if all.iter().any(|q| q["status"] == "answered") || Instant::now() > deadline {
+            return all;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Codex's TUI in Plan mode, where `request_user_input` shows its card: with the project
+/// trusted and the hooks reviewed, the question is logged by the `PreToolUse` hook, and
+/// the person's own words on the card ("None of the above" and a note) are recorded
+/// verbatim by the `PostToolUse` hook.
+#[test]
+fn sqlite_only_codex_tui_plan_mode_card_note_is_recorded_verbatim() {
+    crate::sqlite_only!();
+    let Some(codex) = installed("codex", "@openai/codex@0.169.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["codex"]);
+    let call = json!({"type": "function_call", "id": "fc_e2e", "call_id": "call_e2e",
+        "name": "request_user_input",
+        "arguments": json!({"questions": [{"id": "cache", "header": "Cache", "question": CACHE,
+            "options": [{"label": "Redis (Recommended)", "description": "A server"},
+                        {"label": "memcached", "description": "Simple"}]}]}).to_string()});
+    let model = Model::start(responses(call));
+    let home = codex_home(&project, &model);
+    let check = project.questions(&["init", "codex", "--check"]);
+    let mut config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    config.push_str(&format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        project.root().display()
+    ));
+    for hook in check.json["hooks"].as_array().unwrap() {
+        config.push_str(&format!(
+            "\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n",
+            hook["key"].as_str().unwrap(),
+            hook["hash"].as_str().unwrap()
+        ));
+    }
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    let env = [
+        ("PATH", project.path().to_string_lossy().into_owned()),
+        ("HOME", project.home.path().display().to_string()),
+        ("CODEX_HOME", home.display().to_string()),
+        ("TERM", "xterm-256color".to_string()),
+        ("SCRIPTED_API_KEY", "not-a-key".to_string()),
+        ("QUESTIONS_DB", project.db().display().to_string()),
+    ];
+    let Some(tui) = Tui::start(&project.root(), &shell_line(&env, &codex, &[])) else {
+        return;
+    };
+    let _daemons = CodexDaemons(home.clone());
+    tui.wait_for("Ask Codex to do anything");
+    // Shift+Tab cycles to Plan mode once the composer takes keys.
+    tui.until("Plan mode", &["BTab"]);
+    tui.type_text("Set up the project; ask me what you need.");
+    tui.keys(&["Enter"]);
+    tui.wait_for("None of the above");
+    assert_eq!(project.all().len(), 1, "logged before the card showed");
+    tui.keys(&["Down", "Down", "Tab"]);
+    tui.type_text("Use Valkey, it is what ops runs");
+    tui.keys(&["Enter"]);
+    let all = answered(&project);
+    assert_eq!(all.len(), 1, "{all:?}\n{}", tui.screen());
+    assert_eq!(
+        all[0]["answer"], "Use Valkey, it is what ops runs",
+        "{all:?}"
+    );
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[0]["channel"], "codex");
+}
+
+/// Gemini CLI's TUI, where `ask_user` shows its card: the `BeforeTool` hook `init gemini`
+/// wrote logs the question, and the person's custom value on the card is recorded
+/// verbatim by the `AfterTool` hook.
+#[test]
+fn sqlite_only_gemini_tui_card_custom_value_is_recorded_verbatim() {
+    crate::sqlite_only!();
+    let Some(gemini) = installed("gemini", "@google/gemini-cli@0.61.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["gemini"]);
+    let call = json!({"name": "ask_user", "args": {"questions": [{
+        "question": CACHE, "header": "Cache", "type": "choice", "multiSelect": false,
+        "options": [{"label": "Redis", "description": "A server"},
+                    {"label": "memcached", "description": "Simple"}]}]}});
+    let model = Model::start(generate(call));
+    let dot = project.home.path().join(".gemini");
+    std::fs::create_dir_all(&dot).unwrap();
+    std::fs::write(
+        dot.join("settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("trustedFolders.json"),
+        json!({project.root().display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let env = [
+        ("PATH", project.path().to_string_lossy().into_owned()),
+        ("HOME", project.home.path().display().to_string()),
+        ("TERM", "xterm-256color".to_string()),
+        ("GOOGLE_GEMINI_BASE_URL", model.url.clone()),
+        ("GEMINI_API_KEY", "not-a-key".to_string()),
+        ("QUESTIONS_DB", project.db().display().to_string()),
+    ];
+    let line = shell_line(&env, &gemini, &["-m", "gemini-2.5-flash"]);
+    let Some(tui) = Tui::start(&project.root(), &line) else {
+        return;
+    };
+    tui.wait_for("Type your message");
+    tui.type_text("Set up the project; ask me what you need.");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Enter a custom value");
+    assert_eq!(project.all().len(), 1, "logged before the card showed");
+    tui.keys(&["Down", "Down", "Enter"]);
+    tui.type_text("Valkey, what ops runs");
+    tui.keys(&["Enter"]);
+    let all = answered(&project);
+    assert_eq!(all.len(), 1, "{all:?}\n{}", tui.screen());
+    assert_eq!(all[0]["answer"], "Valkey, what ops runs", "{all:?}");
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[0]["channel"], "gemini");
+}

@@ -739,6 +739,78 @@ fn codex_captured_pre_tool_use_is_logged_and_answered_as_codex_hands_it_on() {
     assert!(output.contains(reason), "{output}");
 }
 
+/// Codex 0.169.0's TUI in Plan mode (under tmux): the card's "None of the above" with a
+/// note, as its `PostToolUse` sent it, is recorded verbatim, channel `codex`.
+#[test]
+fn codex_captured_plan_mode_note_is_recorded_verbatim() {
+    let l = Ledger::new();
+    let pre = fixture(&format!("{CODEX_CAPTURED}/plan_pre_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &pre));
+    let post = fixture(&format!("{CODEX_CAPTURED}/plan_post_tool_use.json"));
+    assert_silent(&harness(&l, "codex", &post));
+    let all = l.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["status"], "answered", "{all:?}");
+    assert_eq!(all[0]["answer"], "Use Valkey, it is what ops runs");
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[0]["channel"], "codex");
+}
+
+const GEMINI_CAPTURED: &str = "hooks/gemini-0.61.0-captured";
+
+/// The events the real Gemini CLI 0.61.0 sent in its TUI (under tmux): `BeforeTool` on
+/// `ask_user` logs the question; the person typed a custom value in the card, and
+/// `AfterTool` (`tool_response.llmContent` holding `ask_user`'s result) records it verbatim,
+/// channel `gemini`.
+#[test]
+fn gemini_captured_card_answer_in_the_person_s_words_is_recorded() {
+    let l = Ledger::new();
+    let before = fixture(&format!("{GEMINI_CAPTURED}/before_tool.json"));
+    assert_silent(&harness(&l, "gemini", &before));
+    let all = l.all();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["question"], "Which database should we use?");
+    assert_eq!(all[0]["stage"], "gemini");
+    let after = fixture(&format!("{GEMINI_CAPTURED}/after_tool.json"));
+    harness(&l, "gemini", &after);
+    let all = l.all();
+    assert_eq!(all[0]["status"], "answered", "{all:?}");
+    assert_eq!(all[0]["answer"], "DuckDB, embedded");
+    assert_eq!(all[0]["was_custom"], true);
+    assert_eq!(all[0]["channel"], "gemini");
+}
+
+/// The `BeforeTool` event of a TUI session whose hook `init gemini --wait 20` wrote
+/// (`timeout` 50 000 ms): the question answered from another process while the hook
+/// waited, the hook's deny, and the reason as Gemini CLI handed it to the model
+/// (`functionResponse.response.error`: "Tool execution blocked: …").
+#[test]
+fn gemini_captured_answer_from_the_ledger_reaches_the_model_as_the_deny_reason() {
+    let l = Ledger::new();
+    let before = fixture(&format!("{GEMINI_CAPTURED}/before_tool_waited.json"));
+    assert_silent(&harness(&l, "gemini", &before));
+    l.ok(["answer", "--id", "1", "--answer", "PostgreSQL"]);
+    let run = harness(&l, "gemini", &before);
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap();
+    let golden: Value = serde_json::from_str(&fixture(&format!(
+        "{GEMINI_CAPTURED}/before_tool_waited.reply.json"
+    )))
+    .unwrap();
+    assert_eq!(reply, golden);
+    let handed: Value = serde_json::from_str(&fixture(&format!(
+        "{GEMINI_CAPTURED}/model_input_after_deny.json"
+    )))
+    .unwrap();
+    let error = handed[1]["functionResponse"]["response"]["error"]
+        .as_str()
+        .unwrap();
+    assert!(error.contains(reply["reason"].as_str().unwrap()), "{error}");
+    assert_eq!(
+        carried(reply["reason"].as_str().unwrap()),
+        json!({"answers": {"0": "PostgreSQL"}})
+    );
+}
+
 #[test]
 fn codex_answers_from_its_own_prompt_are_recorded() {
     let l = Ledger::new();

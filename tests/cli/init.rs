@@ -992,3 +992,65 @@ fn hooks_cover_their_wait_in_each_harness_s_unit_and_the_least_grant_is_written(
         );
     }
 }
+
+/// `init codex --check` reads the files Codex reads: the project's trust and each hook's
+/// review in `~/.codex/config.toml` (`$CODEX_HOME`), against the hash Codex computes for
+/// the hook as written; a hook changed since its review is `modified`. The other clients
+/// have no review to check.
+#[test]
+fn codex_check_reads_the_project_s_trust_and_each_hook_s_review() {
+    let place = Place::new();
+    place.ok(&["codex", "--wait", "30"]);
+    let check = place.init(&["codex", "--check"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert_eq!(check.json["ok"], false);
+    assert_eq!(check.json["project_trusted"], false);
+    assert_eq!(check.json["next"].as_array().unwrap().len(), 2, "{check:?}");
+    let hooks = check.json["hooks"].as_array().unwrap().clone();
+    let events: Vec<&str> = hooks.iter().map(|h| h["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["PreToolUse", "PostToolUse"]);
+    assert!(
+        hooks.iter().all(|h| h["status"] == "untrusted"),
+        "{hooks:?}"
+    );
+    let config = place.p(".codex/config.toml");
+    assert_eq!(
+        hooks[0]["key"],
+        format!("{}:pre_tool_use:0:0", config.display())
+    );
+    assert!(hooks[0]["hash"].as_str().unwrap().starts_with("sha256:"));
+
+    // The person trusts the project and reviews the hooks, as Codex records them.
+    let mut user = format!(
+        "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        place.project.path().display()
+    );
+    for hook in &hooks {
+        user.push_str(&format!(
+            "\n[hooks.state.\"{}\"]\ntrusted_hash = \"{}\"\n",
+            hook["key"].as_str().unwrap(),
+            hook["hash"].as_str().unwrap()
+        ));
+    }
+    std::fs::create_dir_all(place.h(".codex")).unwrap();
+    std::fs::write(place.h(".codex/config.toml"), user).unwrap();
+    let check = place.init(&["codex", "--check"]);
+    assert_eq!(check.code, 0, "{check:?}");
+    assert_eq!(check.json["hooks_will_run"], true);
+    assert!(check.json.get("next").is_none(), "{check:?}");
+
+    // Another wait is another hook to Codex: reviewed no more.
+    place.ok(&["codex", "--wait", "5"]);
+    let check = place.init(&["codex", "--check"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    let statuses: Vec<&str> = check.json["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["modified", "modified"]);
+
+    let other = place.init(&["gemini", "--check"]);
+    assert_eq!(other.code, 2, "{other:?}");
+}
