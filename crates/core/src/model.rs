@@ -75,6 +75,8 @@ pub enum Channel {
     ClaudeCode,
     Codex,
     Gemini,
+    /// pi's `ask_user` dialog, through the pi package (`questions hook pi`).
+    Pi,
     /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
     McpApp,
 }
@@ -388,6 +390,8 @@ impl Question {
     fn skipped(&self, reason: Option<String>, actor: &Actor) -> Question {
         Question {
             skip_reason: reason,
+            // A question declined, then skipped, still says why it was declined.
+            decline_reason: self.decline_reason.clone(),
             ..self.changed(Status::Skipped, actor)
         }
     }
