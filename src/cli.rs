@@ -448,6 +448,8 @@ pub enum Client {
     Cursor,
     /// A uwf repository: its docs run `questions` instead of its questions.mjs
     Uwf,
+    /// pi: its `ask_user` tool, backed by the ledger (the pi package, in .pi/)
+    Pi,
 }
 
 #[derive(Debug, Args)]

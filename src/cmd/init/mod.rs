@@ -19,6 +19,7 @@
 mod clients;
 mod files;
 mod json;
+mod pi;
 mod uwf;
 
 use std::ffi::OsString;
@@ -152,6 +153,22 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         db,
         wait: args.wait,
     };
+    if args.client == Client::Pi {
+        let report = pi::run(args.user, &base, &how, args.remove, args.dry_run, warnings)?;
+        let mut note: Vec<String> = report
+            .warnings
+            .iter()
+            .map(|w| format!("warning: {w}"))
+            .collect();
+        if !report.changed {
+            note.push("nothing changed: the pi files are already as they would be written".into());
+        }
+        let mut outcome = Outcome::ok(report);
+        if !note.is_empty() {
+            outcome.note = Some(note.join("\nquestions: "));
+        }
+        return Ok(outcome);
+    }
     let edits = clients::plan(args.client, args.user, &base, &how);
     // Every file is read and edited first: one that cannot be, refuses the whole run
     // before anything is written.
@@ -454,6 +471,7 @@ impl Client {
             Client::Gemini => "gemini",
             Client::Vscode => "vscode",
             Client::Cursor => "cursor",
+            Client::Pi => "pi",
         }
     }
 
@@ -482,7 +500,7 @@ impl Client {
                  only when allowed: add a policy rule allowing the questions server's \
                  ask_questions at user scope (a project cannot)",
             ],
-            Client::Vscode | Client::Cursor | Client::Uwf => Vec::new(),
+            Client::Vscode | Client::Cursor | Client::Uwf | Client::Pi => Vec::new(),
         }
     }
 }
