@@ -27,7 +27,7 @@ const EVENT_LIMIT: u64 = 4 * 1024 * 1024;
 /// How often a waiting call looks whether pi is still there.
 const PARENT_LOOK: Duration = Duration::from_millis(500);
 /// The seed's `ask_user` has no timeout: a wait with none given lasts this long.
-const FOREVER: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+const FOREVER: Duration = Duration::from_hours(10 * 365 * 24);
 
 #[derive(Debug, Serialize)]
 struct Reply {

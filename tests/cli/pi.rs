@@ -335,7 +335,7 @@ fn pi_print_mode_asks_through_the_ledger_and_gets_the_labels_it_offered_sqlite_o
         "--select",
         "PostgreSQL",
     ]);
-    assert_eq!(wait_exit(&mut child, Duration::from_secs(60)), 0);
+    assert_eq!(wait_exit(&mut child, Duration::from_mins(1)), 0);
     let results = p.model.results();
     assert_eq!(results.len(), 1, "{results:?}");
     let result = result_of(&results[0]);
@@ -375,7 +375,7 @@ fn pi_json_mode_hands_the_model_a_declines_reason_and_a_later_skip_keeps_it_sqli
         .unwrap()
         .read_to_string(&mut out)
         .unwrap();
-    assert_eq!(wait_exit(&mut child, Duration::from_secs(60)), 0);
+    assert_eq!(wait_exit(&mut child, Duration::from_mins(1)), 0);
     let result = result_of(&p.model.results()[0]);
     assert_eq!(result["answered"], false, "{result}");
     assert_eq!(result["answers"][0]["declined"], true);
@@ -697,7 +697,7 @@ fn pi_two_sessions_asking_the_same_text_are_not_answered_from_each_other_sqlite_
             .unwrap();
         let id = p.pending(1)[0]["id"].to_string();
         p.ok(&["answer", "--id", &id, "--select", answer]);
-        assert_eq!(wait_exit(&mut child, Duration::from_secs(60)), 0);
+        assert_eq!(wait_exit(&mut child, Duration::from_mins(1)), 0);
     };
     run("SQLite");
     // The second session's call is its own question, pending until answered.
@@ -729,7 +729,7 @@ fn pi_without_the_binary_tells_the_model_why_sqlite_only() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    assert_eq!(wait_exit(&mut child, Duration::from_secs(60)), 0);
+    assert_eq!(wait_exit(&mut child, Duration::from_mins(1)), 0);
     let results = p.model.results();
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(

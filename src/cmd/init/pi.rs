@@ -90,20 +90,18 @@ pub(super) fn run(
             _ => "updated",
         };
         if !dry_run && before != after {
-            match &after {
-                Some(text) => write_whole(&target, text)?,
-                None => {
-                    std::fs::remove_file(&target).map_err(|e| {
-                        Error::io(format!("cannot remove {}: {e}", target.display()))
-                    })?;
-                    // The folders it leaves empty go too, up to the pi folder.
-                    let mut at = target.parent();
-                    while let Some(d) = at.filter(|d| d.starts_with(&dir) && *d != dir) {
-                        if std::fs::remove_dir(d).is_err() {
-                            break;
-                        }
-                        at = d.parent();
+            if let Some(text) = &after {
+                write_whole(&target, text)?;
+            } else {
+                std::fs::remove_file(&target)
+                    .map_err(|e| Error::io(format!("cannot remove {}: {e}", target.display())))?;
+                // The folders it leaves empty go too, up to the pi folder.
+                let mut at = target.parent();
+                while let Some(d) = at.filter(|d| d.starts_with(&dir) && *d != dir) {
+                    if std::fs::remove_dir(d).is_err() {
+                        break;
                     }
+                    at = d.parent();
                 }
             }
         }
