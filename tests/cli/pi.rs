@@ -739,3 +739,38 @@ fn pi_without_the_binary_tells_the_model_why_sqlite_only() {
         results[0]
     );
 }
+
+#[test]
+fn init_pi_writes_the_package_whole_once_and_takes_it_out_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let init = |args: &[&str]| {
+        let mut cmd = bare_command(dir.path());
+        cmd.env("HOME", home.path())
+            .arg("init")
+            .arg("pi")
+            .args(args);
+        finish(cmd)
+    };
+    let first = init(&["--db", "ledger.db"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let ext = dir.path().join(".pi/extensions/questions");
+    let index = std::fs::read_to_string(ext.join("index.ts")).unwrap();
+    assert_eq!(
+        index,
+        include_str!("../../contrib/pi/extensions/ask-user.ts"),
+        "the extension is the package's own"
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(ext.join("questions.json")).unwrap())
+            .unwrap();
+    assert_eq!(config, json!({"command": "questions", "db": "ledger.db"}));
+    assert!(dir.path().join(".pi/skills/ask-user/SKILL.md").is_file());
+    let again = init(&["--db", "ledger.db"]);
+    assert_eq!(again.json["changed"], false, "{again:?}");
+    let removed = init(&["--remove"]);
+    assert_eq!(removed.code, 0, "{removed:?}");
+    assert!(!dir.path().join(".pi/extensions").exists());
+    assert!(!dir.path().join(".pi/skills").exists());
+}
