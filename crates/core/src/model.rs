@@ -1340,6 +1340,33 @@ mod tests {
         }
     }
 
+    /// A declined question skipped later still says why it was declined: the agent that
+    /// asked reads the reason after the skip too.
+    #[test]
+    fn a_skip_after_a_decline_keeps_the_declines_reason() {
+        let actor = Actor {
+            by: Some("ana".into()),
+            channel: Channel::Cli,
+            at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let pending = question(&[], false, true);
+        let Some(Transition::Changed {
+            after: declined, ..
+        }) = pending.decline("ask the team", false, &actor).unwrap()
+        else {
+            panic!("not declined");
+        };
+        let Some(Transition::Changed { after: skipped, .. }) = declined
+            .skip(Some("later".into()), Mode::Direct { force: false }, &actor)
+            .unwrap()
+        else {
+            panic!("not skipped");
+        };
+        assert_eq!(skipped.status, Status::Skipped);
+        assert_eq!(skipped.skip_reason.as_deref(), Some("later"));
+        assert_eq!(skipped.decline_reason.as_deref(), Some("ask the team"));
+    }
+
     /// A refusal carries what it is about, for the front ends that word it themselves.
     #[test]
     fn refusals_say_what_they_refuse_as_data() {
