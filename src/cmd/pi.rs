@@ -110,7 +110,7 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Out
                 .into_iter()
                 .flatten()
                 .collect();
-            record(ledger, who, &questions, &given, &mut not_recorded)?;
+            record(ledger, who, &stage, &questions, &given, &mut not_recorded)?;
             let ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
             ops::named(ledger, None, Some(&ids))?
         }
@@ -153,40 +153,58 @@ fn logged(
     ops::log_call(ledger, key, step, &news)
 }
 
-/// Records each choice made in pi's dialog (channel `pi`); a question someone settled
-/// meanwhile keeps what they gave, and is named in `not_recorded`.
+/// Records each choice made in pi's dialog (channel `pi`), as a card's answers are: a
+/// question someone settled meanwhile keeps what they gave (the core refuses the change,
+/// and the history keeps it as refused), and is named in `not_recorded`. A dismissed
+/// dialog's skip is refused by the core for a question answered meanwhile.
 fn record(
     ledger: &mut Ledger,
     who: &Who,
+    stage: &str,
     questions: &[Question],
     given: &[Given],
     not_recorded: &mut Vec<String>,
 ) -> Result<()> {
     let caller = who.via(Channel::Pi);
+    let mut choices = Vec::new();
     for (q, given) in questions.iter().zip(given) {
-        let act = match given {
-            Given::Nothing => continue,
-            Given::Answer { select, text } => ops::Act::Answer(AnswerInput {
-                text: text.clone(),
-                select: select.clone(),
-            }),
-            Given::Skip(reason) => ops::Act::Skip(reason.clone()),
-            Given::Decline(reason) => ops::Act::Decline(reason.clone()),
-        };
-        if q.status != questions_core::model::Status::Pending {
-            not_recorded.push(format!(
-                "question {}: already {} through {}",
+        match given {
+            Given::Nothing => {}
+            Given::Answer { select, text } => choices.push((
                 q.id,
-                q.status.as_str(),
-                q.channel.map_or("another channel", Channel::as_str)
-            ));
-            continue;
-        }
-        let change = ops::PersonsChange::of(q.id, act);
-        if let Err(e) = ops::change(ledger, &caller, &change) {
-            not_recorded.push(format!("question {}: {}", q.id, e.message));
+                ops::Choice::Answer(AnswerInput {
+                    text: text.clone(),
+                    select: select.clone(),
+                }),
+            )),
+            Given::Decline(reason) => choices.push((q.id, ops::Choice::Decline(reason.clone()))),
+            Given::Skip(reason) => {
+                let change = ops::PersonsChange::of(q.id, ops::Act::Skip(reason.clone()));
+                if let Err(e) = ops::change(ledger, &caller, &change) {
+                    not_recorded.push(format!("question {}: {}", q.id, e.message));
+                }
+            }
         }
     }
+    if choices.is_empty() {
+        return Ok(());
+    }
+    // The dialog showed these questions: the call's own, found by its key just now.
+    let shown = ops::Shown::all(None, questions);
+    let asked = ops::record_choices(
+        ledger,
+        &caller,
+        stage,
+        &choices,
+        &shown,
+        ops::Together::Each,
+    )?;
+    not_recorded.extend(
+        asked
+            .not_recorded
+            .iter()
+            .map(|n| format!("question {}: {}", n.question_id, n.reason)),
+    );
     Ok(())
 }
 
