@@ -144,8 +144,13 @@ function findBinary(): Binary | string {
 		}
 		return { command: found, db };
 	}
-	const native = npmNative(path.join(process.cwd(), "package.json"));
-	if (native) return { command: native, db };
+	// Installed beside this package (`pi install npm:questions-ledger-pi` brings the npm
+	// package questions-ledger), or in the project.
+	const dir = here();
+	for (const from of [dir && path.join(dir, "index.ts"), path.join(process.cwd(), "package.json")]) {
+		const native = from && npmNative(from);
+		if (native) return { command: native, db };
+	}
 	return `the questions binary was not found (QUESTIONS_BINARY is not set, and no \`questions\` is on PATH). ${OTHER_WAYS}`;
 }
 
