@@ -6,6 +6,7 @@ questions, plus ingest, render and concurrent throughput.
 Run from the repository root:  scripts/with-postgres python3 bench/bench.py
 (or python3 bench/bench.py for SQLite alone; python3 bench/bench.py serve measures
 only the web inbox's page, python3 bench/bench.py hook only the harness hook,
+python3 bench/bench.py pi only the time from an answer in the ledger to pi's model,
 python3 bench/bench.py startup only the start-up beside a hello-world binary and a
 floor program doing `check`'s read with rusqlite, both built with the same release
 profile, and the sizes of the default and CLI-only binaries)
@@ -827,6 +828,84 @@ def static_beside_glibc():
     print(f"sizes: glibc {os.path.getsize(BIN)} bytes, static {os.path.getsize(static)} bytes")
 
 
+def pi_answer_to_model(work, runs=20):
+    """`bench.py pi`: the real pi (`pi -p`, the project as `questions init pi` leaves it)
+    asks through the ledger; the time from an answer recorded in the ledger (the
+    `questions answer` that records it has exited) to pi's model's next request, which
+    carries the tool's result. The model is a scripted chat-completions server on
+    loopback. Returns the latencies in seconds."""
+    import http.server
+    pi = shutil.which("pi")
+    if pi is None:
+        sys.exit("needed: npm install -g @mariozechner/pi-coding-agent@0.73.1")
+    ask = {"questions": [{"question": "Which database should we use?", "options": [
+        {"label": "PostgreSQL (Recommended)"}, {"label": "SQLite"}]}]}
+    requests = []
+
+    class Model(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            last = body["messages"][-1]
+            requests.append((time.perf_counter(), last.get("role")))
+            if last.get("role") == "tool":
+                delta, finish = {"role": "assistant", "content": "done"}, "stop"
+            else:
+                call = {"index": 0, "id": f"call_{len(requests)}", "type": "function",
+                        "function": {"name": "ask_user", "arguments": json.dumps(ask)}}
+                delta, finish = {"role": "assistant", "tool_calls": [call]}, "tool_calls"
+            chunks = [{"index": 0, "delta": delta}, {"index": 0, "delta": {}, "finish_reason": finish}]
+            text = "".join("data: " + json.dumps({"id": "x", "object": "chat.completion.chunk", "created": 1,
+                                                   "model": "m", "choices": [c]}) + "\n\n" for c in chunks)
+            data = (text + "data: [DONE]\n\n").encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Model)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    project = os.path.join(work, "pi-project")
+    agent = os.path.join(work, "pi-agent")
+    bindir = os.path.join(work, "pi-bin")
+    for d in (project, agent, bindir, os.path.join(project, ".git"), os.path.join(project, ".questions")):
+        os.makedirs(d, exist_ok=True)
+    os.symlink(BIN, os.path.join(bindir, "questions"))
+    with open(os.path.join(agent, "models.json"), "w") as f:
+        json.dump({"providers": {"scripted": {"baseUrl": f"http://127.0.0.1:{server.server_port}/v1",
+                                              "api": "openai-completions", "apiKey": "dummy",
+                                              "models": [{"id": "scripted-model", "name": "Scripted"}]}}}, f)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUESTIONS_")}
+    env.update(PATH=bindir + os.pathsep + env.get("PATH", ""), PI_CODING_AGENT_DIR=agent, PI_OFFLINE="1",
+               HOME=work)
+    sh(BIN, "init", "pi", cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    latencies = []
+    for _ in range(runs):
+        child = subprocess.Popen([pi, "-p", "--provider", "scripted", "--model", "scripted-model", "go"],
+                                 cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            listed = json.loads(subprocess.run([BIN, "list", "--status", "pending"], cwd=project, env=env,
+                                               capture_output=True, check=True).stdout)
+            if listed["questions"]:
+                break
+            time.sleep(0.02)
+        time.sleep(0.3)  # pi is waiting, not starting its wait
+        seen = len(requests)
+        sh(BIN, "answer", "--id", str(listed["questions"][0]["id"]), "--select", "SQLite", cwd=project, env=env,
+           stdout=subprocess.DEVNULL)
+        answered = time.perf_counter()
+        child.wait(timeout=60)
+        after = [t for t, role in requests[seen:] if role == "tool"]
+        latencies.append(after[0] - answered)
+    server.shutdown()
+    return latencies
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["waiters"]:
         waiters()
@@ -841,6 +920,19 @@ if __name__ == "__main__":
         finally:
             shutil.rmtree(work, ignore_errors=True)
         print(f"hook claude-code, nobody answered yet: {median * 1000:.2f} ms median ({floor * 1000:.2f} ms floor)")
+    elif sys.argv[1:] == ["pi"]:
+        # pi's ask_user through the ledger: python3 bench/bench.py pi (BENCH_BIN: a built binary)
+        if os.environ.get("BENCH_BIN"):
+            BIN = os.environ["BENCH_BIN"]
+        else:
+            sh("cargo", "build", "--release", "--quiet", cwd=ROOT)
+        work = tempfile.mkdtemp(prefix="questions-bench-")
+        try:
+            lat = sorted(pi_answer_to_model(work, int(os.environ.get("BENCH_RUNS", "20"))))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"pi -p, answer in the ledger to the model's next request: {lat[len(lat) // 2] * 1000:.1f} ms median "
+              f"(min {lat[0] * 1000:.1f}, max {lat[-1] * 1000:.1f}, {len(lat)} runs)")
     elif sys.argv[1:] == ["startup"]:
         # Start-up alone: python3 bench/bench.py startup
         ensure_tools()

@@ -414,6 +414,9 @@ pub enum Harness {
     ClaudeCode,
     Codex,
     Gemini,
+    /// pi's `ask_user`, served by the pi package: one event a call on stdin, the tool's
+    /// result (or an error) on stdout; it waits with no limit unless --wait says one
+    Pi,
 }
 
 #[derive(Debug, Args)]
@@ -453,6 +456,8 @@ pub enum Client {
     Cursor,
     /// A uwf repository: its docs run `questions` instead of its questions.mjs
     Uwf,
+    /// pi: its `ask_user` tool, backed by the ledger (the pi package, in .pi/)
+    Pi,
 }
 
 #[derive(Debug, Args)]

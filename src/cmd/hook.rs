@@ -133,6 +133,7 @@ fn handle(ledger: &mut Ledger, who: &Who, args: &HookArgs) -> Result<Option<Valu
         Harness::ClaudeCode => claude_code::parse(&event),
         Harness::Codex => codex::parse(&event),
         Harness::Gemini => gemini::parse(&event),
+        Harness::Pi => return Err(Error::usage("hook pi is run by the pi package")),
     }
     .map_err(|e| Error::parse(format!("the event cannot be read: {}", e.0)))?;
     let stage = args
@@ -290,6 +291,7 @@ fn asking(
         Harness::ClaudeCode => claude_code::reply_answers(&call, &answers),
         Harness::Codex => codex::reply_answers(&call, &answers),
         Harness::Gemini => gemini::reply_answers(&call, &answers),
+        Harness::Pi => return Ok(None),
     };
     // The history says the answers went to the agent through its own tool. A failure to
     // say so does not keep them from it (the hook fails open).
@@ -373,6 +375,7 @@ impl Harness {
             Harness::ClaudeCode => Channel::ClaudeCode,
             Harness::Codex => Channel::Codex,
             Harness::Gemini => Channel::Gemini,
+            Harness::Pi => Channel::Pi,
         }
     }
 }

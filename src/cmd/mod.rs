@@ -20,6 +20,7 @@ mod list;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod pi;
 mod render;
 mod reset;
 #[cfg(feature = "serve")]
@@ -164,6 +165,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Ok(found) => found,
         Err(err) => {
             return match cli.command {
+                // pi's tool has no card to fall back on: the model is told why.
+                Command::Hook(args) if args.harness == crate::cli::Harness::Pi => Err(err),
                 // A hook fails open, even on a location it cannot use.
                 Command::Hook(_) => Ok(hook::failed(&err)),
                 // Configs only: the ledger is not used.
@@ -218,6 +221,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Mcp(args) => mcp::run(l, w, args),
         #[cfg(not(feature = "mcp"))]
         Command::Mcp(_) => Err(not_built("mcp")),
+        Command::Hook(args) if args.harness == crate::cli::Harness::Pi => pi::run(l, w, &args),
         Command::Hook(args) => Ok(hook::run(l, w, args)),
         Command::Init(args) => init::run(args, cli.db, cli.db_from_env),
         Command::Approve(args) => approve::approve(l, by_from_flag, args),

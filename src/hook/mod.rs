@@ -1,5 +1,6 @@
 //! The harnesses' own question tools, seen through their command hooks: Claude Code's
-//! `AskUserQuestion`, Codex's `request_user_input`, Gemini CLI's `ask_user`. Each adapter
+//! `AskUserQuestion`, Codex's `request_user_input`, Gemini CLI's `ask_user`, and pi's
+//! `ask_user` through the pi package. Each adapter
 //! reads its harness's event JSON into an `Event` and writes the harness's reply from the
 //! ledger's questions; `cmd::hook` carries the event to the operations. Pure: no database,
 //! no printing.
@@ -7,6 +8,7 @@
 pub(crate) mod claude_code;
 pub(crate) mod codex;
 pub(crate) mod gemini;
+pub(crate) mod pi;
 
 use serde_json::Value;
 

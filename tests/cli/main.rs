@@ -39,6 +39,7 @@ mod mcp;
 mod mcp_clients;
 mod migration;
 mod people;
+mod pi;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "watch")]

@@ -77,6 +77,8 @@ pub enum Channel {
     ClaudeCode,
     Codex,
     Gemini,
+    /// pi's `ask_user` dialog, through the pi package (`questions hook pi`).
+    Pi,
     /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
     McpApp,
 }
@@ -455,6 +457,10 @@ impl Question {
     fn skipped(&self, reason: Option<String>, actor: &Actor) -> Question {
         let mut q = self.changed(Status::Skipped, actor);
         q.state.skip_reason = reason;
+        // A question declined, then skipped, still says why it was declined.
+        q.state
+            .decline_reason
+            .clone_from(&self.state.decline_reason);
         q
     }
 
@@ -1401,6 +1407,36 @@ mod tests {
             text: Some(t.into()),
             select: vec![],
         }
+    }
+
+    /// A declined question skipped later still says why it was declined: the agent that
+    /// asked reads the reason after the skip too.
+    #[test]
+    fn a_skip_after_a_decline_keeps_the_declines_reason() {
+        let actor = Actor {
+            by: Some("ana".into()),
+            channel: Channel::Cli,
+            at: "2026-01-01T00:00:00.000Z".into(),
+        };
+        let pending = question(&[], false, true);
+        let Some(Transition::Changed {
+            after: declined, ..
+        }) = pending.decline("ask the team", false, &actor).unwrap()
+        else {
+            panic!("not declined");
+        };
+        let Some(Transition::Changed { after: skipped, .. }) = declined
+            .skip(Some("later".into()), Mode::Direct { force: false }, &actor)
+            .unwrap()
+        else {
+            panic!("not skipped");
+        };
+        assert_eq!(skipped.state.status, Status::Skipped);
+        assert_eq!(skipped.state.skip_reason.as_deref(), Some("later"));
+        assert_eq!(
+            skipped.state.decline_reason.as_deref(),
+            Some("ask the team")
+        );
     }
 
     /// A refusal carries what it is about, for the front ends that word it themselves.

@@ -30,8 +30,8 @@ const CODEX_EVENTS: [&str; 2] = ["PreToolUse", "PostToolUse"];
 pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) -> Vec<Edit> {
     let server = json!({"command": how.program, "args": how.mcp_args()});
     match client {
-        // Docs, not configs: `uwf` edits them itself.
-        Client::Uwf => Vec::new(),
+        // Docs, not configs: `uwf` edits them itself; pi's files are whole (`init::pi`).
+        Client::Uwf | Client::Pi => Vec::new(),
         Client::ClaudeCode => {
             let mcp_file = if user {
                 base.join(".claude.json")

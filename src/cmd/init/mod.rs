@@ -20,6 +20,7 @@ mod clients;
 mod codex_trust;
 mod files;
 mod json;
+mod pi;
 mod uwf;
 
 use std::ffi::OsString;
@@ -163,6 +164,22 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         db,
         wait: args.wait,
     };
+    if args.client == Client::Pi {
+        let report = pi::run(args.user, &base, &how, args.remove, args.dry_run, warnings)?;
+        let mut note: Vec<String> = report
+            .warnings
+            .iter()
+            .map(|w| format!("warning: {w}"))
+            .collect();
+        if !report.changed {
+            note.push("nothing changed: the pi files are already as they would be written".into());
+        }
+        let mut outcome = Outcome::ok(report);
+        if !note.is_empty() {
+            outcome.note = Some(note.join("\nquestions: "));
+        }
+        return Ok(outcome);
+    }
     let edits = clients::plan(args.client, args.user, &base, &how);
     // Every file is read and edited first: one that cannot be, refuses the whole run
     // before anything is written.
@@ -465,6 +482,7 @@ impl Client {
             Client::Gemini => "gemini",
             Client::Vscode => "vscode",
             Client::Cursor => "cursor",
+            Client::Pi => "pi",
         }
     }
 
@@ -499,7 +517,7 @@ impl Client {
                  ~/.gemini/policies/questions.toml: [[rule]] mcpName = \"questions\" \
                  toolName = \"ask_questions\" decision = \"allow\" priority = 100",
             ],
-            Client::Vscode | Client::Cursor | Client::Uwf => Vec::new(),
+            Client::Vscode | Client::Cursor | Client::Uwf | Client::Pi => Vec::new(),
         }
     }
 }
