@@ -32,12 +32,13 @@ const GRACE: Duration = Duration::from_secs(3);
 /// The whole hook, failing open: whatever goes wrong (the ledger unreachable or locked,
 /// the event unreadable, a bug) leaves stdout empty and the exit code 0, within its
 /// `--wait` and `GRACE`.
-pub(super) fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, mut args: HookArgs) -> Outcome {
+    let cut = gemini_fits(&mut args);
     let watchdog = Watchdog::start(Duration::from_secs(args.wait) + GRACE);
     ledger.set_lock_wait(LockWait::AtMost(LOCK_WAIT));
     let attempt =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(ledger, who, &args)));
-    match attempt {
+    let mut outcome = match attempt {
         Ok(Ok(Some(reply))) => {
             if watchdog.stand_down() {
                 Outcome::text(crate::output::pretty(&reply))
@@ -51,7 +52,93 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: HookArgs) -> Outcome {
         Err(_) => {
             quiet("hook: stopped by an internal error; the agent asks the person itself".into())
         }
+    };
+    if let Some(cut) = cut {
+        outcome.note = Some(match outcome.note.take() {
+            Some(note) => format!("{cut}\nquestions: {note}"),
+            None => cut,
+        });
     }
+    outcome
+}
+
+/// Gemini CLI's default hook `timeout`, in milliseconds (packages/core/src/hooks/
+/// hookRunner.ts, `DEFAULT_HOOK_TIMEOUT`).
+const GEMINI_DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+/// A wait Gemini CLI would kill is refused: when the entry that runs this hook (in the
+/// project's `.gemini/settings.json`, found walking up from here, or the user's) gives it
+/// a `timeout` (milliseconds; 60 000 when none is written) that does not cover `--wait`
+/// and the hook's grace, the wait is cut to what fits, and the note says so. A hook killed
+/// by its harness hands the agent nothing, and the answer that came late stays unsaid.
+fn gemini_fits(args: &mut HookArgs) -> Option<String> {
+    if args.harness != Harness::Gemini || args.wait == 0 {
+        return None;
+    }
+    let mut files = Vec::new();
+    if let Ok(here) = std::env::current_dir() {
+        if let Some(found) = here
+            .ancestors()
+            .map(|d| d.join(".gemini/settings.json"))
+            .find(|f| f.is_file())
+        {
+            files.push(found);
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        files.push(std::path::PathBuf::from(home).join(".gemini/settings.json"));
+    }
+    let wait = args.wait.to_string();
+    let runs_this = |command: &str| {
+        super::init::is_our_hook(command, "gemini")
+            && command
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["--wait", wait.as_str()])
+    };
+    let mut shortest: Option<(u64, std::path::PathBuf)> = None;
+    for file in files {
+        let Some(settings) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let Some(events) = settings["hooks"].as_object() else {
+            continue;
+        };
+        for groups in events.values().filter_map(Value::as_array) {
+            for hook in groups
+                .iter()
+                .filter_map(|g| g["hooks"].as_array())
+                .flatten()
+            {
+                if !hook["command"].as_str().is_some_and(runs_this) {
+                    continue;
+                }
+                let ms = hook["timeout"]
+                    .as_u64()
+                    .unwrap_or(GEMINI_DEFAULT_TIMEOUT_MS);
+                if shortest.as_ref().is_none_or(|(s, _)| ms < *s) {
+                    shortest = Some((ms, file.clone()));
+                }
+            }
+        }
+    }
+    let (ms, file) = shortest?;
+    let fits = (ms / 1000).saturating_sub(GRACE.as_secs());
+    if fits >= args.wait {
+        return None;
+    }
+    let asked = args.wait;
+    args.wait = fits;
+    Some(format!(
+        "hook: --wait {asked} refused: Gemini CLI kills this hook after {ms} ms (its `timeout` \
+         in {}; 60 000 when none is written), so it waits {fits} s instead; `questions init \
+         gemini --wait {asked}` writes a timeout that covers the wait",
+        file.display()
+    ))
 }
 
 /// The hook's backstop, for what no error reports in time (a PostgreSQL server that

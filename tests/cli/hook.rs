@@ -1030,3 +1030,55 @@ fn codex_and_gemini_calls_are_never_answered_from_an_earlier_call() {
     assert_silent(&harness(&l, "gemini", &as_call(&before, "other", "-")));
     assert_eq!(l.all().len(), 12);
 }
+
+/// A wait Gemini CLI would kill is refused: the settings run `questions hook gemini --wait
+/// 30` with a `timeout` of 5 000 ms (Gemini CLI's unit), so the hook waits what fits (2 s,
+/// with its grace) and says so, instead of being killed with the late answer unsaid.
+#[test]
+fn sqlite_only_gemini_wait_longer_than_the_written_timeout_is_refused() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".gemini")).unwrap();
+    std::fs::write(
+        project.path().join(".gemini/settings.json"),
+        json!({"hooks": {"BeforeTool": [{"matcher": "ask_user", "hooks": [
+            {"type": "command", "command": "questions hook gemini --wait 30", "timeout": 5000}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let before = fixture(&format!("{GEMINI_CAPTURED}/before_tool.json"));
+    let started = Instant::now();
+    let mut cmd = crate::common::bare_command(project.path());
+    cmd.env("QUESTIONS_DB", &l.path)
+        .env("HOME", project.path())
+        .args(["hook", "gemini", "--wait", "30"])
+        .write_stdin(before.clone());
+    let run = crate::common::finish(cmd);
+    let took = started.elapsed();
+    assert_silent(&run);
+    assert!(took < Duration::from_secs(10), "waited {took:?}");
+    assert!(
+        run.stderr.contains("--wait 30 refused") && run.stderr.contains("5000 ms"),
+        "{run:?}"
+    );
+    assert_eq!(l.all().len(), 1, "the question is logged all the same");
+
+    // A timeout that covers the wait is left alone (nothing answers: it waits it out).
+    std::fs::write(
+        project.path().join(".gemini/settings.json"),
+        json!({"hooks": {"BeforeTool": [{"matcher": "ask_user", "hooks": [
+            {"type": "command", "command": "questions hook gemini --wait 1", "timeout": 31000}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut cmd = crate::common::bare_command(project.path());
+    cmd.env("QUESTIONS_DB", &l.path)
+        .env("HOME", project.path())
+        .args(["hook", "gemini", "--wait", "1"])
+        .write_stdin(before);
+    let run = crate::common::finish(cmd);
+    assert!(!run.stderr.contains("refused"), "{run:?}");
+}
