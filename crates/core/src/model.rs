@@ -1718,7 +1718,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 11);
+        assert_eq!(Channel::ALL.len(), 12);
         assert_eq!(EventKind::ALL.len(), 15);
     }
 }
