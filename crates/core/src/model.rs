@@ -77,6 +77,10 @@ pub enum Channel {
     Gemini,
     /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
     McpApp,
+    /// The relay's channels (§14), each vouching for who its sender is.
+    Telegram,
+    Slack,
+    Email,
 }
 
 impl Channel {
@@ -982,6 +986,8 @@ pub enum EventKind {
     Group,
     /// A harness hook handed the answer on record to the agent's own ask tool.
     Delivered,
+    /// A person's channel identity linked or unlinked (§14; question_id 0).
+    People,
 }
 
 impl EventKind {
@@ -1615,7 +1621,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 11);
-        assert_eq!(EventKind::ALL.len(), 15);
+        assert_eq!(Channel::ALL.len(), 14);
+        assert_eq!(EventKind::ALL.len(), 16);
     }
 }
