@@ -767,17 +767,22 @@ mod relay_ops {
 
     on_every_engine!(one_relay_holds_a_channel, |l: &mut Ledger| {
         let minute = Duration::from_mins(1);
-        assert!(relay::lease(l, Channel::Telegram, "a", minute)
-            .unwrap()
-            .is_none());
-        assert!(relay::lease(l, Channel::Telegram, "a", minute)
-            .unwrap()
-            .is_none());
-        let held = relay::lease(l, Channel::Telegram, "b", minute).unwrap();
+        let take = |l: &mut Ledger, who: &str, gone: Option<&str>| {
+            relay::lease(l, Channel::Telegram, who, minute, gone).unwrap()
+        };
+        assert!(take(l, "a", None).is_none());
+        assert!(take(l, "a", None).is_none(), "the holder renews it");
+        let held = take(l, "b", None);
         assert_eq!(held.map(|(who, _)| who).as_deref(), Some("a"));
+        assert!(
+            take(l, "b", Some("x")).is_some(),
+            "only the holder named gone"
+        );
         relay::release(l, Channel::Telegram, "a").unwrap();
-        assert!(relay::lease(l, Channel::Telegram, "b", minute)
-            .unwrap()
-            .is_none());
+        assert!(take(l, "b", None).is_none());
+        assert!(
+            take(l, "c", Some("b")).is_none(),
+            "a holder known gone is taken over"
+        );
     });
 }

@@ -391,13 +391,15 @@ impl Tx<'_> {
     }
 
     /// Takes or renews the lease of `channel` for `holder` until `until`, when nobody else
-    /// holds it past `now`; else the holder and until when.
+    /// holds it past `now` (or its holder is `gone`, known to have stopped); else the
+    /// holder and until when.
     pub(crate) fn take_lease(
         &self,
         channel: &str,
         holder: &str,
         until: &str,
         now: &str,
+        gone: Option<&str>,
     ) -> Result<Option<(String, String)>> {
         let rows = self.conn.query(
             "SELECT holder, until FROM relay_leases WHERE channel = $1",
@@ -415,7 +417,7 @@ impl Tx<'_> {
             )?
             .pop();
         if let Some((other, their_until)) = current {
-            if other != holder && their_until.as_str() > now {
+            if other != holder && their_until.as_str() > now && gone != Some(other.as_str()) {
                 return Ok(Some((other, their_until)));
             }
         }
