@@ -484,6 +484,10 @@ fn relay_a_second_relay_waits_for_the_first() {
     let t = StandIn::start();
     people(&l);
     let first = Relay::start(&l, &t.url, &[]);
+    // The first holds the channel once it polls the bot.
+    t.until("the first relay polling", |s| {
+        s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
+    });
     let second = Relay::start(&l, &t.url, &[]);
     let end = Instant::now() + Duration::from_secs(10);
     while !second.stderr().contains("held by the relay") {
@@ -612,4 +616,180 @@ fn relay_typed_answers_are_verbatim_and_multi_select_toggles() {
         serde_json::json!(["Linux", "Windows"]),
         "{q}"
     );
+}
+
+#[test]
+fn relay_an_update_delivered_twice_records_once() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let data = button(&card, "SQLite");
+    let click = t.click(ME, &card, &data);
+    assert!(t.answer_to(click).starts_with("recorded"));
+    // The provider hands the same update over again (its id, its callback).
+    t.redeliver(
+        click,
+        serde_json::json!({"callback_query": {
+            "id": format!("again{click}"),
+            "from": {"id": ME, "is_bot": false, "first_name": "P"},
+            "message": card, "chat_instance": "1", "data": data,
+        }}),
+    );
+    let again = t.until("the second answer", |s| {
+        s.callback_answers
+            .iter()
+            .find(|(c, _)| *c == format!("again{click}"))
+            .map(|(_, text)| text.clone())
+    });
+    assert_eq!(again, format!("already answered by {me}"));
+    assert_eq!(
+        t.with(|s| s.delivered.iter().filter(|u| **u == click).count()),
+        2
+    );
+    assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
+    assert_eq!(
+        kinds(&l, id, "refused"),
+        0,
+        "a redelivery is not a refusal either"
+    );
+}
+
+#[test]
+fn relay_a_bad_config_is_a_usage_error_naming_the_key_and_the_token_is_never_printed() {
+    let l = Ledger::new();
+    let run = |config: &str, token: Option<&str>| {
+        let path = l.dir.path().join("bad.toml");
+        std::fs::write(&path, config).unwrap();
+        let mut cmd = l.command();
+        cmd.args(["relay", "--config"])
+            .arg(&path)
+            .env_remove("TG_TOKEN");
+        if let Some(token) = token {
+            cmd.env("TG_TOKEN", token);
+        }
+        let run = finish(cmd);
+        assert!(!run.stdout.contains(TOKEN) && !run.stderr.contains(TOKEN));
+        run
+    };
+    for (config, key) in [
+        (
+            "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll = 3\n",
+            "telegram.poll",
+        ),
+        (
+            "[telegram]\napi = \"ftp://x\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"http://127.0.0.1:9\"\n",
+            "telegram.token_env",
+        ),
+        (
+            "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll_timeout = \"soon\"\n",
+            "telegram.poll_timeout",
+        ),
+        ("[matrix]\n", "[matrix]"),
+        ("telegram = 1\n", "'telegram'"),
+        ("", "no channel"),
+    ] {
+        let out = run(config, Some(TOKEN));
+        assert_eq!(out.code, 2, "{config}: {out:?}");
+        assert_eq!(out.error_code(), "usage");
+        assert!(
+            out.json["error"].as_str().unwrap().contains(key),
+            "{key}: {out:?}"
+        );
+    }
+    // The variable named but not set: said by its name.
+    let unset = run("[telegram]\ntoken_env = \"TG_TOKEN\"\n", None);
+    assert_eq!(unset.error_code(), "usage");
+    assert!(unset.json["error"].as_str().unwrap().contains("TG_TOKEN"));
+    let none = l.run(["relay"]);
+    assert_eq!(none.error_code(), "usage");
+}
+
+/// The README's transcript: `cargo test --test cli relay_readme_transcript -- --ignored
+/// --nocapture` prints each command and what it printed, from a real run against the
+/// stand-in.
+#[test]
+#[ignore = "prints the README's transcript"]
+fn relay_readme_transcript() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let admin = me(&l);
+    let show = |args: &[&str]| {
+        let run = l.run(args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    (*a).to_string()
+                }
+            })
+            .collect();
+        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        run.json
+    };
+    show(&["group", "create", "people", "--admins", &admin]);
+    let code = show(&["relay", "pair", "telegram", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = show(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "Which database?",
+        "--option",
+        "PostgreSQL",
+        "--option",
+        "SQLite (Recommended)",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let relay = Relay::start(&l, &t.url, &[]);
+    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"telegram\"]}}");
+    t.write(ME, &format!("/start {code}"), None);
+    let linked = t.until("linked", |s| {
+        s.messages
+            .iter()
+            .find(|m| m["text"].as_str().unwrap().starts_with("linked"))
+            .cloned()
+    });
+    println!(
+        "# alice sends the bot /start {code}; the bot answers:\n#   {}",
+        linked["text"].as_str().unwrap()
+    );
+    let c = card(&t, ME, id);
+    println!(
+        "# her card:\n#   {}",
+        c["text"].as_str().unwrap().replace('\n', "\n#   ")
+    );
+    let buttons: Vec<&str> = c["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r.as_array().unwrap())
+        .map(|b| b["text"].as_str().unwrap())
+        .collect();
+    println!("#   buttons: {}", buttons.join(" | "));
+    let click = t.click(ME, &c, &button(&c, "SQLite"));
+    println!(
+        "# she presses \"2. SQLite ★\"; Telegram shows her: {}",
+        t.answer_to(click)
+    );
+    let edited = closed(&t, ME, id);
+    println!(
+        "# the card now ends: {}",
+        edited["text"].as_str().unwrap().lines().last().unwrap()
+    );
+    show(&["check", "--stage", "design"]);
+    show(&["history", "--id", &id.to_string()]);
+    relay.stop();
 }

@@ -34,6 +34,11 @@ pub(crate) struct State {
     pub throttled_at: Option<Instant>,
     /// getUpdates calls ended by another one (409).
     pub conflicts: usize,
+    /// Updates the next getUpdates hands over again whatever its offset: a provider
+    /// delivering an event twice.
+    pub resend: Vec<Value>,
+    /// Every update handed over, by id (what was delivered, including again).
+    pub delivered: Vec<i64>,
     poll_generation: u64,
 }
 
@@ -150,6 +155,15 @@ impl StandIn {
         })
     }
 
+    /// Hands update `id` over again with the next getUpdates (it must have been pushed).
+    pub(crate) fn redeliver(&self, id: i64, update: Value) {
+        self.with(|s| {
+            let mut again = update;
+            again["update_id"] = id.into();
+            s.resend.push(again);
+        });
+    }
+
     /// Whether the update was confirmed (a later getUpdates' offset passed it).
     pub(crate) fn confirmed(&self, update: i64) -> bool {
         self.with(|s| s.updates.iter().all(|u| u["update_id"] != update))
@@ -242,15 +256,21 @@ fn call(state: &Arc<(Mutex<State>, Condvar)>, method: &str, p: &Value) -> (u16, 
                                "description": "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}),
                     );
                 }
-                let ready: Vec<Value> = s
-                    .updates
-                    .iter()
-                    .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
-                    .take(100)
-                    .cloned()
-                    .collect();
+                let mut ready: Vec<Value> = std::mem::take(&mut s.resend);
+                ready.extend(
+                    s.updates
+                        .iter()
+                        .filter(|u| u["update_id"].as_i64().unwrap_or(0) >= offset)
+                        .take(100)
+                        .cloned(),
+                );
                 let left = end.saturating_duration_since(Instant::now());
                 if !ready.is_empty() || left.is_zero() {
+                    let ids: Vec<i64> = ready
+                        .iter()
+                        .filter_map(|u| u["update_id"].as_i64())
+                        .collect();
+                    s.delivered.extend(ids);
                     break ok(Value::Array(ready));
                 }
                 s = cv.wait_timeout(s, left).unwrap().0;
