@@ -225,7 +225,11 @@ impl Telegram {
             self.answer_callback(callback, "this card is not yours, or its question is gone");
             return Ok(());
         };
-        if d.message_ref.as_deref() != Some(&format!("{chat}:{message}")) {
+        // None: sent, and its reference not yet stored (a click within moments).
+        if d.message_ref
+            .as_deref()
+            .is_some_and(|r| r != format!("{chat}:{message}"))
+        {
             self.answer_callback(callback, "this card is not this message's");
             return Ok(());
         }

@@ -563,8 +563,10 @@ fn relay_typed_answers_are_verbatim_and_multi_select_toggles() {
         ],
     );
     let _relay = Relay::start(&l, &t.url, &[]);
-    // A reply to the card is recorded verbatim.
+    // A reply to the card is recorded verbatim. (Replied to once the next card is out:
+    // the relay stores a card's message reference before it sends the next one.)
     let free_card = card(&t, ME, free);
+    card(&t, ME, multi);
     t.write(ME, "  Questions, maybe \"q\"  ", Some(&free_card));
     t.until("the answer", |s| {
         let said: Vec<&str> = s
