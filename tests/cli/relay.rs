@@ -795,3 +795,50 @@ fn relay_readme_transcript() {
     show(&["history", "--id", &id.to_string()]);
     relay.stop();
 }
+
+/// The time from a click reaching the stand-in to its answer committed (the relay
+/// acknowledges a click only after the commit), with 50 questions pending:
+/// `cargo test --test cli relay_bench_click_to_ledger -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn relay_bench_click_to_ledger() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let ids: Vec<i64> = (0..50)
+        .map(|n| options(&l, "bench", &format!("Question number {n}?")))
+        .collect();
+    let relay = Relay::start(&l, &t.url, &[]);
+    let cards: Vec<Value> = ids.iter().map(|id| card(&t, ME, *id)).collect();
+    let mut took: Vec<Duration> = Vec::new();
+    for c in cards.iter().take(25) {
+        let data = button(c, "SQLite");
+        let start = Instant::now();
+        let click = t.click(ME, c, &data);
+        t.answer_to(click);
+        took.push(start.elapsed());
+    }
+    took.sort();
+    println!(
+        "click to committed answer, 25 clicks, 50 pending: median {:?}, max {:?}",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    let answered = l.ok(["list", "--stage", "bench", "--status", "answered"]);
+    assert_eq!(answered["count"], 25);
+    // Idle: CPU time over 10 s with nothing happening (long polls of 2 s here).
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(10));
+    println!("idle: {} clock ticks of CPU in 10 s", ticks() - before);
+}
