@@ -337,6 +337,16 @@ pub enum Command {
         after_help = "An approval's --approvers may name group:NAME (a group that exists): its members at the\ntime of each vote may vote. You act as the PostgreSQL role you connect as, or on a\nSQLite file as the operating-system user; --by is refused.\n\nExample:\n  questions group create release --admins \"$(id -un)\"\n  questions group add release alice bob\n  questions group remove release bob"
     )]
     Group(GroupArgs),
+    /// Link people to the channel identities they answer from (Telegram, Slack, email)
+    #[command(
+        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>. Only NAME themself, or an admin of the group 'people' (questions group\ncreate people --admins NAME,…), links or unlinks NAME; --by is refused; every change is in\nthe history. With nobody linked, nobody answers through a channel.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789"
+    )]
+    People(PeopleArgs),
+    /// Put pending questions to people on Telegram and record their answers (pair: a link code)
+    #[command(
+        after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API).\n'relay pair CHANNEL NAME' prints a one-time code (10 minutes) NAME sends the bot\n(/start CODE), linking the account it comes from. Then: questions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
+    )]
+    Relay(RelayArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -380,6 +390,8 @@ impl Command {
             Command::Approve(_) => Procedure::Approve,
             Command::Reject(_) => Procedure::Reject,
             Command::Group(_) => Procedure::Group,
+            Command::People(_) => Procedure::People,
+            Command::Relay(_) => Procedure::Relay,
             Command::Completions(_) => Procedure::Completions,
             Command::Man => Procedure::Man,
             Command::Mcp(_) => Procedure::Mcp,
@@ -576,6 +588,52 @@ pub struct GroupArgs {
     /// stands for its members)
     #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
     pub admins: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PeopleArgs {
+    /// link, unlink or list
+    #[arg(value_enum)]
+    pub action: PeopleAction,
+    /// The person (with link and unlink)
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// The channel identity, CHANNEL:ID (with link and unlink)
+    #[arg(value_name = "CHANNEL:ID")]
+    pub identity: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PeopleAction {
+    Link,
+    Unlink,
+    List,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RelayArgs {
+    #[command(subcommand)]
+    pub action: Option<RelayAction>,
+    /// The relay's config (TOML): its channels and where their secrets are
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Only questions of these stages
+    #[arg(long, value_name = "S,…", value_delimiter = ',')]
+    pub stage: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RelayAction {
+    /// Print a one-time code (10 minutes) that links the channel account it is sent from
+    Pair {
+        /// telegram, slack or email
+        #[arg(value_name = "CHANNEL")]
+        channel: String,
+        /// The person the account will be
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -20,6 +20,9 @@ mod schema;
 // The inbox's page, which `serve` serves and `mcp` shows inside the chat.
 #[cfg(feature = "page")]
 pub(crate) mod page;
+// `questions relay`: Telegram (§14).
+#[cfg(feature = "relay")]
+pub(crate) mod relay;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
 // The page's words are all read only by a build with the web inbox (`serve`); they stay

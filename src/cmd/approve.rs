@@ -9,12 +9,12 @@ use questions_core::ops::{self, Identity};
 
 /// Who votes from the command line: the PostgreSQL role, else the operating-system user.
 /// `--by` would let anyone vote as anyone: it is refused.
-fn voter(by_from_flag: bool, verb: &str) -> Result<Identity> {
+pub(super) fn voter(by_from_flag: bool, verb: &str) -> Result<Identity> {
     if by_from_flag {
-        let what = if verb == "group" {
-            "a group change"
-        } else {
-            "a vote"
+        let what = match verb {
+            "group" => "a group change",
+            "people" | "relay pair" => "a change of who answers through a channel",
+            _ => "a vote",
         };
         return Err(Error::usage(format!(
             "--by is refused for '{verb}': {what} counts as the PostgreSQL role you connect \

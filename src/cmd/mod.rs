@@ -20,7 +20,10 @@ mod list;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod people;
 mod pi;
+#[cfg(feature = "relay")]
+mod relay;
 mod render;
 mod reset;
 #[cfg(feature = "serve")]
@@ -227,6 +230,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Approve(args) => approve::approve(l, by_from_flag, args),
         Command::Reject(args) => approve::reject(l, by_from_flag, args),
         Command::Group(args) => approve::group(l, by_from_flag, args),
+        Command::People(args) => people::people(l, by_from_flag, args),
+        Command::Relay(args) => people::relay(l, by_from_flag, args),
     };
     if let Some(files) = fresh {
         tracked::warn_if_created_unignored(&files);

@@ -9,6 +9,7 @@ mod approvals;
 mod ask;
 #[cfg(feature = "serve")]
 mod browser;
+mod channels;
 mod check;
 mod claude_code;
 mod clear;
@@ -44,12 +45,16 @@ mod pi;
 mod postgres;
 #[cfg(feature = "watch")]
 mod receiver;
+#[cfg(feature = "relay")]
+mod relay;
 mod render;
 mod reset;
 mod schema;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;
+#[cfg(feature = "relay")]
+mod telegram_standin;
 mod text_flags;
 mod uwf_skill;
 mod version;

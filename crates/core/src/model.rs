@@ -81,6 +81,10 @@ pub enum Channel {
     Pi,
     /// The inbox inside an MCP client's chat (MCP Apps), through `questions mcp`.
     McpApp,
+    /// The relay's channels (§14), each vouching for who its sender is.
+    Telegram,
+    Slack,
+    Email,
 }
 
 impl Channel {
@@ -1065,6 +1069,8 @@ pub enum EventKind {
     Group,
     /// A harness hook handed the answer on record to the agent's own ask tool.
     Delivered,
+    /// A person's channel identity linked or unlinked (§14; question_id 0).
+    People,
 }
 
 impl EventKind {
@@ -1718,7 +1724,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 12);
-        assert_eq!(EventKind::ALL.len(), 15);
+        assert_eq!(Channel::ALL.len(), 15);
+        assert_eq!(EventKind::ALL.len(), 16);
     }
 }

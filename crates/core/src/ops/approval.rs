@@ -25,7 +25,7 @@ pub enum Identity {
 
 impl Identity {
     /// The name, read inside the transaction that uses it.
-    fn resolve(&self, tx: &Tx) -> Result<String> {
+    pub(super) fn resolve(&self, tx: &Tx) -> Result<String> {
         match self {
             Identity::Person(name) => Ok(name.clone()),
             Identity::Local(name) => Ok(tx.session_user()?.unwrap_or_else(|| name.clone())),
@@ -52,6 +52,7 @@ pub(super) fn cast(
     identity: &Identity,
     ballot: &Ballot,
     actor: &Actor,
+    detail: Option<&serde_json::Value>,
 ) -> Result<Result<Question>> {
     let voter = identity.resolve(tx)?;
     let groups = groups_of(tx, before)?;
@@ -63,14 +64,14 @@ pub(super) fn cast(
         Ok(Voted::Recorded(changes)) => {
             let mut now = before.clone();
             for change in &changes {
-                if let Some(q) = tx.apply(change)? {
+                if let Some(q) = tx.apply(&super::change::with_detail(change.clone(), detail))? {
                     now = q;
                 }
             }
             Ok(Ok(now))
         }
         Ok(Voted::Refused(event, why)) => {
-            tx.apply(&event)?;
+            tx.apply(&super::change::with_detail(event, detail))?;
             Ok(Err(why.about(before)))
         }
         Err(e) => Ok(Err(e.about(before))),

@@ -8,7 +8,8 @@ use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Refusal, Result};
 use crate::model::{
-    AnswerInput, Ballot, EventKind, HarnessCall, Mode, NewQuestion, Question, Status, Transition,
+    Actor, AnswerInput, Ballot, EventKind, HarnessCall, Mode, NewQuestion, Question, Status,
+    Transition,
 };
 use crate::store::{Filter, Ledger, Tx};
 
@@ -322,38 +323,102 @@ impl PersonsChange {
 /// recorded in the history, then returned.
 pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Result<Recorded> {
     let actor = caller.actor(&clock::now());
-    let reason = |r: &Option<String>| {
-        r.as_ref()
-            .map(|r| r.trim().to_string())
-            .filter(|r| !r.is_empty())
-    };
     let outcome = ledger.write(|tx| {
         expire_due(tx, &actor.at)?;
-        let before = existing_within(tx, req.id, req.within.as_deref())?;
-        let refused = |e: Error| Ok(Err(e.about(&before)));
-        if let Err(e) = req.shown.check(tx, &before) {
-            return refused(e);
-        }
-        let transition = match &req.act {
-            Act::Answer(input) => before.answer(input, Mode::Direct { force: req.force }, &actor),
-            Act::AcceptProposed => before.accept_proposal(&actor),
-            Act::Skip(why) => before.skip(reason(why), Mode::Direct { force: req.force }, &actor),
-            Act::Decline(why) => before.decline(why, req.force, &actor),
-            Act::Vote(identity, ballot) => {
-                return super::approval::cast(tx, &before, identity, ballot, &actor)
-            }
-        };
-        match transition {
-            Ok(Some(t)) => Ok(Ok(tx.apply(&t)?.unwrap_or(before))),
-            Ok(None) => Ok(Ok(before)),
-            Err(e) => refused(e),
-        }
+        change_in(tx, &actor, req, None)
     })?;
     let question = outcome?;
     Ok(Recorded {
         question_id: question.id,
         question,
     })
+}
+
+/// A person's change inside a write under way (the expiries due applied): the question
+/// after it, or the refusal (`Ok(Err(…))`, which the caller still commits: a vote refused
+/// is recorded). `detail` goes into the history event the change makes (a channel's
+/// identity and event id, §14).
+pub(super) fn change_in(
+    tx: &Tx,
+    actor: &Actor,
+    req: &PersonsChange,
+    detail: Option<&serde_json::Value>,
+) -> Result<Result<Question>> {
+    let reason = |r: &Option<String>| {
+        r.as_ref()
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty())
+    };
+    let before = existing_within(tx, req.id, req.within.as_deref())?;
+    let refused = |e: Error| Ok(Err(e.about(&before)));
+    if let Err(e) = req.shown.check(tx, &before) {
+        return refused(e);
+    }
+    let transition = match &req.act {
+        Act::Answer(input) => before.answer(input, Mode::Direct { force: req.force }, actor),
+        Act::AcceptProposed => before.accept_proposal(actor),
+        Act::Skip(why) => before.skip(reason(why), Mode::Direct { force: req.force }, actor),
+        Act::Decline(why) => before.decline(why, req.force, actor),
+        Act::Vote(identity, ballot) => {
+            return super::approval::cast(tx, &before, identity, ballot, actor, detail)
+        }
+    };
+    match transition {
+        Ok(Some(t)) => Ok(Ok(tx.apply(&with_detail(t, detail))?.unwrap_or(before))),
+        Ok(None) => Ok(Ok(before)),
+        Err(e) => refused(e),
+    }
+}
+
+/// `t` with `detail` in its history event: a plain change becomes an event of the same
+/// kind by the same person, and an event's own detail takes `detail`'s keys.
+pub(super) fn with_detail(t: Transition, detail: Option<&serde_json::Value>) -> Transition {
+    let Some(extra) = detail else { return t };
+    let merge = |own: Option<serde_json::Value>| {
+        let mut merged = match own {
+            Some(serde_json::Value::Object(m)) => m,
+            Some(other) => std::iter::once(("detail".to_string(), other)).collect(),
+            None => serde_json::Map::new(),
+        };
+        if let serde_json::Value::Object(m) = extra {
+            merged.extend(m.clone());
+        }
+        Some(serde_json::Value::Object(merged))
+    };
+    match t {
+        Transition::Changed {
+            kind,
+            before,
+            after,
+        } => {
+            let actor = Actor {
+                by: after.state.answered_by.clone(),
+                channel: after.state.channel.unwrap_or(crate::model::Channel::Cli),
+                at: after.state.updated_at.clone(),
+            };
+            Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail: merge(None),
+            }
+        }
+        Transition::Event {
+            kind,
+            before,
+            after,
+            actor,
+            detail,
+        } => Transition::Event {
+            kind,
+            before,
+            after,
+            actor,
+            detail: merge(detail),
+        },
+        other => other,
+    }
 }
 
 /// The question with this id, within `stage` when one is given: a question of another

@@ -9,6 +9,7 @@ mod envelope;
 mod follow;
 mod gate;
 mod interop;
+pub mod relay;
 mod stream;
 #[cfg(test)]
 mod suite;
@@ -31,8 +32,8 @@ pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
-    make_default_folder, refuse_non_ledger, schema_version, EventFilter, Filter, FoundBy, Ledger,
-    Location, LockWait, StoredTask, TaskState,
+    make_default_folder, refuse_non_ledger, schema_version, Delivery, EventFilter, Filter, FoundBy,
+    Ledger, Link, Location, LockWait, StoredTask, TaskState,
 };
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,

@@ -320,3 +320,469 @@ on_every_engine!(a_task_ends_once_with_its_result, |l: &mut Ledger| {
     assert_eq!(after.status, TaskState::Completed);
     assert!(cancel_task(l, "nope").unwrap().is_none());
 });
+
+// The relay (§14): links, cards and the one operation that records a channel's answer.
+mod relay_ops {
+    use super::*;
+    use crate::model::{Channel, EventKind, QuestionOption, Status};
+    use crate::ops::relay::{self, Binding, FromChannel, Given, Outcome};
+
+    fn me(name: &str) -> Identity {
+        Identity::Person(name.into())
+    }
+
+    fn link(l: &mut Ledger, name: &str, id: &str) {
+        relay::people_link(l, &me(name), Channel::Cli, name, id, true).unwrap();
+    }
+
+    fn with_options(stage: &str, text: &str, labels: &[&str]) -> NewQuestion {
+        let mut q = new(stage, text, None);
+        q.options = labels
+            .iter()
+            .map(|l| QuestionOption {
+                label: (*l).into(),
+                description: None,
+                recommended: false,
+            })
+            .collect();
+        q
+    }
+
+    /// The cards due on Telegram, each marked sent; by person.
+    fn send_all(l: &mut Ledger) -> Vec<relay::Card> {
+        let cards = relay::cards_to_send(l, Channel::Telegram, None).unwrap();
+        for c in &cards {
+            relay::card_sent(l, c.delivery.id, &format!("chat:{}", c.delivery.id)).unwrap();
+        }
+        cards
+    }
+
+    fn card_for<'c>(cards: &'c [relay::Card], person: &str, id: i64) -> &'c relay::Card {
+        cards
+            .iter()
+            .find(|c| c.delivery.person == person && c.question.id == id)
+            .expect("a card for that person")
+    }
+
+    fn click(l: &mut Ledger, from: &str, event: &str, button: String) -> relay::Heard {
+        relay::hear(
+            l,
+            &FromChannel {
+                channel: Channel::Telegram,
+                identity: from.into(),
+                event_id: event.into(),
+                binding: Binding::Button(button),
+                given: Given::Text(String::new()),
+                position: Some(format!("{event}+1")),
+            },
+        )
+        .unwrap()
+    }
+
+    fn button(l: &mut Ledger, delivery: i64, value: &str) -> String {
+        let key = relay::button_key(l).unwrap();
+        format!("{delivery}:{value}:{}", key.sign(delivery, value))
+    }
+
+    fn press(l: &mut Ledger, from: &str, event: &str, delivery: i64, value: &str) -> relay::Heard {
+        let b = button(l, delivery, value);
+        click(l, from, event, b)
+    }
+
+    on_every_engine!(links_are_guarded_like_a_group_change, |l: &mut Ledger| {
+        let err = relay::people_link(l, &me("eve"), Channel::Cli, "ann", "telegram:42", true)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+        let done =
+            relay::people_link(l, &me("ann"), Channel::Cli, "ann", "telegram:42", true).unwrap();
+        assert!(done.changed);
+        // One identity is one person.
+        let err = relay::people_link(l, &me("bob"), Channel::Cli, "bob", "telegram:42", true)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict);
+        // A people admin links anyone.
+        group(
+            l,
+            &me("root"),
+            Channel::Cli,
+            relay::PEOPLE_ADMINS,
+            &GroupChange::Create {
+                admins: vec!["root".into()],
+            },
+            &[],
+        )
+        .unwrap();
+        relay::people_link(
+            l,
+            &me("root"),
+            Channel::Cli,
+            "bob",
+            "EMAIL:Bob@Example.COM",
+            true,
+        )
+        .unwrap();
+        let listed = relay::people_list(l).unwrap();
+        assert_eq!(
+            listed
+                .links
+                .iter()
+                .map(|k| (k.person.as_str(), k.identity.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("ann", "telegram:42"), ("bob", "email:bob@example.com")]
+        );
+        assert!(relay::channel_identity("telegram:ann").is_err());
+        assert!(relay::channel_identity("slack:T1").is_err());
+        relay::people_link(l, &me("ann"), Channel::Cli, "ann", "telegram:42", false).unwrap();
+        let people: Vec<_> = history(l, &EventFilter::Question(0))
+            .map(|h| h.events)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.event == EventKind::People)
+            .collect();
+        assert_eq!(
+            people.len(),
+            3,
+            "two links and an unlink, each in the history"
+        );
+        assert_eq!(people[2].answered_by.as_deref(), Some("ann"));
+        assert_eq!(people[1].answered_by.as_deref(), Some("root"));
+    });
+
+    on_every_engine!(
+        a_click_is_recorded_once_by_the_linked_person,
+        |l: &mut Ledger| {
+            link(l, "ann", "telegram:1");
+            let id = log(
+                l,
+                &with_options("s", "Which DB?", &["PostgreSQL", "SQLite"]),
+                false,
+            )
+            .unwrap()
+            .question_id;
+            let cards = send_all(l);
+            assert_eq!(cards.len(), 1);
+            assert!(
+                send_all(l).is_empty(),
+                "a card is made once per person and question"
+            );
+            let d = card_for(&cards, "ann", id).delivery.id;
+            let b = button(l, d, "o2");
+            let heard = click(l, "telegram:1", "update:7", b.clone());
+            assert_eq!(heard.outcome, Outcome::Recorded, "{}", heard.reply);
+            let q = heard.question.unwrap();
+            assert_eq!(q.state.answer.as_deref(), Some("SQLite"));
+            assert_eq!(q.state.answered_by.as_deref(), Some("ann"));
+            assert_eq!(q.state.channel, Some(Channel::Telegram));
+            let answered = history(l, &EventFilter::Question(id)).unwrap().events;
+            let last = answered.last().unwrap();
+            assert_eq!(last.event, EventKind::Answered);
+            let detail = last.detail.as_ref().unwrap();
+            assert_eq!(detail["identity"], "telegram:1");
+            assert_eq!(detail["event"], "update:7");
+            let count = answered.len();
+            // The same update again (a redelivery), then a second click.
+            let again = click(l, "telegram:1", "update:7", b.clone());
+            assert_eq!(again.outcome, Outcome::Repeated);
+            assert_eq!(again.reply, "already answered by ann");
+            let second = press(l, "telegram:1", "update:8", d, "o1");
+            assert_eq!(second.outcome, Outcome::Settled);
+            assert!(second
+                .reply
+                .starts_with("already answered by ann via telegram"));
+            assert_eq!(
+                history(l, &EventFilter::Question(id)).unwrap().events.len(),
+                count
+            );
+            assert_eq!(l_answer(l, id).as_deref(), Some("SQLite"));
+            assert_eq!(
+                relay::position(l, Channel::Telegram).unwrap().as_deref(),
+                Some("update:8+1")
+            );
+            // Answered: the card closes, saying by whom and through what.
+            let closing = relay::cards_to_close(l, Channel::Telegram).unwrap();
+            assert_eq!(closing.len(), 1);
+            assert!(closing[0].words.contains("answered by ann via telegram"));
+            relay::card_closed(l, d).unwrap();
+            assert!(relay::cards_to_close(l, Channel::Telegram)
+                .unwrap()
+                .is_empty());
+        }
+    );
+
+    on_every_engine!(
+        strangers_and_forged_buttons_record_nothing,
+        |l: &mut Ledger| {
+            link(l, "ann", "telegram:1");
+            link(l, "bob", "telegram:2");
+            let id = log(l, &with_options("s", "Ship?", &["yes", "no"]), false)
+                .unwrap()
+                .question_id;
+            let cards = send_all(l);
+            assert_eq!(cards.len(), 2);
+            let d = card_for(&cards, "ann", id).delivery.id;
+            let good = button(l, d, "o1");
+            let (_, _, signature) = relay::split_button(&good).unwrap();
+            let tries = [
+                ("telegram:99", good.clone(), "not linked"),
+                ("telegram:2", good.clone(), "sent to ann"),
+                (
+                    "telegram:1",
+                    format!("{d}:o2:{signature}"),
+                    "not one this relay signed",
+                ),
+                (
+                    "telegram:1",
+                    format!("{d}:o1:{}", "0".repeat(20)),
+                    "not one this relay signed",
+                ),
+                (
+                    "telegram:1",
+                    format!("{}:o1:{signature}", d + 1),
+                    "not one this relay signed",
+                ),
+                (
+                    "telegram:1",
+                    "garbage".to_string(),
+                    "not one of this ledger's cards",
+                ),
+            ];
+            for (n, (from, value, why)) in tries.iter().enumerate() {
+                let heard = click(l, from, &format!("update:{n}"), value.clone());
+                assert_eq!(heard.outcome, Outcome::Refused, "{from} {value}");
+                assert!(heard.reply.contains(why), "{}", heard.reply);
+            }
+            assert_eq!(gate(l, "s"), Gate::Fail, "nothing was recorded");
+            let refused = history(l, &EventFilter::Question(0))
+                .map(|h| h.events)
+                .unwrap_or_default()
+                .into_iter()
+                .chain(history(l, &EventFilter::Question(id)).unwrap().events)
+                .filter(|e| e.event == EventKind::Refused)
+                .count();
+            assert_eq!(refused, tries.len(), "each refusal is in the history");
+        }
+    );
+
+    on_every_engine!(
+        a_card_of_a_question_cleared_and_logged_again_answers_nothing,
+        |l: &mut Ledger| {
+            link(l, "ann", "telegram:1");
+            let id = log(l, &with_options("s", "Ship?", &["yes", "no"]), false)
+                .unwrap()
+                .question_id;
+            let d = send_all(l)[0].delivery.id;
+            clear(l, &person("ops"), "s").unwrap();
+            let again = log(l, &with_options("s", "Ship?", &["yes", "no"]), false)
+                .unwrap()
+                .question_id;
+            assert_ne!(id, again);
+            let heard = press(l, "telegram:1", "update:1", d, "o1");
+            assert_eq!(heard.outcome, Outcome::Refused);
+            assert!(
+                heard.reply.contains("no longer in the ledger"),
+                "{}",
+                heard.reply
+            );
+            assert_eq!(gate(l, "s"), Gate::Fail);
+            // The cleared card closes; the new question gets a card of its own.
+            let closing = relay::cards_to_close(l, Channel::Telegram).unwrap();
+            assert_eq!(closing.len(), 1);
+            assert!(closing[0].words.contains("cleared"));
+            let cards = send_all(l);
+            assert_eq!(cards.len(), 1);
+            assert_eq!(cards[0].question.id, again);
+        }
+    );
+
+    on_every_engine!(
+        votes_from_a_channel_follow_the_approval_rules,
+        |l: &mut Ledger| {
+            link(l, "ann", "telegram:1");
+            link(l, "rex", "telegram:9");
+            group(
+                l,
+                &me("root"),
+                Channel::Cli,
+                "release",
+                &GroupChange::Create {
+                    admins: vec!["root".into()],
+                },
+                &["ann".into()],
+            )
+            .unwrap();
+            let approval = Approval::new(
+                &["group:release".into(), "rex".into()],
+                1,
+                Some("rex"),
+                "rex",
+            )
+            .unwrap();
+            let mut q = new("deploy", "Deploy build 42?", None);
+            q.approval = Some(approval);
+            let id = log(l, &q, false).unwrap().question_id;
+            let cards = send_all(l);
+            assert_eq!(cards.len(), 1, "the requester gets no card");
+            let d = card_for(&cards, "ann", id).delivery.id;
+            // The requester clicking Approve on ann's card: refused, and recorded.
+            let heard = press(l, "telegram:9", "update:1", d, "a");
+            assert_eq!(heard.outcome, Outcome::Refused);
+            // ann leaves the group: her card no longer carries a vote.
+            group(
+                l,
+                &me("root"),
+                Channel::Cli,
+                "release",
+                &GroupChange::Remove,
+                &["ann".into()],
+            )
+            .unwrap();
+            let heard = press(l, "telegram:1", "update:2", d, "a");
+            assert_eq!(heard.outcome, Outcome::Refused, "{}", heard.reply);
+            assert_eq!(gate(l, "deploy"), Gate::Fail);
+            let refused: Vec<_> = history(l, &EventFilter::Question(id))
+                .unwrap()
+                .events
+                .into_iter()
+                .filter(|e| e.event == EventKind::Refused)
+                .collect();
+            assert_eq!(refused.len(), 2);
+            assert_eq!(refused[1].answered_by.as_deref(), Some("ann"));
+            assert_eq!(refused[1].detail.as_ref().unwrap()["event"], "update:2");
+            // Back in the group, her Approve settles it, through Telegram.
+            group(
+                l,
+                &me("root"),
+                Channel::Cli,
+                "release",
+                &GroupChange::Add,
+                &["ann".into()],
+            )
+            .unwrap();
+            let heard = press(l, "telegram:1", "update:3", d, "a");
+            assert_eq!(heard.outcome, Outcome::Recorded, "{}", heard.reply);
+            assert_eq!(gate(l, "deploy"), Gate::Pass);
+            assert_eq!(heard.question.unwrap().state.status, Status::Answered);
+        }
+    );
+
+    on_every_engine!(
+        typed_text_is_verbatim_unless_exactly_an_option,
+        |l: &mut Ledger| {
+            link(l, "ann", "telegram:1");
+            let a = log(
+                l,
+                &with_options("s", "Which DB?", &["PostgreSQL", "SQLite"]),
+                false,
+            )
+            .unwrap()
+            .question_id;
+            let b = log(l, &with_options("s", "Port?", &["80", "8080"]), false)
+                .unwrap()
+                .question_id;
+            let cards = send_all(l);
+            let reply = |l: &mut Ledger, id: i64, event: &str, text: &str| {
+                let d = card_for(&cards, "ann", id).delivery.clone();
+                relay::hear(
+                    l,
+                    &FromChannel {
+                        channel: Channel::Telegram,
+                        identity: "telegram:1".into(),
+                        event_id: event.into(),
+                        binding: Binding::Reply(d.message_ref.unwrap_or(format!("chat:{}", d.id))),
+                        given: Given::Text(text.into()),
+                        position: None,
+                    },
+                )
+                .unwrap()
+            };
+            let heard = reply(l, a, "update:1", "sqlite, I think");
+            assert_eq!(heard.outcome, Outcome::Recorded, "{}", heard.reply);
+            assert_eq!(l_answer(l, a).as_deref(), Some("sqlite, I think"));
+            let heard = reply(l, b, "update:2", "2");
+            assert_eq!(heard.outcome, Outcome::Recorded, "{}", heard.reply);
+            assert_eq!(
+                l_answer(l, b).as_deref(),
+                Some("8080"),
+                "2 is option 2's number"
+            );
+            // A message that is no reply to a card records nothing.
+            let loose = relay::hear(
+                l,
+                &FromChannel {
+                    channel: Channel::Telegram,
+                    identity: "telegram:1".into(),
+                    event_id: "update:3".into(),
+                    binding: Binding::None,
+                    given: Given::Text("yes".into()),
+                    position: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(loose.outcome, Outcome::Refused);
+        }
+    );
+
+    on_every_engine!(a_pairing_code_links_once, |l: &mut Ledger| {
+        let err = relay::pairing_code(l, &me("eve"), Channel::Cli, "telegram", "ann").unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        let code = relay::pairing_code(l, &me("ann"), Channel::Cli, "telegram", "ann").unwrap();
+        assert_eq!(code.send, format!("/start {}", code.code));
+        let start = |l: &mut Ledger, from: &str, event: &str, code: &str| {
+            relay::redeem(
+                l,
+                &FromChannel {
+                    channel: Channel::Telegram,
+                    identity: from.into(),
+                    event_id: event.into(),
+                    binding: Binding::None,
+                    given: Given::Text(String::new()),
+                    position: None,
+                },
+                code,
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            start(l, "telegram:5", "update:1", "WRONG").outcome,
+            Outcome::Refused
+        );
+        assert_eq!(
+            start(l, "telegram:5", "update:2", &code.code).outcome,
+            Outcome::Recorded
+        );
+        assert_eq!(
+            start(l, "telegram:5", "update:2", &code.code).outcome,
+            Outcome::Repeated
+        );
+        assert_eq!(
+            start(l, "telegram:6", "update:3", &code.code).outcome,
+            Outcome::Refused,
+            "a code is used once"
+        );
+        let links = relay::people_list(l).unwrap().links;
+        assert_eq!(links.len(), 1);
+        assert_eq!(links[0].identity, "telegram:5");
+        assert_eq!(links[0].person, "ann");
+    });
+
+    on_every_engine!(one_relay_holds_a_channel, |l: &mut Ledger| {
+        let minute = Duration::from_mins(1);
+        let take = |l: &mut Ledger, who: &str, gone: Option<&str>| {
+            relay::lease(l, Channel::Telegram, who, minute, gone).unwrap()
+        };
+        assert!(take(l, "a", None).is_none());
+        assert!(take(l, "a", None).is_none(), "the holder renews it");
+        let held = take(l, "b", None);
+        assert_eq!(held.map(|(who, _)| who).as_deref(), Some("a"));
+        assert!(
+            take(l, "b", Some("x")).is_some(),
+            "only the holder named gone"
+        );
+        relay::release(l, Channel::Telegram, "a").unwrap();
+        assert!(take(l, "b", None).is_none());
+        assert!(
+            take(l, "c", Some("b")).is_none(),
+            "a holder known gone is taken over"
+        );
+    });
+}

@@ -101,3 +101,52 @@ CREATE TABLE approval_group_admins (
   admin TEXT NOT NULL,
   PRIMARY KEY (name, admin)
 );
+CREATE TABLE people_links (
+  identity TEXT PRIMARY KEY,
+  person TEXT NOT NULL,
+  linked_at TEXT NOT NULL
+);
+CREATE TABLE relay_pairings (
+  code_hash TEXT PRIMARY KEY,
+  channel TEXT NOT NULL,
+  person TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE TABLE relay_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  question_id INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  person TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  identity TEXT NOT NULL,
+  message_ref TEXT,
+  prompt_ref TEXT,
+  state TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  closed_at TEXT,
+  UNIQUE (channel, identity, question_id, fingerprint)
+);
+CREATE INDEX relay_deliveries_open ON relay_deliveries (channel, state);
+CREATE TABLE relay_events (
+  channel TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  question_id INTEGER NOT NULL,
+  person TEXT,
+  outcome TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (channel, event_id)
+);
+CREATE TABLE relay_positions (
+  channel TEXT PRIMARY KEY,
+  position TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE relay_leases (
+  channel TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  until TEXT NOT NULL
+);
+CREATE TABLE relay_keys (
+  name TEXT PRIMARY KEY,
+  secret TEXT NOT NULL
+);

@@ -19,13 +19,20 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 8] = [
+const LEDGER_TABLES: [&str; 15] = [
     "question_events",
     "questions",
     "watchers",
     "approval_groups",
     "approval_group_admins",
     "mcp_tasks",
+    "people_links",
+    "relay_pairings",
+    "relay_deliveries",
+    "relay_events",
+    "relay_positions",
+    "relay_leases",
+    "relay_keys",
     "ledger_identity",
     "refinery_schema_history",
 ];

@@ -309,7 +309,9 @@ pub(crate) struct Tally {
 }
 
 /// The MCP server's durable tasks.
+mod relay;
 mod tasks;
+pub use relay::{Delivery, Link};
 pub use tasks::{StoredTask, TaskState};
 
 /// The operations of one transaction, over either engine.

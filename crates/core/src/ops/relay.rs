@@ -1,0 +1,1068 @@
+//! The relay's operations (§14): people's channel identities, pairing codes, the cards
+//! put to people, and the one operation that records what a person did on a channel.
+//! Every rule is checked here, in the transaction that records the answer: a channel's
+//! front end only translates the provider's events into a `FromChannel` and says back
+//! the `Heard` reply.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::approval::Identity;
+use super::change::{change_in, Act, PersonsChange, Shown};
+use super::expire_due;
+use crate::clock;
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{check_name, Actor, AnswerInput, Ballot, Channel, Question, Status, Verdict};
+use crate::store::{Delivery, Filter, Ledger, Link, Tx};
+
+/// Who may link or unlink anyone: the admins of this group (`group create people
+/// --admins NAME,…`); everyone else links only themself.
+pub const PEOPLE_ADMINS: &str = "people";
+
+/// How long a pairing code is valid.
+pub const PAIRING_VALID: std::time::Duration = std::time::Duration::from_mins(10);
+
+/// The key that signs the buttons' values, by its name in `relay_keys`.
+const BUTTON_KEY: &str = "buttons";
+
+/// The channels a relay serves, as their identities are prefixed.
+pub fn relay_channel(name: &str) -> Option<Channel> {
+    match name {
+        "telegram" => Some(Channel::Telegram),
+        "slack" => Some(Channel::Slack),
+        "email" => Some(Channel::Email),
+        _ => None,
+    }
+}
+
+/// A channel identity as the ledger keeps it, from what a person writes: the provider's
+/// stable id, never a display name. `telegram:<user id>`, `slack:<team>/<user>`,
+/// `email:<address>` (lower case).
+pub fn channel_identity(text: &str) -> Result<String> {
+    let bad = |why: &str| {
+        Error::usage(format!(
+            "'{text}' is not a channel identity: {why} (telegram:<user id>, \
+             slack:<team id>/<user id>, email:<address>)"
+        ))
+    };
+    let text = text.trim();
+    let (channel, id) = text
+        .split_once(':')
+        .ok_or_else(|| bad("it names no channel"))?;
+    let channel = channel.to_lowercase();
+    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+    match channel.as_str() {
+        "telegram" => {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
+                return Err(bad("a Telegram user id is a number"));
+            }
+            Ok(format!("telegram:{id}"))
+        }
+        "slack" => match id.split_once('/') {
+            Some((team, user)) if plain(team) && plain(user) => Ok(format!(
+                "slack:{}/{}",
+                team.to_uppercase(),
+                user.to_uppercase()
+            )),
+            _ => Err(bad("a Slack identity is the team id and the user id")),
+        },
+        "email" => {
+            let lower = id.to_lowercase();
+            let ok = lower.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty()
+                    && domain.contains('.')
+                    && !lower
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
+            });
+            if !ok {
+                return Err(bad("an email identity is an address"));
+            }
+            Ok(format!("email:{lower}"))
+        }
+        _ => Err(bad("the channel is not one the relay knows")),
+    }
+}
+
+/// Random bytes from the operating system.
+fn random(n: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::io(format!("cannot read random bytes: {e}")))?;
+    Ok(bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Who `identity` stands for, and whether they may change `name`'s links: themself, or
+/// an admin of the group `people`.
+fn may_change_links(tx: &Tx, identity: &Identity, name: &str) -> Result<String> {
+    let caller = identity.resolve(tx)?;
+    if caller == name || tx.is_group_admin(PEOPLE_ADMINS, &caller)? {
+        return Ok(caller);
+    }
+    Err(Error::new(
+        ErrorCode::Forbidden,
+        format!(
+            "{caller} may not change {name}'s channel links: only {name} themself, or an \
+             admin of the group '{PEOPLE_ADMINS}' (questions group create {PEOPLE_ADMINS} \
+             --admins NAME,…)"
+        ),
+    ))
+}
+
+/// What `people link|unlink` did.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PeopleChanged {
+    pub person: String,
+    pub identity: String,
+    /// Whether the ledger changed (linking what is linked, or unlinking what is not,
+    /// changes nothing and records nothing).
+    pub changed: bool,
+    pub links: Vec<Link>,
+}
+
+/// `people link|unlink NAME CHANNEL:ID`: guarded as a group change is (§12), by who the
+/// channel vouches for; every change is a `people` event.
+pub fn people_link(
+    ledger: &mut Ledger,
+    identity: &Identity,
+    channel: Channel,
+    name: &str,
+    channel_id: &str,
+    link: bool,
+) -> Result<PeopleChanged> {
+    check_name(name, "person").map_err(Error::usage)?;
+    let id = channel_identity(channel_id)?;
+    let at = clock::now();
+    ledger.write(|tx| {
+        let caller = may_change_links(tx, identity, name)?;
+        let actor = Actor {
+            by: Some(caller),
+            channel,
+            at: at.clone(),
+        };
+        let on_record = tx.person_of(&id)?;
+        let changed = if link {
+            match on_record.as_deref() {
+                Some(p) if p == name => false,
+                Some(other) => {
+                    return Err(Error::conflict(format!(
+                        "{id} is linked to {other}: one identity is one person; nothing was \
+                         changed (unlink it from {other} first)"
+                    )))
+                }
+                None => {
+                    tx.insert_link(&id, name, &at)?;
+                    true
+                }
+            }
+        } else {
+            tx.delete_link(&id, name)?
+        };
+        if changed {
+            tx.people_event(
+                &actor,
+                &serde_json::json!({
+                    "person": name,
+                    "identity": id,
+                    if link { "linked" } else { "unlinked" }: true,
+                }),
+            )?;
+        }
+        Ok(PeopleChanged {
+            person: name.to_string(),
+            identity: id.clone(),
+            changed,
+            links: tx
+                .links()?
+                .into_iter()
+                .filter(|l| l.person == name)
+                .collect(),
+        })
+    })
+}
+
+/// `people list`.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct People {
+    pub count: usize,
+    pub links: Vec<Link>,
+}
+
+pub fn people_list(ledger: &mut Ledger) -> Result<People> {
+    let links = ledger.read(|tx| tx.links())?;
+    Ok(People {
+        count: links.len(),
+        links,
+    })
+}
+
+/// A one-time pairing code (`relay pair`): shown once, stored as its hash.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Pairing {
+    pub channel: String,
+    pub person: String,
+    pub code: String,
+    pub expires_at: String,
+    /// What the person sends the bot.
+    pub send: String,
+}
+
+/// Letters that cannot be mistaken for one another on a phone.
+const CODE_LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// Makes a pairing code for `name` on `channel`, guarded as a link is.
+pub fn pairing_code(
+    ledger: &mut Ledger,
+    identity: &Identity,
+    on: Channel,
+    channel: &str,
+    name: &str,
+) -> Result<Pairing> {
+    check_name(name, "person").map_err(Error::usage)?;
+    if relay_channel(channel).is_none() {
+        return Err(Error::usage(format!(
+            "'{channel}' is not a relay channel: telegram, slack or email"
+        )));
+    }
+    let code: String = random(10)?
+        .iter()
+        .map(|b| CODE_LETTERS[usize::from(*b) % CODE_LETTERS.len()] as char)
+        .collect();
+    let at = clock::now();
+    let expires_at = clock::after(&at, PAIRING_VALID);
+    ledger.write(|tx| {
+        let caller = may_change_links(tx, identity, name)?;
+        tx.insert_pairing(&sha256_hex(&code), channel, name, &expires_at)?;
+        tx.people_event(
+            &Actor {
+                by: Some(caller),
+                channel: on,
+                at: at.clone(),
+            },
+            &serde_json::json!({"person": name, "pairing": channel, "expires_at": expires_at}),
+        )
+    })?;
+    Ok(Pairing {
+        channel: channel.to_string(),
+        person: name.to_string(),
+        send: match channel {
+            "telegram" => format!("/start {code}"),
+            _ => code.clone(),
+        },
+        code,
+        expires_at,
+    })
+}
+
+/// The key that signs buttons, made on first use and kept in the ledger: a relay that
+/// restarts (or another on the same ledger) checks the buttons of cards already out.
+#[derive(Clone)]
+pub struct ButtonKey(Vec<u8>);
+
+impl std::fmt::Debug for ButtonKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ButtonKey(…)")
+    }
+}
+
+impl ButtonKey {
+    fn mac(&self, delivery: i64, value: &str) -> [u8; 32] {
+        hmac_sha256(&self.0, format!("{delivery}:{value}").as_bytes())
+    }
+
+    /// The signature of a button's `value` on the card of `delivery`: 10 bytes in hex,
+    /// so that a whole button (`<delivery>:<value>:<signature>`) fits Telegram's 64 bytes.
+    pub fn sign(&self, delivery: i64, value: &str) -> String {
+        hex(&self.mac(delivery, value)[..SIGNATURE_BYTES])
+    }
+
+    fn verify(&self, delivery: i64, value: &str, signature: &str) -> bool {
+        let Some(given) = unhex(signature) else {
+            return false;
+        };
+        let expected = self.mac(delivery, value);
+        // In constant time: how much of a signature matched says nothing.
+        given.len() == SIGNATURE_BYTES
+            && given
+                .iter()
+                .zip(&expected[..SIGNATURE_BYTES])
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) over the core's own SHA-256: a dozen lines instead of the
+/// `hmac` crate and its two constant-time helpers in every build of the command line.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.map(|b| b ^ byte);
+    let inner = Sha256::new()
+        .chain_update(pad(0x36))
+        .chain_update(message)
+        .finalize();
+    Sha256::new()
+        .chain_update(pad(0x5c))
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+const SIGNATURE_BYTES: usize = 10;
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn key_in(tx: &Tx) -> Result<Option<ButtonKey>> {
+    Ok(tx
+        .relay_key(BUTTON_KEY)?
+        .and_then(|k| unhex(&k))
+        .map(ButtonKey))
+}
+
+/// The ledger's button key, made when there is none.
+pub fn button_key(ledger: &mut Ledger) -> Result<ButtonKey> {
+    if let Some(key) = ledger.read(key_in)? {
+        return Ok(key);
+    }
+    let fresh = hex(&random(32)?);
+    ledger.write(|tx| {
+        tx.insert_relay_key(BUTTON_KEY, &fresh)?;
+        key_in(tx)?.ok_or_else(|| Error::db("the relay's key was not written"))
+    })
+}
+
+/// How a person's action is tied to a card that was sent to them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// A button's value, as the card carried it: `<delivery>:<value>:<signature>`.
+    Button(String),
+    /// A reply to the card's message (the provider's reference to it).
+    Reply(String),
+    /// Nothing ties it to a card (a message on its own).
+    None,
+}
+
+/// What the person gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Given {
+    /// Options by their number (1-based): one, or several for a multi-select.
+    Options(Vec<usize>),
+    /// Typed text: recorded verbatim, or the option it is exactly the number or label of.
+    Text(String),
+    Approve,
+    /// A rejection, with the reason typed if any.
+    Reject(Option<String>),
+    /// The card's proposed value, taken.
+    Proposed,
+}
+
+/// One provider event that may record an answer.
+#[derive(Debug, Clone)]
+pub struct FromChannel {
+    pub channel: Channel,
+    /// The sender's provider id, as `channel_identity` writes it.
+    pub identity: String,
+    /// The provider's event id (Telegram: `update:<update_id>`): kept once.
+    pub event_id: String,
+    pub binding: Binding,
+    pub given: Given,
+    /// The channel's read position after this event, stored in the same transaction.
+    pub position: Option<String>,
+}
+
+/// What became of an event, and what to tell its sender.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Recorded,
+    /// The same event again (a redelivery): nothing changed.
+    Repeated,
+    /// The question had left pending before (a second click, another device).
+    Settled,
+    Refused,
+}
+
+#[derive(Debug, Clone)]
+pub struct Heard {
+    pub outcome: Outcome,
+    pub question_id: Option<i64>,
+    pub person: Option<String>,
+    /// The question as it stands after the event, when it names one.
+    pub question: Option<Question>,
+    /// What the channel says back to the sender.
+    pub reply: String,
+}
+
+/// A button's parts: the delivery it belongs to, its value, its signature.
+pub fn split_button(data: &str) -> Option<(i64, &str, &str)> {
+    let mut parts = data.splitn(3, ':');
+    let delivery = parts.next()?.parse().ok()?;
+    let value = parts.next()?;
+    let signature = parts.next()?;
+    Some((delivery, value, signature))
+}
+
+/// What a settled question's card says, and a later click is told.
+pub fn settled_words(q: Option<&Question>) -> String {
+    let Some(q) = q else {
+        return "this question is no longer in the ledger (cleared)".to_string();
+    };
+    let who = q.state.answered_by.as_deref().unwrap_or("nobody");
+    let via = q.state.channel.map_or("", Channel::as_str);
+    let what = match q.state.status {
+        Status::Answered => format!(
+            "already answered by {who} via {via}: {}",
+            q.state.answer.as_deref().unwrap_or("")
+        ),
+        Status::Skipped => format!("already skipped by {who} via {via}"),
+        Status::Declined => format!("already declined by {who} via {via}"),
+        Status::Pending => "still pending".to_string(),
+    };
+    what
+}
+
+/// Records what a person did on a channel (§14), checking in one write transaction that
+/// the sender is linked to a person, the action is bound to a card sent to that person,
+/// the question is still pending and still the one on the card, not expired, and (for a
+/// vote) that §12 lets them vote; the event id is kept once and the read position moves
+/// with it. Anything else is a `refused` event, and `Heard::reply` says why.
+pub fn hear(ledger: &mut Ledger, event: &FromChannel) -> Result<Heard> {
+    let now = clock::now();
+    let channel = event.channel.as_str();
+    ledger.write(|tx| {
+        let heard = hear_in(tx, event, &now)?;
+        if heard.outcome != Outcome::Repeated {
+            tx.insert_relay_event(
+                channel,
+                &event.event_id,
+                heard.question_id.unwrap_or(0),
+                heard.person.as_deref(),
+                match heard.outcome {
+                    Outcome::Recorded => "recorded",
+                    Outcome::Settled => "settled",
+                    Outcome::Refused | Outcome::Repeated => "refused",
+                },
+                &now,
+            )?;
+        }
+        if let Some(position) = &event.position {
+            tx.set_relay_position(channel, position, &now)?;
+        }
+        Ok(heard)
+    })
+}
+
+fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
+    let channel = event.channel.as_str();
+    if let Some((question_id, person, outcome)) = tx.relay_event(channel, &event.event_id)? {
+        let question = tx.question(question_id)?;
+        let reply = match (outcome.as_str(), &person) {
+            ("recorded", Some(p)) => format!("already answered by {p}"),
+            _ => settled_words(question.as_ref()),
+        };
+        return Ok(Heard {
+            outcome: Outcome::Repeated,
+            question_id: Some(question_id).filter(|id| *id != 0),
+            person,
+            question,
+            reply,
+        });
+    }
+    expire_due(tx, now)?;
+    let person = tx.person_of(&event.identity)?;
+    let actor = Actor {
+        by: person.clone(),
+        channel: event.channel,
+        at: now.to_string(),
+    };
+    let about = serde_json::json!({"identity": event.identity, "event": event.event_id});
+    let refuse = |question: Option<&Question>, why: String| -> Result<Heard> {
+        let mut detail = about.clone();
+        detail["refused"] = why.clone().into();
+        tx.refused_event(question.map_or(0, |q| q.id), &actor, &detail)?;
+        Ok(Heard {
+            outcome: Outcome::Refused,
+            question_id: question.map(|q| q.id),
+            person: person.clone(),
+            question: question.cloned(),
+            reply: why,
+        })
+    };
+    let Some(who) = person.clone() else {
+        return refuse(
+            None,
+            format!(
+                "this {channel} account is not linked to anyone in the ledger, so it cannot \
+                 answer; ask for a pairing code (questions relay pair {channel} NAME)"
+            ),
+        );
+    };
+    let (delivery, value) = match &event.binding {
+        Binding::Button(data) => {
+            let key = key_in(tx)?;
+            let parts = split_button(data);
+            let Some(((id, value, signature), key)) = parts.zip(key) else {
+                return refuse(None, "this button is not one of this ledger's cards".into());
+            };
+            if !key.verify(id, value, signature) {
+                return refuse(
+                    None,
+                    "this button's value is not one this relay signed".into(),
+                );
+            }
+            (tx.delivery(id)?, Some(value.to_string()))
+        }
+        Binding::Reply(reference) => (tx.delivery_by_ref(channel, reference)?, None),
+        Binding::None => (None, None),
+    };
+    let Some(delivery) = delivery.filter(|d| d.channel == channel) else {
+        return refuse(
+            None,
+            "this is not an answer to a question card sent to you: answer with the card's \
+             buttons, or reply to the card"
+                .into(),
+        );
+    };
+    let question = tx.question(delivery.question_id)?;
+    if delivery.person != who {
+        return refuse(
+            question.as_ref(),
+            format!("this card was sent to {}, not to {who}", delivery.person),
+        );
+    }
+    let Some(q) = question else {
+        return refuse(
+            None,
+            format!(
+                "question {} is no longer in the ledger (cleared); nothing was recorded",
+                delivery.question_id
+            ),
+        );
+    };
+    if q.fingerprint() != delivery.fingerprint {
+        return refuse(
+            Some(&q),
+            format!(
+                "question {} is no longer the question on this card; nothing was recorded",
+                q.id
+            ),
+        );
+    }
+    if q.state.status != Status::Pending {
+        let reply = settled_words(Some(&q));
+        return Ok(Heard {
+            outcome: Outcome::Settled,
+            question_id: Some(q.id),
+            person: Some(who),
+            question: Some(q),
+            reply,
+        });
+    }
+    if q.is_expired(now) {
+        return refuse(
+            Some(&q),
+            format!("question {}'s time is up; nothing was recorded", q.id),
+        );
+    }
+    let given = match value.as_deref() {
+        Some(v) => match button_given(v, &q) {
+            Some(g) => g,
+            None => return refuse(Some(&q), "this button does not answer this card".into()),
+        },
+        None => event.given.clone(),
+    };
+    let act = match (&q.state.approval, given) {
+        (Some(_), Given::Approve) => Act::Vote(
+            Identity::Person(who.clone()),
+            Ballot {
+                verdict: Verdict::Approve,
+                comment: None,
+            },
+        ),
+        (Some(_), Given::Reject(reason)) => Act::Vote(
+            Identity::Person(who.clone()),
+            Ballot {
+                verdict: Verdict::Reject,
+                comment: Some(
+                    reason
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or_else(|| format!("rejected on {channel}")),
+                ),
+            },
+        ),
+        (Some(_), _) => {
+            return refuse(
+                Some(&q),
+                format!("question {} is an approval: use Approve or Reject", q.id),
+            )
+        }
+        (None, Given::Approve | Given::Reject(_)) => {
+            return refuse(Some(&q), "this question is not an approval".into())
+        }
+        (None, Given::Proposed) => Act::AcceptProposed,
+        (None, Given::Options(numbers)) => {
+            let mut select = Vec::new();
+            for n in numbers {
+                let Some(o) = n.checked_sub(1).and_then(|i| q.options.get(i)) else {
+                    return refuse(Some(&q), format!("question {} has no option {n}", q.id));
+                };
+                select.push(o.label.clone());
+            }
+            Act::Answer(AnswerInput { text: None, select })
+        }
+        (None, Given::Text(text)) => Act::Answer(typed(&q, text)),
+    };
+    let req = PersonsChange {
+        shown: Shown::one(None, q.id, Some(delivery.fingerprint.clone())),
+        ..PersonsChange::of(q.id, act)
+    };
+    match change_in(tx, &actor, &req, Some(&about))? {
+        Ok(after) => Ok(Heard {
+            outcome: Outcome::Recorded,
+            question_id: Some(after.id),
+            person: Some(who),
+            reply: match after.state.status {
+                Status::Pending => format!("your vote on question {} is recorded", after.id),
+                _ => format!(
+                    "recorded: {}",
+                    settled_words(Some(&after)).trim_start_matches("already ")
+                ),
+            },
+            question: Some(after),
+        }),
+        Err(e) if e.code == ErrorCode::DbError => Err(e),
+        Err(e) => {
+            // A vote refused is in the history already (`approval::cast`).
+            if !matches!(req.act, Act::Vote(..)) {
+                let mut detail = about.clone();
+                detail["refused"] = e.message.clone().into();
+                tx.refused_event(q.id, &actor, &detail)?;
+            }
+            Ok(Heard {
+                outcome: Outcome::Refused,
+                question_id: Some(q.id),
+                person: Some(who),
+                question: Some(q),
+                reply: e.message,
+            })
+        }
+    }
+}
+
+/// Typed text: the option whose number or label it is exactly, else the text verbatim.
+fn typed(q: &Question, text: String) -> AnswerInput {
+    let trimmed = text.trim();
+    if !q.options.is_empty() {
+        if let Ok(n) = trimmed.parse::<usize>() {
+            if let Some(o) = n.checked_sub(1).and_then(|i| q.options.get(i)) {
+                return AnswerInput {
+                    text: None,
+                    select: vec![o.label.clone()],
+                };
+            }
+        }
+        if let Some(o) = q.options.iter().find(|o| o.label == trimmed) {
+            return AnswerInput {
+                text: None,
+                select: vec![o.label.clone()],
+            };
+        }
+        if q.multi_select && trimmed.contains(',') {
+            let numbers: Option<Vec<usize>> =
+                trimmed.split(',').map(|n| n.trim().parse().ok()).collect();
+            let picked: Option<Vec<String>> = numbers.and_then(|ns| {
+                ns.iter()
+                    .map(|n| {
+                        n.checked_sub(1)
+                            .and_then(|i| q.options.get(i))
+                            .map(|o| o.label.clone())
+                    })
+                    .collect()
+            });
+            if let Some(select) = picked {
+                return AnswerInput { text: None, select };
+            }
+        }
+    }
+    AnswerInput {
+        text: Some(text),
+        select: Vec::new(),
+    }
+}
+
+/// A signed button's value, read: `o<n>` an option, `m<mask>` the options of a
+/// multi-select's bits, `a`/`r` approve/reject, `p` the proposal.
+fn button_given(value: &str, q: &Question) -> Option<Given> {
+    let (kind, rest) = value.split_at_checked(1)?;
+    match kind {
+        "o" => Some(Given::Options(vec![rest.parse().ok()?])),
+        "m" => {
+            let mask = u64::from_str_radix(rest, 16).ok()?;
+            let picked: Vec<usize> = (0..q.options.len().min(64))
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| i + 1)
+                .collect();
+            (!picked.is_empty()).then_some(Given::Options(picked))
+        }
+        "a" if rest.is_empty() => Some(Given::Approve),
+        "r" if rest.is_empty() => Some(Given::Reject(None)),
+        "p" if rest.is_empty() => Some(Given::Proposed),
+        _ => None,
+    }
+}
+
+/// Links the identity a pairing code came from (`/start CODE`): the event id is kept
+/// once and the read position moves with it, as for an answer.
+pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<Heard> {
+    let now = clock::now();
+    let channel = event.channel.as_str();
+    ledger.write(|tx| {
+        let heard = if let Some((_, person, _)) = tx.relay_event(channel, &event.event_id)? {
+            Heard {
+                outcome: Outcome::Repeated,
+                question_id: None,
+                reply: format!("linked to {}", person.as_deref().unwrap_or("nobody")),
+                person,
+                question: None,
+            }
+        } else {
+            let code = code.trim().to_uppercase();
+            let person = tx.take_pairing(&sha256_hex(&code), channel, &now)?;
+            let actor = Actor {
+                by: person.clone(),
+                channel: event.channel,
+                at: now.clone(),
+            };
+            let on_record = tx.person_of(&event.identity)?;
+            let heard = match (&person, on_record) {
+                (None, _) => {
+                    tx.refused_event(
+                        0,
+                        &actor,
+                        &serde_json::json!({
+                            "identity": event.identity, "event": event.event_id,
+                            "refused": "pairing code unknown, used or expired",
+                        }),
+                    )?;
+                    Heard {
+                        outcome: Outcome::Refused,
+                        question_id: None,
+                        person: None,
+                        question: None,
+                        reply: "this code is unknown, used or expired: ask for a new one \
+                                (questions relay pair)"
+                            .into(),
+                    }
+                }
+                (Some(p), Some(other)) if *p != other => Heard {
+                    outcome: Outcome::Refused,
+                    question_id: None,
+                    person: Some(other.clone()),
+                    question: None,
+                    reply: format!("this account is linked to {other} already: unlink it first"),
+                },
+                (Some(p), already) => {
+                    if already.is_none() {
+                        tx.insert_link(&event.identity, p, &now)?;
+                        tx.people_event(
+                            &actor,
+                            &serde_json::json!({
+                                "person": p, "identity": event.identity, "linked": true,
+                                "via": "pairing", "event": event.event_id,
+                            }),
+                        )?;
+                    }
+                    Heard {
+                        outcome: Outcome::Recorded,
+                        question_id: None,
+                        person: Some(p.clone()),
+                        question: None,
+                        reply: format!(
+                            "linked: this account is {p} in the ledger; questions for {p} \
+                             will come here"
+                        ),
+                    }
+                }
+            };
+            tx.insert_relay_event(
+                channel,
+                &event.event_id,
+                0,
+                heard.person.as_deref(),
+                if heard.outcome == Outcome::Recorded {
+                    "linked"
+                } else {
+                    "refused"
+                },
+                &now,
+            )?;
+            heard
+        };
+        if let Some(position) = &event.position {
+            tx.set_relay_position(channel, position, &now)?;
+        }
+        Ok(heard)
+    })
+}
+
+/// Moves a channel's read position past events that record nothing (a reaction, an
+/// edit, a message the relay does not act on).
+pub fn pass(ledger: &mut Ledger, channel: Channel, position: &str) -> Result<()> {
+    let now = clock::now();
+    ledger.write(|tx| tx.set_relay_position(channel.as_str(), position, &now))
+}
+
+/// Where a channel's reading stopped.
+pub fn position(ledger: &mut Ledger, channel: Channel) -> Result<Option<String>> {
+    ledger.read(|tx| tx.relay_position(channel.as_str()))
+}
+
+/// A card to send: its delivery row (state `sending`) and the question.
+#[derive(Debug, Clone)]
+pub struct Card {
+    pub delivery: Delivery,
+    pub question: Question,
+}
+
+/// The cards a channel has to send: one per pending question (of `stages`, when given)
+/// and linked person who may answer it (an approval's eligible approvers, never its
+/// requester), each reserved as a delivery row before it is sent, and those reserved
+/// before and never sent (a relay stopped in between).
+pub fn cards_to_send(
+    ledger: &mut Ledger,
+    channel: Channel,
+    stages: Option<&[String]>,
+) -> Result<Vec<Card>> {
+    let name = channel.as_str();
+    let prefix = format!("{name}:");
+    let plan = |tx: &Tx| -> Result<(Vec<Delivery>, bool)> {
+        let mut pending = tx.questions(&Filter {
+            status: Some(Status::Pending),
+            ..Filter::default()
+        })?;
+        if let Some(stages) = stages {
+            pending.retain(|q| stages.iter().any(|s| s == q.stage.trim()));
+        }
+        let links: Vec<Link> = tx
+            .links()?
+            .into_iter()
+            .filter(|l| l.identity.starts_with(&prefix))
+            .collect();
+        let known: BTreeSet<(String, i64, String)> = tx
+            .deliveries_of(name)?
+            .into_iter()
+            .map(|d| (d.identity, d.question_id, d.fingerprint))
+            .collect();
+        let voters = super::approval::voters(tx, pending.iter())?;
+        let mut missing = Vec::new();
+        for q in &pending {
+            let fingerprint = q.fingerprint();
+            for l in &links {
+                let may = match (&q.state.approval, voters.get(&q.id)) {
+                    (Some(a), Some(eligible)) => {
+                        eligible.contains(&l.person) && a.requester != l.person
+                    }
+                    (Some(_), None) => false,
+                    (None, _) => true,
+                };
+                if may && !known.contains(&(l.identity.clone(), q.id, fingerprint.clone())) {
+                    missing.push(Delivery {
+                        id: 0,
+                        question_id: q.id,
+                        fingerprint: fingerprint.clone(),
+                        person: l.person.clone(),
+                        channel: name.to_string(),
+                        identity: l.identity.clone(),
+                        message_ref: None,
+                        state: "sending".into(),
+                    });
+                }
+            }
+        }
+        let unsent = !tx.deliveries_in(name, "sending")?.is_empty();
+        Ok((missing, unsent))
+    };
+    super::settle(ledger)?;
+    let (missing, unsent) = ledger.read(plan)?;
+    if missing.is_empty() && !unsent {
+        return Ok(Vec::new());
+    }
+    let now = clock::now();
+    ledger.write(|tx| {
+        for d in &missing {
+            tx.reserve_delivery(d, &now)?;
+        }
+        let mut cards = Vec::new();
+        for d in tx.deliveries_in(name, "sending")? {
+            match tx.question(d.question_id)? {
+                Some(q)
+                    if q.state.status == Status::Pending && q.fingerprint() == d.fingerprint =>
+                {
+                    cards.push(Card {
+                        delivery: d,
+                        question: q,
+                    });
+                }
+                // Settled before it was sent: nothing to send or close.
+                _ => tx.set_delivery(d.id, "closed", None, &now)?,
+            }
+        }
+        Ok(cards)
+    })
+}
+
+/// A card was sent: the provider's reference to its message.
+pub fn card_sent(ledger: &mut Ledger, delivery: i64, message_ref: &str) -> Result<()> {
+    let now = clock::now();
+    ledger.write(|tx| tx.set_delivery(delivery, "open", Some(message_ref), &now))
+}
+
+/// A card to close: its question left pending (or the ledger), or changed, or its time
+/// is up; `words` says so.
+#[derive(Debug, Clone)]
+pub struct Closing {
+    pub delivery: Delivery,
+    pub question: Option<Question>,
+    pub words: String,
+}
+
+/// The open cards of a channel whose question is no longer pending as delivered.
+pub fn cards_to_close(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Closing>> {
+    super::settle(ledger)?;
+    let now = clock::now();
+    ledger.read(|tx| {
+        let mut out = Vec::new();
+        for d in tx.deliveries_in(channel.as_str(), "open")? {
+            let q = tx.question(d.question_id)?;
+            let words = match &q {
+                None => settled_words(None),
+                Some(q) if q.fingerprint() != d.fingerprint => {
+                    "this question was replaced by another; this card no longer answers it"
+                        .to_string()
+                }
+                Some(q) if q.state.status != Status::Pending => settled_words(Some(q))
+                    .trim_start_matches("already ")
+                    .to_string(),
+                Some(q) if q.is_expired(&now) => "its time is up".to_string(),
+                Some(_) => continue,
+            };
+            out.push(Closing {
+                delivery: d,
+                question: q,
+                words,
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// A prompt for a typed answer to a card was sent: a reply to it answers the card.
+pub fn prompt_sent(ledger: &mut Ledger, delivery: i64, message_ref: &str) -> Result<()> {
+    ledger.write(|tx| tx.set_prompt(delivery, message_ref))
+}
+
+/// The card of a delivery, with its question as it stands (none once it is gone).
+pub fn card(ledger: &mut Ledger, delivery: i64) -> Result<Option<(Delivery, Option<Question>)>> {
+    ledger.read(|tx| {
+        let Some(d) = tx.delivery(delivery)? else {
+            return Ok(None);
+        };
+        let q = tx.question(d.question_id)?;
+        Ok(Some((d, q)))
+    })
+}
+
+/// Whether a button's value was signed by this ledger's key for that card (a toggle of a
+/// multi-select changes only the card, and records nothing, but only its own).
+pub fn verify_button(key: &ButtonKey, data: &str) -> Option<(i64, String)> {
+    let (delivery, value, signature) = split_button(data)?;
+    key.verify(delivery, value, signature)
+        .then(|| (delivery, value.to_string()))
+}
+
+/// A card was closed (edited to say so, its buttons gone).
+pub fn card_closed(ledger: &mut Ledger, delivery: i64) -> Result<()> {
+    let now = clock::now();
+    ledger.write(|tx| tx.set_delivery(delivery, "closed", None, &now))
+}
+
+/// Takes or renews a channel's lease for `holder` for `lasting`; else who holds it and
+/// until when. `gone` names a holder the caller knows has stopped (a relay of this
+/// machine whose process is no more): its lease is taken over at once.
+pub fn lease(
+    ledger: &mut Ledger,
+    channel: Channel,
+    holder: &str,
+    lasting: std::time::Duration,
+    gone: Option<&str>,
+) -> Result<Option<(String, String)>> {
+    let now = clock::now();
+    let until = clock::after(&now, lasting);
+    ledger.write(|tx| tx.take_lease(channel.as_str(), holder, &until, &now, gone))
+}
+
+pub fn release(ledger: &mut Ledger, channel: Channel, holder: &str) -> Result<()> {
+    ledger.write(|tx| tx.drop_lease(channel.as_str(), holder))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unhexed(text: &str) -> Vec<u8> {
+        unhex(text).unwrap()
+    }
+
+    /// RFC 4231's test cases 1, 2 and 6 (a key longer than a block).
+    #[test]
+    fn hmac_sha256_is_rfc_4231s() {
+        assert_eq!(
+            hex(&hmac_sha256(&[0x0b; 20], b"Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+        );
+        assert_eq!(
+            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_eq!(
+            hex(&hmac_sha256(
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First"
+            )),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+        );
+        let key = ButtonKey(unhexed("00ff"));
+        let signed = key.sign(12, "o2");
+        assert!(key.verify(12, "o2", &signed));
+        assert!(!key.verify(12, "o1", &signed));
+        assert!(!key.verify(13, "o2", &signed));
+    }
+}

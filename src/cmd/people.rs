@@ -1,0 +1,61 @@
+//! `people link|unlink|list` and `relay`: who answers through which channel (§14), and
+//! the relay itself (its own feature).
+
+use super::Outcome;
+use crate::cli::{PeopleAction, PeopleArgs, RelayAction, RelayArgs};
+use questions_core::error::{Error, Result};
+use questions_core::model::Channel;
+use questions_core::ops::{relay, Ledger};
+
+/// `people`: a link decides who answers through a channel, so it is guarded as a group
+/// change is: as the PostgreSQL role, else the operating-system user; `--by` is refused.
+pub(super) fn people(ledger: &mut Ledger, by_from_flag: bool, args: PeopleArgs) -> Result<Outcome> {
+    if args.action == PeopleAction::List {
+        if args.name.is_some() {
+            return Err(Error::usage("people list takes no NAME"));
+        }
+        return Ok(Outcome::ok(relay::people_list(ledger)?));
+    }
+    let identity = super::approve::voter(by_from_flag, "people")?;
+    let (Some(name), Some(channel_id)) = (args.name, args.identity) else {
+        return Err(Error::usage(
+            "name the person and the identity: questions people link|unlink NAME CHANNEL:ID",
+        ));
+    };
+    Ok(Outcome::ok(relay::people_link(
+        ledger,
+        &identity,
+        Channel::Cli,
+        name.trim(),
+        &channel_id,
+        args.action == PeopleAction::Link,
+    )?))
+}
+
+/// `relay pair CHANNEL NAME`, or the relay itself.
+pub(super) fn relay(ledger: &mut Ledger, by_from_flag: bool, args: RelayArgs) -> Result<Outcome> {
+    match args.action {
+        Some(RelayAction::Pair { channel, name }) => {
+            let identity = super::approve::voter(by_from_flag, "relay pair")?;
+            let pairing =
+                relay::pairing_code(ledger, &identity, Channel::Cli, channel.trim(), name.trim())?;
+            Ok(Outcome::ok(pairing))
+        }
+        None => run(ledger, args),
+    }
+}
+
+#[cfg(feature = "relay")]
+fn run(ledger: &mut Ledger, args: RelayArgs) -> Result<Outcome> {
+    let Some(config) = args.config else {
+        return Err(Error::usage(
+            "relay needs --config FILE (or: questions relay pair CHANNEL NAME)",
+        ));
+    };
+    super::relay::run(ledger, &config, &args.stage)
+}
+
+#[cfg(not(feature = "relay"))]
+fn run(_: &mut Ledger, _: RelayArgs) -> Result<Outcome> {
+    Err(super::not_built("relay"))
+}

@@ -1,0 +1,264 @@
+//! `questions relay` (§14): puts pending questions to people on the channels they use and
+//! records their answers there. Outbound connections only; every rule is the core's
+//! (`ops::relay::hear`): a channel translates its provider's events and says back what the
+//! core answered. Each channel is one file implementing `Channel`.
+
+pub(crate) mod telegram;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::output;
+use questions_core::error::{Error, Result};
+use questions_core::model;
+use questions_core::ops::{self, relay, Ledger, Step};
+
+/// What one channel does; the runner holds its lease, follows the ledger for it, and
+/// stops it.
+pub(crate) trait Channel: Send + Sync {
+    fn kind(&self) -> model::Channel;
+    /// Sends a card; the provider's reference to its message.
+    fn send_card(
+        &self,
+        card: &relay::Card,
+        key: &relay::ButtonKey,
+    ) -> std::result::Result<String, String>;
+    /// Edits a card to say its question is settled, without its buttons.
+    fn close_card(&self, closing: &relay::Closing) -> std::result::Result<(), String>;
+    /// One round of reading the provider (a long poll): each event through the core.
+    fn poll(&self, ledger: &mut Ledger, key: &relay::ButtonKey) -> std::result::Result<(), String>;
+}
+
+/// How long a lease lasts; renewed well before.
+const LEASE: Duration = Duration::from_mins(1);
+const RENEW_AFTER: Duration = Duration::from_secs(20);
+/// The longest the follower goes without reading the ledger (a card whose send failed is
+/// tried again then).
+const LOOK_AGAIN: Duration = Duration::from_secs(10);
+
+/// Who this relay is, in the leases.
+fn holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    format!(
+        "{}:{}",
+        if host.is_empty() { "relay" } else { &host },
+        std::process::id()
+    )
+}
+
+/// Runs until SIGINT or SIGTERM (then exits 0 from the signal's thread).
+pub(crate) fn run(
+    ledger: &mut Ledger,
+    channels: Vec<Arc<dyn Channel>>,
+    stages: &[String],
+) -> Result<()> {
+    ops::create(ledger)?;
+    let key = relay::button_key(ledger)?;
+    let me = holder();
+    let names: Vec<&str> = channels.iter().map(|c| c.kind().as_str()).collect();
+    output::text_out(&format!(
+        "{}\n",
+        serde_json::json!({"ok": true, "procedure": "relay", "channels": names})
+    ));
+    let held: Vec<Arc<AtomicBool>> = channels
+        .iter()
+        .map(|_| Arc::new(AtomicBool::new(false)))
+        .collect();
+    stop_on_signals(ledger, &channels, &me)?;
+    // Each channel's first try at its lease, before the ledger is followed: a lease taken
+    // between the follower's first read and its wait would wake it only at LOOK_AGAIN.
+    let tried = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for (channel, held) in channels.iter().zip(&held) {
+        let channel = Arc::clone(channel);
+        let held = Arc::clone(held);
+        let tried = Arc::clone(&tried);
+        let mut ledger = Ledger::new(ledger.location().clone());
+        let key = key.clone();
+        let me = me.clone();
+        std::thread::spawn(move || {
+            read_channel(&mut ledger, channel.as_ref(), &key, &me, &held, &tried);
+        });
+    }
+    let started = Instant::now();
+    while tried.load(Ordering::SeqCst) < channels.len() && started.elapsed() < LOOK_AGAIN {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stages = (!stages.is_empty()).then_some(stages);
+    ops::follow(ledger, None, LOOK_AGAIN, |ledger, _| {
+        for (channel, held) in channels.iter().zip(&held) {
+            if held.load(Ordering::SeqCst) {
+                deliver(ledger, channel.as_ref(), &key, stages)?;
+            }
+        }
+        Ok(Step::Wait(()))
+    })
+}
+
+/// Sends the cards due and closes the cards settled, on one channel.
+fn deliver(
+    ledger: &mut Ledger,
+    channel: &dyn Channel,
+    key: &relay::ButtonKey,
+    stages: Option<&[String]>,
+) -> Result<()> {
+    let kind = channel.kind();
+    for card in relay::cards_to_send(ledger, kind, stages)? {
+        match channel.send_card(&card, key) {
+            Ok(reference) => relay::card_sent(ledger, card.delivery.id, &reference)?,
+            Err(why) => {
+                output::note(&format!(
+                    "relay: {}: the card of question {} for {} was not sent ({why}); trying again",
+                    kind.as_str(),
+                    card.question.id,
+                    card.delivery.person
+                ));
+                break;
+            }
+        }
+    }
+    for closing in relay::cards_to_close(ledger, kind)? {
+        match channel.close_card(&closing) {
+            Ok(()) => relay::card_closed(ledger, closing.delivery.id)?,
+            Err(why) => {
+                output::note(&format!(
+                    "relay: {}: the card of question {} was not closed ({why}); trying again",
+                    kind.as_str(),
+                    closing.delivery.question_id
+                ));
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Holds the channel's lease (waiting while another relay holds it) and reads it.
+fn read_channel(
+    ledger: &mut Ledger,
+    channel: &dyn Channel,
+    key: &relay::ButtonKey,
+    me: &str,
+    held: &AtomicBool,
+    tried: &std::sync::atomic::AtomicUsize,
+) {
+    let mut first = true;
+    let kind = channel.kind();
+    let mut said_waiting = false;
+    let mut renewed: Option<Instant> = None;
+    let mut backoff = Duration::from_millis(500);
+    let mut gone: Option<String> = None;
+    loop {
+        if renewed.is_none_or(|at| at.elapsed() >= RENEW_AFTER) {
+            let leased = relay::lease(ledger, kind, me, LEASE, gone.as_deref());
+            if matches!(leased, Ok(None)) && !held.swap(true, Ordering::SeqCst) && !first {
+                // Taken over from another relay: a write after `held` is set wakes the
+                // follower, which then sends this channel's cards.
+                let _ = relay::lease(ledger, kind, me, LEASE, None);
+            }
+            if std::mem::take(&mut first) {
+                tried.fetch_add(1, Ordering::SeqCst);
+            }
+            match leased {
+                Ok(None) => {
+                    if said_waiting {
+                        output::note(&format!("relay: {} is ours now", kind.as_str()));
+                        said_waiting = false;
+                    }
+                    renewed = Some(Instant::now());
+                    held.store(true, Ordering::SeqCst);
+                }
+                Ok(Some((other, until))) => {
+                    held.store(false, Ordering::SeqCst);
+                    renewed = None;
+                    if stopped_here(&other) {
+                        gone = Some(other);
+                        continue;
+                    }
+                    if !said_waiting {
+                        output::note(&format!(
+                            "relay: {} is held by the relay {} (until {until}); waiting for it",
+                            kind.as_str(),
+                            output::sanitize(&other, false)
+                        ));
+                        said_waiting = true;
+                    }
+                    std::thread::sleep(Duration::from_secs(2));
+                    continue;
+                }
+                Err(e) => {
+                    output::note(&format!("relay: {}: {}", kind.as_str(), e.message));
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                    continue;
+                }
+            }
+        }
+        match channel.poll(ledger, key) {
+            Ok(()) => backoff = Duration::from_millis(500),
+            Err(why) => {
+                output::note(&format!(
+                    "relay: {}: {why}; trying again in {:.1}s",
+                    kind.as_str(),
+                    backoff.as_secs_f64()
+                ));
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+/// Whether `holder` is a relay of this machine whose process is no more (killed): its
+/// lease need not run out before another relay takes the channel.
+fn stopped_here(holder: &str) -> bool {
+    let mine = holder_name();
+    let Some((host, pid)) = holder.rsplit_once(':') else {
+        return false;
+    };
+    host == mine && pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn holder_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    if host.is_empty() {
+        "relay".into()
+    } else {
+        host
+    }
+}
+
+/// SIGINT and SIGTERM end the relay with exit 0, its leases let go. They are blocked in
+/// every thread and waited for by one of their own.
+fn stop_on_signals(ledger: &Ledger, channels: &[Arc<dyn Channel>], me: &str) -> Result<()> {
+    // SAFETY: plain libc calls on a signal set this function owns.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGINT);
+        libc::sigaddset(&raw mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut()) != 0 {
+            return Err(Error::io("cannot block SIGINT and SIGTERM"));
+        }
+        set
+    };
+    let location = ledger.location().clone();
+    let kinds: Vec<model::Channel> = channels.iter().map(|c| c.kind()).collect();
+    let me = me.to_string();
+    std::thread::spawn(move || {
+        let mut signal: libc::c_int = 0;
+        // SAFETY: waits on the set blocked above.
+        unsafe { libc::sigwait(&raw const set, &raw mut signal) };
+        let mut ledger = Ledger::new(location);
+        for kind in kinds {
+            let _ = relay::release(&mut ledger, kind, &me);
+        }
+        std::process::exit(0);
+    });
+    Ok(())
+}
