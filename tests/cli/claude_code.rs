@@ -8,7 +8,6 @@
 //! key, no network.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -64,71 +63,29 @@ struct Model {
 
 impl Model {
     fn start() -> Model {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let results = Arc::new(Mutex::new(Vec::new()));
         let seen = results.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = seen.clone();
-                std::thread::spawn(move || serve(stream, &seen));
+        let address = crate::scripted::listen(move |line, request| {
+            if line.starts_with("POST /v1/messages/count_tokens") {
+                let count = json!({"input_tokens": 10}).to_string();
+                ("200 OK", "application/json", count)
+            } else if line.starts_with("POST /v1/messages") {
+                let (content_type, text) = respond(request, &seen);
+                ("200 OK", content_type, text)
+            } else if line.starts_with("POST") {
+                ("200 OK", "application/json", "{}".to_string())
+            } else {
+                ("404 Not Found", "application/json", "{}".to_string())
             }
         });
-        Model { url, results }
+        Model {
+            url: format!("http://{address}"),
+            results,
+        }
     }
 
     fn results(&self) -> Vec<Value> {
         self.results.lock().unwrap().clone()
-    }
-}
-
-/// Requests on one connection, kept alive, until the client closes it.
-fn serve(stream: TcpStream, results: &Mutex<Vec<Value>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_mins(2)));
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut head = String::new();
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            head.push_str(&line);
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (content_type, reply) = if head.starts_with("POST /v1/messages/count_tokens") {
-            ("application/json", json!({"input_tokens": 10}).to_string())
-        } else if head.starts_with("POST /v1/messages") {
-            respond(&request, results)
-        } else {
-            ("application/json", "{}".to_string())
-        };
-        let status = if head.starts_with("POST") {
-            "200 OK"
-        } else {
-            "404 Not Found"
-        };
-        let response = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{reply}",
-            reply.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
     }
 }
 

@@ -13,8 +13,7 @@
 //! Gemini), done here as the person would. The person answers with `questions answer` from
 //! another process, on the ledger the gate reads (`QUESTIONS_DB`). No key, no network.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -60,74 +59,28 @@ struct Model {
 
 impl Model {
     fn start(reply: Arc<Reply>) -> Model {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = seen.clone();
-                let reply = reply.clone();
-                std::thread::spawn(move || serve(stream, &seen, &*reply));
+        let address = crate::scripted::listen(move |line, request| {
+            if !line.starts_with("POST") {
+                // Model lists and the like: nothing to offer.
+                let nothing = json!({"models": [], "data": []}).to_string();
+                return ("200 OK", "application/json", nothing);
             }
+            seen.lock()
+                .unwrap()
+                .push((line.to_string(), request.clone()));
+            let (content_type, text) = reply(line, request);
+            ("200 OK", content_type, text)
         });
-        Model { url, requests }
+        Model {
+            url: format!("http://{address}"),
+            requests,
+        }
     }
 
     fn requests(&self) -> Vec<(String, Value)> {
         self.requests.lock().unwrap().clone()
-    }
-}
-
-/// Requests on one connection, kept alive, until the client closes it.
-fn serve(stream: TcpStream, requests: &Mutex<Vec<(String, Value)>>, reply: &Reply) {
-    let _ = stream.set_read_timeout(Some(Duration::from_mins(2)));
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut head = String::new();
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-            head.push_str(&line);
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let line = head.lines().next().unwrap_or("").to_string();
-        let (content_type, text) = if line.starts_with("POST") {
-            requests
-                .lock()
-                .unwrap()
-                .push((line.clone(), request.clone()));
-            reply(&line, &request)
-        } else {
-            // Model lists and the like: nothing to offer.
-            (
-                "application/json",
-                json!({"models": [], "data": []}).to_string(),
-            )
-        };
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n{text}",
-            text.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
     }
 }
 

@@ -50,6 +50,7 @@ mod relay;
 mod render;
 mod reset;
 mod schema;
+mod scripted;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;

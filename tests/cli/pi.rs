@@ -8,7 +8,6 @@
 //! `decline`, `skip`), or in pi's own dialog in the TUI (under tmux).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -63,17 +62,20 @@ struct Model {
 
 impl Model {
     fn start() -> Model {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let seen = seen.clone();
-                std::thread::spawn(move || serve(stream, &seen));
-            }
+        let address = crate::scripted::listen(move |_, request| {
+            let n = {
+                let mut seen = seen.lock().unwrap();
+                seen.push(request.clone());
+                seen.len()
+            };
+            ("200 OK", "text/event-stream", turn(request, n))
         });
-        Model { url, requests }
+        Model {
+            url: format!("http://{address}/v1"),
+            requests,
+        }
     }
 
     /// The tool results the model was sent, as text, in order.
@@ -106,64 +108,29 @@ impl Model {
     }
 }
 
-fn serve(stream: TcpStream, requests: &Mutex<Vec<Value>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_mins(2)));
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let n = {
-            let mut seen = requests.lock().unwrap();
-            seen.push(request.clone());
-            seen.len()
-        };
-        let last_is_tool = request["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .is_some_and(|m| m["role"] == "tool");
-        let delta = if last_is_tool {
-            json!({"role": "assistant", "content": "done"})
-        } else {
-            json!({"role": "assistant", "tool_calls": [{"index": 0, "id": format!("call_{n}"),
-                "type": "function", "function": {"name": "ask_user", "arguments": ask().to_string()}}]})
-        };
-        let finish = if last_is_tool { "stop" } else { "tool_calls" };
-        let chunk = |choice: Value| {
-            json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
-                   "choices": [choice]})
-        };
-        let text = format!(
-            "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-            chunk(json!({"index": 0, "delta": delta})),
-            chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}))
-        );
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{text}",
-            text.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
+/// The model's turn, streamed as chat completions: `ask_user` while the last message is
+/// the person's (the `n`th request's call), a last word once the tool answered.
+fn turn(request: &Value, n: usize) -> String {
+    let last_is_tool = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
+    let delta = if last_is_tool {
+        json!({"role": "assistant", "content": "done"})
+    } else {
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": format!("call_{n}"),
+            "type": "function", "function": {"name": "ask_user", "arguments": ask().to_string()}}]})
+    };
+    let finish = if last_is_tool { "stop" } else { "tool_calls" };
+    let chunk = |choice: Value| {
+        json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+               "choices": [choice]})
+    };
+    format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        chunk(json!({"index": 0, "delta": delta})),
+        chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}))
+    )
 }
 
 /// A git project where `questions init pi` ran, pi's own folder pointed at the model, and
