@@ -46,12 +46,16 @@ fn read_config(path: &Path) -> Result<Vec<Arc<dyn Channel>>> {
         match name {
             "telegram" => channels.push(Arc::new(telegram(table)?)),
             "slack" => channels.push(Arc::new(slack(table)?)),
-            "email" => return Err(Error::usage(format!(
+            "email" => {
+                return Err(Error::usage(format!(
                 "relay config: [{name}] is not in this build yet: only [telegram] and [slack] are"
-            ))),
-            other => return Err(Error::usage(format!(
+            )))
+            }
+            other => {
+                return Err(Error::usage(format!(
                 "relay config: unknown channel [{other}]: the channels are [telegram] and [slack]"
-            ))),
+            )))
+            }
         }
     }
     if channels.is_empty() {
