@@ -171,12 +171,15 @@ impl Slack {
                     continue;
                 }
                 // The sender's team as Slack gives it; else the card's (one workspace).
-                let team = message["team"].as_str().unwrap_or_else(|| {
-                    card.identity
-                        .strip_prefix("slack:")
-                        .and_then(|i| i.split_once('/'))
-                        .map_or("", |(t, _)| t)
-                });
+                let team = message["user_team"]
+                    .as_str()
+                    .or(message["team"].as_str())
+                    .unwrap_or_else(|| {
+                        card.identity
+                            .strip_prefix("slack:")
+                            .and_then(|i| i.split_once('/'))
+                            .map_or("", |(t, _)| t)
+                    });
                 self.message(ledger, key, message, channel, team)?;
             }
         }
@@ -192,8 +195,11 @@ impl Slack {
                 let event = &payload["event"];
                 if event["type"] == "message" {
                     let channel = event["channel"].as_str().unwrap_or("");
-                    let team = event["team"]
+                    // The sender's own workspace: `user_team` where Slack gives it (a
+                    // shared channel), else `team`, else the envelope's.
+                    let team = event["user_team"]
                         .as_str()
+                        .or(event["team"].as_str())
                         .or(payload["team_id"].as_str())
                         .unwrap_or("");
                     self.message(ledger, key, event, channel, team)?;
