@@ -624,3 +624,130 @@ fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
         assert!(!all.contains(APP_TOKEN) && !all.contains(BOT_TOKEN));
     }
 }
+
+#[test]
+#[ignore = "prints the README's transcript"]
+fn relay_slack_readme_transcript() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let admin = me(&l);
+    let show = |args: &[&str]| {
+        let run = l.run(args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    (*a).to_string()
+                }
+            })
+            .collect();
+        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        run.json
+    };
+    show(&["group", "create", "people", "--admins", &admin]);
+    let code = show(&["relay", "pair", "slack", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = show(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "Which database?",
+        "--option",
+        "PostgreSQL",
+        "--option",
+        "SQLite (Recommended)",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let free = show(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "What should the project be called?",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let relay = Relay::start(&l, &t.url, &[]);
+    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"slack\"]}}");
+    let ts = t.write(TEAM, ME, &dm(ME), None, &code, true);
+    println!(
+        "# alice sends the app {code} in a direct message; it answers in the thread:\n#   {}",
+        said_in_thread(&t, &dm(ME), &ts, "linked")
+    );
+    let c = card(&t, ME, id);
+    println!(
+        "# her card:\n#   {}",
+        c["text"].as_str().unwrap().replace('\n', "\n#   ")
+    );
+    let buttons: Vec<String> = c["blocks"][1]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let label = b["text"]["text"].as_str().unwrap().to_string();
+            match b["style"].as_str() {
+                Some(style) => format!("{label} ({style})"),
+                None => label,
+            }
+        })
+        .collect();
+    println!("#   buttons: {}", buttons.join(" | "));
+    let click = t.click(TEAM, ME, &c, &button(&c, "SQLite"));
+    println!(
+        "# she presses \"2. SQLite ★\"; Slack shows her, only to her: {}",
+        t.answer_to(&click).unwrap()
+    );
+    let edited = closed(&t, ME, id);
+    println!(
+        "# the card is updated, its buttons gone; it ends: {}",
+        edited["text"].as_str().unwrap().lines().last().unwrap()
+    );
+    let other = card(&t, ME, free);
+    let thread = other["ts"].as_str().unwrap();
+    t.write(TEAM, ME, &dm(ME), Some(thread), "Ledgerly", true);
+    println!(
+        "# she replies \"Ledgerly\" in the thread of question {free}'s card; the app answers there:\n#   {}",
+        said_in_thread(&t, &dm(ME), thread, "recorded")
+    );
+    show(&["check", "--stage", "design"]);
+    relay.stop();
+}
+
+/// The manifest the README has people paste: Socket Mode on, and what the relay needs
+/// (direct messages, their events, buttons).
+#[test]
+fn relay_slack_the_shipped_manifest_turns_on_what_the_relay_uses() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/slack/manifest.json"),
+    )
+    .unwrap();
+    let m: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(m["settings"]["socket_mode_enabled"], true);
+    assert_eq!(m["settings"]["interactivity"]["is_enabled"], true);
+    assert!(m["settings"]["interactivity"].get("request_url").is_none());
+    assert_eq!(
+        m["settings"]["event_subscriptions"]["bot_events"],
+        serde_json::json!(["message.im"])
+    );
+    assert_eq!(m["features"]["app_home"]["messages_tab_enabled"], true);
+    assert_eq!(
+        m["features"]["app_home"]["messages_tab_read_only_enabled"],
+        false
+    );
+    for scope in ["chat:write", "im:history", "im:read", "im:write"] {
+        assert!(
+            m["oauth_config"]["scopes"]["bot"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s == scope),
+            "{scope}"
+        );
+    }
+}
