@@ -24,6 +24,16 @@ use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, O
 use questions_core::ops::Ledger;
 
 type Res<T> = std::result::Result<T, String>;
+/// Web API calls to make once the events that call for them are acknowledged.
+type Said = Vec<(&'static str, Value)>;
+
+/// A reply in the thread of `thread` on `channel`.
+fn in_thread(channel: &str, thread: &str, text: &str) -> (&'static str, Value) {
+    (
+        "chat.postMessage",
+        json!({"channel": channel, "thread_ts": thread, "text": clip(text, TEXT_LIMIT)}),
+    )
+}
 
 const CHANNEL: model::Channel = model::Channel::Slack;
 /// How many times a call answered 429 is tried again (each after its `Retry-After`).
@@ -113,17 +123,21 @@ impl Slack {
         }
     }
 
-    /// Says `text` in the thread of `ts` on `channel`.
-    fn say(&self, channel: &str, thread: &str, text: &str) {
-        let body = json!({"channel": channel, "thread_ts": thread, "text": clip(text, TEXT_LIMIT)});
-        if let Err(why) = self.call("chat.postMessage", &body, false) {
-            output::note(&format!("relay: slack: a reply was not sent ({why})"));
+    /// Makes the calls that tell people what became of their events, once those events
+    /// are committed and acknowledged (a reply waiting on a 429 must not hold an
+    /// acknowledgement past Slack's 3 s). A call that fails is noted, not retried: what
+    /// it would say is on the card too.
+    fn speak(&self, said: Said) {
+        for (method, body) in said {
+            if let Err(why) = self.call(method, &body, false) {
+                output::note(&format!("relay: slack: a reply was not sent ({why})"));
+            }
         }
     }
 
     /// Opens the Socket Mode connection: `apps.connections.open`, the websocket, its
     /// `hello`; then the open cards' threads are read for what came while away.
-    fn connect(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<WebSocket<Box<dyn Stream>>> {
+    fn connect(&self, ledger: &mut Ledger) -> Res<WebSocket<Box<dyn Stream>>> {
         let opened = self.call("apps.connections.open", &json!({}), true)?;
         let url = opened["url"]
             .as_str()
@@ -147,14 +161,15 @@ impl Slack {
                 Err(e) => return Err(format!("the Socket Mode connection: {e}")),
             }
         }
-        self.catch_up(ledger, key)?;
+        self.catch_up(ledger)?;
         Ok(socket)
     }
 
     /// Replies in open cards' threads since the read position, each through the core (a
     /// reply seen before is absorbed by its event id).
-    fn catch_up(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<()> {
+    fn catch_up(&self, ledger: &mut Ledger) -> Res<()> {
         let db = |e: questions_core::error::Error| e.message;
+        let mut said = Said::new();
         let since = relay::position(ledger, CHANNEL).map_err(db)?;
         for card in relay::open_cards(ledger, CHANNEL).map_err(db)? {
             let Some((channel, ts)) = card.message_ref.as_deref().and_then(|r| r.split_once(':'))
@@ -180,14 +195,15 @@ impl Slack {
                             .and_then(|i| i.split_once('/'))
                             .map_or("", |(t, _)| t)
                     });
-                self.message(ledger, key, message, channel, team)?;
+                Self::message(ledger, message, channel, team, &mut said)?;
             }
         }
+        self.speak(said);
         Ok(())
     }
 
     /// One envelope, through the core; `false` when Slack asked for a new connection.
-    fn envelope(&self, ledger: &mut Ledger, key: &ButtonKey, frame: &Value) -> Res<bool> {
+    fn envelope(ledger: &mut Ledger, key: &ButtonKey, frame: &Value, said: &mut Said) -> Res<bool> {
         match frame["type"].as_str() {
             Some("disconnect") => return Ok(false),
             Some("events_api") => {
@@ -202,11 +218,11 @@ impl Slack {
                         .or(event["team"].as_str())
                         .or(payload["team_id"].as_str())
                         .unwrap_or("");
-                    self.message(ledger, key, event, channel, team)?;
+                    Self::message(ledger, event, channel, team, said)?;
                 }
             }
             Some("interactive") if frame["payload"]["type"] == "block_actions" => {
-                self.click(ledger, key, &frame["payload"])?;
+                Self::click(ledger, key, &frame["payload"], said)?;
             }
             _ => {}
         }
@@ -217,12 +233,11 @@ impl Slack {
     /// exactly the number or label of); a direct message holding a pairing code links
     /// its sender; anything else is refused and told why. The bot's own are skipped.
     fn message(
-        &self,
         ledger: &mut Ledger,
-        key: &ButtonKey,
         event: &Value,
         channel: &str,
         team: &str,
+        said: &mut Said,
     ) -> Res<()> {
         let db = |e: questions_core::error::Error| e.message;
         if event.get("bot_id").is_some() || event.get("subtype").is_some() {
@@ -235,7 +250,6 @@ impl Slack {
         ) else {
             return Ok(());
         };
-        let _ = key;
         questions_core::fault::point("relay-heard");
         let position = later(relay::position(ledger, CHANNEL).map_err(db)?, ts);
         let thread = event["thread_ts"].as_str().filter(|t| *t != ts);
@@ -259,14 +273,14 @@ impl Slack {
             (None, None) => relay::hear(ledger, &heard_event(Binding::None)).map_err(db)?,
         };
         if heard.outcome != Outcome::Repeated {
-            self.say(channel, thread.unwrap_or(ts), &heard.reply);
+            said.push(in_thread(channel, thread.unwrap_or(ts), &heard.reply));
         }
         Ok(())
     }
 
     /// A button pressed: a toggle of a multi-select or "Other…" change only the card;
     /// anything else goes through the core, and its sender is told what became of it.
-    fn click(&self, ledger: &mut Ledger, key: &ButtonKey, payload: &Value) -> Res<()> {
+    fn click(ledger: &mut Ledger, key: &ButtonKey, payload: &Value, said: &mut Said) -> Res<()> {
         let db = |e: questions_core::error::Error| e.message;
         let user = payload["user"]["id"].as_str().unwrap_or("");
         let team = payload["user"]["team_id"]
@@ -293,7 +307,8 @@ impl Slack {
         let who = identity(team, user);
         if let Some((delivery, v)) = relay::verify_button(key, value) {
             if v.starts_with('t') || v == "x" {
-                return self.card_action(ledger, key, &who, channel, message_ts, delivery, &v);
+                let card = (channel, message_ts, delivery);
+                return card_action(ledger, key, &who, card, &v, said);
             }
         }
         let heard = relay::hear(
@@ -309,52 +324,10 @@ impl Slack {
         )
         .map_err(db)?;
         if heard.outcome != Outcome::Repeated {
-            let body =
-                json!({"channel": channel, "user": user, "text": clip(&heard.reply, TEXT_LIMIT)});
-            if let Err(why) = self.call("chat.postEphemeral", &body, false) {
-                output::note(&format!("relay: slack: a click was not answered ({why})"));
-            }
-        }
-        Ok(())
-    }
-
-    /// A toggle (`t<mask>`) shows the card with that selection; "Other…" (`x`) asks for a
-    /// reply in the card's thread. Only on the card's own message, for its own person.
-    #[allow(clippy::too_many_arguments)]
-    fn card_action(
-        &self,
-        ledger: &mut Ledger,
-        key: &ButtonKey,
-        who: &str,
-        channel: &str,
-        message_ts: &str,
-        delivery: i64,
-        value: &str,
-    ) -> Res<()> {
-        let card = relay::card(ledger, delivery).map_err(|e| e.message)?;
-        let reference = format!("{channel}:{message_ts}");
-        let Some((d, Some(q))) =
-            card.filter(|(d, _)| d.identity == who && d.message_ref.as_deref() == Some(&reference))
-        else {
-            return Ok(());
-        };
-        if let Some(mask) = value.strip_prefix('t') {
-            let mask = u64::from_str_radix(mask, 16).unwrap_or(0);
-            let body = json!({
-                "channel": channel, "ts": message_ts,
-                "text": clip(&card_text(&q), TEXT_LIMIT),
-                "blocks": blocks(&q, d.id, key, mask),
-            });
-            self.call("chat.update", &body, false)?;
-        } else {
-            self.say(
-                channel,
-                message_ts,
-                &format!(
-                    "Reply in this thread with your answer to question {}.",
-                    q.id
-                ),
-            );
+            said.push((
+                "chat.postEphemeral",
+                json!({"channel": channel, "user": user, "text": clip(&heard.reply, TEXT_LIMIT)}),
+            ));
         }
         Ok(())
     }
@@ -420,7 +393,7 @@ impl super::Channel for Slack {
     fn poll(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<()> {
         let mut slot = self.socket.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            *slot = Some(self.connect(ledger, key)?);
+            *slot = Some(self.connect(ledger)?);
         }
         let Some(socket) = slot.as_mut() else {
             return Ok(());
@@ -452,7 +425,8 @@ impl super::Channel for Slack {
             let Ok(frame) = serde_json::from_str::<Value>(&frame) else {
                 continue;
             };
-            let keep = self.envelope(ledger, key, &frame)?;
+            let mut said = Said::new();
+            let keep = Self::envelope(ledger, key, &frame, &mut said)?;
             // Acknowledged once its effect is committed: an envelope handled halfway is
             // redelivered.
             if let Some(id) = frame["envelope_id"].as_str() {
@@ -462,6 +436,7 @@ impl super::Channel for Slack {
                     return Err(format!("an acknowledgement was not sent: {e}"));
                 }
             }
+            self.speak(said);
             if !keep {
                 output::note("relay: slack: asked to reconnect (disconnect); reconnecting");
                 let _ = socket.close(None);
@@ -471,6 +446,46 @@ impl super::Channel for Slack {
         }
         Ok(())
     }
+}
+
+/// A toggle (`t<mask>`) shows the card with that selection; "Other…" (`x`) asks for a
+/// reply in the card's thread. Only on the card's own message, for its own person.
+fn card_action(
+    ledger: &mut Ledger,
+    key: &ButtonKey,
+    who: &str,
+    (channel, message_ts, delivery): (&str, &str, i64),
+    value: &str,
+    said: &mut Said,
+) -> Res<()> {
+    let card = relay::card(ledger, delivery).map_err(|e| e.message)?;
+    let reference = format!("{channel}:{message_ts}");
+    let Some((d, Some(q))) =
+        card.filter(|(d, _)| d.identity == who && d.message_ref.as_deref() == Some(&reference))
+    else {
+        return Ok(());
+    };
+    if let Some(mask) = value.strip_prefix('t') {
+        let mask = u64::from_str_radix(mask, 16).unwrap_or(0);
+        said.push((
+            "chat.update",
+            json!({
+                "channel": channel, "ts": message_ts,
+                "text": clip(&card_text(&q), TEXT_LIMIT),
+                "blocks": blocks(&q, d.id, key, mask),
+            }),
+        ));
+    } else {
+        said.push(in_thread(
+            channel,
+            message_ts,
+            &format!(
+                "Reply in this thread with your answer to question {}.",
+                q.id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The websocket at `url` (wss:// over rustls with the webpki roots, or ws:// for a

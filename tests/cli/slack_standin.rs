@@ -215,9 +215,9 @@ impl StandIn {
         });
     }
 
-    /// What the relay told the clicker of envelope `id` (an ephemeral message), once it
-    /// acknowledged the envelope; none when it said nothing.
-    pub(crate) fn answer_to(&self, id: &str) -> Option<String> {
+    /// What the relay told the clicker of envelope `id` (the first ephemeral message to
+    /// them after it was queued), once it acknowledged the envelope.
+    pub(crate) fn answer_to(&self, id: &str) -> String {
         let (before, user) = self.until("the envelope acknowledged", |s| {
             s.envelopes.iter().find(|e| e.id == id && e.acked).map(|e| {
                 (
@@ -226,8 +226,8 @@ impl StandIn {
                 )
             })
         });
-        self.with(|s| {
-            s.ephemerals[before.min(s.ephemerals.len())..]
+        self.until("the click's answer", |s| {
+            s.ephemerals[before..]
                 .iter()
                 .find(|m| m["user"] == user)
                 .and_then(|m| m["text"].as_str())
@@ -235,21 +235,22 @@ impl StandIn {
         })
     }
 
-    /// Everything the relay told `user` (ephemeral messages) from envelope `id` on, once
-    /// `last` was acknowledged.
-    pub(crate) fn answers_since(&self, id: &str, last: &str, user: &str) -> Vec<String> {
-        self.answer_to(last);
-        self.with(|s| {
-            let before = s
-                .envelopes
+    /// The first `n` things the relay told `user` (ephemeral messages) from envelope `id`
+    /// on.
+    pub(crate) fn answers_since(&self, id: &str, user: &str, n: usize) -> Vec<String> {
+        let before = self.with(|s| {
+            s.envelopes
                 .iter()
                 .find(|e| e.id == id)
-                .map_or(0, |e| e.ephemerals_before);
-            s.ephemerals[before..]
+                .map_or(0, |e| e.ephemerals_before)
+        });
+        self.until(&format!("{n} answers"), |s| {
+            let told: Vec<String> = s.ephemerals[before..]
                 .iter()
                 .filter(|m| m["user"] == user)
                 .filter_map(|m| m["text"].as_str().map(str::to_string))
-                .collect()
+                .collect();
+            (told.len() >= n).then_some(told)
         })
     }
 
