@@ -74,8 +74,9 @@ impl Slack {
         }
     }
 
-    /// Calls a Web API method with a JSON body (`form`: form-encoded, as the read methods
-    /// take it); the answer when `ok`. A 429 waits its `Retry-After` and tries again.
+    /// Calls a Web API method with a JSON body and the app-level token (`app`) or the bot
+    /// token; the answer when `ok`. A 429 waits its `Retry-After` and tries again; an
+    /// error names the method and Slack's error code, never a token.
     fn call(&self, method: &str, body: &Value, app: bool) -> Res<Value> {
         let token = if app {
             &self.app_token
@@ -299,8 +300,12 @@ impl Slack {
             return Ok(());
         };
         let value = action["value"].as_str().unwrap_or("");
-        let action_ts = action["action_ts"].as_str().unwrap_or("");
-        if user.is_empty() || channel.is_empty() {
+        // One press is one action_ts (a redelivery repeats it); the trigger id if none.
+        let pressed = action["action_ts"]
+            .as_str()
+            .or(payload["trigger_id"].as_str())
+            .unwrap_or("");
+        if user.is_empty() || channel.is_empty() || pressed.is_empty() {
             return Ok(());
         }
         questions_core::fault::point("relay-heard");
@@ -316,7 +321,7 @@ impl Slack {
             &FromChannel {
                 channel: CHANNEL,
                 identity: who,
-                event_id: format!("action:{user}:{action_ts}"),
+                event_id: format!("action:{user}:{pressed}"),
                 binding: Binding::Button(value.to_string()),
                 given: Given::Text(String::new()),
                 position: None,

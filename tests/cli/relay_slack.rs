@@ -807,3 +807,35 @@ fn relay_slack_the_shipped_manifest_turns_on_what_the_relay_uses() {
         );
     }
 }
+
+/// The relay idle on Slack (connected, nothing happening) for 20 s: the CPU time it
+/// took, in clock ticks (`cargo test --test cli relay_slack_bench_idle_cpu -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn relay_slack_bench_idle_cpu() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    card(&t, ME, id);
+    t.until("the Socket Mode connection", |s| {
+        (s.connections > 0).then_some(())
+    });
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(20));
+    let used = ticks() - before;
+    println!("idle for 20 s: {used} clock ticks of CPU (1 tick = 10 ms)");
+}
