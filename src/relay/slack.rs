@@ -43,6 +43,8 @@ const READ_FOR: Duration = Duration::from_secs(5);
 /// Block Kit's limits: a section's text, a button's label.
 const TEXT_LIMIT: usize = 2900;
 const LABEL_LIMIT: usize = 70;
+/// The methods that read their arguments from a form, not from JSON.
+const FORM_METHODS: &[&str] = &["apps.connections.open", "conversations.replies"];
 
 trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
@@ -74,9 +76,10 @@ impl Slack {
         }
     }
 
-    /// Calls a Web API method with a JSON body and the app-level token (`app`) or the bot
-    /// token; the answer when `ok`. A 429 waits its `Retry-After` and tries again; an
-    /// error names the method and Slack's error code, never a token.
+    /// Calls a Web API method with the app-level token (`app`) or the bot token; the
+    /// answer when `ok`. Write methods take a JSON body; the read methods' arguments are
+    /// form-encoded, the only way Slack reads them. A 429 waits its `Retry-After` and
+    /// tries again; an error names the method and Slack's error code, never a token.
     fn call(&self, method: &str, body: &Value, app: bool) -> Res<Value> {
         let token = if app {
             &self.app_token
@@ -85,12 +88,28 @@ impl Slack {
         };
         let mut tries = 0;
         loop {
-            let sent = self
+            let request = self
                 .agent
                 .post(&format!("{}/{method}", self.api))
-                .header("Authorization", &format!("Bearer {token}"))
-                .header("Content-Type", "application/json; charset=utf-8")
-                .send(body.to_string().as_bytes());
+                .header("Authorization", &format!("Bearer {token}"));
+            let sent = if FORM_METHODS.contains(&method) {
+                let fields: Vec<(String, String)> = body
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                        )
+                    })
+                    .collect();
+                request.send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            } else {
+                request
+                    .header("Content-Type", "application/json; charset=utf-8")
+                    .send(body.to_string().as_bytes())
+            };
             let mut response = sent.map_err(|e| format!("{method}: {e}"))?;
             let status = response.status().as_u16();
             if status == 429 && tries < RETRIES_ON_429 {
@@ -177,12 +196,27 @@ impl Slack {
             else {
                 continue;
             };
-            let mut body = json!({"channel": channel, "ts": ts, "limit": 200});
-            if let Some(since) = &since {
-                body["oldest"] = since.clone().into();
+            let mut messages = Vec::new();
+            let mut cursor = String::new();
+            loop {
+                let mut body = json!({"channel": channel, "ts": ts, "limit": 200});
+                if let Some(since) = &since {
+                    body["oldest"] = since.clone().into();
+                }
+                if !cursor.is_empty() {
+                    body["cursor"] = cursor.clone().into();
+                }
+                let page = self.call("conversations.replies", &body, false)?;
+                messages.extend(page["messages"].as_array().cloned().unwrap_or_default());
+                cursor = page["response_metadata"]["next_cursor"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                if cursor.is_empty() {
+                    break;
+                }
             }
-            let replies = self.call("conversations.replies", &body, false)?;
-            for message in replies["messages"].as_array().into_iter().flatten() {
+            for message in &messages {
                 if message["ts"] == ts {
                     continue;
                 }
@@ -465,9 +499,11 @@ fn card_action(
 ) -> Res<()> {
     let card = relay::card(ledger, delivery).map_err(|e| e.message)?;
     let reference = format!("{channel}:{message_ts}");
-    let Some((d, Some(q))) =
-        card.filter(|(d, _)| d.identity == who && d.message_ref.as_deref() == Some(&reference))
-    else {
+    // The card's own message (no reference yet: sent, and not yet stored, a press within
+    // moments of it), for its own person.
+    let Some((d, Some(q))) = card.filter(|(d, _)| {
+        d.identity == who && d.message_ref.as_deref().is_none_or(|r| r == reference)
+    }) else {
         return Ok(());
     };
     if let Some(mask) = value.strip_prefix('t') {

@@ -357,6 +357,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut length = 0;
     let mut token = String::new();
+    let mut form = false;
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
@@ -366,6 +367,11 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse().unwrap_or(0);
             }
+            if name.eq_ignore_ascii_case("content-type") {
+                form = value
+                    .trim()
+                    .starts_with("application/x-www-form-urlencoded");
+            }
             if name.eq_ignore_ascii_case("authorization") {
                 token = value.trim().trim_start_matches("Bearer ").to_string();
             }
@@ -373,8 +379,16 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     }
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
-    let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
     let method = path.trim_start_matches('/');
+    // Write methods read JSON bodies; the read methods (conversations.replies) only a
+    // form: their JSON arguments are not seen.
+    let params: Value = if form {
+        parse_form(&String::from_utf8_lossy(&body))
+    } else if READ_METHODS.contains(&method) {
+        json!({})
+    } else {
+        serde_json::from_slice(&body).unwrap_or(json!({}))
+    };
     let (status, extra, reply) = call(shared, method, &token, &params);
     let text = reply.to_string();
     let _ = write!(
@@ -382,6 +396,37 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
         "HTTP/1.1 {status} X\r\nContent-Type: application/json; charset=utf-8\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
         text.len()
     );
+}
+
+const READ_METHODS: &[&str] = &["conversations.replies"];
+
+/// `a=1&b=x%20y` as a JSON object of strings.
+fn parse_form(text: &str) -> Value {
+    let decode = |s: &str| {
+        let bytes = s.replace('+', " ").into_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 2 < bytes.len() {
+                if let Ok(b) =
+                    u8::from_str_radix(&String::from_utf8_lossy(&bytes[i + 1..i + 3]), 16)
+                {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let mut object = serde_json::Map::new();
+    for pair in text.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        object.insert(decode(k), Value::String(decode(v)));
+    }
+    Value::Object(object)
 }
 
 fn fail(error: &str) -> (u16, String, Value) {
