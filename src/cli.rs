@@ -344,7 +344,7 @@ pub enum Command {
     People(PeopleArgs),
     /// Put pending questions to people on Telegram and record their answers (pair: a link code)
     #[command(
-        after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API).\n'relay pair CHANNEL NAME' prints a one-time code (10 minutes) NAME sends the bot\n(/start CODE), linking the account it comes from. Then: questions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
+        after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API);\n[slack] app_token_env = \"SLACK_APP_TOKEN\", bot_token_env = \"SLACK_BOT_TOKEN\" (Socket Mode;\nthe app manifest is contrib/slack/manifest.json). 'relay pair CHANNEL NAME' prints a\none-time code (10 minutes) NAME sends the bot (/start CODE on Telegram, the code in a\ndirect message on Slack), linking the account it comes from. Then:\nquestions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
     )]
     Relay(RelayArgs),
     /// Print the man page (roff)

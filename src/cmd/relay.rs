@@ -5,11 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Outcome;
-use crate::relay::{self, telegram::Telegram, Channel};
+use crate::relay::{self, slack::Slack, telegram::Telegram, Channel};
 use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
 
 const TELEGRAM_API: &str = "https://api.telegram.org";
+const SLACK_API: &str = "https://slack.com/api";
 /// Seconds a `getUpdates` long poll waits for an update.
 const POLL_TIMEOUT: u64 = 25;
 
@@ -44,15 +45,16 @@ fn read_config(path: &Path) -> Result<Vec<Arc<dyn Channel>>> {
         };
         match name {
             "telegram" => channels.push(Arc::new(telegram(table)?)),
-            "slack" | "email" => {
+            "slack" => channels.push(Arc::new(slack(table)?)),
+            "email" => {
                 return Err(Error::usage(format!(
-                    "relay config: [{name}] is not in this build yet: only [telegram] is"
-                )))
+                "relay config: [{name}] is not in this build yet: only [telegram] and [slack] are"
+            )))
             }
             other => {
                 return Err(Error::usage(format!(
-                    "relay config: unknown channel [{other}]: the channels are [telegram]"
-                )))
+                "relay config: unknown channel [{other}]: the channels are [telegram] and [slack]"
+            )))
             }
         }
     }
@@ -115,4 +117,63 @@ fn telegram(table: &toml_edit::Table) -> Result<Telegram> {
         )));
     }
     Ok(Telegram::new(&api, token.trim(), poll_timeout))
+}
+
+/// `[slack]`: `api` (the Web API's base), `app_token_env` (the app-level token, for Socket
+/// Mode) and `bot_token_env` (the bot token, for the Web API).
+fn slack(table: &toml_edit::Table) -> Result<Slack> {
+    let mut api = SLACK_API.to_string();
+    let mut app_env: Option<String> = None;
+    let mut bot_env: Option<String> = None;
+    for (key, value) in table {
+        let bad = |what: &str| Error::usage(format!("relay config: slack.{key} must be {what}"));
+        let var = || {
+            value
+                .as_str()
+                .filter(|v| !v.trim().is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| bad("the name of an environment variable"))
+        };
+        match key {
+            "api" => {
+                let v = value.as_str().ok_or_else(|| bad("a URL string"))?;
+                if !v.starts_with("https://") && !v.starts_with("http://") {
+                    return Err(bad("an http:// or https:// URL"));
+                }
+                api = v.to_string();
+            }
+            "app_token_env" => app_env = Some(var()?),
+            "bot_token_env" => bot_env = Some(var()?),
+            other => {
+                return Err(Error::usage(format!(
+                    "relay config: unknown key slack.{other} (api, app_token_env, bot_token_env)"
+                )))
+            }
+        }
+    }
+    let token = |key: &str, var: Option<String>, what: &str| -> Result<String> {
+        let var = var.ok_or_else(|| {
+            Error::usage(format!(
+                "relay config: slack.{key} is missing: the environment variable holding the {what}"
+            ))
+        })?;
+        let token = std::env::var(&var)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "relay config: slack.{key} names {var}, which is not set: export the {what} in it"
+                ))
+            })?;
+        if token.contains(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(Error::usage(format!(
+                "relay config: slack.{key}: {var} does not hold a token"
+            )));
+        }
+        Ok(token)
+    };
+    let app = token("app_token_env", app_env, "app-level token (xapp-…)")?;
+    let bot = token("bot_token_env", bot_env, "bot token (xoxb-…)")?;
+    Ok(Slack::new(&api, &app, &bot))
 }

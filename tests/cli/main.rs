@@ -47,6 +47,8 @@ mod postgres;
 mod receiver;
 #[cfg(feature = "relay")]
 mod relay;
+#[cfg(feature = "relay")]
+mod relay_slack;
 mod render;
 mod reset;
 mod schema;
@@ -54,6 +56,8 @@ mod scripted;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;
+#[cfg(feature = "relay")]
+mod slack_standin;
 #[cfg(feature = "relay")]
 mod telegram_standin;
 mod text_flags;

@@ -984,6 +984,11 @@ pub fn cards_to_close(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Closi
     })
 }
 
+/// The cards of a channel out and open (a reconnected channel reads their threads).
+pub fn open_cards(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Delivery>> {
+    ledger.read(|tx| tx.deliveries_in(channel.as_str(), "open"))
+}
+
 /// A prompt for a typed answer to a card was sent: a reply to it answers the card.
 pub fn prompt_sent(ledger: &mut Ledger, delivery: i64, message_ref: &str) -> Result<()> {
     ledger.write(|tx| tx.set_prompt(delivery, message_ref))

@@ -1,0 +1,841 @@
+//! `questions relay` on Slack (§14), against the Socket Mode and Web API stand-in
+//! (slack_standin.rs): each property the contract promises is a test that fails if it
+//! breaks. They run on the engine the pass gives (SQLite, PostgreSQL, PgBouncer).
+
+use std::io::BufRead;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::slack_standin::{StandIn, APP_TOKEN, BOT_TOKEN};
+use serde_json::Value;
+
+/// The tests' workspace and people: the person running them, bob, a stranger (of the
+/// same workspace), and someone of another workspace with the runner's user id.
+const TEAM: &str = "T0TEST";
+const ME: &str = "U0ME1";
+const BOB: &str = "U0BOB";
+const STRANGER: &str = "U0STR";
+
+/// The direct-message channel the stand-in gives a user.
+fn dm(user: &str) -> String {
+    format!("D{}", user.trim_start_matches('U'))
+}
+
+/// Who this process is on the ledger (see relay.rs).
+fn me(l: &Ledger) -> String {
+    if let Some(url) = &l.url {
+        let user = url.split("://").nth(1).unwrap();
+        return user.split([':', '@']).next().unwrap().to_string();
+    }
+    let id = |flag: &str| {
+        let out = std::process::Command::new("id").arg(flag).output().unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    id("-un").unwrap_or_else(|| format!("uid:{}", id("-u").unwrap()))
+}
+
+struct Relay {
+    child: Child,
+    stderr: std::path::PathBuf,
+}
+
+impl Relay {
+    fn start(l: &Ledger, api: &str, env: &[(&str, &str)]) -> Relay {
+        let config = l.dir.path().join("relay-slack.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[slack]\napi = \"{api}\"\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"SLACK_BOT_TOKEN\"\n"
+            ),
+        )
+        .unwrap();
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let stderr = l.dir.path().join(format!(
+            "relay-slack-{}.err",
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.current_dir(l.dir.path())
+            .arg("--db")
+            .arg(l.db())
+            .args(["relay", "--config"])
+            .arg(&config)
+            .env_remove("QUESTIONS_DB")
+            .env("QUESTIONS_NOW", NOW)
+            .env("SLACK_APP_TOKEN", APP_TOKEN)
+            .env("SLACK_BOT_TOKEN", BOT_TOKEN)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
+        assert_eq!(
+            start,
+            serde_json::json!({"ok": true, "procedure": "relay", "channels": ["slack"]}),
+            "{first}"
+        );
+        Relay { child, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        let said = self.stderr();
+        assert!(
+            !said.contains(APP_TOKEN) && !said.contains(BOT_TOKEN),
+            "a token was printed"
+        );
+        status
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The runner is `me` on Slack (ME) and bob is BOB, linked by the runner as an admin of
+/// the group `people`.
+fn people(l: &Ledger) -> String {
+    let me = me(l);
+    l.ok(["people", "link", &me, &format!("slack:{TEAM}/{ME}")]);
+    l.ok(["group", "create", "people", "--admins", &me]);
+    l.ok(["people", "link", "bob", &format!("slack:{TEAM}/{BOB}")]);
+    me
+}
+
+fn options(l: &Ledger, stage: &str, text: &str) -> i64 {
+    l.log_with(
+        stage,
+        text,
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    )
+}
+
+/// The card of question `id` sent to `user`, once sent (as it stands).
+fn card(t: &StandIn, user: &str, id: i64) -> Value {
+    let head = format!("Question {id} ");
+    let channel = dm(user);
+    t.until(&format!("the card of question {id}"), |s| {
+        s.messages
+            .iter()
+            .find(|m| {
+                m["channel"] == channel.as_str()
+                    && m.get("bot_id").is_some()
+                    && m.get("thread_ts").is_none()
+                    && m["text"].as_str().unwrap_or("").starts_with(&head)
+            })
+            .cloned()
+    })
+}
+
+/// The value of the card's button whose label contains `label`.
+fn button(card: &Value, label: &str) -> String {
+    card["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "actions")
+        .flat_map(|b| b["elements"].as_array().unwrap().clone())
+        .find(|b| b["text"]["text"].as_str().unwrap().contains(label))
+        .map_or_else(
+            || panic!("no button {label} on {card}"),
+            |b| b["value"].as_str().unwrap().to_string(),
+        )
+}
+
+fn events_of(l: &Ledger, id: i64) -> Vec<Value> {
+    l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn kinds(l: &Ledger, id: i64, kind: &str) -> usize {
+    events_of(l, id)
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .count()
+}
+
+/// Waits for the card of `id` sent to `user` to be updated without buttons; it.
+fn closed(t: &StandIn, user: &str, id: i64) -> Value {
+    let head = format!("Question {id} ");
+    let channel = dm(user);
+    t.until("the card closed", |s| {
+        s.messages
+            .iter()
+            .find(|m| {
+                m["channel"] == channel.as_str()
+                    && m["text"].as_str().unwrap_or("").starts_with(&head)
+                    && m.get("edited").is_some()
+                    && !m["blocks"].to_string().contains("\"actions\"")
+            })
+            .cloned()
+    })
+}
+
+/// What the relay said in `channel`'s thread of `thread` containing `words`.
+fn said_in_thread(t: &StandIn, channel: &str, thread: &str, words: &str) -> String {
+    t.until(&format!("a reply saying {words}"), |s| {
+        s.messages
+            .iter()
+            .find(|m| {
+                m["channel"] == channel
+                    && m["thread_ts"] == thread
+                    && m.get("bot_id").is_some()
+                    && m["text"].as_str().unwrap_or("").contains(words)
+            })
+            .and_then(|m| m["text"].as_str().map(str::to_string))
+    })
+}
+
+#[test]
+fn relay_slack_a_click_records_once_and_strangers_and_forgeries_nothing() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let sqlite = button(&card, "SQLite");
+    // A stranger of the workspace, and the runner's user id in another workspace.
+    let stranger = t.click(TEAM, STRANGER, &card, &sqlite);
+    assert!(t.answer_to(&stranger).contains("not linked"));
+    let elsewhere = t.click("T0OTHER", ME, &card, &sqlite);
+    assert!(t.answer_to(&elsewhere).contains("not linked"));
+    // bob, linked, presses my card's button: it was not sent to him.
+    let bob = t.click(TEAM, BOB, &card, &sqlite);
+    assert!(t.answer_to(&bob).contains(&format!("sent to {me}")));
+    // Altered values: another option under the same signature, a signature changed.
+    let (head, sig) = sqlite.rsplit_once(':').unwrap();
+    let other = head.replace(":o2", ":o1");
+    let forged = t.click(TEAM, ME, &card, &format!("{other}:{sig}"));
+    assert!(t.answer_to(&forged).contains("not one this relay signed"));
+    let flipped = format!(
+        "{head}:{}{}",
+        &sig[..sig.len() - 1],
+        if sig.ends_with('0') { "1" } else { "0" }
+    );
+    let forged = t.click(TEAM, ME, &card, &flipped);
+    assert!(t.answer_to(&forged).contains("not one this relay signed"));
+    assert_eq!(l.question(id)["status"], "pending", "nothing was recorded");
+    // Mine, twice (a double click): recorded once, the second told so.
+    let first = t.click(TEAM, ME, &card, &sqlite);
+    let second = t.click(TEAM, ME, &card, &sqlite);
+    let said = t.answers_since(&first, ME, 2);
+    t.answer_to(&second);
+    assert!(said[0].starts_with("recorded"), "{said:?}");
+    assert!(
+        said[1].contains(&format!("already answered by {me}")),
+        "{said:?}"
+    );
+    let q = l.question(id);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["channel"], "slack");
+    assert_eq!(kinds(&l, id, "answered"), 1);
+    let answered = events_of(&l, id)
+        .into_iter()
+        .find(|e| e["event"] == "answered")
+        .unwrap();
+    assert_eq!(answered["detail"]["identity"], format!("slack:{TEAM}/{ME}"));
+    // The card says so and loses its buttons.
+    let edited = closed(&t, ME, id);
+    assert!(edited["text"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("answered by {me} via slack")));
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_slack_nobody_linked_nobody_answers() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    let ts = t.write(TEAM, ME, &dm(ME), None, "SQLite", true);
+    let said = said_in_thread(&t, &dm(ME), &ts, "not linked");
+    assert!(said.contains("pairing code"), "{said}");
+    assert!(t.with(|s| s
+        .messages
+        .iter()
+        .all(|m| !m["text"].as_str().unwrap_or("").starts_with("Question"))));
+    assert_eq!(l.question(id)["status"], "pending");
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_slack_a_card_of_a_question_cleared_and_logged_again_records_nothing() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let id = options(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let old = card(&t, ME, id);
+    l.ok(["clear", "--stage", "design"]);
+    let again = options(&l, "design", "Which database?");
+    assert_ne!(again, id);
+    let fresh = card(&t, ME, again);
+    let stale = t.click(TEAM, ME, &old, &button(&old, "SQLite"));
+    let said = t.answer_to(&stale);
+    assert!(said.contains("no longer in the ledger"), "{said}");
+    assert_eq!(l.question(again)["status"], "pending");
+    let gone = closed(&t, ME, id);
+    assert!(gone["text"].as_str().unwrap().contains("cleared"));
+    let now = t.click(TEAM, ME, &fresh, &button(&fresh, "PostgreSQL"));
+    assert!(t.answer_to(&now).starts_with("recorded"));
+    assert_eq!(l.question(again)["answer"], "PostgreSQL");
+}
+
+#[test]
+fn relay_slack_the_requesters_approve_is_refused_and_recorded() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let logged = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Deploy build 42?",
+        "--approval",
+        "--approvers",
+        &format!("{me},bob"),
+        "--min",
+        "1",
+    ]);
+    let id = logged["question_id"].as_i64().unwrap();
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let bobs = card(&t, BOB, id);
+    let approve = button(&bobs, "Approve");
+    button(&bobs, "Reject");
+    // The requester gets no card; pressing bob's Approve is refused and recorded.
+    assert!(t.with(|s| s.messages.iter().all(|m| m["channel"] != dm(ME).as_str())));
+    let mine = t.click(TEAM, ME, &bobs, &approve);
+    assert!(t.answer_to(&mine).contains("sent to bob"));
+    let refused: Vec<Value> = events_of(&l, id)
+        .into_iter()
+        .filter(|e| e["event"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["answered_by"], me.as_str());
+    assert_eq!(refused[0]["channel"], "slack");
+    assert_eq!(
+        l.run(["check", "--stage", "deploy"]).code,
+        1,
+        "the gate holds"
+    );
+    let his = t.click(TEAM, BOB, &bobs, &approve);
+    let said = t.answer_to(&his);
+    assert!(said.starts_with("recorded"), "{said}");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+    assert_eq!(l.question(id)["approval"]["votes"][0]["by"], "bob");
+}
+
+#[test]
+fn relay_slack_killed_between_the_envelope_and_the_commit_records_it_once_after_a_restart() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let pause = Pause::new(l.dir.path(), "relay-heard");
+    let mut first = Relay::start(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
+    let card = card(&t, ME, id);
+    let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
+    pause.reached();
+    // Killed with the envelope read and nothing committed nor acknowledged.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert_eq!(l.question(id)["status"], "pending");
+    assert!(t.with(|s| s.envelopes.iter().any(|e| e.id == click && !e.acked)));
+    let _second = Relay::start(&l, &t.url, &[]);
+    let said = t.answer_to(&click);
+    assert!(said.starts_with("recorded"), "{said}");
+    assert!(t.sent(&click) >= 2, "redelivered to the new connection");
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
+}
+
+#[test]
+fn relay_slack_an_envelope_not_acknowledged_is_redelivered_and_recorded_once() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    // The relay's first acknowledgement is lost: Slack sends the envelope again after 3 s.
+    t.with(|s| s.lose_acks = 1);
+    let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
+    let said = t.answer_to(&click);
+    assert!(said.starts_with("recorded"), "{said}");
+    assert_eq!(t.sent(&click), 2, "sent twice");
+    assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
+    assert_eq!(kinds(&l, id, "refused"), 0, "a redelivery is no refusal");
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    // Told once: the redelivery says nothing more.
+    let told = t.with(|s| s.ephemerals.iter().filter(|m| m["user"] == ME).count());
+    assert_eq!(told, 1);
+}
+
+#[test]
+fn relay_slack_honours_a_429s_retry_after() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    t.with(|s| s.throttle = Some(("chat.postMessage".into(), 2)));
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    card(&t, ME, id);
+    let (throttled, sent) = t.with(|s| {
+        let at = s.throttled_at.expect("a 429 was answered");
+        let next = s
+            .calls
+            .iter()
+            .find(|(m, when)| m == "chat.postMessage" && *when > at)
+            .map(|(_, when)| *when)
+            .unwrap();
+        (at, next)
+    });
+    assert!(
+        sent.duration_since(throttled) >= Duration::from_secs(2),
+        "sent again after {:?}",
+        sent.duration_since(throttled)
+    );
+    assert!(relay.stderr().contains("429"));
+}
+
+#[test]
+fn relay_slack_a_question_answered_elsewhere_closes_its_card() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let id = options(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let started = Instant::now();
+    l.ok([
+        "answer",
+        "--id",
+        &id.to_string(),
+        "--select",
+        "PostgreSQL",
+        "--by",
+        "carol",
+    ]);
+    let edited = closed(&t, ME, id);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let text = edited["text"].as_str().unwrap();
+    assert!(
+        text.contains("answered by carol via cli: PostgreSQL"),
+        "{text}"
+    );
+    let late = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
+    assert!(t
+        .answer_to(&late)
+        .contains("already answered by carol via cli"));
+    assert_eq!(l.question(id)["answer"], "PostgreSQL");
+}
+
+#[test]
+fn relay_slack_a_thread_reply_is_recorded_verbatim_and_caught_up_after_a_reconnect() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let free = l.log("design", "What should the project be called?");
+    let picked = options(&l, "design", "Which database?");
+    let later = l.log("design", "Which licence?");
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let free_card = card(&t, ME, free);
+    let picked_card = card(&t, ME, picked);
+    card(&t, ME, later);
+    button(&free_card, "Other…");
+    let channel = dm(ME);
+    let free_ts = free_card["ts"].as_str().unwrap();
+    let reply = t.write(
+        TEAM,
+        ME,
+        &channel,
+        Some(free_ts),
+        "Questions, maybe \"q\" — or 1",
+        true,
+    );
+    said_in_thread(&t, &channel, free_ts, "recorded");
+    let q = l.question(free);
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["answer"], "Questions, maybe \"q\" — or 1", "verbatim");
+    // Exactly an option's label picks it; a reply that only mentions one is text.
+    let picked_ts = picked_card["ts"].as_str().unwrap();
+    t.write(TEAM, ME, &channel, Some(picked_ts), "SQLite", true);
+    said_in_thread(&t, &channel, picked_ts, "recorded");
+    assert_eq!(
+        l.question(picked)["selected"],
+        serde_json::json!(["SQLite"])
+    );
+    // A reply written while the relay is away (never delivered as an event), then a
+    // refresh: the relay reconnects and reads the open cards' threads.
+    let connections = t.with(|s| s.connections);
+    let later_card = card(&t, ME, later);
+    let later_ts = later_card["ts"].as_str().unwrap();
+    t.write(TEAM, ME, &channel, Some(later_ts), "MIT, I think", false);
+    t.disconnect();
+    t.until("a new connection", |s| {
+        (s.connections > connections).then_some(())
+    });
+    said_in_thread(&t, &channel, later_ts, "recorded");
+    assert_eq!(l.question(later)["answer"], "MIT, I think");
+    assert_eq!(kinds(&l, free, "answered"), 1);
+    assert_ne!(reply, "");
+}
+
+#[test]
+fn relay_slack_multi_select_toggles_change_the_card_only_and_other_asks_in_the_thread() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let multi = l.log_with(
+        "design",
+        "Which targets?",
+        &[
+            "--option",
+            "Linux",
+            "--option",
+            "macOS",
+            "--option",
+            "Windows",
+            "--multi-select",
+        ],
+    );
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let first = card(&t, ME, multi);
+    let ts = first["ts"].clone();
+    let toggled = |what: &str, has: &'static str| {
+        t.until(what, |s| {
+            s.messages
+                .iter()
+                .find(|m| m["ts"] == ts && m["blocks"].to_string().contains(has))
+                .cloned()
+        })
+    };
+    t.click(TEAM, ME, &first, &button(&first, "Linux"));
+    let second = toggled("Linux toggled on", "☑ 1. Linux");
+    assert_eq!(
+        l.question(multi)["status"],
+        "pending",
+        "a toggle records nothing"
+    );
+    // A toggle of someone else's card changes nothing.
+    t.click(TEAM, BOB, &second, &button(&second, "macOS"));
+    t.click(TEAM, ME, &second, &button(&second, "Windows"));
+    let third = toggled("Windows toggled on", "☑ 3. Windows");
+    assert!(third["blocks"].to_string().contains("☐ 2. macOS"));
+    // Handled in order: bob's press came before mine, and updated nothing.
+    let updates = t.with(|s| s.calls.iter().filter(|(m, _)| m == "chat.update").count());
+    assert_eq!(updates, 2, "one update per toggle of mine");
+    // "Other…" asks for a reply in the thread; Done records the options toggled on.
+    let free = l.log("design", "What should the project be called?");
+    let other_card = card(&t, ME, free);
+    t.click(TEAM, ME, &other_card, &button(&other_card, "Other…"));
+    said_in_thread(
+        &t,
+        &dm(ME),
+        other_card["ts"].as_str().unwrap(),
+        "Reply in this thread",
+    );
+    let done = t.click(TEAM, ME, &third, &button(&third, "Done"));
+    let said = t.answer_to(&done);
+    assert!(said.starts_with("recorded"), "{said}");
+    let q = l.question(multi);
+    assert_eq!(
+        q["selected"],
+        serde_json::json!(["Linux", "Windows"]),
+        "{q}"
+    );
+    assert_eq!(q["answered_by"], me.as_str());
+}
+
+#[test]
+fn relay_slack_pairs_an_account_with_a_direct_message_holding_the_code() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = me(&l);
+    let paired = l.ok(["relay", "pair", "slack", &me]);
+    let code = paired["code"].as_str().unwrap().to_string();
+    let _relay = Relay::start(&l, &t.url, &[]);
+    let ts = t.write(TEAM, ME, &dm(ME), None, &format!("my code: {code}"), true);
+    said_in_thread(&t, &dm(ME), &ts, "linked");
+    let people = l.ok(["people", "list"]);
+    assert!(
+        people.to_string().contains(&format!("slack:{TEAM}/{ME}")),
+        "{people}"
+    );
+    // Used once.
+    let again = t.write(TEAM, STRANGER, &dm(STRANGER), None, &code, true);
+    said_in_thread(&t, &dm(STRANGER), &again, "unknown, used or expired");
+}
+
+#[test]
+fn relay_slack_opens_no_listening_socket() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    card(&t, ME, id);
+    t.until("the Socket Mode connection", |s| {
+        (s.connections > 0).then_some(())
+    });
+    let pid = relay.child.id();
+    let mut inodes = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let target = target.display().to_string();
+            if let Some(inode) = target
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+            {
+                inodes.push(inode.to_string());
+            }
+        }
+    }
+    let mut outbound = 0;
+    for table in ["tcp", "tcp6", "udp", "udp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (state, inode) = (fields[3], fields[9]);
+            if inodes.iter().any(|i| i == inode) {
+                assert!(
+                    table.starts_with("tcp") && state != "0A",
+                    "the relay has a listening or {table} socket: {line}"
+                );
+                outbound += 1;
+            }
+        }
+    }
+    assert!(outbound >= 1, "the websocket is an outbound connection");
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
+    let l = Ledger::new();
+    let config = l.dir.path().join("bad.toml");
+    for (text, names) in [
+        (
+            "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\n",
+            "slack.app_token_env",
+        ),
+        (
+            "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"NOT_SET_ANYWHERE\"\n",
+            "NOT_SET_ANYWHERE",
+        ),
+        ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
+        ("[slack]\napi = 3\n", "slack.api"),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let out = std::process::Command::new(BIN)
+            .current_dir(l.dir.path())
+            .arg("--db")
+            .arg(l.db())
+            .args(["relay", "--config"])
+            .arg(&config)
+            .env_remove("QUESTIONS_DB")
+            .env_remove("NOT_SET_ANYWHERE")
+            .env("SLACK_APP_TOKEN", APP_TOKEN)
+            .env("SLACK_BOT_TOKEN", BOT_TOKEN)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["ok"], false);
+        let message = doc["error"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{text}: {doc}");
+        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains(APP_TOKEN) && !all.contains(BOT_TOKEN));
+    }
+}
+
+#[test]
+#[ignore = "prints the README's transcript"]
+fn relay_slack_readme_transcript() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let admin = me(&l);
+    let show = |args: &[&str]| {
+        let run = l.run(args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    (*a).to_string()
+                }
+            })
+            .collect();
+        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        run.json
+    };
+    show(&["group", "create", "people", "--admins", &admin]);
+    let code = show(&["relay", "pair", "slack", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = show(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "Which database?",
+        "--option",
+        "PostgreSQL",
+        "--option",
+        "SQLite (Recommended)",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let free = show(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "What should the project be called?",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let relay = Relay::start(&l, &t.url, &[]);
+    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"slack\"]}}");
+    let ts = t.write(TEAM, ME, &dm(ME), None, &code, true);
+    println!(
+        "# alice sends the app {code} in a direct message; it answers in the thread:\n#   {}",
+        said_in_thread(&t, &dm(ME), &ts, "linked")
+    );
+    let c = card(&t, ME, id);
+    println!(
+        "# her card:\n#   {}",
+        c["text"].as_str().unwrap().replace('\n', "\n#   ")
+    );
+    let buttons: Vec<String> = c["blocks"][1]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let label = b["text"]["text"].as_str().unwrap().to_string();
+            match b["style"].as_str() {
+                Some(style) => format!("{label} ({style})"),
+                None => label,
+            }
+        })
+        .collect();
+    println!("#   buttons: {}", buttons.join(" | "));
+    let click = t.click(TEAM, ME, &c, &button(&c, "SQLite"));
+    println!(
+        "# she presses \"2. SQLite ★\"; Slack shows her, only to her: {}",
+        t.answer_to(&click)
+    );
+    let edited = closed(&t, ME, id);
+    println!(
+        "# the card is updated, its buttons gone; it ends: {}",
+        edited["text"].as_str().unwrap().lines().last().unwrap()
+    );
+    let other = card(&t, ME, free);
+    let thread = other["ts"].as_str().unwrap();
+    t.write(TEAM, ME, &dm(ME), Some(thread), "Ledgerly", true);
+    println!(
+        "# she replies \"Ledgerly\" in the thread of question {free}'s card; the app answers there:\n#   {}",
+        said_in_thread(&t, &dm(ME), thread, "recorded")
+    );
+    show(&["check", "--stage", "design"]);
+    relay.stop();
+}
+
+/// The manifest the README has people paste: Socket Mode on, and what the relay needs
+/// (direct messages, their events, buttons).
+#[test]
+fn relay_slack_the_shipped_manifest_turns_on_what_the_relay_uses() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/slack/manifest.json"),
+    )
+    .unwrap();
+    let m: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(m["settings"]["socket_mode_enabled"], true);
+    assert_eq!(m["settings"]["interactivity"]["is_enabled"], true);
+    assert!(m["settings"]["interactivity"].get("request_url").is_none());
+    assert_eq!(
+        m["settings"]["event_subscriptions"]["bot_events"],
+        serde_json::json!(["message.im"])
+    );
+    assert_eq!(m["features"]["app_home"]["messages_tab_enabled"], true);
+    assert_eq!(
+        m["features"]["app_home"]["messages_tab_read_only_enabled"],
+        false
+    );
+    for scope in ["chat:write", "im:history", "im:read", "im:write"] {
+        assert!(
+            m["oauth_config"]["scopes"]["bot"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s == scope),
+            "{scope}"
+        );
+    }
+}
+
+/// The relay idle on Slack (connected, nothing happening) for 20 s: the CPU time it
+/// took, in clock ticks (`cargo test --test cli relay_slack_bench_idle_cpu -- --ignored
+/// --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn relay_slack_bench_idle_cpu() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let id = options(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &t.url, &[]);
+    card(&t, ME, id);
+    t.until("the Socket Mode connection", |s| {
+        (s.connections > 0).then_some(())
+    });
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(20));
+    let used = ticks() - before;
+    println!("idle for 20 s: {used} clock ticks of CPU (1 tick = 10 ms)");
+}
