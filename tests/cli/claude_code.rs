@@ -183,6 +183,12 @@ impl Project {
         };
         let init = project.questions(&["init", "claude-code"]);
         assert_eq!(init.code, 0, "{init:?}");
+        // The ledger made beforehand (a write that changes nothing), as a project's first
+        // call would have: a hook that must make it, migrations and fsyncs included, on a
+        // loaded machine can outlast its 3 s of grace and fail open, as it should; that is
+        // not what these tests are about.
+        let made = project.questions(&["clear", "--stage", "made-beforehand"]);
+        assert_eq!(made.code, 0, "{made:?}");
         project
     }
 
