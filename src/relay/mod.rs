@@ -263,3 +263,56 @@ fn stop_on_signals(ledger: &Ledger, channels: &[Arc<dyn Channel>], me: &str) -> 
     });
     Ok(())
 }
+
+/// What a card says on every channel: the question, its context and proposal, its options
+/// numbered, then `how_to_reply` where a typed answer is taken.
+pub(super) fn card_text(q: &model::Question, how_to_reply: &str) -> String {
+    let mut text = String::new();
+    if let Some(header) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
+        text.push_str(&format!("[{}] ", header.trim()));
+    }
+    text.push_str(&format!(
+        "Question {} · {}\n{}",
+        q.id,
+        q.stage.trim(),
+        q.question
+    ));
+    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        text.push_str(&format!("\n\n{}", clip(context.trim(), 1500)));
+    }
+    if let Some(a) = &q.state.approval {
+        text.push_str(&format!(
+            "\n\nApproval: {} of {} (requested by {})",
+            a.min,
+            a.approvers.join(", "),
+            a.requester
+        ));
+    } else if let Some(p) = q.proposed.as_deref() {
+        text.push_str(&format!("\n\nProposed: {p}"));
+    }
+    for (i, o) in q.options.iter().enumerate() {
+        text.push_str(&format!(
+            "\n{}. {}{}",
+            i + 1,
+            o.label,
+            if o.recommended { " (recommended)" } else { "" }
+        ));
+        if let Some(d) = o.description.as_deref().filter(|d| !d.trim().is_empty()) {
+            text.push_str(&format!(" — {}", d.trim()));
+        }
+    }
+    if q.state.approval.is_none() && (q.allow_freeform || q.options.is_empty()) {
+        text.push_str(&format!("\n\n{how_to_reply}"));
+    }
+    text
+}
+
+/// At most `n` characters.
+pub(super) fn clip(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

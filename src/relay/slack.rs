@@ -21,6 +21,11 @@ use tungstenite::{Message, WebSocket};
 use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
+
+use super::{card_text, clip};
+
+/// What a card says of typed answers, after its options.
+const HOW_TO_REPLY: &str = "Or reply in this thread with your answer.";
 use questions_core::ops::Ledger;
 
 type Res<T> = std::result::Result<T, String>;
@@ -388,7 +393,7 @@ impl super::Channel for Slack {
         // A user id as the channel: the direct messages between the app and that person.
         let body = json!({
             "channel": user,
-            "text": clip(&card_text(&card.question), TEXT_LIMIT),
+            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
             "blocks": blocks(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("chat.postMessage", &body, false)?;
@@ -408,7 +413,7 @@ impl super::Channel for Slack {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q), closing.words),
+            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
             None => format!(
                 "Question {} — {}",
                 closing.delivery.question_id, closing.words
@@ -512,7 +517,7 @@ fn card_action(
             "chat.update",
             json!({
                 "channel": channel, "ts": message_ts,
-                "text": clip(&card_text(&q), TEXT_LIMIT),
+                "text": clip(&card_text(&q, HOW_TO_REPLY), TEXT_LIMIT),
                 "blocks": blocks(&q, d.id, key, mask),
             }),
         ));
@@ -607,48 +612,6 @@ fn pairing_code(text: &str) -> Option<String> {
         .map(|w| w.to_ascii_uppercase())
 }
 
-/// What a card says: the question, its context and proposal, its options numbered.
-fn card_text(q: &Question) -> String {
-    let mut text = String::new();
-    if let Some(header) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
-        text.push_str(&format!("[{}] ", header.trim()));
-    }
-    text.push_str(&format!(
-        "Question {} · {}\n{}",
-        q.id,
-        q.stage.trim(),
-        q.question
-    ));
-    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
-        text.push_str(&format!("\n\n{}", clip(context.trim(), 1500)));
-    }
-    if let Some(a) = &q.state.approval {
-        text.push_str(&format!(
-            "\n\nApproval: {} of {} (requested by {})",
-            a.min,
-            a.approvers.join(", "),
-            a.requester
-        ));
-    } else if let Some(p) = q.proposed.as_deref() {
-        text.push_str(&format!("\n\nProposed: {p}"));
-    }
-    for (i, o) in q.options.iter().enumerate() {
-        text.push_str(&format!(
-            "\n{}. {}{}",
-            i + 1,
-            o.label,
-            if o.recommended { " (recommended)" } else { "" }
-        ));
-        if let Some(d) = o.description.as_deref().filter(|d| !d.trim().is_empty()) {
-            text.push_str(&format!(" — {}", d.trim()));
-        }
-    }
-    if q.state.approval.is_none() && (q.allow_freeform || q.options.is_empty()) {
-        text.push_str("\n\nOr reply in this thread with your answer.");
-    }
-    text
-}
-
 /// The card's blocks: its text, then its buttons (one per option, the recommended one
 /// primary; toggles and Done for a multi-select; Approve/Reject for an approval; "Other…"
 /// where typed answers are allowed), each value signed for this card.
@@ -703,19 +666,9 @@ fn blocks(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
             button("Other…".into(), "x".into(), None);
         }
     }
-    let text = clip(&card_text(q), TEXT_LIMIT);
+    let text = clip(&card_text(q, HOW_TO_REPLY), TEXT_LIMIT);
     json!([
         {"type": "section", "text": {"type": "mrkdwn", "text": text}},
         {"type": "actions", "block_id": format!("card{delivery}"), "elements": buttons},
     ])
-}
-
-/// At most `n` characters.
-fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

@@ -12,6 +12,11 @@ use serde_json::{json, Value};
 use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
+
+use super::{card_text, clip};
+
+/// What a card says of typed answers, after its options.
+const HOW_TO_REPLY: &str = "Or reply to this message with your answer.";
 use questions_core::ops::{self, Ledger};
 
 type Res<T> = std::result::Result<T, String>;
@@ -271,7 +276,7 @@ impl super::Channel for Telegram {
             .ok_or("not a Telegram identity")?;
         let body = json!({
             "chat_id": chat,
-            "text": clip(&card_text(&card.question), TEXT_LIMIT),
+            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
             "reply_markup": keyboard(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("sendMessage", &body)?;
@@ -292,7 +297,7 @@ impl super::Channel for Telegram {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q), closing.words),
+            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
             None => format!(
                 "Question {} — {}",
                 closing.delivery.question_id, closing.words
@@ -326,48 +331,6 @@ impl super::Channel for Telegram {
         }
         Ok(())
     }
-}
-
-/// What a card says: the question, its context and proposal, its options numbered.
-fn card_text(q: &Question) -> String {
-    let mut text = String::new();
-    if let Some(header) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
-        text.push_str(&format!("[{}] ", header.trim()));
-    }
-    text.push_str(&format!(
-        "Question {} · {}\n{}",
-        q.id,
-        q.stage.trim(),
-        q.question
-    ));
-    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
-        text.push_str(&format!("\n\n{}", clip(context.trim(), 1500)));
-    }
-    if let Some(a) = &q.state.approval {
-        text.push_str(&format!(
-            "\n\nApproval: {} of {} (requested by {})",
-            a.min,
-            a.approvers.join(", "),
-            a.requester
-        ));
-    } else if let Some(p) = q.proposed.as_deref() {
-        text.push_str(&format!("\n\nProposed: {p}"));
-    }
-    for (i, o) in q.options.iter().enumerate() {
-        text.push_str(&format!(
-            "\n{}. {}{}",
-            i + 1,
-            o.label,
-            if o.recommended { " (recommended)" } else { "" }
-        ));
-        if let Some(d) = o.description.as_deref().filter(|d| !d.trim().is_empty()) {
-            text.push_str(&format!(" — {}", d.trim()));
-        }
-    }
-    if q.state.approval.is_none() && (q.allow_freeform || q.options.is_empty()) {
-        text.push_str("\n\nOr reply to this message with your answer.");
-    }
-    text
 }
 
 /// The card's buttons: one per option (the recommended one marked), toggles and Done for
@@ -413,16 +376,6 @@ fn keyboard(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
         rows.push(vec![button("Other…".into(), "x".into())]);
     }
     json!({"inline_keyboard": rows})
-}
-
-/// At most `n` characters.
-fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// An HTTP client's error without the URL it names (the URL holds the bot's token).
