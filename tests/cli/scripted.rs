@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A script's answer to one request: the status (`200 OK`), the content type, the body.
 pub(crate) type Answer = (&'static str, &'static str, String);
@@ -70,4 +70,42 @@ fn serve(stream: TcpStream, script: &dyn Fn(&str, &Value) -> Answer) {
             return;
         }
     }
+}
+
+/// The Anthropic Messages API's reply holding one content `block` that ends the turn with
+/// `stop`: a message, or its server-sent events when the request asked for a stream.
+pub(crate) fn messages_reply(request: &Value, block: &Value, stop: &str) -> (&'static str, String) {
+    if request["stream"] != true {
+        let message = json!({"id": "msg_e2e", "type": "message", "role": "assistant",
+            "model": request["model"], "content": [block], "stop_reason": stop,
+            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}});
+        return ("application/json", message.to_string());
+    }
+    let (start, delta) = if block["type"] == "tool_use" {
+        (
+            json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+        )
+    } else {
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": block["text"]}),
+        )
+    };
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_e2e", "type": "message",
+            "role": "assistant", "model": request["model"], "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    let text = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    ("text/event-stream", text)
 }
