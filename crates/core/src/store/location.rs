@@ -244,7 +244,6 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 /// not a regular file (a directory, a symbolic link, a device), and a file that is not
 /// empty yet lacks SQLite's header. A missing file is fine: there is nothing to delete.
 pub fn refuse_non_ledger(path: &Path, must_be_sqlite: bool) -> Result<()> {
-    use std::io::Read;
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -261,7 +260,8 @@ pub fn refuse_non_ledger(path: &Path, must_be_sqlite: bool) -> Result<()> {
         return Ok(());
     }
     let mut head = [0u8; 16];
-    let read = fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    // Through a kept descriptor: this process may have the ledger open (see `KEPT`).
+    let read = super::sqlite::read_head(path, &mut head);
     if read.is_err() || &head != SQLITE_HEADER {
         return Err(Error::db(format!(
             "{} is not a SQLite database, so not a ledger; reset left it untouched. \

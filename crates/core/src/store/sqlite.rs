@@ -367,11 +367,43 @@ impl Files {
 /// The index at `shm` lists frames of its log: the `mxFrame` of SQLite's WAL-index
 /// header (a 32-bit number in the machine's byte order, 16 bytes in) is not 0.
 fn index_lists_frames(shm: &Path) -> bool {
-    use std::io::Read;
     let mut header = [0u8; 20];
-    fs::File::open(shm)
-        .and_then(|mut f| f.read_exact(&mut header))
+    read_head(shm, &mut header)
         .is_ok_and(|()| u32::from_ne_bytes([header[16], header[17], header[18], header[19]]) > 0)
+}
+
+/// Files of SQLite's (a ledger, its index) that this process opened to read, kept open
+/// for as long as they are at their path. SQLite's locks are POSIX record locks, which
+/// belong to the process: closing *any* descriptor of a file drops every lock the process
+/// holds on it, those of the connections open on it included. Had `open_file` closed the
+/// index it peeked at, a long-lived process (`serve`, `mcp`, `relay`) would lose its
+/// share of the index while its connections still used it; the next process to open the
+/// ledger would then find itself alone, start the index afresh (truncating it), and the
+/// first process would die of SIGBUS reading its mapping of it. SQLite itself never
+/// closes such a descriptor while a connection of the process is open on the file.
+static KEPT: std::sync::Mutex<Vec<(PathBuf, FileId, fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+/// Reads the first bytes of the file at `path` into `buf`, through a descriptor that is
+/// kept (see `KEPT`). Descriptors of files no longer at their path (a reset deleted them)
+/// are closed: nothing can open those files again, so no lock on them matters.
+pub(super) fn read_head(path: &Path, buf: &mut [u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut kept = KEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    kept.retain(|(at, id, _)| identity(at).as_ref() == Some(id));
+    let now = identity(path);
+    if let Some((_, _, file)) = kept
+        .iter()
+        .find(|(at, id, _)| at == path && Some(id) == now.as_ref())
+    {
+        return file.read_exact_at(buf, 0);
+    }
+    let file = fs::File::open(path)?;
+    let id = FileId::of(&file.metadata()?);
+    let read = file.read_exact_at(buf, 0);
+    kept.push((path.to_path_buf(), id, file));
+    read
 }
 
 impl FileId {
@@ -703,6 +735,65 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate::ensure_current(&mut conn).unwrap();
         conn
+    }
+
+    /// Whether any process, this one included, holds SQLite's "in use" lock on the index
+    /// of `path` (a read lock on byte 128 of `-shm`), asked through an open file
+    /// description lock, which conflicts with this process's own record locks too.
+    fn index_in_use(probe: &fs::File) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain struct of integers.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = 128;
+        lock.l_len = 1;
+        // SAFETY: F_OFD_GETLK on a descriptor this test holds, with a flock it owns.
+        let asked = unsafe { libc::fcntl(probe.as_raw_fd(), libc::F_OFD_GETLK, &raw mut lock) };
+        assert_eq!(asked, 0, "{}", std::io::Error::last_os_error());
+        lock.l_type != libc::F_UNLCK as libc::c_short
+    }
+
+    /// A long-lived process (`serve`, `mcp`, `relay`) opens a connection per request
+    /// while others stay open: opening one must not drop the open ones' share of the
+    /// index, or the next process to open the ledger starts the index afresh under them
+    /// and they die of SIGBUS.
+    #[test]
+    fn opening_a_connection_keeps_the_open_ones_share_of_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.db");
+        let mut first = Sqlite::open_for_writing(&path, false, LockWait::Patient).unwrap();
+        first
+            .conn
+            .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+            .unwrap();
+        // An empty log beside the index: what `open_file` looks into the index for.
+        first
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let shm = companion(&path, "-shm");
+        assert_eq!(fs::metadata(companion(&path, "-wal")).unwrap().len(), 0);
+        let probe = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&shm)
+            .unwrap();
+        assert!(index_in_use(&probe), "the first connection holds the index");
+        for _ in 0..3 {
+            let second = Sqlite::open_for_reading(&path, LockWait::Patient).unwrap();
+            assert!(index_in_use(&probe), "opening another kept the lock");
+            drop(second);
+            assert!(index_in_use(&probe), "closing another kept the lock");
+        }
+        let n: i64 = first
+            .conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+        // The probe is closed last: it is this test's own descriptor of the index.
+        drop(first);
+        drop(probe);
     }
 
     #[test]
