@@ -762,7 +762,7 @@ mod tests {
     fn opening_a_connection_keeps_the_open_ones_share_of_the_index() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.db");
-        let mut first = Sqlite::open_for_writing(&path, false, LockWait::Patient).unwrap();
+        let first = Sqlite::open_for_writing(&path, false, LockWait::Patient).unwrap();
         first
             .conn
             .execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1)")
