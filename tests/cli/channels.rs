@@ -101,3 +101,50 @@ fn a_pairing_code_is_printed_once_and_stored_hashed() {
     assert_eq!(by.error_code(), "usage");
     assert_eq!(people_events(&l).len(), 1, "the pairing is in the history");
 }
+
+/// The names of the relay's tables that a SQLite ledger holds.
+fn relay_tables(l: &Ledger) -> Vec<String> {
+    let conn = rusqlite::Connection::open(&l.path).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND (name LIKE 'relay%' OR name = 'people_links') ORDER BY name",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// SQLite parses a ledger's whole schema at every open: a ledger that never met the
+/// relay does not hold its tables, so `check` and `log` do not pay for them, and reads
+/// of people see none; the first link makes them, and they work from there.
+#[test]
+fn sqlite_only_a_ledger_gets_the_relays_tables_from_its_first_link() {
+    let l = Ledger::new();
+    let me = me(&l);
+    l.log("s", "Which cache?");
+    l.run(["check", "--stage", "s"]);
+    assert_eq!(l.ok(["people", "list"])["count"], 0);
+    let unlinked = l.ok(["people", "unlink", &me, "telegram:1"]);
+    assert_eq!(unlinked["changed"], false);
+    assert!(
+        relay_tables(&l).is_empty(),
+        "no write needed them: {:?}",
+        relay_tables(&l)
+    );
+    l.ok(["people", "link", &me, "telegram:1"]);
+    assert_eq!(
+        relay_tables(&l),
+        [
+            "people_links",
+            "relay_deliveries",
+            "relay_events",
+            "relay_pairings",
+            "relay_state"
+        ]
+    );
+    assert_eq!(l.ok(["people", "list"])["count"], 1);
+    l.ok(["relay", "pair", "slack", &me]);
+}

@@ -24,7 +24,6 @@ CREATE TABLE IF NOT EXISTS relay_deliveries (
   closed_at TEXT,
   UNIQUE (channel, identity, question_id, fingerprint)
 );
-CREATE INDEX IF NOT EXISTS relay_deliveries_open ON relay_deliveries (channel, state);
 CREATE TABLE IF NOT EXISTS relay_events (
   channel TEXT NOT NULL,
   event_id TEXT NOT NULL,
@@ -34,17 +33,9 @@ CREATE TABLE IF NOT EXISTS relay_events (
   at TEXT NOT NULL,
   PRIMARY KEY (channel, event_id)
 );
-CREATE TABLE IF NOT EXISTS relay_positions (
-  channel TEXT PRIMARY KEY,
-  position TEXT NOT NULL,
-  updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS relay_leases (
-  channel TEXT PRIMARY KEY,
-  holder TEXT NOT NULL,
-  until TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS relay_keys (
+CREATE TABLE IF NOT EXISTS relay_state (
   name TEXT PRIMARY KEY,
-  secret TEXT NOT NULL
+  value TEXT NOT NULL,
+  until TEXT,
+  at TEXT NOT NULL
 );

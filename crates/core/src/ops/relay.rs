@@ -23,7 +23,7 @@ pub const PEOPLE_ADMINS: &str = "people";
 /// How long a pairing code is valid.
 pub const PAIRING_VALID: std::time::Duration = std::time::Duration::from_mins(10);
 
-/// The key that signs the buttons' values, by its name in `relay_keys`.
+/// The key that signs the buttons' values, by its name (`key:buttons` in `relay_state`).
 const BUTTON_KEY: &str = "buttons";
 
 /// The channels a relay serves, as their identities are prefixed.
@@ -355,7 +355,7 @@ pub fn button_key(ledger: &mut Ledger) -> Result<ButtonKey> {
     }
     let fresh = hex(&random(32)?);
     ledger.write(|tx| {
-        tx.insert_relay_key(BUTTON_KEY, &fresh)?;
+        tx.insert_relay_key(BUTTON_KEY, &fresh, &clock::now())?;
         key_in(tx)?.ok_or_else(|| Error::db("the relay's key was not written"))
     })
 }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 15] = [
+const LEDGER_TABLES: [&str; 13] = [
     "question_events",
     "questions",
     "watchers",
@@ -30,9 +30,7 @@ const LEDGER_TABLES: [&str; 15] = [
     "relay_pairings",
     "relay_deliveries",
     "relay_events",
-    "relay_positions",
-    "relay_leases",
-    "relay_keys",
+    "relay_state",
     "ledger_identity",
     "refinery_schema_history",
 ];
