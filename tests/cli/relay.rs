@@ -810,6 +810,25 @@ fn relay_bench_click_to_ledger() {
         .collect();
     let relay = Relay::start(&l, &t.url, &[]);
     let cards: Vec<Value> = ids.iter().map(|id| card(&t, ME, *id)).collect();
+    // What a delivery row holds, in bytes of its table's pages (SQLite's dbstat), and
+    // its payload alone.
+    let conn = rusqlite::Connection::open(&l.path).unwrap();
+    let (pages, payload): (i64, i64) = conn
+        .query_row(
+            "SELECT sum(pgsize), sum(payload) FROM dbstat WHERE name LIKE '%relay_deliveries%'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM relay_deliveries", [], |r| r.get(0))
+        .unwrap();
+    println!(
+        "stored per delivery: {} bytes of payload ({} deliveries, their table and index in \
+         {pages} bytes of pages)",
+        payload / rows,
+        rows
+    );
     let mut took: Vec<Duration> = Vec::new();
     for c in cards.iter().take(25) {
         let data = button(c, "SQLite");
@@ -826,6 +845,41 @@ fn relay_bench_click_to_ledger() {
     );
     let answered = l.ok(["list", "--stage", "bench", "--status", "answered"]);
     assert_eq!(answered["count"], 25);
+    // From the click to a gate waiting on its question passing: each of 10 questions
+    // has its own stage, and a `check --wait` on it from another process.
+    let mut gate: Vec<Duration> = Vec::new();
+    for c in cards.iter().skip(25).take(10) {
+        let id = c["text"]
+            .as_str()
+            .and_then(|t| t.split("Question number ").nth(1))
+            .and_then(|t| t.split('?').next())
+            .map(|n| n.to_string())
+            .unwrap();
+        let stage = format!("gate-{id}");
+        let own = options(&l, &stage, &format!("Gate {id}?"));
+        let own_card = card(&t, ME, own);
+        let mut waiting = std::process::Command::new(BIN)
+            .arg("--db")
+            .arg(l.db())
+            .args(["check", "--stage", &stage, "--wait", "--timeout", "60"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        t.click(ME, &own_card, &button(&own_card, "SQLite"));
+        let status = waiting.wait().unwrap();
+        gate.push(start.elapsed());
+        assert!(status.success(), "the gate opened");
+    }
+    gate.sort();
+    println!(
+        "click to a waiting check --stage --wait passing, 10 gates, {} pending: median {:?}, \
+         max {:?}",
+        25 + 15,
+        gate[gate.len() / 2],
+        gate[gate.len() - 1]
+    );
     // Idle: CPU time over 10 s with nothing happening (long polls of 2 s here).
     let ticks = || {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
