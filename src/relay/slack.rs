@@ -22,7 +22,7 @@ use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 
-use super::{card_text, clip};
+use super::{card_text, clip, Throttle};
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply in this thread with your answer.";
@@ -62,6 +62,9 @@ pub(crate) struct Slack {
     bot_token: String,
     agent: ureq::Agent,
     socket: Mutex<Option<WebSocket<Box<dyn Stream>>>>,
+    /// Slack's published limit for posting: about one message a second to a channel,
+    /// short bursts allowed (updates kept to the same).
+    posting: Throttle,
 }
 
 impl Slack {
@@ -78,6 +81,7 @@ impl Slack {
             bot_token: bot_token.to_string(),
             agent,
             socket: Mutex::new(None),
+            posting: Throttle::new(Duration::from_secs(1), 3, None),
         }
     }
 
@@ -91,6 +95,11 @@ impl Slack {
         } else {
             &self.bot_token
         };
+        if method.starts_with("chat.") {
+            if let Some(channel) = body["channel"].as_str() {
+                self.posting.wait(channel);
+            }
+        }
         let mut tries = 0;
         loop {
             let request = self

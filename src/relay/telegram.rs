@@ -13,7 +13,7 @@ use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 
-use super::{card_text, clip};
+use super::{card_text, clip, Throttle};
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply to this message with your answer.";
@@ -33,6 +33,10 @@ pub(crate) struct Telegram {
     /// The long poll's `timeout`, in seconds.
     poll_timeout: u64,
     agent: ureq::Agent,
+    /// Telegram's published limits: about one message a second to a chat, 20 a minute
+    /// to a group, 30 a second over all chats.
+    to_person: Throttle,
+    to_group: Throttle,
 }
 
 impl Telegram {
@@ -47,12 +51,21 @@ impl Telegram {
             base: format!("{}/bot{token}", api.trim_end_matches('/')),
             poll_timeout,
             agent,
+            to_person: Throttle::new(Duration::from_secs(1), 3, Some(30)),
+            to_group: Throttle::new(Duration::from_secs(3), 3, None),
         }
     }
 
     /// Calls a Bot API method; its `result`. A 429 waits its `retry_after` and tries
     /// again; any error names the method only (the URL holds the token).
     fn call(&self, method: &str, body: &Value) -> Res<Value> {
+        // What puts a message in a chat (sending, editing) keeps to the chat's rate.
+        if let Some(chat) = body["chat_id"].as_i64() {
+            if chat < 0 {
+                self.to_group.wait(&chat.to_string());
+            }
+            self.to_person.wait(&chat.to_string());
+        }
         let mut tries = 0;
         loop {
             let sent = self
