@@ -358,6 +358,16 @@ pub(super) fn card_text(q: &model::Question, how_to_reply: &str) -> String {
     text
 }
 
+/// At most `n` characters.
+pub(super) fn clip(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,14 +406,4 @@ mod tests {
             start.elapsed()
         );
     }
-}
-
-/// At most `n` characters.
-pub(super) fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(n.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
