@@ -829,6 +829,39 @@ fn relay_bench_click_to_ledger() {
         payload / rows,
         rows
     );
+    // From the click to a gate waiting on its question passing: each of 10 questions
+    // has its own stage, and a `check --wait` on it from another process.
+    let mut gate: Vec<Duration> = Vec::new();
+    for id in 0..10 {
+        let stage = format!("gate-{id}");
+        let own = options(&l, &stage, &format!("Gate {id}?"));
+        let own_card = card(&t, ME, own);
+        // It has found the gate closed and waits for a change, when the click comes.
+        let wait = Pause::new(l.dir.path(), "wait");
+        let mut waiting = std::process::Command::new(BIN)
+            .env("QUESTIONS_TEST_PAUSE", &wait.env)
+            .arg("--db")
+            .arg(l.db())
+            .args(["check", "--stage", &stage, "--wait", "--timeout", "60"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        wait.reached();
+        wait.release();
+        let start = Instant::now();
+        t.click(ME, &own_card, &button(&own_card, "SQLite"));
+        let status = waiting.wait().unwrap();
+        gate.push(start.elapsed());
+        assert!(status.success(), "the gate opened");
+    }
+    gate.sort();
+    println!(
+        "click to a waiting check --stage --wait passing, 10 gates, {} pending: median {:?}, \
+         max {:?}",
+        50,
+        gate[gate.len() / 2],
+        gate[gate.len() - 1]
+    );
     let mut took: Vec<Duration> = Vec::new();
     for c in cards.iter().take(25) {
         let data = button(c, "SQLite");
@@ -845,41 +878,6 @@ fn relay_bench_click_to_ledger() {
     );
     let answered = l.ok(["list", "--stage", "bench", "--status", "answered"]);
     assert_eq!(answered["count"], 25);
-    // From the click to a gate waiting on its question passing: each of 10 questions
-    // has its own stage, and a `check --wait` on it from another process.
-    let mut gate: Vec<Duration> = Vec::new();
-    for c in cards.iter().skip(25).take(10) {
-        let id = c["text"]
-            .as_str()
-            .and_then(|t| t.split("Question number ").nth(1))
-            .and_then(|t| t.split('?').next())
-            .map(|n| n.to_string())
-            .unwrap();
-        let stage = format!("gate-{id}");
-        let own = options(&l, &stage, &format!("Gate {id}?"));
-        let own_card = card(&t, ME, own);
-        let mut waiting = std::process::Command::new(BIN)
-            .arg("--db")
-            .arg(l.db())
-            .args(["check", "--stage", &stage, "--wait", "--timeout", "60"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let start = Instant::now();
-        t.click(ME, &own_card, &button(&own_card, "SQLite"));
-        let status = waiting.wait().unwrap();
-        gate.push(start.elapsed());
-        assert!(status.success(), "the gate opened");
-    }
-    gate.sort();
-    println!(
-        "click to a waiting check --stage --wait passing, 10 gates, {} pending: median {:?}, \
-         max {:?}",
-        25 + 15,
-        gate[gate.len() / 2],
-        gate[gate.len() - 1]
-    );
     // Idle: CPU time over 10 s with nothing happening (long polls of 2 s here).
     let ticks = || {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
