@@ -241,13 +241,20 @@ impl Email {
         let subject = message.subject().map(str::to_string);
         let heard = if text.is_empty() {
             let why = "your reply had no text above the quoted card; nothing was recorded";
-            relay::refuse(
+            let outcome = relay::refuse(
                 ledger,
                 &event(Binding::None, Given::Text(String::new())),
                 why,
             )
             .map_err(db)?;
-            self.tell(from, subject.as_deref(), message_id.as_deref(), why);
+            let linked = relay::people_list(ledger)
+                .map_err(db)?
+                .links
+                .iter()
+                .any(|l| l.identity == identity);
+            if outcome != Outcome::Repeated && linked {
+                self.tell(from, subject.as_deref(), message_id.as_deref(), why);
+            }
             return Ok(());
         } else if let Some(token) = token {
             let approval = token
@@ -275,7 +282,9 @@ impl Email {
         } else {
             relay::hear(ledger, &event(Binding::None, Given::Text(text.clone()))).map_err(db)?
         };
-        if heard.outcome != Outcome::Repeated {
+        // Only a linked person is answered: an address nobody linked learns nothing (its
+        // domain may sign for anyone who asks).
+        if heard.outcome != Outcome::Repeated && heard.person.is_some() {
             self.tell(
                 from,
                 subject.as_deref(),
