@@ -1116,3 +1116,112 @@ fn number_after(text: &str, label: &str) -> Option<u64> {
         .collect();
     digits.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, v)| ((*n).to_string(), (*v).to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_topmost_result_of_the_trusted_authserv_id_vouches_when_aligned() {
+        let ar = "Authentication-Results";
+        let ok = |h: &[(&str, &str)], from: &str| vouched_for(&headers(h), "mx.test", from);
+        assert!(ok(
+            &[(ar, "mx.test; dkim=pass header.d=person.test")],
+            "a@person.test"
+        )
+        .is_ok());
+        // Relaxed alignment: From's domain under the signing domain, not above it.
+        assert!(ok(
+            &[(ar, "mx.test; dkim=pass header.d=person.test")],
+            "a@eu.person.test"
+        )
+        .is_ok());
+        assert!(ok(
+            &[(ar, "mx.test; dkim=pass header.d=eu.person.test")],
+            "a@person.test"
+        )
+        .is_err());
+        assert!(ok(
+            &[(ar, "mx.test; dkim=pass header.d=son.test")],
+            "a@person.test"
+        )
+        .is_err());
+        assert!(ok(
+            &[(ar, "mx.test; dkim=pass header.i=@person.test")],
+            "a@person.test"
+        )
+        .is_ok());
+        assert!(ok(
+            &[(ar, "mx.test 1; spf=pass (a comment; with dkim=pass) smtp.mailfrom=x; dkim=pass (good) header.d=\"person.test\"")],
+            "a@person.test"
+        )
+        .is_ok());
+        // Failing, another server's, none, or a forged one below the trusted one.
+        assert!(ok(
+            &[(ar, "mx.test; dkim=fail header.d=person.test")],
+            "a@person.test"
+        )
+        .is_err());
+        assert!(ok(
+            &[(ar, "other.test; dkim=pass header.d=person.test")],
+            "a@person.test"
+        )
+        .is_err());
+        assert!(ok(&[("Subject", "dkim=pass")], "a@person.test").is_err());
+        let forged = [
+            (ar, "mx.test; dkim=none"),
+            (ar, "mx.test; dkim=pass header.d=person.test"),
+        ];
+        let why = ok(&forged, "a@person.test").unwrap_err();
+        assert!(why.contains("dkim=none"), "{why}");
+    }
+
+    #[test]
+    fn the_reply_is_what_is_above_the_quote() {
+        let text = "Use SQLite.\n\nOn Fri, 27 Nov 2026 at 10:00, Relay <r@x.test> wrote:\n> Question 1\n> more";
+        assert_eq!(above_quote(text), "Use SQLite.");
+        // An attribution line wrapped in two.
+        let text = "Yes\nOn Fri, 27 Nov 2026 at 10:00, Relay\n<r@x.test> wrote:\n> Question 1";
+        assert_eq!(above_quote(text), "Yes");
+        // Quoted lines within, the card's marker, a signature.
+        let text = "> an aside\nFirst line\n  second line\n-- \nMe";
+        assert_eq!(above_quote(text), "First line\n  second line");
+        let text = format!("2\n\n{MARKER}\n\nQuestion 1");
+        assert_eq!(above_quote(&text), "2");
+        assert_eq!(above_quote("> only a quote\n> of the card"), "");
+        let text = "ok\n\n-----Original Message-----\nFrom: relay";
+        assert_eq!(above_quote(text), "ok");
+    }
+
+    #[test]
+    fn an_approvals_reply_is_a_verdict_with_its_reason() {
+        assert_eq!(verdict("APPROVE"), Given::Approve);
+        assert_eq!(verdict("approved."), Given::Approve);
+        assert_eq!(
+            verdict("Reject: not reviewed\nyet"),
+            Given::Reject(Some("not reviewed\nyet".into()))
+        );
+        assert_eq!(verdict("REJECT"), Given::Reject(None));
+        assert_eq!(verdict("maybe later"), Given::Text("maybe later".into()));
+    }
+
+    #[test]
+    fn message_ids_base64_and_encoded_words() {
+        assert_eq!(
+            message_ids("<a@x> (c) <b@y>\t<c@z>"),
+            vec!["a@x".to_string(), "b@y".into(), "c@z".into()]
+        );
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(encoded_word("plain"), "plain");
+        assert_eq!(encoded_word("Déploi"), "=?UTF-8?B?RMOpcGxvaQ==?=");
+    }
+}
