@@ -893,3 +893,110 @@ fn relay_email_a_bad_config_is_a_usage_error_naming_the_key() {
         assert!(!all.contains(PASSWORD));
     }
 }
+
+#[test]
+#[ignore = "prints the README's transcript"]
+fn relay_email_readme_transcript() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let admin = me(&l);
+    let show = |args: &[&str]| {
+        let run = l.run(args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    (*a).to_string()
+                }
+            })
+            .collect();
+        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        run.json
+    };
+    l.ok(["group", "create", "people", "--admins", &admin]);
+    let code = show(&["relay", "pair", "email", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = l.log("deploy", "Which region first?");
+    println!("$ questions log --stage deploy --question 'Which region first?'");
+    let relay = Relay::start(&l, &host, &[]);
+    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"email\"]}}");
+    let body = format!("{code}\n");
+    host.send(&Mail {
+        to: RELAY,
+        in_reply_to: None,
+        sign: Some("person.test"),
+        alter: None,
+        headers: &[],
+        message_id: None,
+        times: 1,
+        from: ME,
+        body: &body,
+    });
+    let linked = host.until("me", "linked", |m| {
+        m["body"].as_str().unwrap().contains("linked")
+    });
+    println!(
+        "# alice mails {RELAY} the code from {ME} (her domain signs with DKIM); the answer:\n#   {}",
+        linked["body"].as_str().unwrap().trim()
+    );
+    let card = host.card("me", id);
+    println!("# her card:");
+    for key in ["from", "to", "subject", "reply_to", "message_id"] {
+        println!("#   {key}: {}", card[key].as_str().unwrap());
+    }
+    println!(
+        "#\n#   {}",
+        card["body"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .replace('\n', "\n#   ")
+    );
+    let quoted: String = card["body"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| format!("> {l}\n"))
+        .collect();
+    let text =
+        format!("eu-west first, then the rest.\n\nOn Fri, 27 Nov 2026, {RELAY} wrote:\n{quoted}");
+    host.send(&Mail::reply(ME, &card, &text));
+    let said = host.until("me", "the answer", recorded);
+    println!(
+        "# she replies \"eu-west first, then the rest.\" above the quote; the relay answers in the thread:\n#   {}",
+        said["body"].as_str().unwrap().trim()
+    );
+    // A forged one: unsigned, from her address.
+    host.send(&Mail {
+        sign: None,
+        ..Mail::reply(ME, &card, "us-east first")
+    });
+    let refused = refused(&l, 1);
+    let answered = events_of(&l, id)
+        .into_iter()
+        .find(|e| e["event"] == "answered")
+        .unwrap();
+    println!(
+        "$ questions history --id {id}   # its answered event, shortened:\n{}",
+        serde_json::json!({
+            "event": answered["event"], "answered_by": answered["answered_by"],
+            "channel": answered["channel"], "answer": answered["after"]["answer"],
+            "detail": answered["detail"],
+        })
+    );
+    println!(
+        "# the same reply unsigned, from her address: nothing recorded, nobody mailed; `questions events` shows\n{}",
+        serde_json::json!({
+            "event": refused[0]["event"], "channel": refused[0]["channel"],
+            "answered_by": refused[0]["answered_by"], "detail": refused[0]["detail"],
+        })
+    );
+    relay.stop();
+}
