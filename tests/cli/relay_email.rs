@@ -518,7 +518,8 @@ fn relay_email_senders_not_vouched_for_record_nothing_and_get_no_mail() {
 }
 
 #[test]
-fn relay_email_a_reply_with_an_altered_token_or_to_another_persons_card_records_nothing() {
+fn relay_email_a_reply_with_an_altered_token_to_another_persons_card_or_without_text_records_nothing(
+) {
     if let Some(why) = missing() {
         return skip(&why);
     }
@@ -553,7 +554,13 @@ fn relay_email_a_reply_with_an_altered_token_or_to_another_persons_card_records_
         to: RELAY,
         ..Mail::reply(ME, &card, "SQLite")
     });
-    let refused = refused(&l, 4);
+    // Mine, bound to my card, with nothing above the quote.
+    host.send(&Mail::reply(
+        ME,
+        &card,
+        "On Fri, 27 Nov 2026, relay wrote:\n> Which database?",
+    ));
+    let refused = refused(&l, 5);
     let whys: Vec<&str> = refused
         .iter()
         .map(|e| e["detail"]["refused"].as_str().unwrap())
@@ -569,6 +576,10 @@ fn relay_email_a_reply_with_an_altered_token_or_to_another_persons_card_records_
         "{whys:?}"
     );
     assert_eq!(l.question(id)["status"], "pending");
+    // Linked and vouched for, I am told why a reply was refused (the empty one here).
+    host.until("me", "why", |m| {
+        m["body"].as_str().unwrap().contains("no text above")
+    });
     // Bob, linked and vouched for, is told why.
     host.until("bob", "why", |m| {
         m["body"]
