@@ -1011,3 +1011,52 @@ fn relay_email_readme_transcript() {
     );
     relay.stop();
 }
+
+#[test]
+#[ignore = "a benchmark: prints the relay's idle CPU and how soon a reply is in the ledger"]
+fn relay_email_bench_idle_cpu_and_reply_latency() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let ids: Vec<i64> = (0..10)
+        .map(|i| freeform(&l, "design", &format!("Question number {i}?")))
+        .collect();
+    let relay = Relay::start(&l, &host, &[]);
+    let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(20));
+    let used = ticks() - before;
+    println!("idle for 20 s (in IMAP IDLE): {used} clock ticks of CPU (1 tick = 10 ms)");
+    let mut took = Vec::new();
+    for (id, card) in ids.iter().zip(&cards) {
+        host.send(&Mail::reply(ME, card, "yes"));
+        // From the MTA's hand-over (send returns once it has delivered) to the answer.
+        let sent = Instant::now();
+        while l.question(*id)["status"] != "answered" {
+            assert!(sent.elapsed() < Duration::from_secs(20));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        took.push(sent.elapsed());
+    }
+    took.sort();
+    println!(
+        "a signed reply delivered to the relay's Maildir, to its answer in the ledger: median {:?}, max {:?} (10 replies)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    relay.stop();
+}
