@@ -176,8 +176,9 @@ fn slack(table: &toml_edit::Table) -> Result<Slack> {
     Ok(Slack::new(&api, &app, &bot))
 }
 
-/// Seconds an IMAP IDLE waits before it is renewed (servers drop one after 30 minutes).
-const IDLE_SECONDS: i64 = 25 * 60;
+/// Seconds an IMAP IDLE waits before it is renewed: a poll, as Telegram's, well within the
+/// channel's lease (a minute, renewed between polls).
+const IDLE_SECONDS: i64 = 25;
 
 /// Whether `host` is this machine's loopback.
 fn loopback(host: &str) -> bool {
@@ -266,8 +267,8 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
             "idle_seconds" => {
                 idle = value
                     .as_integer()
-                    .filter(|n| (1..=29 * 60).contains(n))
-                    .ok_or_else(|| bad("a number of seconds from 1 to 1740"))?;
+                    .filter(|n| (1..=40).contains(n))
+                    .ok_or_else(|| bad("a number of seconds from 1 to 40"))?;
             }
             other => {
                 return Err(Error::usage(format!(

@@ -91,13 +91,14 @@ impl Email {
         }
     }
 
-    fn message_id(&self, delivery: i64) -> Res<String> {
+    /// A new Message-ID (without its brackets): `<what>.<random>@<domain>`.
+    fn message_id(&self, what: &str) -> Res<String> {
         let mut bytes = [0u8; 8];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut bytes))
             .map_err(|e| format!("cannot read random bytes: {e}"))?;
         let tail: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(format!("card.{delivery}.{tail}@{}", self.domain))
+        Ok(format!("{what}.{tail}@{}", self.domain))
     }
 
     /// One message over SMTP to `to`.
@@ -114,7 +115,7 @@ impl Email {
                 .filter(|s| !s.is_empty())
                 .unwrap_or("questions")
         );
-        let Ok(id) = self.message_id(0) else {
+        let Ok(id) = self.message_id("reply") else {
             return;
         };
         let message = compose(&Compose {
@@ -341,7 +342,7 @@ impl super::Channel for Email {
             .identity
             .strip_prefix("email:")
             .ok_or("not an email identity")?;
-        let id = self.message_id(card.delivery.id)?;
+        let id = self.message_id(&format!("card.{}", card.delivery.id))?;
         let q = &card.question;
         let message = compose(&Compose {
             from: &self.address,
@@ -374,7 +375,7 @@ impl super::Channel for Email {
                 return Ok(());
             }
         }
-        let id = self.message_id(d.id)?;
+        let id = self.message_id(&format!("settled.{}", d.id))?;
         let subject = format!(
             "Re: {}",
             subject_of(d.question_id, closing.question.as_ref())
