@@ -64,6 +64,11 @@ struct MailHost {
 
 impl MailHost {
     fn start(l: &Ledger) -> MailHost {
+        MailHost::with(l, &[])
+    }
+
+    /// With more of mailhost.py's flags (`--no-idle`).
+    fn with(l: &Ledger, flags: &[&str]) -> MailHost {
         let dir = l.dir.path().join("mailhost");
         let mut child = Command::new(PYTHON)
             .arg(fixture_path())
@@ -77,6 +82,7 @@ impl MailHost {
                 format!("stranger:{STRANGER}"),
             ])
             .args(["--domains", "person.test", "evil.test"])
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -793,6 +799,44 @@ fn relay_email_approvals_the_requester_is_refused_and_an_approver_rejects_with_a
     assert_eq!(
         q["approval"]["votes"][0]["comment"],
         "the migration is not reviewed yet."
+    );
+}
+
+#[test]
+fn relay_email_a_server_without_idle_is_polled() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::with(&l, &["--no-idle"]);
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    host.send(&Mail::reply(ME, &card, "SQLite"));
+    host.until("me", "the answer", recorded);
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    assert_eq!(relay.stop().code(), Some(0));
+    // dovecot logs the relay's session when it ends, with the command it was in.
+    let log = host.dir.join("dovecot.log");
+    let end = Instant::now() + Duration::from_secs(10);
+    let said = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.contains("imap(relay)") && l.contains("Disconnected"))
+        {
+            break line.to_string();
+        }
+        assert!(
+            Instant::now() < end,
+            "dovecot never logged the relay's logout: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !said.contains("IDLE"),
+        "the relay idled where IDLE was not offered: {said}"
     );
 }
 
