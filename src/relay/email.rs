@@ -527,7 +527,8 @@ fn uncommented(text: &str) -> String {
 /// authserv-id is `authserv_id` has `dkim=pass` with a `header.d` (or `header.i`'s
 /// domain) equal to `from`'s domain or a parent of it (relaxed alignment). Headers of
 /// any other authserv-id, and any of ours below the topmost, are not read: a sender
-/// writes what they like there. Else why not.
+/// writes what they like there. A message with more than one `From` header is never
+/// vouched for. Else why not.
 pub(crate) fn vouched_for(
     headers: &[(String, String)],
     authserv_id: &str,
@@ -536,6 +537,17 @@ pub(crate) fn vouched_for(
     let Some((_, domain)) = from.rsplit_once('@') else {
         return Err("the From address has no domain".into());
     };
+    // A second From (one DKIM did not sign, above the one it did) would let a sender of a
+    // shared domain speak as another of its users.
+    let froms = headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("From"))
+        .count();
+    if froms != 1 {
+        return Err(format!(
+            "the sender is not vouched for: the message has {froms} From headers"
+        ));
+    }
     let domain = domain.to_lowercase();
     let trusted = headers
         .iter()
@@ -1131,7 +1143,11 @@ mod tests {
     #[test]
     fn only_the_topmost_result_of_the_trusted_authserv_id_vouches_when_aligned() {
         let ar = "Authentication-Results";
-        let ok = |h: &[(&str, &str)], from: &str| vouched_for(&headers(h), "mx.test", from);
+        let ok = |h: &[(&str, &str)], from: &str| {
+            let mut all = headers(h);
+            all.push(("From".into(), format!("<{from}>")));
+            vouched_for(&all, "mx.test", from)
+        };
         assert!(ok(
             &[(ar, "mx.test; dkim=pass header.d=person.test")],
             "a@person.test"
@@ -1181,6 +1197,13 @@ mod tests {
         ];
         let why = ok(&forged, "a@person.test").unwrap_err();
         assert!(why.contains("dkim=none"), "{why}");
+        // Two From headers: the one read may not be the one signed.
+        let two = [
+            ("From", "<b@person.test>"),
+            (ar, "mx.test; dkim=pass header.d=person.test"),
+        ];
+        let why = ok(&two, "b@person.test").unwrap_err();
+        assert!(why.contains("2 From headers"), "{why}");
     }
 
     #[test]
