@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Outcome;
-use crate::relay::{self, slack::Slack, telegram::Telegram, Channel};
+use crate::relay::{
+    self, email::Email, email::Endpoint, slack::Slack, telegram::Telegram, Channel,
+};
 use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
 
@@ -46,14 +48,10 @@ fn read_config(path: &Path) -> Result<Vec<Arc<dyn Channel>>> {
         match name {
             "telegram" => channels.push(Arc::new(telegram(table)?)),
             "slack" => channels.push(Arc::new(slack(table)?)),
-            "email" => {
-                return Err(Error::usage(format!(
-                "relay config: [{name}] is not in this build yet: only [telegram] and [slack] are"
-            )))
-            }
+            "email" => channels.push(Arc::new(email(table)?)),
             other => {
                 return Err(Error::usage(format!(
-                "relay config: unknown channel [{other}]: the channels are [telegram] and [slack]"
+                "relay config: unknown channel [{other}]: the channels are [telegram], [slack] and [email]"
             )))
             }
         }
@@ -176,4 +174,161 @@ fn slack(table: &toml_edit::Table) -> Result<Slack> {
     let app = token("app_token_env", app_env, "app-level token (xapp-…)")?;
     let bot = token("bot_token_env", bot_env, "bot token (xoxb-…)")?;
     Ok(Slack::new(&api, &app, &bot))
+}
+
+/// Seconds an IMAP IDLE waits before it is renewed: a poll, as Telegram's, well within the
+/// channel's lease (a minute, renewed between polls).
+const IDLE_SECONDS: i64 = 25;
+
+/// Whether `host` is this machine's loopback.
+fn loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `[email]`: `smtp` and `imap` (`host:port`), `address` (the relay's mailbox, whose
+/// `local+token@domain` addresses reach it), `username_env` and `password_env` (the
+/// mailbox's login, also SMTP's where the server offers AUTH), `tls` (`required`, the
+/// default: implicit TLS on 465 and 993, STARTTLS elsewhere; `none` only for loopback
+/// hosts), `authserv_id` (whose `Authentication-Results` are trusted), `idle_seconds`.
+fn email(table: &toml_edit::Table) -> Result<Email> {
+    let mut smtp: Option<Endpoint> = None;
+    let mut imap: Option<Endpoint> = None;
+    let mut address: Option<String> = None;
+    let mut user_env: Option<String> = None;
+    let mut password_env: Option<String> = None;
+    let mut tls = true;
+    let mut authserv_id: Option<String> = None;
+    let mut idle = IDLE_SECONDS;
+    for (key, value) in table {
+        let bad = |what: &str| Error::usage(format!("relay config: email.{key} must be {what}"));
+        let text = || {
+            value
+                .as_str()
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && !v.contains(|c: char| c.is_control()))
+                .map(str::to_string)
+        };
+        let endpoint = || -> Result<Endpoint> {
+            let v = text().ok_or_else(|| bad("host:port"))?;
+            let (host, port) = v.rsplit_once(':').ok_or_else(|| bad("host:port"))?;
+            let port = port.parse::<u16>().ok().filter(|p| *p > 0);
+            match port {
+                Some(port) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+                    Ok(Endpoint {
+                        host: host
+                            .trim_start_matches('[')
+                            .trim_end_matches(']')
+                            .to_string(),
+                        port,
+                    })
+                }
+                _ => Err(bad("host:port")),
+            }
+        };
+        match key {
+            "smtp" => smtp = Some(endpoint()?),
+            "imap" => imap = Some(endpoint()?),
+            "address" => {
+                let v = text().ok_or_else(|| bad("the relay's email address"))?;
+                let ok = v.split_once('@').is_some_and(|(l, d)| {
+                    !l.is_empty()
+                        && !l.contains('+')
+                        && d.contains('.')
+                        && !v.contains(|c: char| c.is_whitespace() || "<>\"(),;:".contains(c))
+                });
+                if !ok {
+                    return Err(bad("an address like relay@example.org (with no '+')"));
+                }
+                address = Some(v.to_lowercase());
+            }
+            "username_env" => {
+                user_env = Some(text().ok_or_else(|| bad("the name of an environment variable"))?);
+            }
+            "password_env" => {
+                password_env =
+                    Some(text().ok_or_else(|| bad("the name of an environment variable"))?);
+            }
+            "tls" => match value.as_str() {
+                Some("required") => tls = true,
+                Some("none") => tls = false,
+                _ => return Err(bad("\"required\" or \"none\"")),
+            },
+            "authserv_id" => {
+                let v = text().ok_or_else(|| bad("the authserv-id of the receiving server"))?;
+                if v.contains(|c: char| c.is_whitespace() || c == ';') {
+                    return Err(bad("one authserv-id, like mx.example.org"));
+                }
+                authserv_id = Some(v);
+            }
+            "idle_seconds" => {
+                idle = value
+                    .as_integer()
+                    .filter(|n| (1..=40).contains(n))
+                    .ok_or_else(|| bad("a number of seconds from 1 to 40"))?;
+            }
+            other => {
+                return Err(Error::usage(format!(
+                    "relay config: unknown key email.{other} (smtp, imap, address, \
+                     username_env, password_env, tls, authserv_id, idle_seconds)"
+                )))
+            }
+        }
+    }
+    let missing = |key: &str, what: &str| {
+        Error::usage(format!("relay config: email.{key} is missing: {what}"))
+    };
+    let smtp = smtp.ok_or_else(|| missing("smtp", "the SMTP server, host:port"))?;
+    let imap = imap.ok_or_else(|| missing("imap", "the IMAP server, host:port"))?;
+    let address = address.ok_or_else(|| missing("address", "the relay's email address"))?;
+    let authserv_id = authserv_id.ok_or_else(|| {
+        missing(
+            "authserv_id",
+            "the authserv-id of the server whose Authentication-Results are trusted",
+        )
+    })?;
+    if !tls {
+        for (key, at) in [("smtp", &smtp), ("imap", &imap)] {
+            if !loopback(&at.host) {
+                return Err(Error::usage(format!(
+                    "relay config: email.tls = \"none\" is accepted only for loopback hosts, \
+                     and email.{key} is {}: remove tls (TLS is required)",
+                    at.host
+                )));
+            }
+        }
+    }
+    let secret = |key: &str, var: Option<String>, what: &str| -> Result<String> {
+        let var = var
+            .ok_or_else(|| missing(key, &format!("the environment variable holding the {what}")))?;
+        let value = std::env::var(&var)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                Error::usage(format!(
+                "relay config: email.{key} names {var}, which is not set: export the {what} in it"
+            ))
+            })?;
+        if value.contains(['\r', '\n', '\0']) {
+            return Err(Error::usage(format!(
+                "relay config: email.{key}: {var} holds a line break"
+            )));
+        }
+        Ok(value)
+    };
+    let username = secret("username_env", user_env, "mailbox's user name")?;
+    let password = secret("password_env", password_env, "mailbox's password")?;
+    Ok(Email::new(
+        smtp,
+        imap,
+        &address,
+        username,
+        password,
+        tls,
+        &authserv_id,
+        std::time::Duration::from_secs(idle as u64),
+    ))
 }

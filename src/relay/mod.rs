@@ -3,6 +3,7 @@
 //! (`ops::relay::hear`): a channel translates its provider's events and says back what the
 //! core answered. Each channel is one file implementing `Channel`.
 
+pub(crate) mod email;
 pub(crate) mod slack;
 pub(crate) mod telegram;
 

@@ -613,7 +613,7 @@ fn later(position: Option<String>, ts: &str) -> String {
 }
 
 /// A pairing code in a direct message: a word of ten of the code's letters.
-fn pairing_code(text: &str) -> Option<String> {
+pub(super) fn pairing_code(text: &str) -> Option<String> {
     const LETTERS: &str = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
     text.split_whitespace()
         .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))

@@ -48,6 +48,8 @@ mod receiver;
 #[cfg(feature = "relay")]
 mod relay;
 #[cfg(feature = "relay")]
+mod relay_email;
+#[cfg(feature = "relay")]
 mod relay_slack;
 mod render;
 mod reset;

@@ -367,6 +367,13 @@ pub enum Binding {
     Button(String),
     /// A reply to the card's message (the provider's reference to it).
     Reply(String),
+    /// An email reply: the token of the address it was sent to (`<delivery>.<signature>`,
+    /// signed over `REPLY_VALUE`) and the message ids it names in `In-Reply-To` and
+    /// `References`, which must include that card's.
+    Token {
+        token: String,
+        replying_to: Vec<String>,
+    },
     /// Nothing ties it to a card (a message on its own).
     None,
 }
@@ -420,6 +427,10 @@ pub struct Heard {
     /// What the channel says back to the sender.
     pub reply: String,
 }
+
+/// The value a reply address's token is signed over (`ButtonKey::sign(delivery,
+/// REPLY_VALUE)`): never a button's value, so a token is no button and a button no token.
+pub const REPLY_VALUE: &str = "reply";
 
 /// A button's parts: the delivery it belongs to, its value, its signature.
 pub fn split_button(data: &str) -> Option<(i64, &str, &str)> {
@@ -541,6 +552,37 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
             (tx.delivery(id)?, Some(value.to_string()))
         }
         Binding::Reply(reference) => (tx.delivery_by_ref(channel, reference)?, None),
+        Binding::Token { token, replying_to } => {
+            let parsed = token
+                .split_once('.')
+                .and_then(|(d, s)| Some((d.parse::<i64>().ok()?, s)));
+            let Some(((id, signature), key)) = parsed.zip(key_in(tx)?) else {
+                return refuse(
+                    None,
+                    "this reply address is not one of this ledger's".into(),
+                );
+            };
+            if !key.verify(id, REPLY_VALUE, signature) {
+                return refuse(
+                    None,
+                    "this reply address was not signed by this relay".into(),
+                );
+            }
+            let delivery = tx.delivery(id)?.filter(|d| {
+                d.message_ref
+                    .as_ref()
+                    .is_some_and(|r| replying_to.iter().any(|m| m == r))
+            });
+            if delivery.is_none() {
+                return refuse(
+                    None,
+                    "this reply is not in the thread of the card its address belongs to \
+                     (In-Reply-To names another message)"
+                        .into(),
+                );
+            }
+            (delivery, None)
+        }
         Binding::None => (None, None),
     };
     let Some(delivery) = delivery.filter(|d| d.channel == channel) else {
@@ -830,6 +872,41 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
             tx.set_relay_position(channel, position, &now)?;
         }
         Ok(heard)
+    })
+}
+
+/// Records an event a channel refuses before `hear`: one whose sender the channel cannot
+/// vouch for (an email without a passing, aligned DKIM result from the trusted
+/// `authserv_id`), or one that says nothing (an email reply with no text). A `refused`
+/// event naming the identity claimed and `why`, the event id kept once and the read
+/// position moved with it, as `hear` does; nothing else changes. The person is never
+/// taken from the identity here: it is not vouched for.
+pub fn refuse(ledger: &mut Ledger, event: &FromChannel, why: &str) -> Result<Outcome> {
+    let now = clock::now();
+    let channel = event.channel.as_str();
+    ledger.write(|tx| {
+        let outcome = if tx.relay_event(channel, &event.event_id)?.is_some() {
+            Outcome::Repeated
+        } else {
+            let actor = Actor {
+                by: None,
+                channel: event.channel,
+                at: now.clone(),
+            };
+            tx.refused_event(
+                0,
+                &actor,
+                &serde_json::json!({
+                    "identity": event.identity, "event": event.event_id, "refused": why,
+                }),
+            )?;
+            tx.insert_relay_event(channel, &event.event_id, 0, None, "refused", &now)?;
+            Outcome::Refused
+        };
+        if let Some(position) = &event.position {
+            tx.set_relay_position(channel, position, &now)?;
+        }
+        Ok(outcome)
     })
 }
 

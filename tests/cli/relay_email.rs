@@ -1,0 +1,1106 @@
+//! `questions relay` on email (§14), against real servers on loopback
+//! (tests/fixtures/mailhost.py): dovecot serving IMAP (IDLE) from Maildirs, and an
+//! aiosmtpd MTA that verifies DKIM with python3-dkim, stamps `Authentication-Results`
+//! for `mx.relay.test` and delivers into dovecot's Maildirs. The person's mail client
+//! signs with python3-dkim. They run on the engine the pass gives (SQLite, PostgreSQL,
+//! PgBouncer).
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use serde_json::Value;
+
+const AUTHSERV: &str = "mx.relay.test";
+const RELAY: &str = "relay@relay.test";
+const ME: &str = "me@person.test";
+const BOB: &str = "bob@person.test";
+const STRANGER: &str = "stranger@person.test";
+const PASSWORD: &str = "secret-relay";
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Why the mail host cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    if !Path::new("/usr/sbin/dovecot").exists() {
+        return Some("dovecot is not installed (Debian dovecot-imapd)".into());
+    }
+    let modules = Command::new(PYTHON)
+        .args(["-c", "import aiosmtpd, dkim"])
+        .output();
+    if !modules.is_ok_and(|o| o.status.success()) {
+        return Some(
+            "python3-aiosmtpd and python3-dkim are not installed (Debian packages)".into(),
+        );
+    }
+    if Command::new("openssl").arg("version").output().is_err() {
+        return Some("openssl is not installed".into());
+    }
+    None
+}
+
+/// Who this process is on the ledger (see relay.rs).
+fn me(l: &Ledger) -> String {
+    if let Some(url) = &l.url {
+        let user = url.split("://").nth(1).unwrap();
+        return user.split([':', '@']).next().unwrap().to_string();
+    }
+    let id = |flag: &str| {
+        let out = Command::new("id").arg(flag).output().unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    id("-un").unwrap_or_else(|| format!("uid:{}", id("-u").unwrap()))
+}
+
+struct MailHost {
+    child: Child,
+    dir: PathBuf,
+    smtp: u16,
+    imap: u16,
+}
+
+impl MailHost {
+    fn start(l: &Ledger) -> MailHost {
+        MailHost::with(l, &[])
+    }
+
+    /// With more of mailhost.py's flags (`--no-idle`).
+    fn with(l: &Ledger, flags: &[&str]) -> MailHost {
+        let dir = l.dir.path().join("mailhost");
+        let mut child = Command::new(PYTHON)
+            .arg(fixture_path())
+            .arg("serve")
+            .arg(&dir)
+            .arg(AUTHSERV)
+            .args([
+                format!("relay:{RELAY}"),
+                format!("me:{ME}"),
+                format!("bob:{BOB}"),
+                format!("stranger:{STRANGER}"),
+            ])
+            .args(["--domains", "person.test", "evil.test"])
+            .args(flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let ports: Value = serde_json::from_str(&first)
+            .unwrap_or_else(|_| panic!("the mail host did not start: {first}"));
+        MailHost {
+            child,
+            dir,
+            smtp: u16::try_from(ports["smtp"].as_u64().unwrap()).unwrap(),
+            imap: u16::try_from(ports["imap"].as_u64().unwrap()).unwrap(),
+        }
+    }
+
+    /// The messages in `user`'s mailbox, oldest first.
+    fn mailbox(&self, user: &str) -> Vec<Value> {
+        let maildir = self.dir.join("mail").join(user).join("Maildir");
+        let out = Command::new(PYTHON)
+            .arg(fixture_path())
+            .arg("read")
+            .arg(&maildir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Waits until `user`'s mailbox has a message `f` picks; it.
+    fn until(&self, user: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(m) = self.mailbox(user).into_iter().find(|m| f(m)) {
+                return m;
+            }
+            assert!(Instant::now() < end, "{user} never got {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The card of question `id` in `user`'s mailbox.
+    fn card(&self, user: &str, id: i64) -> Value {
+        let head = format!("Question {id} ");
+        self.until(user, &format!("the card of question {id}"), |m| {
+            m["subject"].as_str().unwrap().starts_with(&head)
+        })
+    }
+
+    /// Sends a message as `from`; `sign`: the domain whose key signs it.
+    fn send(&self, mail: &Mail) -> String {
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg(fixture_path())
+            .arg("send")
+            .arg(self.smtp.to_string())
+            .args(["--from", mail.from, "--to", mail.to, "--body", mail.body]);
+        if let Some(r) = mail.in_reply_to {
+            cmd.args(["--in-reply-to", r]);
+        }
+        if let Some(domain) = mail.sign {
+            let key = self.dir.join("keys").join(format!("{domain}.pem"));
+            cmd.arg("--sign").arg(format!("{domain}={}", key.display()));
+        }
+        if let Some(a) = mail.alter {
+            cmd.args(["--alter", a]);
+        }
+        for h in mail.headers {
+            cmd.args(["--header", h]);
+        }
+        if let Some(id) = mail.message_id {
+            cmd.args(["--message-id", id]);
+        }
+        cmd.args(["--times", &mail.times.to_string()]);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let sent: Value = serde_json::from_slice(&out.stdout).unwrap();
+        sent["message_id"].as_str().unwrap().to_string()
+    }
+
+    /// What the MTA stamped on each message it took, in order.
+    fn stamped(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join("mta.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for MailHost {
+    fn drop(&mut self) {
+        // Its stdin closed, the host stops dovecot and itself.
+        drop(self.child.stdin.take());
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fixture_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mailhost.py")
+}
+
+/// A message from the person's mail client.
+struct Mail<'a> {
+    from: &'a str,
+    to: &'a str,
+    body: &'a str,
+    in_reply_to: Option<&'a str>,
+    sign: Option<&'a str>,
+    alter: Option<&'a str>,
+    headers: &'a [&'a str],
+    message_id: Option<&'a str>,
+    times: u32,
+}
+
+impl<'a> Mail<'a> {
+    /// A reply to `card`, signed by its sender's domain.
+    fn reply(from: &'a str, card: &'a Value, body: &'a str) -> Mail<'a> {
+        Mail {
+            from,
+            to: card["reply_to"].as_str().unwrap(),
+            body,
+            in_reply_to: card["message_id"].as_str(),
+            sign: Some("person.test"),
+            alter: None,
+            headers: &[],
+            message_id: None,
+            times: 1,
+        }
+    }
+}
+
+struct Relay {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Relay {
+    fn start(l: &Ledger, host: &MailHost, env: &[(&str, &str)]) -> Relay {
+        let config = l.dir.path().join("relay-email.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[email]\nsmtp = \"127.0.0.1:{}\"\nimap = \"127.0.0.1:{}\"\naddress = \"{RELAY}\"\n\
+                 username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\ntls = \"none\"\n\
+                 authserv_id = \"{AUTHSERV}\"\n",
+                host.smtp, host.imap
+            ),
+        )
+        .unwrap();
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let stderr = l.dir.path().join(format!(
+            "relay-email-{}.err",
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(l.dir.path())
+            .arg("--db")
+            .arg(l.db())
+            .args(["relay", "--config"])
+            .arg(&config)
+            .env_remove("QUESTIONS_DB")
+            .env("QUESTIONS_NOW", NOW)
+            .env("MAIL_USER", "relay")
+            .env("MAIL_PASSWORD", PASSWORD)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
+        assert_eq!(
+            start,
+            serde_json::json!({"ok": true, "procedure": "relay", "channels": ["email"]}),
+            "{first}"
+        );
+        Relay { child, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(
+            !self.stderr().contains(PASSWORD),
+            "the password was printed"
+        );
+        status
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The runner is `me` at ME and bob is BOB, linked by the runner as an admin of the
+/// group `people`.
+fn people(l: &Ledger) -> String {
+    let me = me(l);
+    l.ok(["people", "link", &me, &format!("email:{ME}")]);
+    l.ok(["group", "create", "people", "--admins", &me]);
+    l.ok(["people", "link", "bob", &format!("email:{BOB}")]);
+    me
+}
+
+fn events_of(l: &Ledger, id: i64) -> Vec<Value> {
+    l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn kinds(l: &Ledger, id: i64, kind: &str) -> usize {
+    events_of(l, id)
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .count()
+}
+
+/// Every event of the ledger (`questions events`).
+fn all_events(l: &Ledger) -> Vec<Value> {
+    let out = l.command().arg("events").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Waits until `n` refused events name email identities; them.
+fn refused(l: &Ledger, n: usize) -> Vec<Value> {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found: Vec<Value> = all_events(l)
+            .into_iter()
+            .filter(|e| e["event"] == "refused" && e["channel"] == "email")
+            .collect();
+        if found.len() >= n {
+            return found;
+        }
+        assert!(
+            Instant::now() < end,
+            "only {} refused events: {found:?}",
+            found.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn freeform(l: &Ledger, stage: &str, text: &str) -> i64 {
+    l.log(stage, text)
+}
+
+/// Whether a message is the relay saying an answer was recorded.
+fn recorded(m: &Value) -> bool {
+    m["body"]
+        .as_str()
+        .unwrap()
+        .trim_start()
+        .starts_with("recorded")
+}
+
+/// The relay's replies in `user`'s mailbox that contain `words`.
+fn replies(host: &MailHost, user: &str, words: &str) -> Vec<Value> {
+    host.mailbox(user)
+        .into_iter()
+        .filter(|m| {
+            m["subject"].as_str().unwrap().starts_with("Re:")
+                && m["body"].as_str().unwrap().contains(words)
+        })
+        .collect()
+}
+
+#[test]
+fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_delivered_twice() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database, and why?");
+    let relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    assert_eq!(card["from"], RELAY);
+    assert_eq!(card["auto_submitted"], "auto-generated");
+    let reply_to = card["reply_to"].as_str().unwrap();
+    assert!(
+        reply_to.starts_with("relay+") && reply_to.ends_with("@relay.test"),
+        "{reply_to}"
+    );
+    let body = card["body"].as_str().unwrap();
+    assert!(body.contains("Which database, and why?"), "{body}");
+    assert!(body.contains("Reply above this line"), "{body}");
+    // Bob's card has another reply address: one per person and card.
+    assert_ne!(host.card("bob", id)["reply_to"], card["reply_to"]);
+    let quoted: String = body.lines().map(|l| format!("> {l}\n")).collect();
+    let text = format!(
+        "PostgreSQL 16, for its JSON\noperators.\n\nOn Fri, 27 Nov 2026, relay <{RELAY}> wrote:\n{quoted}"
+    );
+    // Delivered twice, the same message (one Message-ID).
+    let mut mail = Mail::reply(ME, &card, &text);
+    mail.times = 2;
+    host.send(&mail);
+    let said = host.until("me", "the relay's answer", recorded);
+    assert!(!said["in_reply_to"].as_str().unwrap().is_empty());
+    let q = l.question(id);
+    assert_eq!(q["answer"], "PostgreSQL 16, for its JSON\noperators.");
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["channel"], "email");
+    let answered = events_of(&l, id)
+        .into_iter()
+        .find(|e| e["event"] == "answered")
+        .unwrap();
+    assert_eq!(answered["detail"]["identity"], format!("email:{ME}"));
+    // The second copy was read (both are in the relay's mailbox) and changed nothing.
+    let copies = host.stamped().iter().filter(|s| s["from"] == ME).count();
+    assert_eq!(copies, 2);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
+    assert_eq!(replies(&host, "me", "recorded: ").len(), 1, "told once");
+    assert!(replies(&host, "me", "already").is_empty());
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_email_senders_not_vouched_for_record_nothing_and_get_no_mail() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    let forged = format!("Authentication-Results: {AUTHSERV}; dkim=pass header.d=person.test");
+    let forged = [forged.as_str()];
+    let sends = [
+        // Signed by its own domain, vouched for, and linked to nobody.
+        Mail::reply(STRANGER, &card, "SQLite"),
+        // Unsigned.
+        Mail {
+            sign: None,
+            ..Mail::reply(ME, &card, "SQLite")
+        },
+        // Changed after it was signed: dkim=fail.
+        Mail {
+            alter: Some("MySQL=SQLite"),
+            ..Mail::reply(ME, &card, "MySQL")
+        },
+        // Unsigned, with a passing result of the trusted authserv-id written below the
+        // MTA's own.
+        Mail {
+            sign: None,
+            headers: &forged,
+            ..Mail::reply(ME, &card, "SQLite")
+        },
+        // Signed by a domain that is not the From's.
+        Mail {
+            sign: Some("evil.test"),
+            ..Mail::reply(ME, &card, "SQLite")
+        },
+    ];
+    for mail in &sends {
+        host.send(mail);
+    }
+    let said: Vec<String> = host
+        .stamped()
+        .iter()
+        .filter(|s| s["from"] != RELAY)
+        .map(|s| s["results"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        said,
+        [
+            format!("{AUTHSERV}; dkim=pass header.d=person.test"),
+            format!("{AUTHSERV}; dkim=none"),
+            format!("{AUTHSERV}; dkim=fail header.d=person.test"),
+            format!("{AUTHSERV}; dkim=none"),
+            format!("{AUTHSERV}; dkim=pass header.d=evil.test"),
+        ]
+    );
+    let refused = refused(&l, 5);
+    let whys: Vec<&str> = refused
+        .iter()
+        .map(|e| e["detail"]["refused"].as_str().unwrap())
+        .collect();
+    assert!(whys[0].contains("not linked"), "{whys:?}");
+    for why in &whys[1..] {
+        assert!(why.contains("not vouched for"), "{whys:?}");
+    }
+    assert!(refused.iter().all(|e| e["answered_by"].is_null()));
+    assert_eq!(l.question(id)["status"], "pending", "nothing was recorded");
+    // Nobody was mailed back: only the card is in my mailbox, nothing in the stranger's.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(host.mailbox("me").len(), 1, "{:?}", host.mailbox("me"));
+    assert!(host.mailbox("stranger").is_empty());
+    // The relay was reading all along: my signed reply is recorded.
+    host.send(&Mail::reply(ME, &card, "SQLite"));
+    host.until("me", "the relay's answer", recorded);
+    assert_eq!(l.question(id)["answer"], "SQLite");
+}
+
+#[test]
+fn relay_email_a_reply_with_an_altered_token_to_another_persons_card_or_without_text_records_nothing(
+) {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    let bobs = host.card("bob", id);
+    let reply_to = card["reply_to"].as_str().unwrap();
+    // The signature's last digit changed.
+    let (head, tail) = reply_to.split_once('@').unwrap();
+    let flipped = format!(
+        "{}{}@{tail}",
+        &head[..head.len() - 1],
+        if head.ends_with('0') { "1" } else { "0" }
+    );
+    host.send(&Mail {
+        to: &flipped,
+        ..Mail::reply(ME, &card, "SQLite")
+    });
+    // My reply address, in the thread of bob's card.
+    host.send(&Mail {
+        in_reply_to: bobs["message_id"].as_str(),
+        ..Mail::reply(ME, &card, "SQLite")
+    });
+    // Bob replies to my card.
+    host.send(&Mail::reply(BOB, &card, "SQLite"));
+    // No reply address at all, though in the card's thread.
+    host.send(&Mail {
+        to: RELAY,
+        ..Mail::reply(ME, &card, "SQLite")
+    });
+    // Mine, bound to my card, with nothing above the quote.
+    host.send(&Mail::reply(
+        ME,
+        &card,
+        "On Fri, 27 Nov 2026, relay wrote:\n> Which database?",
+    ));
+    let refused = refused(&l, 5);
+    let whys: Vec<&str> = refused
+        .iter()
+        .map(|e| e["detail"]["refused"].as_str().unwrap())
+        .collect();
+    assert!(whys[0].contains("not signed by this relay"), "{whys:?}");
+    assert!(whys[1].contains("not in the thread"), "{whys:?}");
+    assert!(
+        whys[2].contains(&format!("sent to {me}, not to bob")),
+        "{whys:?}"
+    );
+    assert!(
+        whys[3].contains("not an answer to a question card"),
+        "{whys:?}"
+    );
+    assert_eq!(l.question(id)["status"], "pending");
+    // Linked and vouched for, I am told why a reply was refused (the empty one here).
+    host.until("me", "why", |m| {
+        m["body"].as_str().unwrap().contains("no text above")
+    });
+    // Bob, linked and vouched for, is told why.
+    host.until("bob", "why", |m| {
+        m["body"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("sent to {me}"))
+    });
+}
+
+#[test]
+fn relay_email_a_question_cleared_and_logged_again_is_not_answered_by_the_old_thread() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &host, &[]);
+    let old = host.card("me", id);
+    l.ok(["clear", "--stage", "design"]);
+    let again = freeform(&l, "design", "Which database?");
+    assert_ne!(again, id);
+    let fresh = host.card("me", again);
+    host.send(&Mail::reply(ME, &old, "SQLite"));
+    host.until("me", "the refusal", |m| {
+        m["body"]
+            .as_str()
+            .unwrap()
+            .contains("no longer in the ledger")
+            && m["in_reply_to"].as_str() != old["message_id"].as_str()
+    });
+    assert_eq!(l.question(again)["status"], "pending");
+    host.send(&Mail::reply(ME, &fresh, "PostgreSQL"));
+    host.until("me", "the answer", recorded);
+    assert_eq!(l.question(again)["answer"], "PostgreSQL");
+}
+
+#[test]
+fn relay_email_killed_after_the_reply_landed_records_it_once_after_a_restart() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let pause = Pause::new(l.dir.path(), "relay-heard");
+    let mut first = Relay::start(&l, &host, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
+    let card = host.card("me", id);
+    host.send(&Mail::reply(ME, &card, "SQLite"));
+    pause.reached();
+    // Killed with the message read and nothing committed.
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert_eq!(l.question(id)["status"], "pending");
+    let second = Relay::start(&l, &host, &[]);
+    host.until("me", "the answer", recorded);
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    // Killed again and restarted: the message is behind the read position.
+    let mut second = second;
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+    let third = Relay::start(&l, &host, &[]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
+    assert_eq!(replies(&host, "me", "recorded: ").len(), 1);
+    assert!(replies(&host, "me", "already").is_empty());
+    assert_eq!(third.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_email_a_question_answered_elsewhere_gets_the_settled_message_in_its_thread() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let _relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    let started = Instant::now();
+    l.ok([
+        "answer",
+        "--id",
+        &id.to_string(),
+        "--answer",
+        "PostgreSQL",
+        "--by",
+        "carol",
+    ]);
+    let settled = host.until("me", "the settled message", |m| {
+        m["body"]
+            .as_str()
+            .unwrap()
+            .contains("answered by carol via cli: PostgreSQL")
+    });
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(settled["in_reply_to"], card["message_id"]);
+    assert_eq!(settled["references"], card["message_id"]);
+    // A later reply is told so, and changes nothing.
+    host.send(&Mail::reply(ME, &card, "SQLite"));
+    host.until("me", "the late answer", |m| {
+        m["body"]
+            .as_str()
+            .unwrap()
+            .contains("already answered by carol via cli")
+    });
+    assert_eq!(l.question(id)["answer"], "PostgreSQL");
+}
+
+#[test]
+fn relay_email_pairs_an_address_by_a_signed_message_holding_the_code() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = me(&l);
+    let paired = l.ok(["relay", "pair", "email", &me]);
+    let code = paired["code"].as_str().unwrap().to_string();
+    let _relay = Relay::start(&l, &host, &[]);
+    // Unsigned, the code is not taken (and nobody is mailed).
+    let body = format!("my code: {code}");
+    let unsigned = Mail {
+        to: RELAY,
+        in_reply_to: None,
+        sign: None,
+        alter: None,
+        headers: &[],
+        message_id: None,
+        times: 1,
+        from: ME,
+        body: &body,
+    };
+    host.send(&unsigned);
+    refused(&l, 1);
+    assert!(!l.ok(["people", "list"]).to_string().contains(ME));
+    host.send(&Mail {
+        sign: Some("person.test"),
+        ..unsigned
+    });
+    host.until("me", "linked", |m| {
+        m["body"].as_str().unwrap().contains("linked")
+    });
+    assert!(l
+        .ok(["people", "list"])
+        .to_string()
+        .contains(&format!("email:{ME}")));
+    // A card comes to the address now.
+    let id = freeform(&l, "design", "Which database?");
+    host.card("me", id);
+}
+
+#[test]
+fn relay_email_approvals_the_requester_is_refused_and_an_approver_rejects_with_a_reason() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let logged = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Deploy build 42?",
+        "--approval",
+        "--approvers",
+        &format!("{me},bob"),
+        "--min",
+        "1",
+    ]);
+    let id = logged["question_id"].as_i64().unwrap();
+    let _relay = Relay::start(&l, &host, &[]);
+    let bobs = host.card("bob", id);
+    assert!(bobs["body"]
+        .as_str()
+        .unwrap()
+        .contains("Reply APPROVE, or REJECT and a reason"));
+    // The requester gets no card; their APPROVE on bob's card is refused and recorded.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(host.mailbox("me").is_empty(), "{:?}", host.mailbox("me"));
+    host.send(&Mail::reply(ME, &bobs, "APPROVE"));
+    host.until("me", "the refusal", |m| {
+        m["body"].as_str().unwrap().contains("sent to bob")
+    });
+    let refused: Vec<Value> = events_of(&l, id)
+        .into_iter()
+        .filter(|e| e["event"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0]["answered_by"], me.as_str());
+    assert_eq!(refused[0]["channel"], "email");
+    assert_eq!(
+        l.run(["check", "--stage", "deploy"]).code,
+        1,
+        "the gate holds"
+    );
+    host.send(&Mail::reply(
+        BOB,
+        &bobs,
+        "Reject: the migration is not reviewed yet.\n\n> Question",
+    ));
+    host.until("bob", "the answer", recorded);
+    let q = l.question(id);
+    assert_eq!(q["approval"]["votes"][0]["by"], "bob");
+    assert_eq!(q["approval"]["votes"][0]["vote"], "reject");
+    assert_eq!(
+        q["approval"]["votes"][0]["comment"],
+        "the migration is not reviewed yet."
+    );
+}
+
+#[test]
+fn relay_email_a_server_without_idle_is_polled() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::with(&l, &["--no-idle"]);
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &host, &[]);
+    let card = host.card("me", id);
+    host.send(&Mail::reply(ME, &card, "SQLite"));
+    host.until("me", "the answer", recorded);
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    assert_eq!(relay.stop().code(), Some(0));
+    // dovecot logs the relay's session when it ends, with the command it was in.
+    let log = host.dir.join("dovecot.log");
+    let end = Instant::now() + Duration::from_secs(10);
+    let said = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text
+            .lines()
+            .find(|l| l.contains("imap(relay)") && l.contains("Disconnected"))
+        {
+            break line.to_string();
+        }
+        assert!(
+            Instant::now() < end,
+            "dovecot never logged the relay's logout: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !said.contains("IDLE"),
+        "the relay idled where IDLE was not offered: {said}"
+    );
+}
+
+#[test]
+fn relay_email_opens_no_listening_socket() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let relay = Relay::start(&l, &host, &[]);
+    host.card("me", id);
+    let pid = relay.child.id();
+    let mut inodes = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let target = target.display().to_string();
+            if let Some(inode) = target
+                .strip_prefix("socket:[")
+                .and_then(|s| s.strip_suffix(']'))
+            {
+                inodes.push(inode.to_string());
+            }
+        }
+    }
+    assert!(!inodes.is_empty(), "the relay holds its IMAP connection");
+    for table in ["tcp", "tcp6", "udp", "udp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (state, inode) = (fields[3], fields[9]);
+            if inodes.iter().any(|i| i == inode) {
+                assert!(
+                    table.starts_with("tcp") && state != "0A",
+                    "the relay has a listening or {table} socket: {line}"
+                );
+            }
+        }
+    }
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_email_a_bad_config_is_a_usage_error_naming_the_key() {
+    let l = Ledger::new();
+    let config = l.dir.path().join("bad.toml");
+    let good =
+        "smtp = \"127.0.0.1:2525\"\nimap = \"127.0.0.1:1143\"\naddress = \"relay@relay.test\"\n\
+                username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n";
+    for (text, names) in [
+        (
+            format!("[email]\n{good}tls = \"none\"\n"),
+            "email.authserv_id",
+        ),
+        (
+            format!(
+                "[email]\n{}tls = \"none\"\nauthserv_id = \"mx\"\n",
+                good.replace("127.0.0.1:2525", "mail.example.org:587")
+            ),
+            "email.smtp",
+        ),
+        (
+            format!("[email]\n{good}tls = \"maybe\"\nauthserv_id = \"mx\"\n"),
+            "email.tls",
+        ),
+        (
+            format!(
+                "[email]\n{}authserv_id = \"mx\"\n",
+                good.replace("MAIL_PASSWORD", "NOT_SET_ANYWHERE")
+            ),
+            "NOT_SET_ANYWHERE",
+        ),
+        (
+            format!("[email]\n{good}authserv_id = \"mx\"\nimap_port = 1\n"),
+            "email.imap_port",
+        ),
+        (
+            format!(
+                "[email]\n{}authserv_id = \"mx\"\n",
+                good.replace("127.0.0.1:1143", "127.0.0.1")
+            ),
+            "email.imap",
+        ),
+    ] {
+        std::fs::write(&config, &text).unwrap();
+        let out = Command::new(BIN)
+            .current_dir(l.dir.path())
+            .arg("--db")
+            .arg(l.db())
+            .args(["relay", "--config"])
+            .arg(&config)
+            .env_remove("QUESTIONS_DB")
+            .env_remove("NOT_SET_ANYWHERE")
+            .env("MAIL_USER", "relay")
+            .env("MAIL_PASSWORD", PASSWORD)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["ok"], false);
+        let message = doc["error"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{text}: {doc}");
+        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains(PASSWORD));
+    }
+}
+
+#[test]
+#[ignore = "prints the README's transcript"]
+fn relay_email_readme_transcript() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let admin = me(&l);
+    let show = |args: &[&str]| {
+        let run = l.run(args);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if a.contains(' ') {
+                    format!("'{a}'")
+                } else {
+                    (*a).to_string()
+                }
+            })
+            .collect();
+        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        run.json
+    };
+    l.ok(["group", "create", "people", "--admins", &admin]);
+    let code = show(&["relay", "pair", "email", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = l.log("deploy", "Which region first?");
+    println!("$ questions log --stage deploy --question 'Which region first?'");
+    let relay = Relay::start(&l, &host, &[]);
+    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"email\"]}}");
+    let body = format!("{code}\n");
+    host.send(&Mail {
+        to: RELAY,
+        in_reply_to: None,
+        sign: Some("person.test"),
+        alter: None,
+        headers: &[],
+        message_id: None,
+        times: 1,
+        from: ME,
+        body: &body,
+    });
+    let linked = host.until("me", "linked", |m| {
+        m["body"].as_str().unwrap().contains("linked")
+    });
+    println!(
+        "# alice mails {RELAY} the code from {ME} (her domain signs with DKIM); the answer:\n#   {}",
+        linked["body"].as_str().unwrap().trim()
+    );
+    let card = host.card("me", id);
+    println!("# her card:");
+    for key in ["from", "to", "subject", "reply_to", "message_id"] {
+        println!("#   {key}: {}", card[key].as_str().unwrap());
+    }
+    println!(
+        "#\n#   {}",
+        card["body"]
+            .as_str()
+            .unwrap()
+            .trim()
+            .replace('\n', "\n#   ")
+    );
+    let quoted: String = card["body"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| format!("> {l}\n"))
+        .collect();
+    let text =
+        format!("eu-west first, then the rest.\n\nOn Fri, 27 Nov 2026, {RELAY} wrote:\n{quoted}");
+    host.send(&Mail::reply(ME, &card, &text));
+    let said = host.until("me", "the answer", recorded);
+    println!(
+        "# she replies \"eu-west first, then the rest.\" above the quote; the relay answers in the thread:\n#   {}",
+        said["body"].as_str().unwrap().trim()
+    );
+    // A forged one: unsigned, from her address.
+    host.send(&Mail {
+        sign: None,
+        ..Mail::reply(ME, &card, "us-east first")
+    });
+    let refused = refused(&l, 1);
+    let answered = events_of(&l, id)
+        .into_iter()
+        .find(|e| e["event"] == "answered")
+        .unwrap();
+    println!(
+        "$ questions history --id {id}   # its answered event, shortened:\n{}",
+        serde_json::json!({
+            "event": answered["event"], "answered_by": answered["answered_by"],
+            "channel": answered["channel"], "answer": answered["after"]["answer"],
+            "detail": answered["detail"],
+        })
+    );
+    println!(
+        "# the same reply unsigned, from her address: nothing recorded, nobody mailed; `questions events` shows\n{}",
+        serde_json::json!({
+            "event": refused[0]["event"], "channel": refused[0]["channel"],
+            "answered_by": refused[0]["answered_by"], "detail": refused[0]["detail"],
+        })
+    );
+    relay.stop();
+}
+
+#[test]
+#[ignore = "a benchmark: prints the relay's idle CPU and how soon a reply is in the ledger"]
+fn relay_email_bench_idle_cpu_and_reply_latency() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let ids: Vec<i64> = (0..10)
+        .map(|i| freeform(&l, "design", &format!("Question number {i}?")))
+        .collect();
+    let relay = Relay::start(&l, &host, &[]);
+    let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let before = ticks();
+    std::thread::sleep(Duration::from_secs(20));
+    let used = ticks() - before;
+    println!("idle for 20 s (in IMAP IDLE): {used} clock ticks of CPU (1 tick = 10 ms)");
+    let mut took = Vec::new();
+    for (id, card) in ids.iter().zip(&cards) {
+        host.send(&Mail::reply(ME, card, "yes"));
+        // From the MTA's hand-over (send returns once it has delivered) to the answer.
+        let sent = Instant::now();
+        while l.question(*id)["status"] != "answered" {
+            assert!(sent.elapsed() < Duration::from_secs(20));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        took.push(sent.elapsed());
+    }
+    took.sort();
+    println!(
+        "a signed reply delivered to the relay's Maildir, to its answer in the ledger: median {:?}, max {:?} (10 replies)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    relay.stop();
+}
