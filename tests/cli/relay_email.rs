@@ -258,6 +258,8 @@ impl<'a> Mail<'a> {
 struct Relay {
     child: Child,
     stderr: PathBuf,
+    /// Everything it printed on stdout after its first line, read until it ends.
+    stdout: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Relay {
@@ -302,16 +304,24 @@ impl Relay {
         }
         let mut child = cmd.spawn().unwrap();
         let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
         let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
         assert_eq!(
             start,
             serde_json::json!({"ok": true, "procedure": "relay", "channels": ["email"]}),
             "{first}"
         );
-        Relay { child, stderr }
+        let stdout = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+            rest
+        });
+        Relay {
+            child,
+            stderr,
+            stdout: Some(stdout),
+        }
     }
 
     fn stderr(&self) -> String {
@@ -328,6 +338,12 @@ impl Relay {
             !self.stderr().contains(PASSWORD),
             "the password was printed"
         );
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        assert!(!stdout.contains(PASSWORD), "the password was printed");
         status
     }
 }
