@@ -1375,3 +1375,59 @@ fn relay_email_tls_a_bad_ca_file_or_tls_value_is_a_usage_error_naming_the_key() 
         assert!(!all.contains(PASSWORD));
     }
 }
+
+#[test]
+#[ignore = "a benchmark: prints what TLS costs the relay's card sends and its reading of replies"]
+fn relay_email_bench_tls_cards_sent_and_reply_latency() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    for tls in ["none", "starttls", "implicit"] {
+        let l = Ledger::new();
+        if tls == "none" {
+            // The plain mail host, as the other tests use it.
+            let host = MailHost::start(&l);
+            bench_round(&l, &host, host.smtp, host.imap, "tls = \"none\"\n", tls);
+            continue;
+        }
+        let host = MailHost::with(&l, &["--tls"]);
+        let ports = host.tls.as_ref().unwrap();
+        let (smtp, imap) = if tls == "implicit" {
+            (ports.smtps, ports.imaps)
+        } else {
+            (ports.submission, host.imap)
+        };
+        let more = format!("tls = \"{tls}\"\nca_file = \"{}\"\n", ports.ca);
+        bench_round(&l, &host, smtp, imap, &more, tls);
+    }
+}
+
+/// 10 cards sent (one SMTP connection each) and 10 replies read, timed.
+fn bench_round(l: &Ledger, host: &MailHost, smtp: u16, imap: u16, more: &str, tls: &str) {
+    people(l);
+    let ids: Vec<i64> = (0..10)
+        .map(|i| freeform(l, "design", &format!("Question number {i}?")))
+        .collect();
+    let started = Instant::now();
+    let relay = Relay::with_config(l, smtp, imap, more, &[]);
+    let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
+    let sent = started.elapsed();
+    let mut took = Vec::new();
+    for (id, card) in ids.iter().zip(&cards) {
+        host.send(&Mail::reply(ME, card, "yes"));
+        let at = Instant::now();
+        while l.question(*id)["status"] != "answered" {
+            assert!(at.elapsed() < Duration::from_secs(20));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        took.push(at.elapsed());
+    }
+    took.sort();
+    println!(
+        "tls = {tls}: 20 cards (2 people) in their mailboxes {sent:?} after the relay started; \
+         a reply to its answer in the ledger: median {:?}, max {:?} (10 replies)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    relay.stop();
+}
