@@ -5,8 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Outcome;
+use crate::output;
 use crate::relay::{
-    self, email::Email, email::Endpoint, slack::Slack, telegram::Telegram, Channel,
+    self, email, email::Email, email::Endpoint, slack::Slack, telegram::Telegram, Channel,
 };
 use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
@@ -192,15 +193,18 @@ fn loopback(host: &str) -> bool {
 /// `[email]`: `smtp` and `imap` (`host:port`), `address` (the relay's mailbox, whose
 /// `local+token@domain` addresses reach it), `username_env` and `password_env` (the
 /// mailbox's login, also SMTP's where the server offers AUTH), `tls` (`required`, the
-/// default: implicit TLS on 465 and 993, STARTTLS elsewhere; `none` only for loopback
-/// hosts), `authserv_id` (whose `Authentication-Results` are trusted), `idle_seconds`.
+/// default: implicit TLS on 465 and 993, STARTTLS elsewhere; `implicit` or `starttls` for
+/// both servers on any port; `none` only for loopback hosts), `ca_file` (PEM certificates
+/// trusted besides the webpki roots), `authserv_id` (whose `Authentication-Results` are
+/// trusted), `idle_seconds`.
 fn email(table: &toml_edit::Table) -> Result<Email> {
     let mut smtp: Option<Endpoint> = None;
     let mut imap: Option<Endpoint> = None;
     let mut address: Option<String> = None;
     let mut user_env: Option<String> = None;
     let mut password_env: Option<String> = None;
-    let mut tls = true;
+    let mut tls = email::Tls::Required;
+    let mut ca: Vec<rustls::pki_types::CertificateDer<'static>> = Vec::new();
     let mut authserv_id: Option<String> = None;
     let mut idle = IDLE_SECONDS;
     for (key, value) in table {
@@ -252,11 +256,19 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
                 password_env =
                     Some(text().ok_or_else(|| bad("the name of an environment variable"))?);
             }
-            "tls" => match value.as_str() {
-                Some("required") => tls = true,
-                Some("none") => tls = false,
-                _ => return Err(bad("\"required\" or \"none\"")),
-            },
+            "tls" => {
+                tls = match value.as_str() {
+                    Some("required") => email::Tls::Required,
+                    Some("implicit") => email::Tls::Implicit,
+                    Some("starttls") => email::Tls::Starttls,
+                    Some("none") => email::Tls::None,
+                    _ => return Err(bad("\"required\", \"implicit\", \"starttls\" or \"none\"")),
+                }
+            }
+            "ca_file" => {
+                let path = text().ok_or_else(|| bad("the path of a PEM file of certificates"))?;
+                ca = ca_file(&path)?;
+            }
             "authserv_id" => {
                 let v = text().ok_or_else(|| bad("the authserv-id of the receiving server"))?;
                 if v.contains(|c: char| c.is_whitespace() || c == ';') {
@@ -273,7 +285,7 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
             other => {
                 return Err(Error::usage(format!(
                     "relay config: unknown key email.{other} (smtp, imap, address, \
-                     username_env, password_env, tls, authserv_id, idle_seconds)"
+                     username_env, password_env, tls, ca_file, authserv_id, idle_seconds)"
                 )))
             }
         }
@@ -290,7 +302,7 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
             "the authserv-id of the server whose Authentication-Results are trusted",
         )
     })?;
-    if !tls {
+    if tls == email::Tls::None {
         for (key, at) in [("smtp", &smtp), ("imap", &imap)] {
             if !loopback(&at.host) {
                 return Err(Error::usage(format!(
@@ -321,6 +333,8 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
     };
     let username = secret("username_env", user_env, "mailbox's user name")?;
     let password = secret("password_env", password_env, "mailbox's password")?;
+    let tls_config = email::tls_config(ca)
+        .map_err(|e| Error::usage(format!("relay config: email.ca_file: {e}")))?;
     Ok(Email::new(
         smtp,
         imap,
@@ -328,7 +342,30 @@ fn email(table: &toml_edit::Table) -> Result<Email> {
         username,
         password,
         tls,
+        tls_config,
         &authserv_id,
         std::time::Duration::from_secs(idle as u64),
     ))
+}
+
+/// The certificates of `[email] ca_file` (PEM), trusted besides the webpki roots, as
+/// PostgreSQL's `sslrootcert` is: a private CA's.
+fn ca_file(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<rustls::pki_types::CertificateDer<'static>> =
+        rustls::pki_types::CertificateDer::pem_file_iter(path)
+            .and_then(|iter| iter.collect())
+            .map_err(|e| {
+                Error::usage(format!(
+                    "relay config: email.ca_file: cannot read the certificates in {}: {e}",
+                    output::sanitize(path, false)
+                ))
+            })?;
+    if certs.is_empty() {
+        return Err(Error::usage(format!(
+            "relay config: email.ca_file: {} holds no PEM certificate",
+            output::sanitize(path, false)
+        )));
+    }
+    Ok(certs)
 }

@@ -1,5 +1,7 @@
-//! Email: SMTP out, IMAP IDLE in, over plain TCP or rustls (implicit TLS on ports 465 and
-//! 993, STARTTLS elsewhere). One message per card, threaded by `Message-ID`, with a
+//! Email: SMTP out, IMAP IDLE in, over rustls (`tls = "required"`: implicit TLS on ports
+//! 465 and 993, STARTTLS elsewhere; `"implicit"` or `"starttls"` say which for both
+//! servers; plain TCP only with `"none"`, on loopback). A server that does not start TLS
+//! is left before anything else is said: never a fallback to plain text. One message per card, threaded by `Message-ID`, with a
 //! signed per-recipient `Reply-To` (`local+<delivery>.<signature>@domain`); a reply is
 //! heard only when the trusted `authserv_id`'s topmost `Authentication-Results` says
 //! `dkim=pass` for a domain aligned with `From`, its address token is this relay's, and
@@ -38,6 +40,54 @@ const HOW_TO_PICK: &str = "Reply above this line with the option's number or lab
 /// second).
 const IO_TIMEOUT: Duration = Duration::from_mins(1);
 
+/// How the relay speaks TLS to its mail servers (`[email] tls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tls {
+    /// Implicit TLS on 465 (SMTP submission) and 993 (IMAPS), STARTTLS on other ports.
+    Required,
+    /// TLS from the first byte, on any port.
+    Implicit,
+    /// STARTTLS, on any port.
+    Starttls,
+    /// Plain text (loopback hosts only; the config checks).
+    None,
+}
+
+impl Tls {
+    /// How a connection to `port` starts: `Some(true)` in TLS, `Some(false)` plain and
+    /// then STARTTLS, `None` plain throughout.
+    fn implicit(self, port: u16) -> Option<bool> {
+        match self {
+            Tls::Required => Some(matches!(port, 465 | 993)),
+            Tls::Implicit => Some(true),
+            Tls::Starttls => Some(false),
+            Tls::None => None,
+        }
+    }
+}
+
+/// The TLS client: the webpki roots and `extra` (a private CA's, from `ca_file`).
+/// Verification is never turned off.
+pub(crate) fn tls_config(
+    extra: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Res<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let (_, unusable) = roots.add_parsable_certificates(extra);
+    if unusable > 0 {
+        return Err(format!("{unusable} of its certificates cannot be used"));
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
 /// `host:port`, as the config names it.
 #[derive(Clone, Debug)]
 pub(crate) struct Endpoint {
@@ -55,7 +105,9 @@ pub(crate) struct Email {
     username: String,
     /// Never printed.
     password: String,
-    tls: bool,
+    tls: Tls,
+    /// The roots a server's certificate is checked against: webpki's and `ca_file`'s.
+    tls_config: Arc<rustls::ClientConfig>,
     authserv_id: String,
     /// How long one IDLE waits before it is renewed.
     idle: Duration,
@@ -70,7 +122,8 @@ impl Email {
         address: &str,
         username: String,
         password: String,
-        tls: bool,
+        tls: Tls,
+        tls_config: Arc<rustls::ClientConfig>,
         authserv_id: &str,
         idle: Duration,
     ) -> Email {
@@ -85,6 +138,7 @@ impl Email {
             username,
             password,
             tls,
+            tls_config,
             authserv_id: authserv_id.to_string(),
             idle,
             session: Mutex::new(None),
@@ -695,6 +749,7 @@ struct Conn {
     stream: Stream,
     buffer: Vec<u8>,
     host: String,
+    port: u16,
 }
 
 enum Stream {
@@ -704,7 +759,7 @@ enum Stream {
 }
 
 impl Conn {
-    fn connect(at: &Endpoint, implicit_tls: bool) -> Res<Conn> {
+    fn connect(at: &Endpoint, implicit_tls: bool, tls: &Arc<rustls::ClientConfig>) -> Res<Conn> {
         let tcp = TcpStream::connect((at.host.as_str(), at.port))
             .map_err(|e| format!("cannot connect to {}:{}: {e}", at.host, at.port))?;
         tcp.set_read_timeout(Some(IO_TIMEOUT))
@@ -714,34 +769,34 @@ impl Conn {
             stream: Stream::Plain(tcp),
             buffer: Vec::new(),
             host: at.host.clone(),
+            port: at.port,
         };
         if implicit_tls {
-            conn.start_tls()?;
+            conn.start_tls(tls)?;
         }
         Ok(conn)
     }
 
-    /// Wraps the connection in TLS (the server's name checked against the webpki roots).
-    fn start_tls(&mut self) -> Res<()> {
+    /// Wraps the connection in TLS and completes the handshake before anything else is
+    /// said: the server's name and certificate checked against `config`'s roots.
+    fn start_tls(&mut self, config: &Arc<rustls::ClientConfig>) -> Res<()> {
         let Stream::Plain(tcp) = std::mem::replace(&mut self.stream, Stream::Gone) else {
             return Err("TLS is on already".into());
         };
+        // What the server sent before TLS is not read as if it came over TLS.
         self.buffer.clear();
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let at = format!("{}:{}", self.host, self.port);
         let name = rustls::pki_types::ServerName::try_from(self.host.clone())
-            .map_err(|e| format!("{}: {e}", self.host))?;
-        let connection = rustls::ClientConnection::new(Arc::new(config), name)
-            .map_err(|e| format!("TLS: {e}"))?;
-        self.stream = Stream::Tls(Box::new(rustls::StreamOwned::new(connection, tcp)));
+            .map_err(|e| format!("TLS to {at}: {e}"))?;
+        let connection = rustls::ClientConnection::new(Arc::clone(config), name)
+            .map_err(|e| format!("TLS to {at}: {e}"))?;
+        let mut stream = rustls::StreamOwned::new(connection, tcp);
+        while stream.conn.is_handshaking() {
+            if let Err(e) = stream.conn.complete_io(&mut stream.sock) {
+                return Err(tls_failure(&at, &e));
+            }
+        }
+        self.stream = Stream::Tls(Box::new(stream));
         Ok(())
     }
 
@@ -836,9 +891,25 @@ impl Conn {
     }
 }
 
-/// Whether a port is one of implicit TLS (SMTP submission 465, IMAPS 993).
-fn implicit_tls(port: u16) -> bool {
-    matches!(port, 465 | 993)
+/// Why a TLS handshake failed, in the config's words when the certificate was refused.
+fn tls_failure(at: &str, e: &std::io::Error) -> String {
+    let refused = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| {
+            matches!(
+                r,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            )
+        });
+    if refused {
+        format!(
+            "TLS to {at}: the server's certificate was refused ({e}); a private CA's \
+             certificate goes in email.ca_file"
+        )
+    } else {
+        format!("TLS to {at}: the handshake failed ({e})")
+    }
 }
 
 /// An SMTP reply: its code and its lines' text.
@@ -873,17 +944,18 @@ fn smtp_send(email: &Email, to: &str, message: &str) -> Res<()> {
     if to.contains(['<', '>', '\r', '\n']) || email.address.contains(['<', '>', '\r', '\n']) {
         return Err("an address with brackets or line breaks".into());
     }
-    let implicit = email.tls && implicit_tls(email.smtp.port);
-    let mut conn = Conn::connect(&email.smtp, implicit)?;
+    let tls = email.tls.implicit(email.smtp.port);
+    let mut conn = Conn::connect(&email.smtp, tls == Some(true), &email.tls_config)?;
     let (code, _) = smtp_reply(&mut conn)?;
     if code != 220 {
         return Err(format!("the server greeted with {code}"));
     }
     let helo = format!("EHLO {}", email.domain);
     let mut offered = smtp_step(&mut conn, &helo, &[250], "EHLO")?;
-    if email.tls && !implicit {
+    if tls == Some(false) {
+        // Refused or not offered: the message is not sent (never in plain text).
         smtp_step(&mut conn, "STARTTLS", &[220], "STARTTLS")?;
-        conn.start_tls()?;
+        conn.start_tls(&email.tls_config)?;
         offered = smtp_step(&mut conn, &helo, &[250], "EHLO")?;
     }
     let auth = offered
@@ -943,8 +1015,8 @@ fn quoted(text: &str) -> String {
 
 impl Imap {
     fn open(email: &Email) -> Res<Imap> {
-        let implicit = email.tls && implicit_tls(email.imap.port);
-        let conn = Conn::connect(&email.imap, implicit)?;
+        let tls = email.tls.implicit(email.imap.port);
+        let conn = Conn::connect(&email.imap, tls == Some(true), &email.tls_config)?;
         let mut imap = Imap {
             conn,
             tag: 0,
@@ -956,9 +1028,10 @@ impl Imap {
         if !greeting.starts_with("* OK") && !greeting.starts_with("* PREAUTH") {
             return Err("the IMAP server did not greet with OK".into());
         }
-        if email.tls && !implicit {
+        if tls == Some(false) {
+            // Refused or not offered: no LOGIN (never the password in plain text).
             imap.command("STARTTLS")?;
-            imap.conn.start_tls()?;
+            imap.conn.start_tls(&email.tls_config)?;
         }
         imap.command(&format!(
             "LOGIN {} {}",
@@ -1204,6 +1277,17 @@ mod tests {
         ];
         let why = ok(&two, "b@person.test").unwrap_err();
         assert!(why.contains("2 From headers"), "{why}");
+    }
+
+    #[test]
+    fn tls_required_is_implicit_on_465_and_993_and_starttls_elsewhere() {
+        assert_eq!(Tls::Required.implicit(465), Some(true));
+        assert_eq!(Tls::Required.implicit(993), Some(true));
+        assert_eq!(Tls::Required.implicit(587), Some(false));
+        assert_eq!(Tls::Required.implicit(143), Some(false));
+        assert_eq!(Tls::Implicit.implicit(587), Some(true));
+        assert_eq!(Tls::Starttls.implicit(993), Some(false));
+        assert_eq!(Tls::None.implicit(993), None);
     }
 
     #[test]

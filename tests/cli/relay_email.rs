@@ -60,6 +60,18 @@ struct MailHost {
     dir: PathBuf,
     smtp: u16,
     imap: u16,
+    /// With `--tls`: the servers the relay reaches over TLS.
+    tls: Option<TlsPorts>,
+}
+
+/// mailhost.py `--tls`: submission with STARTTLS required, SMTP in implicit TLS, IMAPS,
+/// all with a certificate the throw-away CA `ca` signed (dovecot's `imap` port is then
+/// STARTTLS with `ssl = required`).
+struct TlsPorts {
+    submission: u16,
+    smtps: u16,
+    imaps: u16,
+    ca: String,
 }
 
 impl MailHost {
@@ -93,11 +105,18 @@ impl MailHost {
             .unwrap();
         let ports: Value = serde_json::from_str(&first)
             .unwrap_or_else(|_| panic!("the mail host did not start: {first}"));
+        let port = |name: &str| u16::try_from(ports[name].as_u64().unwrap()).unwrap();
         MailHost {
             child,
             dir,
-            smtp: u16::try_from(ports["smtp"].as_u64().unwrap()).unwrap(),
-            imap: u16::try_from(ports["imap"].as_u64().unwrap()).unwrap(),
+            smtp: port("smtp"),
+            imap: port("imap"),
+            tls: ports["ca"].as_str().map(|ca| TlsPorts {
+                submission: port("submission"),
+                smtps: port("smtps"),
+                imaps: port("imaps"),
+                ca: ca.to_string(),
+            }),
         }
     }
 
@@ -239,18 +258,25 @@ impl<'a> Mail<'a> {
 struct Relay {
     child: Child,
     stderr: PathBuf,
+    /// Everything it printed on stdout after its first line, read until it ends.
+    stdout: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Relay {
     fn start(l: &Ledger, host: &MailHost, env: &[(&str, &str)]) -> Relay {
+        Relay::with_config(l, host.smtp, host.imap, "tls = \"none\"\n", env)
+    }
+
+    /// With the SMTP and IMAP ports given and `more` lines in `[email]` (`tls`,
+    /// `ca_file`).
+    fn with_config(l: &Ledger, smtp: u16, imap: u16, more: &str, env: &[(&str, &str)]) -> Relay {
         let config = l.dir.path().join("relay-email.toml");
         std::fs::write(
             &config,
             format!(
-                "[email]\nsmtp = \"127.0.0.1:{}\"\nimap = \"127.0.0.1:{}\"\naddress = \"{RELAY}\"\n\
-                 username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\ntls = \"none\"\n\
-                 authserv_id = \"{AUTHSERV}\"\n",
-                host.smtp, host.imap
+                "[email]\nsmtp = \"127.0.0.1:{smtp}\"\nimap = \"127.0.0.1:{imap}\"\naddress = \"{RELAY}\"\n\
+                 username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n{more}\
+                 authserv_id = \"{AUTHSERV}\"\n"
             ),
         )
         .unwrap();
@@ -278,16 +304,24 @@ impl Relay {
         }
         let mut child = cmd.spawn().unwrap();
         let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
         let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
         assert_eq!(
             start,
             serde_json::json!({"ok": true, "procedure": "relay", "channels": ["email"]}),
             "{first}"
         );
-        Relay { child, stderr }
+        let stdout = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+            rest
+        });
+        Relay {
+            child,
+            stderr,
+            stdout: Some(stdout),
+        }
     }
 
     fn stderr(&self) -> String {
@@ -304,6 +338,12 @@ impl Relay {
             !self.stderr().contains(PASSWORD),
             "the password was printed"
         );
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        assert!(!stdout.contains(PASSWORD), "the password was printed");
         status
     }
 }
@@ -1099,6 +1139,293 @@ fn relay_email_bench_idle_cpu_and_reply_latency() {
     took.sort();
     println!(
         "a signed reply delivered to the relay's Maildir, to its answer in the ledger: median {:?}, max {:?} (10 replies)",
+        took[took.len() / 2],
+        took[took.len() - 1]
+    );
+    relay.stop();
+}
+
+/// The relay's logins in dovecot's log.
+fn imap_logins(host: &MailHost) -> Vec<String> {
+    std::fs::read_to_string(host.dir.join("dovecot.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("Login: user=<relay>"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Each AUTH the submission servers heard: login, whether it passed, whether in TLS.
+fn smtp_auths(host: &MailHost) -> Vec<Value> {
+    std::fs::read_to_string(host.dir.join("auth.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Waits until the relay's stderr has a line holding all of `words`; that line.
+fn said(relay: &Relay, words: &[&str]) -> String {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        let err = relay.stderr();
+        if let Some(line) = err.lines().find(|l| words.iter().all(|w| l.contains(w))) {
+            return line.to_string();
+        }
+        assert!(
+            Instant::now() < end,
+            "the relay never said {words:?}: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A card sent and a reply recorded with `tls` (`starttls` or `implicit`) to the mail
+/// host's TLS servers, the private CA in `ca_file`.
+fn over_tls(tls: &str) {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::with(&l, &["--tls"]);
+    let ports = host.tls.as_ref().unwrap();
+    let (smtp, imap) = if tls == "implicit" {
+        (ports.smtps, ports.imaps)
+    } else {
+        (ports.submission, host.imap)
+    };
+    let me = people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    let more = format!("tls = \"{tls}\"\nca_file = \"{}\"\n", ports.ca);
+    let relay = Relay::with_config(&l, smtp, imap, &more, &[]);
+    let card = host.card("me", id);
+    host.send(&Mail::reply(ME, &card, "SQLite, for now"));
+    host.until("me", "the relay's answer", recorded);
+    let q = l.question(id);
+    assert_eq!(q["answer"], "SQLite, for now");
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["channel"], "email");
+    // The relay logged in to both servers, each time over TLS.
+    let auths = smtp_auths(&host);
+    assert!(!auths.is_empty());
+    for a in &auths {
+        assert_eq!(
+            a,
+            &serde_json::json!({"login": "relay", "ok": true, "tls": true})
+        );
+    }
+    let logins = imap_logins(&host);
+    assert!(!logins.is_empty());
+    for login in &logins {
+        assert!(login.contains(", TLS"), "{login}");
+    }
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_email_tls_starttls_for_smtp_and_imap_records_a_reply() {
+    over_tls("starttls");
+}
+
+#[test]
+fn relay_email_tls_implicit_for_smtp_and_imap_records_a_reply() {
+    over_tls("implicit");
+}
+
+#[test]
+fn relay_email_tls_a_certificate_no_trusted_ca_signed_is_refused_and_nothing_is_sent() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::with(&l, &["--tls"]);
+    let ports = host.tls.as_ref().unwrap();
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    for (tls, smtp, imap) in [
+        ("starttls", ports.submission, host.imap),
+        ("implicit", ports.smtps, ports.imaps),
+    ] {
+        // No ca_file: the webpki roots alone, which did not sign the server's certificate.
+        let relay = Relay::with_config(&l, smtp, imap, &format!("tls = \"{tls}\"\n"), &[]);
+        let refused = "the server's certificate was refused (invalid peer certificate: \
+                       UnknownIssuer); a private CA's certificate goes in email.ca_file";
+        let sending = said(
+            &relay,
+            &[
+                &format!("relay: email: the card of question {id} for "),
+                &format!("SMTP: TLS to 127.0.0.1:{smtp}: "),
+                refused,
+            ],
+        );
+        assert!(sending.contains("trying again"), "{sending}");
+        said(
+            &relay,
+            &[
+                "relay: email: ",
+                &format!("TLS to 127.0.0.1:{imap}: "),
+                refused,
+            ],
+        );
+        assert_eq!(relay.stop().code(), Some(0));
+    }
+    // A person's mail reaches the relay's mailbox, unread: the relay never logged in.
+    host.send(&Mail {
+        sign: Some("person.test"),
+        ..Mail {
+            from: ME,
+            to: RELAY,
+            body: "SQLite",
+            in_reply_to: None,
+            sign: None,
+            alter: None,
+            headers: &[],
+            message_id: None,
+            times: 1,
+        }
+    });
+    assert!(host.mailbox("me").is_empty(), "no card was sent");
+    assert!(host.stamped().iter().all(|s| s["from"] != RELAY));
+    assert!(smtp_auths(&host).is_empty(), "no AUTH was sent");
+    assert!(imap_logins(&host).is_empty(), "no LOGIN was sent");
+    assert_eq!(l.question(id)["status"], "pending");
+    assert!(all_events(&l).iter().all(|e| e["channel"] != "email"));
+}
+
+#[test]
+fn relay_email_tls_required_to_a_server_offering_no_starttls_sends_nothing_in_plain_text() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    // The plain mail host: neither aiosmtpd nor dovecot (ssl = no) offers STARTTLS.
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    let id = freeform(&l, "design", "Which database?");
+    // No tls key: "required", STARTTLS on these ports.
+    let relay = Relay::with_config(&l, host.smtp, host.imap, "", &[]);
+    said(
+        &relay,
+        &[
+            &format!("relay: email: the card of question {id} for "),
+            "(SMTP: STARTTLS answered 454",
+        ],
+    );
+    said(&relay, &["relay: email: IMAP STARTTLS answered "]);
+    // A message sent anyway (no AUTH is offered here) would be in the MTA's log.
+    assert!(host.stamped().iter().all(|s| s["from"] != RELAY));
+    assert!(host.mailbox("me").is_empty());
+    assert!(imap_logins(&host).is_empty(), "no LOGIN was sent");
+    let dovecot = std::fs::read_to_string(host.dir.join("dovecot.log")).unwrap();
+    assert!(!dovecot.contains(PASSWORD), "{dovecot}");
+    assert_eq!(l.question(id)["status"], "pending");
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_email_tls_a_bad_ca_file_or_tls_value_is_a_usage_error_naming_the_key() {
+    let l = Ledger::new();
+    let dir = l.dir.path();
+    std::fs::write(dir.join("garbage.pem"), "not a certificate\n").unwrap();
+    std::fs::write(
+        dir.join("broken.pem"),
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let config = dir.join("bad.toml");
+    let good =
+        "smtp = \"mail.example.org:587\"\nimap = \"mail.example.org:993\"\naddress = \"relay@relay.test\"\n\
+         username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\nauthserv_id = \"mx\"\n";
+    for (more, names) in [
+        ("ca_file = \"missing.pem\"", "email.ca_file: cannot read"),
+        // A directory cannot be read as a file.
+        ("ca_file = \".\"", "email.ca_file: cannot read"),
+        (
+            "ca_file = \"garbage.pem\"",
+            "email.ca_file: garbage.pem holds no PEM certificate",
+        ),
+        (
+            "ca_file = \"broken.pem\"",
+            "email.ca_file: 1 of its certificates cannot be used",
+        ),
+        ("ca_file = \"\"", "email.ca_file must be"),
+        (
+            "tls = \"insecure\"",
+            "email.tls must be \"required\", \"implicit\", \"starttls\" or \"none\"",
+        ),
+    ] {
+        std::fs::write(&config, format!("[email]\n{good}{more}\n")).unwrap();
+        let out = Command::new(BIN)
+            .current_dir(dir)
+            .arg("--db")
+            .arg(l.db())
+            .args(["relay", "--config"])
+            .arg(&config)
+            .env_remove("QUESTIONS_DB")
+            .env("MAIL_USER", "relay")
+            .env("MAIL_PASSWORD", PASSWORD)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{more}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["ok"], false);
+        let message = doc["error"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{more}: {doc}");
+        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains(PASSWORD));
+    }
+}
+
+#[test]
+#[ignore = "a benchmark: prints what TLS costs the relay's card sends and its reading of replies"]
+fn relay_email_bench_tls_cards_sent_and_reply_latency() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    for tls in ["none", "starttls", "implicit"] {
+        let l = Ledger::new();
+        if tls == "none" {
+            // The plain mail host, as the other tests use it.
+            let host = MailHost::start(&l);
+            bench_round(&l, &host, host.smtp, host.imap, "tls = \"none\"\n", tls);
+            continue;
+        }
+        let host = MailHost::with(&l, &["--tls"]);
+        let ports = host.tls.as_ref().unwrap();
+        let (smtp, imap) = if tls == "implicit" {
+            (ports.smtps, ports.imaps)
+        } else {
+            (ports.submission, host.imap)
+        };
+        let more = format!("tls = \"{tls}\"\nca_file = \"{}\"\n", ports.ca);
+        bench_round(&l, &host, smtp, imap, &more, tls);
+    }
+}
+
+/// 10 cards sent (one SMTP connection each) and 10 replies read, timed.
+fn bench_round(l: &Ledger, host: &MailHost, smtp: u16, imap: u16, more: &str, tls: &str) {
+    people(l);
+    let ids: Vec<i64> = (0..10)
+        .map(|i| freeform(l, "design", &format!("Question number {i}?")))
+        .collect();
+    let started = Instant::now();
+    let relay = Relay::with_config(l, smtp, imap, more, &[]);
+    let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
+    let sent = started.elapsed();
+    let mut took = Vec::new();
+    for (id, card) in ids.iter().zip(&cards) {
+        host.send(&Mail::reply(ME, card, "yes"));
+        let at = Instant::now();
+        while l.question(*id)["status"] != "answered" {
+            assert!(at.elapsed() < Duration::from_secs(20));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        took.push(at.elapsed());
+    }
+    took.sort();
+    println!(
+        "tls = {tls}: 20 cards (2 people) in their mailboxes {sent:?} after the relay started; \
+         a reply to its answer in the ledger: median {:?}, max {:?} (10 replies)",
         took[took.len() / 2],
         took[took.len() - 1]
     );
