@@ -50,6 +50,8 @@ mod relay;
 #[cfg(feature = "relay")]
 mod relay_email;
 #[cfg(feature = "relay")]
+mod relay_harness;
+#[cfg(feature = "relay")]
 mod relay_slack;
 mod render;
 mod reset;

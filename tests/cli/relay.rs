@@ -2,11 +2,10 @@
 //! (telegram_standin.rs): each property the contract promises is a test that fails if it
 //! breaks. They run on the engine the pass gives (SQLite, PostgreSQL, PgBouncer).
 
-use std::io::BufRead;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::relay_harness::{self, me, Relay};
 use crate::telegram_standin::{StandIn, TOKEN};
 use serde_json::Value;
 
@@ -15,100 +14,18 @@ const ME: i64 = 111;
 const BOB: i64 = 222;
 const STRANGER: i64 = 999;
 
-/// Who this process is on the ledger (see channels.rs).
-fn me(l: &Ledger) -> String {
-    if let Some(url) = &l.url {
-        let user = url.split("://").nth(1).unwrap();
-        return user.split([':', '@']).next().unwrap().to_string();
-    }
-    // The operating-system user, by uid, as the command line names it.
-    let id = |flag: &str| {
-        let out = std::process::Command::new("id").arg(flag).output().unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    id("-un").unwrap_or_else(|| format!("uid:{}", id("-u").unwrap()))
-}
-
-struct Relay {
-    child: Child,
-    stderr: std::path::PathBuf,
-}
-
 impl Relay {
-    fn start(l: &Ledger, api: &str, env: &[(&str, &str)]) -> Relay {
-        let config = l.dir.path().join("relay.toml");
-        std::fs::write(
-            &config,
-            format!("[telegram]\napi = \"{api}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n"),
-        )
-        .unwrap();
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let stderr = l
-            .dir
-            .path()
-            .join(format!("relay-{}.err", NEXT.fetch_add(1, Ordering::SeqCst)));
-        let mut cmd = std::process::Command::new(BIN);
-        cmd.current_dir(l.dir.path())
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env("QUESTIONS_NOW", NOW)
-            .env("TG_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
-        assert_eq!(
-            start,
-            serde_json::json!({"ok": true, "procedure": "relay", "channels": ["telegram"]}),
-            "{first}"
-        );
-        Relay { child, stderr }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(!self.stderr().contains(TOKEN), "the token was printed");
-        status
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn telegram(l: &Ledger, api: &str, env: &[(&str, &str)]) -> Relay {
+        let config =
+            format!("[telegram]\napi = \"{api}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n");
+        Relay::run(l, "telegram", &config, &[("TG_TOKEN", TOKEN)], env)
     }
 }
 
 /// A ledger where the tests' runner is `me` on Telegram (ME) and bob is BOB, linked by
 /// the runner as an admin of the group `people`.
 fn people(l: &Ledger) -> String {
-    let me = me(l);
-    l.ok(["people", "link", &me, &format!("telegram:{ME}")]);
-    l.ok(["group", "create", "people", "--admins", &me]);
-    l.ok(["people", "link", "bob", &format!("telegram:{BOB}")]);
-    me
+    relay_harness::people(l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"))
 }
 
 fn options(l: &Ledger, stage: &str, text: &str) -> i64 {
@@ -182,7 +99,7 @@ fn relay_a_click_records_once_and_strangers_and_forgeries_nothing() {
     let t = StandIn::start();
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let sqlite = button(&card, "SQLite");
     // A stranger presses my card's button: nothing recorded, told why.
@@ -245,7 +162,7 @@ fn relay_nobody_linked_nobody_answers() {
     let l = Ledger::new();
     let t = StandIn::start();
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     // Nobody to send a card to; someone writing to the bot is refused, nothing recorded.
     let said = t.write(ME, "SQLite", None);
     t.until("the reply", |s| {
@@ -274,7 +191,7 @@ fn relay_a_card_of_a_question_cleared_and_logged_again_records_nothing() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     let old = card(&t, ME, id);
     l.ok(["clear", "--stage", "design"]);
     let again = options(&l, "design", "Which database?");
@@ -314,7 +231,7 @@ fn relay_the_requesters_approve_is_refused_and_recorded() {
         "1",
     ]);
     let id = logged["question_id"].as_i64().unwrap();
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     let bobs = card(&t, BOB, id);
     let approve = button(&bobs, "Approve");
     // The requester gets no card; pressing bob's Approve is refused and recorded.
@@ -352,7 +269,7 @@ fn relay_killed_between_the_update_and_the_commit_records_it_once_after_a_restar
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
     let pause = Pause::new(l.dir.path(), "relay-heard");
-    let mut first = Relay::start(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
+    let mut first = Relay::telegram(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
     let card = card(&t, ME, id);
     let click = t.click(ME, &card, &button(&card, "SQLite"));
     pause.reached();
@@ -364,7 +281,7 @@ fn relay_killed_between_the_update_and_the_commit_records_it_once_after_a_restar
         !t.confirmed(click),
         "the stand-in keeps the unconfirmed update"
     );
-    let _second = Relay::start(&l, &t.url, &[]);
+    let _second = Relay::telegram(&l, &t.url, &[]);
     let answer = t.answer_to(click);
     assert!(answer.starts_with("recorded"), "{answer}");
     assert_eq!(l.question(id)["answered_by"], me.as_str());
@@ -385,7 +302,7 @@ fn relay_honours_a_429s_retry_after() {
     people(&l);
     t.with(|s| s.throttle = Some(("sendMessage".into(), 2)));
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     card(&t, ME, id);
     let (throttled, sent) = t.with(|s| {
         let at = s.throttled_at.expect("a 429 was answered");
@@ -411,7 +328,7 @@ fn relay_a_question_answered_elsewhere_closes_its_card() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let started = Instant::now();
     l.ok([
@@ -444,7 +361,7 @@ fn relay_opens_no_listening_socket() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     card(&t, ME, id);
     let pid = relay.child.id();
     let mut inodes = Vec::new();
@@ -483,12 +400,12 @@ fn relay_a_second_relay_waits_for_the_first() {
     let l = Ledger::new();
     let t = StandIn::start();
     people(&l);
-    let first = Relay::start(&l, &t.url, &[]);
+    let first = Relay::telegram(&l, &t.url, &[]);
     // The first holds the channel once it polls the bot.
     t.until("the first relay polling", |s| {
         s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
     });
-    let second = Relay::start(&l, &t.url, &[]);
+    let second = Relay::telegram(&l, &t.url, &[]);
     let end = Instant::now() + Duration::from_secs(10);
     while !second.stderr().contains("held by the relay") {
         assert!(Instant::now() < end, "the second relay never said it waits");
@@ -512,7 +429,7 @@ fn relay_pairs_an_account_with_start_code() {
         .as_str()
         .unwrap()
         .to_string();
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     t.write(ME, &format!("/start {code}"), None);
     t.until("the pairing's reply", |s| {
         s.messages
@@ -562,7 +479,7 @@ fn relay_typed_answers_are_verbatim_and_multi_select_toggles() {
             "--multi-select",
         ],
     );
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     // A reply to the card is recorded verbatim. (Replied to once the next card is out:
     // the relay stores a card's message reference before it sends the next one.)
     let free_card = card(&t, ME, free);
@@ -626,7 +543,7 @@ fn relay_an_update_delivered_twice_records_once() {
     let t = StandIn::start();
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let data = button(&card, "SQLite");
     let click = t.click(ME, &card, &data);
@@ -755,7 +672,7 @@ fn relay_readme_transcript() {
     ])["question_id"]
         .as_i64()
         .unwrap();
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"telegram\"]}}");
     t.write(ME, &format!("/start {code}"), None);
     let linked = t.until("linked", |s| {
@@ -808,7 +725,7 @@ fn relay_bench_click_to_ledger() {
     let ids: Vec<i64> = (0..50)
         .map(|n| options(&l, "bench", &format!("Question number {n}?")))
         .collect();
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::telegram(&l, &t.url, &[]);
     let cards: Vec<Value> = ids.iter().map(|id| card(&t, ME, *id)).collect();
     // What a delivery row holds, in bytes of its table's pages (SQLite's dbstat), and
     // its payload alone.

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::relay_harness::{self, me, Relay};
 use serde_json::Value;
 
 const AUTHSERV: &str = "mx.relay.test";
@@ -38,21 +39,6 @@ fn missing() -> Option<String> {
         return Some("openssl is not installed".into());
     }
     None
-}
-
-/// Who this process is on the ledger (see relay.rs).
-fn me(l: &Ledger) -> String {
-    if let Some(url) = &l.url {
-        let user = url.split("://").nth(1).unwrap();
-        return user.split([':', '@']).next().unwrap().to_string();
-    }
-    let id = |flag: &str| {
-        let out = Command::new("id").arg(flag).output().unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    id("-un").unwrap_or_else(|| format!("uid:{}", id("-u").unwrap()))
 }
 
 struct MailHost {
@@ -255,114 +241,31 @@ impl<'a> Mail<'a> {
     }
 }
 
-struct Relay {
-    child: Child,
-    stderr: PathBuf,
-    /// Everything it printed on stdout after its first line, read until it ends.
-    stdout: Option<std::thread::JoinHandle<String>>,
-}
-
 impl Relay {
-    fn start(l: &Ledger, host: &MailHost, env: &[(&str, &str)]) -> Relay {
+    fn email(l: &Ledger, host: &MailHost, env: &[(&str, &str)]) -> Relay {
         Relay::with_config(l, host.smtp, host.imap, "tls = \"none\"\n", env)
     }
 
     /// With the SMTP and IMAP ports given and `more` lines in `[email]` (`tls`,
     /// `ca_file`).
     fn with_config(l: &Ledger, smtp: u16, imap: u16, more: &str, env: &[(&str, &str)]) -> Relay {
-        let config = l.dir.path().join("relay-email.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[email]\nsmtp = \"127.0.0.1:{smtp}\"\nimap = \"127.0.0.1:{imap}\"\naddress = \"{RELAY}\"\n\
-                 username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n{more}\
-                 authserv_id = \"{AUTHSERV}\"\n"
-            ),
-        )
-        .unwrap();
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let stderr = l.dir.path().join(format!(
-            "relay-email-{}.err",
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let mut cmd = Command::new(BIN);
-        cmd.current_dir(l.dir.path())
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env("QUESTIONS_NOW", NOW)
-            .env("MAIL_USER", "relay")
-            .env("MAIL_PASSWORD", PASSWORD)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut first = String::new();
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut first).unwrap();
-        let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
-        assert_eq!(
-            start,
-            serde_json::json!({"ok": true, "procedure": "relay", "channels": ["email"]}),
-            "{first}"
+        let config = format!(
+            "[email]\nsmtp = \"127.0.0.1:{smtp}\"\nimap = \"127.0.0.1:{imap}\"\naddress = \"{RELAY}\"\n\
+             username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n{more}\
+             authserv_id = \"{AUTHSERV}\"\n"
         );
-        let stdout = std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = std::io::Read::read_to_string(&mut out, &mut rest);
-            rest
-        });
-        Relay {
-            child,
-            stderr,
-            stdout: Some(stdout),
-        }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        assert!(
-            !self.stderr().contains(PASSWORD),
-            "the password was printed"
-        );
-        let stdout = self
-            .stdout
-            .take()
-            .map(|t| t.join().unwrap())
-            .unwrap_or_default();
-        assert!(!stdout.contains(PASSWORD), "the password was printed");
-        status
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let env: Vec<(&str, &str)> = [("MAIL_USER", "relay")]
+            .into_iter()
+            .chain(env.iter().copied())
+            .collect();
+        Relay::run(l, "email", &config, &[("MAIL_PASSWORD", PASSWORD)], &env)
     }
 }
 
 /// The runner is `me` at ME and bob is BOB, linked by the runner as an admin of the
 /// group `people`.
 fn people(l: &Ledger) -> String {
-    let me = me(l);
-    l.ok(["people", "link", &me, &format!("email:{ME}")]);
-    l.ok(["group", "create", "people", "--admins", &me]);
-    l.ok(["people", "link", "bob", &format!("email:{BOB}")]);
-    me
+    relay_harness::people(l, &format!("email:{ME}"), &format!("email:{BOB}"))
 }
 
 fn events_of(l: &Ledger, id: i64) -> Vec<Value> {
@@ -441,7 +344,7 @@ fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_del
     let host = MailHost::start(&l);
     let me = people(&l);
     let id = freeform(&l, "design", "Which database, and why?");
-    let relay = Relay::start(&l, &host, &[]);
+    let relay = Relay::email(&l, &host, &[]);
     let card = host.card("me", id);
     assert_eq!(card["from"], RELAY);
     assert_eq!(card["auto_submitted"], "auto-generated");
@@ -493,7 +396,7 @@ fn relay_email_senders_not_vouched_for_record_nothing_and_get_no_mail() {
     let host = MailHost::start(&l);
     people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     let card = host.card("me", id);
     let forged = format!("Authentication-Results: {AUTHSERV}; dkim=pass header.d=person.test");
     let forged = [forged.as_str()];
@@ -573,7 +476,7 @@ fn relay_email_a_reply_with_an_altered_token_to_another_persons_card_or_without_
     let host = MailHost::start(&l);
     let me = people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     let card = host.card("me", id);
     let bobs = host.card("bob", id);
     let reply_to = card["reply_to"].as_str().unwrap();
@@ -644,7 +547,7 @@ fn relay_email_a_question_cleared_and_logged_again_is_not_answered_by_the_old_th
     let host = MailHost::start(&l);
     people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     let old = host.card("me", id);
     l.ok(["clear", "--stage", "design"]);
     let again = freeform(&l, "design", "Which database?");
@@ -674,7 +577,7 @@ fn relay_email_killed_after_the_reply_landed_records_it_once_after_a_restart() {
     let me = people(&l);
     let id = freeform(&l, "design", "Which database?");
     let pause = Pause::new(l.dir.path(), "relay-heard");
-    let mut first = Relay::start(&l, &host, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
+    let mut first = Relay::email(&l, &host, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
     let card = host.card("me", id);
     host.send(&Mail::reply(ME, &card, "SQLite"));
     pause.reached();
@@ -682,14 +585,14 @@ fn relay_email_killed_after_the_reply_landed_records_it_once_after_a_restart() {
     first.child.kill().unwrap();
     first.child.wait().unwrap();
     assert_eq!(l.question(id)["status"], "pending");
-    let second = Relay::start(&l, &host, &[]);
+    let second = Relay::email(&l, &host, &[]);
     host.until("me", "the answer", recorded);
     assert_eq!(l.question(id)["answered_by"], me.as_str());
     // Killed again and restarted: the message is behind the read position.
     let mut second = second;
     second.child.kill().unwrap();
     second.child.wait().unwrap();
-    let third = Relay::start(&l, &host, &[]);
+    let third = Relay::email(&l, &host, &[]);
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
     assert_eq!(replies(&host, "me", "recorded: ").len(), 1);
@@ -706,7 +609,7 @@ fn relay_email_a_question_answered_elsewhere_gets_the_settled_message_in_its_thr
     let host = MailHost::start(&l);
     people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     let card = host.card("me", id);
     let started = Instant::now();
     l.ok([
@@ -748,7 +651,7 @@ fn relay_email_pairs_an_address_by_a_signed_message_holding_the_code() {
     let me = me(&l);
     let paired = l.ok(["relay", "pair", "email", &me]);
     let code = paired["code"].as_str().unwrap().to_string();
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     // Unsigned, the code is not taken (and nobody is mailed).
     let body = format!("my code: {code}");
     let unsigned = Mail {
@@ -802,7 +705,7 @@ fn relay_email_approvals_the_requester_is_refused_and_an_approver_rejects_with_a
         "1",
     ]);
     let id = logged["question_id"].as_i64().unwrap();
-    let _relay = Relay::start(&l, &host, &[]);
+    let _relay = Relay::email(&l, &host, &[]);
     let bobs = host.card("bob", id);
     assert!(bobs["body"]
         .as_str()
@@ -851,7 +754,7 @@ fn relay_email_a_server_without_idle_is_polled() {
     let host = MailHost::with(&l, &["--no-idle"]);
     let me = people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &host, &[]);
+    let relay = Relay::email(&l, &host, &[]);
     let card = host.card("me", id);
     host.send(&Mail::reply(ME, &card, "SQLite"));
     host.until("me", "the answer", recorded);
@@ -889,7 +792,7 @@ fn relay_email_opens_no_listening_socket() {
     let host = MailHost::start(&l);
     people(&l);
     let id = freeform(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &host, &[]);
+    let relay = Relay::email(&l, &host, &[]);
     host.card("me", id);
     let pid = relay.child.id();
     let mut inodes = Vec::new();
@@ -1020,7 +923,7 @@ fn relay_email_readme_transcript() {
         .to_string();
     let id = l.log("deploy", "Which region first?");
     println!("$ questions log --stage deploy --question 'Which region first?'");
-    let relay = Relay::start(&l, &host, &[]);
+    let relay = Relay::email(&l, &host, &[]);
     println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"email\"]}}");
     let body = format!("{code}\n");
     host.send(&Mail {
@@ -1108,7 +1011,7 @@ fn relay_email_bench_idle_cpu_and_reply_latency() {
     let ids: Vec<i64> = (0..10)
         .map(|i| freeform(&l, "design", &format!("Question number {i}?")))
         .collect();
-    let relay = Relay::start(&l, &host, &[]);
+    let relay = Relay::email(&l, &host, &[]);
     let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
     let ticks = || {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();

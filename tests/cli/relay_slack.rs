@@ -2,11 +2,10 @@
 //! (slack_standin.rs): each property the contract promises is a test that fails if it
 //! breaks. They run on the engine the pass gives (SQLite, PostgreSQL, PgBouncer).
 
-use std::io::BufRead;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::relay_harness::{self, me, Relay};
 use crate::slack_standin::{StandIn, APP_TOKEN, BOT_TOKEN};
 use serde_json::Value;
 
@@ -22,106 +21,28 @@ fn dm(user: &str) -> String {
     format!("D{}", user.trim_start_matches('U'))
 }
 
-/// Who this process is on the ledger (see relay.rs).
-fn me(l: &Ledger) -> String {
-    if let Some(url) = &l.url {
-        let user = url.split("://").nth(1).unwrap();
-        return user.split([':', '@']).next().unwrap().to_string();
-    }
-    let id = |flag: &str| {
-        let out = std::process::Command::new("id").arg(flag).output().unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    id("-un").unwrap_or_else(|| format!("uid:{}", id("-u").unwrap()))
-}
-
-struct Relay {
-    child: Child,
-    stderr: std::path::PathBuf,
-}
-
 impl Relay {
-    fn start(l: &Ledger, api: &str, env: &[(&str, &str)]) -> Relay {
-        let config = l.dir.path().join("relay-slack.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[slack]\napi = \"{api}\"\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"SLACK_BOT_TOKEN\"\n"
-            ),
-        )
-        .unwrap();
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let stderr = l.dir.path().join(format!(
-            "relay-slack-{}.err",
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let mut cmd = std::process::Command::new(BIN);
-        cmd.current_dir(l.dir.path())
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env("QUESTIONS_NOW", NOW)
-            .env("SLACK_APP_TOKEN", APP_TOKEN)
-            .env("SLACK_BOT_TOKEN", BOT_TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let start: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
-        assert_eq!(
-            start,
-            serde_json::json!({"ok": true, "procedure": "relay", "channels": ["slack"]}),
-            "{first}"
+    fn slack(l: &Ledger, api: &str, env: &[(&str, &str)]) -> Relay {
+        let config = format!(
+            "[slack]\napi = \"{api}\"\napp_token_env = \"SLACK_APP_TOKEN\"\n\
+             bot_token_env = \"SLACK_BOT_TOKEN\"\n"
         );
-        Relay { child, stderr }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn stop(mut self) -> std::process::ExitStatus {
-        std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let status = self.child.wait().unwrap();
-        let said = self.stderr();
-        assert!(
-            !said.contains(APP_TOKEN) && !said.contains(BOT_TOKEN),
-            "a token was printed"
-        );
-        status
-    }
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let secrets = [
+            ("SLACK_APP_TOKEN", APP_TOKEN),
+            ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ];
+        Relay::run(l, "slack", &config, &secrets, env)
     }
 }
 
 /// The runner is `me` on Slack (ME) and bob is BOB, linked by the runner as an admin of
 /// the group `people`.
 fn people(l: &Ledger) -> String {
-    let me = me(l);
-    l.ok(["people", "link", &me, &format!("slack:{TEAM}/{ME}")]);
-    l.ok(["group", "create", "people", "--admins", &me]);
-    l.ok(["people", "link", "bob", &format!("slack:{TEAM}/{BOB}")]);
-    me
+    relay_harness::people(
+        l,
+        &format!("slack:{TEAM}/{ME}"),
+        &format!("slack:{TEAM}/{BOB}"),
+    )
 }
 
 fn options(l: &Ledger, stage: &str, text: &str) -> i64 {
@@ -216,7 +137,7 @@ fn relay_slack_a_click_records_once_and_strangers_and_forgeries_nothing() {
     let t = StandIn::start();
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let sqlite = button(&card, "SQLite");
     // A stranger of the workspace, and the runner's user id in another workspace.
@@ -274,7 +195,7 @@ fn relay_slack_nobody_linked_nobody_answers() {
     let l = Ledger::new();
     let t = StandIn::start();
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     let ts = t.write(TEAM, ME, &dm(ME), None, "SQLite", true);
     let said = said_in_thread(&t, &dm(ME), &ts, "not linked");
     assert!(said.contains("pairing code"), "{said}");
@@ -292,7 +213,7 @@ fn relay_slack_a_card_of_a_question_cleared_and_logged_again_records_nothing() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let old = card(&t, ME, id);
     l.ok(["clear", "--stage", "design"]);
     let again = options(&l, "design", "Which database?");
@@ -327,7 +248,7 @@ fn relay_slack_the_requesters_approve_is_refused_and_recorded() {
         "1",
     ]);
     let id = logged["question_id"].as_i64().unwrap();
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let bobs = card(&t, BOB, id);
     let approve = button(&bobs, "Approve");
     button(&bobs, "Reject");
@@ -361,7 +282,7 @@ fn relay_slack_killed_between_the_envelope_and_the_commit_records_it_once_after_
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
     let pause = Pause::new(l.dir.path(), "relay-heard");
-    let mut first = Relay::start(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
+    let mut first = Relay::slack(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
     let card = card(&t, ME, id);
     let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
     pause.reached();
@@ -370,7 +291,7 @@ fn relay_slack_killed_between_the_envelope_and_the_commit_records_it_once_after_
     first.child.wait().unwrap();
     assert_eq!(l.question(id)["status"], "pending");
     assert!(t.with(|s| s.envelopes.iter().any(|e| e.id == click && !e.acked)));
-    let _second = Relay::start(&l, &t.url, &[]);
+    let _second = Relay::slack(&l, &t.url, &[]);
     let said = t.answer_to(&click);
     assert!(said.starts_with("recorded"), "{said}");
     assert!(t.sent(&click) >= 2, "redelivered to the new connection");
@@ -384,7 +305,7 @@ fn relay_slack_an_envelope_not_acknowledged_is_redelivered_and_recorded_once() {
     let t = StandIn::start();
     let me = people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     // The relay's first acknowledgement is lost: Slack sends the envelope again after 3 s.
     t.with(|s| s.lose_acks = 1);
@@ -407,7 +328,7 @@ fn relay_slack_honours_a_429s_retry_after() {
     people(&l);
     t.with(|s| s.throttle = Some(("chat.postMessage".into(), 2)));
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     card(&t, ME, id);
     let (throttled, sent) = t.with(|s| {
         let at = s.throttled_at.expect("a 429 was answered");
@@ -433,7 +354,7 @@ fn relay_slack_a_question_answered_elsewhere_closes_its_card() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let started = Instant::now();
     l.ok([
@@ -467,7 +388,7 @@ fn relay_slack_a_thread_reply_is_recorded_verbatim_and_caught_up_after_a_reconne
     let free = l.log("design", "What should the project be called?");
     let picked = options(&l, "design", "Which database?");
     let later = l.log("design", "Which licence?");
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let free_card = card(&t, ME, free);
     let picked_card = card(&t, ME, picked);
     card(&t, ME, later);
@@ -528,7 +449,7 @@ fn relay_slack_multi_select_toggles_change_the_card_only_and_other_asks_in_the_t
             "--multi-select",
         ],
     );
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let first = card(&t, ME, multi);
     let ts = first["ts"].clone();
     let toggled = |what: &str, has: &'static str| {
@@ -583,7 +504,7 @@ fn relay_slack_pairs_an_account_with_a_direct_message_holding_the_code() {
     let me = me(&l);
     let paired = l.ok(["relay", "pair", "slack", &me]);
     let code = paired["code"].as_str().unwrap().to_string();
-    let _relay = Relay::start(&l, &t.url, &[]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
     let ts = t.write(TEAM, ME, &dm(ME), None, &format!("my code: {code}"), true);
     said_in_thread(&t, &dm(ME), &ts, "linked");
     let people = l.ok(["people", "list"]);
@@ -602,7 +523,7 @@ fn relay_slack_opens_no_listening_socket() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     card(&t, ME, id);
     t.until("the Socket Mode connection", |s| {
         (s.connections > 0).then_some(())
@@ -729,7 +650,7 @@ fn relay_slack_readme_transcript() {
     ])["question_id"]
         .as_i64()
         .unwrap();
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"slack\"]}}");
     let ts = t.write(TEAM, ME, &dm(ME), None, &code, true);
     println!(
@@ -818,7 +739,7 @@ fn relay_slack_bench_idle_cpu() {
     let t = StandIn::start();
     people(&l);
     let id = options(&l, "design", "Which database?");
-    let relay = Relay::start(&l, &t.url, &[]);
+    let relay = Relay::slack(&l, &t.url, &[]);
     card(&t, ME, id);
     t.until("the Socket Mode connection", |s| {
         (s.connections > 0).then_some(())
