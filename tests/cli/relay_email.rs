@@ -830,7 +830,7 @@ fn relay_email_opens_no_listening_socket() {
 #[test]
 fn relay_email_a_bad_config_is_a_usage_error_naming_the_key() {
     let l = Ledger::new();
-    let config = l.dir.path().join("bad.toml");
+    let env = [("MAIL_USER", "relay"), ("MAIL_PASSWORD", PASSWORD)];
     let good =
         "smtp = \"127.0.0.1:2525\"\nimap = \"127.0.0.1:1143\"\naddress = \"relay@relay.test\"\n\
                 username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n";
@@ -869,26 +869,7 @@ fn relay_email_a_bad_config_is_a_usage_error_naming_the_key() {
             "email.imap",
         ),
     ] {
-        std::fs::write(&config, &text).unwrap();
-        let out = Command::new(BIN)
-            .current_dir(l.dir.path())
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env_remove("NOT_SET_ANYWHERE")
-            .env("MAIL_USER", "relay")
-            .env("MAIL_PASSWORD", PASSWORD)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{text}");
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["ok"], false);
-        let message = doc["error"].as_str().unwrap_or_default();
-        assert!(message.contains(names), "{text}: {doc}");
-        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
-        assert!(!all.contains(PASSWORD));
+        relay_harness::refuses(&l, &text, &env, &[PASSWORD], names);
     }
 }
 
@@ -1235,7 +1216,7 @@ fn relay_email_tls_a_bad_ca_file_or_tls_value_is_a_usage_error_naming_the_key() 
         "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
     )
     .unwrap();
-    let config = dir.join("bad.toml");
+    let env = [("MAIL_USER", "relay"), ("MAIL_PASSWORD", PASSWORD)];
     let good =
         "smtp = \"mail.example.org:587\"\nimap = \"mail.example.org:993\"\naddress = \"relay@relay.test\"\n\
          username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\nauthserv_id = \"mx\"\n";
@@ -1257,25 +1238,8 @@ fn relay_email_tls_a_bad_ca_file_or_tls_value_is_a_usage_error_naming_the_key() 
             "email.tls must be \"required\", \"implicit\", \"starttls\" or \"none\"",
         ),
     ] {
-        std::fs::write(&config, format!("[email]\n{good}{more}\n")).unwrap();
-        let out = Command::new(BIN)
-            .current_dir(dir)
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env("MAIL_USER", "relay")
-            .env("MAIL_PASSWORD", PASSWORD)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{more}");
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["ok"], false);
-        let message = doc["error"].as_str().unwrap_or_default();
-        assert!(message.contains(names), "{more}: {doc}");
-        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
-        assert!(!all.contains(PASSWORD));
+        let config = format!("[email]\n{good}{more}\n");
+        relay_harness::refuses(&l, &config, &env, &[PASSWORD], names);
     }
 }
 

@@ -133,3 +133,41 @@ impl Drop for Relay {
         let _ = self.child.wait();
     }
 }
+
+/// Runs `questions relay` on `config`, which it must refuse as a usage error (exit 2)
+/// naming `names`, with `env` in its environment: none of the `secrets` among its values
+/// printed, on stdout or stderr.
+pub(crate) fn refuses(
+    l: &Ledger,
+    config: &str,
+    env: &[(&str, &str)],
+    secrets: &[&str],
+    names: &str,
+) {
+    let path = l.dir.path().join("bad.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(l.dir.path())
+        .arg("--db")
+        .arg(l.db())
+        .args(["relay", "--config"])
+        .arg(&path)
+        .env_remove("QUESTIONS_DB")
+        .env_remove("NOT_SET_ANYWHERE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{config}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&doc["ok"], &doc["error_code"]),
+        (&Value::Bool(false), &Value::from("usage"))
+    );
+    let message = doc["error"].as_str().unwrap_or_default();
+    assert!(message.contains(names), "{config}: {doc}");
+    let all = format!("{doc}{}", String::from_utf8_lossy(&out.stderr));
+    for secret in secrets {
+        assert!(!all.contains(secret), "a secret was printed: {config}");
+    }
+}

@@ -566,7 +566,6 @@ fn relay_slack_opens_no_listening_socket() {
 #[test]
 fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
     let l = Ledger::new();
-    let config = l.dir.path().join("bad.toml");
     for (text, names) in [
         (
             "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\n",
@@ -579,26 +578,11 @@ fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
         ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
         ("[slack]\napi = 3\n", "slack.api"),
     ] {
-        std::fs::write(&config, text).unwrap();
-        let out = std::process::Command::new(BIN)
-            .current_dir(l.dir.path())
-            .arg("--db")
-            .arg(l.db())
-            .args(["relay", "--config"])
-            .arg(&config)
-            .env_remove("QUESTIONS_DB")
-            .env_remove("NOT_SET_ANYWHERE")
-            .env("SLACK_APP_TOKEN", APP_TOKEN)
-            .env("SLACK_BOT_TOKEN", BOT_TOKEN)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{text}");
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["ok"], false);
-        let message = doc["error"].as_str().unwrap_or_default();
-        assert!(message.contains(names), "{text}: {doc}");
-        let all = format!("{}{}", doc, String::from_utf8_lossy(&out.stderr));
-        assert!(!all.contains(APP_TOKEN) && !all.contains(BOT_TOKEN));
+        let env = [
+            ("SLACK_APP_TOKEN", APP_TOKEN),
+            ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ];
+        relay_harness::refuses(&l, text, &env, &[APP_TOKEN, BOT_TOKEN], names);
     }
 }
 
