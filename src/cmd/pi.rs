@@ -156,7 +156,7 @@ fn logged(
 /// Records each choice made in pi's dialog (channel `pi`), as a card's answers are: a
 /// question someone settled meanwhile keeps what they gave (the core refuses the change,
 /// and the history keeps it as refused), and is named in `not_recorded`. A dismissed
-/// dialog's skip is refused by the core for a question answered meanwhile.
+/// dialog never reaches here: it records nothing.
 fn record(
     ledger: &mut Ledger,
     who: &Who,
@@ -178,12 +178,6 @@ fn record(
                 }),
             )),
             Given::Decline(reason) => choices.push((q.id, ops::Choice::Decline(reason.clone()))),
-            Given::Skip(reason) => {
-                let change = ops::PersonsChange::of(q.id, ops::Act::Skip(reason.clone()));
-                if let Err(e) = ops::change(ledger, &caller, &change) {
-                    not_recorded.push(format!("question {}: {}", q.id, e.message));
-                }
-            }
         }
     }
     if choices.is_empty() {

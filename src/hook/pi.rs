@@ -3,9 +3,11 @@
 //!
 //! - `{"event": "ask", "session_id", "tool_call_id", "input", "wait": bool}`: the call's
 //!   questions logged (once), and, with `wait`, waited for until none is pending;
-//! - `{"event": "answered", …, "answers": [{"selected": [...], "text"?} | {"skip"?:
-//!   reason} | {"decline": reason} | null]}`: what the person chose in pi's own dialog,
-//!   one entry a question (channel `pi`);
+//! - `{"event": "answered", …, "answers": [{"selected": [...], "text"?} | {"decline":
+//!   reason} | null]}`: what the person chose in pi's own dialog, one entry a question
+//!   (channel `pi`). The dialog has no skip: a dismissed dialog records nothing (pi's own
+//!   spec discards every answer of a cancelled dialog), so a `skip` entry is refused,
+//!   never taken as the person's decision to let a gate pass;
 //! - `{"event": "look", …}`: the call's questions as they stand, nothing written (a
 //!   resumed session's call whose result pi never kept).
 //!
@@ -25,7 +27,6 @@ pub(crate) enum Given {
         select: Vec<String>,
         text: Option<String>,
     },
-    Skip(Option<String>),
     Decline(String),
     /// Nothing for this one.
     Nothing,
@@ -63,7 +64,7 @@ pub(crate) fn parse(event: &Value) -> Result<PiEvent, Unreadable> {
                     call.questions.len()
                 )));
             }
-            let given = answers.iter().map(given).collect();
+            let given = answers.iter().map(given).collect::<Result<_, _>>()?;
             Ok(PiEvent::Answered { call, given })
         }
         other => Err(Unreadable(format!(
@@ -72,7 +73,7 @@ pub(crate) fn parse(event: &Value) -> Result<PiEvent, Unreadable> {
     }
 }
 
-fn given(item: &Value) -> Given {
+fn given(item: &Value) -> Result<Given, Unreadable> {
     let text = |key: &str| {
         str_at(item, key)
             .map(str::trim)
@@ -80,10 +81,14 @@ fn given(item: &Value) -> Given {
             .map(str::to_string)
     };
     if let Some(reason) = text("decline") {
-        return Given::Decline(reason);
+        return Ok(Given::Decline(reason));
     }
     if item.get("skip").is_some() {
-        return Given::Skip(text("skip"));
+        return Err(Unreadable(
+            "pi's dialog has no skip, and a dismissed dialog records nothing: update the pi \
+             package (questions init pi)"
+                .into(),
+        ));
     }
     let select: Vec<String> = item
         .get("selected")
@@ -97,12 +102,12 @@ fn given(item: &Value) -> Given {
         .unwrap_or_default();
     let typed = text("text");
     if select.is_empty() && typed.is_none() {
-        return Given::Nothing;
+        return Ok(Given::Nothing);
     }
-    Given::Answer {
+    Ok(Given::Answer {
         select,
         text: typed,
-    }
+    })
 }
 
 /// The questions of one `ask_user` input, named by the event's session and call id.
@@ -248,5 +253,18 @@ mod tests {
             ]
         );
         assert!(parse(&json!({"event": "nope", "input": {"questions": []}})).is_err());
+    }
+
+    #[test]
+    fn a_skip_from_the_dialog_is_refused_never_recorded() {
+        // An older package sent a dismissed dialog as a skip of every question, which let
+        // the stage's gate pass: the dialog has no skip, so nothing of the event is taken.
+        let event = json!({
+            "event": "answered",
+            "input": {"questions": [{"question": "Deploy?"}, {"question": "Which?"}]},
+            "answers": [{"selected": [], "text": "yes"}, {"skip": "dismissed in pi's dialog"}]
+        });
+        let refused = parse(&event).unwrap_err();
+        assert!(refused.0.contains("no skip"), "{}", refused.0);
     }
 }

@@ -1576,3 +1576,45 @@ fn an_agent_that_names_another_requester_still_may_not_vote_on_what_it_logged() 
         serde_json::json!(["dave"])
     );
 }
+
+#[test]
+fn unpooled_only_the_ledgers_owner_names_who_administers_people() {
+    crate::unpooled!();
+    let l = Ledger::new();
+    // The ledger is made by whoever runs the tests: its owner, who may link anyone.
+    let linked = run(&l, &["people", "link", "alice", "telegram:1001"]);
+    assert_eq!(linked.code, 0, "{linked:?}");
+    // Another user who can write the ledger, where nobody made the group `people` yet,
+    // cannot make it, nor change alice's links.
+    let claimed = run_as(
+        &l,
+        "mallory",
+        &["group", "create", "people", "--admins", "mallory"],
+    );
+    assert_eq!(claimed.error_code(), "forbidden", "{claimed:?}");
+    assert!(claimed.json["error"].as_str().unwrap().contains("owner"));
+    let unlinked = run_as(
+        &l,
+        "mallory",
+        &["people", "unlink", "alice", "telegram:1001"],
+    );
+    assert_eq!(unlinked.error_code(), "forbidden", "{unlinked:?}");
+    let relinked = run_as(&l, "mallory", &["people", "link", "alice", "telegram:666"]);
+    assert_eq!(relinked.error_code(), "forbidden", "{relinked:?}");
+    let people = ok(&l, &["people", "list"]);
+    assert_eq!(people["count"], 1, "{people}");
+    assert!(people.to_string().contains("telegram:1001"), "{people}");
+    assert!(!people.to_string().contains("telegram:666"), "{people}");
+    let groups = run(&l, &["group", "add", "people", "mallory"]);
+    assert_eq!(groups.error_code(), "not_found", "{groups:?}");
+
+    // The owner names the people admins; those change anyone's links, others still not.
+    let made = run(&l, &["group", "create", "people", "--admins", "ops"]);
+    assert_eq!(made.code, 0, "{made:?}");
+    let by_admin = run_as(&l, "ops", &["people", "link", "bob", "telegram:2002"]);
+    assert_eq!(by_admin.code, 0, "{by_admin:?}");
+    let joined = run_as(&l, "mallory", &["group", "add", "people", "mallory"]);
+    assert_eq!(joined.error_code(), "forbidden", "{joined:?}");
+    let again = run_as(&l, "mallory", &["people", "unlink", "bob", "telegram:2002"]);
+    assert_eq!(again.error_code(), "forbidden", "{again:?}");
+}

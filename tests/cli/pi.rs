@@ -432,7 +432,8 @@ fn pi_rpc_mode_hands_the_client_the_questions_and_withdraws_them_when_answered_e
 }
 
 #[test]
-fn pi_tui_dialog_records_channel_pi_and_closes_itself_when_answered_elsewhere_sqlite_only() {
+fn pi_tui_dialog_records_channel_pi_closes_itself_when_answered_elsewhere_and_a_dismissal_records_nothing_sqlite_only(
+) {
     crate::sqlite_only!();
     if pi().is_none() || !tmux() {
         return;
@@ -541,6 +542,37 @@ fn pi_tui_dialog_records_channel_pi_and_closes_itself_when_answered_elsewhere_sq
     ]);
     let closed = shows("answered by carol via cli");
     assert!(!closed.contains("Other (type your answer)"), "{closed}");
+    // A third ask, dismissed with Esc: pi's spec discards a cancelled dialog's answers, so
+    // nothing is recorded, the model is told so, and the stage's gate stays shut.
+    keys("again");
+    keys("Enter");
+    let third = p.pending(1);
+    shows("Other (type your answer)");
+    keys("Escape");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while p.model.results().len() < 3 {
+        assert!(Instant::now() < deadline, "no result:\n{}", screen());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let result = result_of(&p.model.results()[2]);
+    assert_eq!(result["answered"], false, "{result}");
+    assert_eq!(result["cancelled"], true, "{result}");
+    assert!(
+        result["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nothing was recorded"),
+        "{result}"
+    );
+    let still = p
+        .all()
+        .into_iter()
+        .find(|q| q["id"] == third[0]["id"])
+        .unwrap();
+    assert_eq!(still["status"], "pending", "{still}");
+    let stage = still["stage"].as_str().unwrap().to_string();
+    let gate = p.questions(&["check", "--stage", &stage]);
+    assert_eq!(gate.code, 1, "a dismissed dialog opened the gate: {gate:?}");
     let _ = Command::new("tmux")
         .args(["-L", &name, "kill-server"])
         .status();

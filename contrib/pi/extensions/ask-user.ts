@@ -6,7 +6,8 @@
  * settled each of them: in pi's own dialog (interactive mode), in an RPC client's dialogs
  * (RPC mode), or anywhere else the ledger is answered (`questions answer`, the inbox, a
  * relay), in every mode. The result is the seed's `AskUserResult`: the answers under the
- * labels the model offered, a skip or a decline with its reason, the call's metadata.
+ * labels the model offered, a decline with its reason, the call's metadata. A dismissed
+ * dialog records nothing: the model is told so, and the questions stay open.
  *
  * The binary is `questions hook pi` (see its --help): QUESTIONS_BINARY, else the command
  * in questions.json beside this file (written by `questions init pi`), else `questions`
@@ -65,11 +66,15 @@ interface AskInput {
 	metadata?: Record<string, unknown>;
 }
 /** One question's choice, as `questions hook pi` records it. */
-type Given = { selected: string[]; text?: string } | { skip: string } | { decline: string } | null;
+type Given = { selected: string[]; text?: string } | { decline: string } | null;
 
 const TOOL = "ask_user";
 const OTHER = "Other (type your answer)";
-const DISMISSED = "dismissed in pi's dialog";
+/** What the model is told of a dismissed dialog: pi's spec discards its answers, and the
+ * ledger records nothing, so the questions stay open and the stage's gate stays shut. */
+const DISMISSED =
+	"The person dismissed the dialog: nothing was recorded. The questions stay open in the ledger " +
+	"(a person can still answer them elsewhere); do not proceed as if they were answered.";
 const OTHER_WAYS =
 	"Install it (npm install -g questions-ledger, pipx install questions-ledger, or cargo install questions --locked), " +
 	"put it on PATH or set QUESTIONS_BINARY to its path, then run `questions init pi` in the project.";
@@ -549,9 +554,13 @@ Guidelines:
 				const chosen = first.chosen;
 				if (!chosen) return toolResult(await waiting.reply, input, mode);
 				waiting.stop();
-				const given = chosen.cancelled ? input.questions.map(() => ({ skip: DISMISSED })) : chosen.given;
-				const doc = await hook(binary, { ...base, event: "answered", answers: given }, false).reply;
-				return toolResult(doc, input, mode, chosen.cancelled ? { cancelled: true } : {});
+				if (chosen.cancelled) {
+					// Nothing is written: the call as the ledger holds it, for its stage and ids.
+					const doc = await hook(binary, { ...base, event: "look" }, false).reply;
+					return toolResult(doc, input, mode, { answered: false, answers: [], cancelled: true, note: DISMISSED });
+				}
+				const doc = await hook(binary, { ...base, event: "answered", answers: chosen.given }, false).reply;
+				return toolResult(doc, input, mode);
 			} finally {
 				signal?.removeEventListener("abort", onAbort);
 				waiting.stop();

@@ -24,6 +24,18 @@ pub enum Identity {
 }
 
 impl Identity {
+    /// Whether this is the command line's own caller (a role or a uid), not a person a
+    /// channel vouches for.
+    pub(super) fn is_local(&self) -> bool {
+        matches!(self, Identity::Local(_))
+    }
+
+    /// Whether this caller owns the ledger (`Tx::caller_owns_ledger`): only the command
+    /// line's own caller can, never a name a channel gives.
+    pub(super) fn owns_ledger(&self, tx: &Tx) -> Result<bool> {
+        Ok(self.is_local() && tx.caller_owns_ledger()?)
+    }
+
     /// The name, read inside the transaction that uses it.
     pub(super) fn resolve(&self, tx: &Tx) -> Result<String> {
         match self {
@@ -136,6 +148,11 @@ pub struct GroupChanged {
     pub settled: Vec<i64>,
 }
 
+/// Who may link or unlink anyone's channels: the ledger's owner, and the admins of this
+/// group, which only the owner makes (`group create people --admins NAME,…`); everyone
+/// else links only themself.
+pub const PEOPLE_ADMINS: &str = "people";
+
 /// What `group` does to a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GroupChange {
@@ -198,6 +215,17 @@ pub fn group(
                         }
                     )));
                 }
+                if name == PEOPLE_ADMINS && !identity.owns_ledger(tx)? {
+                    return Err(Error::new(
+                        ErrorCode::Forbidden,
+                        format!(
+                            "{caller} may not make the group '{name}': its admins link and \
+                             unlink everyone's channels, so only the ledger's owner names \
+                             them (on a file, the operating-system user who owns it; on \
+                             PostgreSQL, a member of the role that owns its tables)"
+                        ),
+                    ));
+                }
                 admins = named.iter().cloned().collect();
                 tx.set_group_admins(name, &admins)?;
             }
@@ -219,7 +247,9 @@ pub fn group(
                         )
                     });
                 }
-                if !tx.is_group_admin(name, &caller)? {
+                if !tx.is_group_admin(name, &caller, identity.is_local())?
+                    && !(name == PEOPLE_ADMINS && identity.owns_ledger(tx)?)
+                {
                     return Err(Error::new(
                         ErrorCode::Forbidden,
                         format!(

@@ -16,9 +16,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::model::{check_name, Actor, AnswerInput, Ballot, Channel, Question, Status, Verdict};
 use crate::store::{Delivery, Filter, Ledger, Link, Tx};
 
-/// Who may link or unlink anyone: the admins of this group (`group create people
-/// --admins NAME,…`); everyone else links only themself.
-pub const PEOPLE_ADMINS: &str = "people";
+pub use super::approval::PEOPLE_ADMINS;
 
 /// How long a pairing code is valid.
 pub const PAIRING_VALID: std::time::Duration = std::time::Duration::from_mins(10);
@@ -104,19 +102,22 @@ fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
-/// Who `identity` stands for, and whether they may change `name`'s links: themself, or
-/// an admin of the group `people`.
+/// Who `identity` stands for, and whether they may change `name`'s links: themself, the
+/// ledger's owner, or an admin of the group `people` (which only the owner makes).
 fn may_change_links(tx: &Tx, identity: &Identity, name: &str) -> Result<String> {
     let caller = identity.resolve(tx)?;
-    if caller == name || tx.is_group_admin(PEOPLE_ADMINS, &caller)? {
+    if caller == name
+        || tx.is_group_admin(PEOPLE_ADMINS, &caller, identity.is_local())?
+        || identity.owns_ledger(tx)?
+    {
         return Ok(caller);
     }
     Err(Error::new(
         ErrorCode::Forbidden,
         format!(
-            "{caller} may not change {name}'s channel links: only {name} themself, or an \
-             admin of the group '{PEOPLE_ADMINS}' (questions group create {PEOPLE_ADMINS} \
-             --admins NAME,…)"
+            "{caller} may not change {name}'s channel links: only {name} themself, the \
+             ledger's owner, or an admin of the group '{PEOPLE_ADMINS}', whom the owner names \
+             (questions group create {PEOPLE_ADMINS} --admins NAME,…)"
         ),
     ))
 }

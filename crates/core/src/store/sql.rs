@@ -635,13 +635,15 @@ impl<'a> Tx<'a> {
             .collect())
     }
 
-    /// Whether `person` may change the group `name`: one of its admins, or on PostgreSQL
-    /// a member of a role that is one (`pg_has_role`).
-    pub(crate) fn is_group_admin(&self, name: &str, person: &str) -> Result<bool> {
+    /// Whether `person` may change the group `name`: one of its admins, or, for the
+    /// connection's own role (`local`: the command line), on PostgreSQL a member of a
+    /// role that is one (`pg_has_role`). A person a channel vouches for is never taken for
+    /// the role the server connects as.
+    pub(crate) fn is_group_admin(&self, name: &str, person: &str, local: bool) -> Result<bool> {
         if self.group_admins(name)?.contains(person) {
             return Ok(true);
         }
-        if self.conn.dialect() != Dialect::Postgres {
+        if !local || self.conn.dialect() != Dialect::Postgres {
             return Ok(false);
         }
         let rows = self.conn.query(
@@ -655,6 +657,41 @@ impl<'a> Tx<'a> {
             .pop()
             .flatten()
             .unwrap_or(false))
+    }
+
+    /// Whether the caller of this connection owns the ledger, which decides who
+    /// administers people (§14) when nobody came first: on PostgreSQL a member of the role
+    /// that owns its `questions` table; on a file, the operating-system user (by uid) who
+    /// owns the file. A ledger that does not exist yet has no owner.
+    pub(crate) fn caller_owns_ledger(&self) -> Result<bool> {
+        if self.conn.dialect() == Dialect::Postgres {
+            let rows = self.conn.query(
+                "SELECT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = to_regclass('questions') \
+                 AND pg_has_role(session_user, c.relowner, 'MEMBER')) AS owns",
+                &[],
+            )?;
+            return Ok(rows
+                .each(|r| Ok(r.take("owns").flag(false)), &["owns"])?
+                .pop()
+                .flatten()
+                .unwrap_or(false));
+        }
+        let rows = self.conn.query(
+            "SELECT file FROM pragma_database_list WHERE name = 'main'",
+            &[],
+        )?;
+        let Some(file) = rows
+            .each(|r| Ok(r.text("file")), &["file"])?
+            .pop()
+            .flatten()
+            .filter(|f| !f.is_empty())
+        else {
+            return Ok(false);
+        };
+        use std::os::unix::fs::MetadataExt;
+        let owner = std::fs::metadata(&file).map(|m| m.uid());
+        let me = std::fs::metadata("/proc/self").map(|m| m.uid());
+        Ok(matches!((owner, me), (Ok(owner), Ok(me)) if owner == me))
     }
 
     /// Names the admins of the group `name`.
