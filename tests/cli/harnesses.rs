@@ -84,22 +84,24 @@ impl Model {
     }
 }
 
-/// Codex's model: the OpenAI Responses API, streamed. Until the input holds a
-/// `function_call_output` it answers with `call` (a `function_call` item); then with a
-/// message, ending the turn.
-fn responses(call: Value) -> Arc<Reply> {
+/// Codex's model: the OpenAI Responses API, streamed. While the input holds fewer
+/// `function_call_output`s than there are `calls`, it answers with the next call (a
+/// `function_call` item); then with a message, ending the turn.
+fn responses(calls: Vec<Value>) -> Arc<Reply> {
     Arc::new(move |line, request| {
         if !line.contains("/responses") {
             return ("application/json", "{}".to_string());
         }
-        let answered = request["input"]
-            .as_array()
-            .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"));
-        let item = if answered {
-            json!({"type": "message", "role": "assistant", "id": "msg_e2e",
-                   "content": [{"type": "output_text", "text": "thanks"}]})
-        } else {
-            call.clone()
+        let outputs = request["input"].as_array().map_or(0, |items| {
+            items
+                .iter()
+                .filter(|i| i["type"] == "function_call_output")
+                .count()
+        });
+        let item = match calls.get(outputs) {
+            Some(call) => call.clone(),
+            None => json!({"type": "message", "role": "assistant", "id": "msg_e2e",
+                   "content": [{"type": "output_text", "text": "thanks"}]}),
         };
         let events = [
             json!({"type": "response.created", "response": {"id": "resp_e2e"}}),
@@ -116,25 +118,25 @@ fn responses(call: Value) -> Arc<Reply> {
 }
 
 /// Gemini CLI's model: `streamGenerateContent` (server-sent events) and `countTokens`.
-/// While the conversation holds no `functionResponse` and tools are offered, it calls
-/// `call`; then it says a last word.
-fn generate(call: Value) -> Arc<Reply> {
+/// While the conversation holds fewer `functionResponse`s than there are `calls` and tools
+/// are offered, it makes the next call; then it says a last word.
+fn generate(calls: Vec<Value>) -> Arc<Reply> {
     Arc::new(move |line, request| {
         if line.contains(":countTokens") {
             return ("application/json", json!({"totalTokens": 10}).to_string());
         }
-        let answered = request["contents"].as_array().is_some_and(|contents| {
-            contents.iter().any(|c| {
-                c["parts"]
-                    .as_array()
-                    .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
-            })
+        let responses = request["contents"].as_array().map_or(0, |contents| {
+            contents
+                .iter()
+                .filter_map(|c| c["parts"].as_array())
+                .flatten()
+                .filter(|p| p.get("functionResponse").is_some())
+                .count()
         });
         let offered = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-        let part = if offered && !answered {
-            json!({"functionCall": call})
-        } else {
-            json!({"text": "thanks"})
+        let part = match calls.get(responses) {
+            Some(call) if offered => json!({"functionCall": call}),
+            _ => json!({"text": "thanks"}),
         };
         let response = json!({
             "candidates": [{"content": {"role": "model", "parts": [part]},
@@ -149,28 +151,29 @@ fn generate(call: Value) -> Arc<Reply> {
     })
 }
 
-/// Claude Code's model: the Messages API, streamed or not. While the conversation holds no
-/// `tool_result` and the tool is offered, it calls `call` (a `tool_use` block); then it
-/// ends the turn.
-fn messages(call: Value) -> Arc<Reply> {
+/// Claude Code's model: the Messages API, streamed or not. While the conversation holds
+/// fewer `tool_result`s than there are `calls` and the next one's tool is offered, it makes
+/// that call (a `tool_use` block); then it ends the turn.
+fn messages(calls: Vec<Value>) -> Arc<Reply> {
     Arc::new(move |line, request| {
         if line.contains("/count_tokens") {
             return ("application/json", json!({"input_tokens": 10}).to_string());
         }
-        let answered = request["messages"].as_array().is_some_and(|m| {
-            m.iter().any(|message| {
-                message["content"]
-                    .as_array()
-                    .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
-            })
+        let results = request["messages"].as_array().map_or(0, |m| {
+            m.iter()
+                .filter_map(|message| message["content"].as_array())
+                .flatten()
+                .filter(|b| b["type"] == "tool_result")
+                .count()
         });
-        let offered = request["tools"]
-            .as_array()
-            .is_some_and(|tools| tools.iter().any(|t| t["name"] == call["name"]));
-        let (block, stop) = if offered && !answered {
-            (call.clone(), "tool_use")
-        } else {
-            (json!({"type": "text", "text": "thanks"}), "end_turn")
+        let offered = |call: &Value| {
+            request["tools"]
+                .as_array()
+                .is_some_and(|tools| tools.iter().any(|t| t["name"] == call["name"]))
+        };
+        let (block, stop) = match calls.get(results) {
+            Some(call) if offered(call) => (call.clone(), "tool_use"),
+            _ => (json!({"type": "text", "text": "thanks"}), "end_turn"),
         };
         crate::scripted::messages_reply(request, &block, stop)
     })
@@ -295,6 +298,42 @@ impl Project {
     }
 }
 
+/// The person, in another process, who answers `answer` only once the model was sent a
+/// request for which `seen` holds (the ask's result, say). Returns when it answered.
+fn answer_once(
+    project: &Project,
+    model: &Model,
+    seen: fn(&Value) -> bool,
+    answer: &'static str,
+) -> std::thread::JoinHandle<Option<Instant>> {
+    let requests = model.requests.clone();
+    let root = project.root();
+    let db = project.db();
+    let home = project.home.path().to_path_buf();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_mins(2);
+        while !requests.lock().unwrap().iter().any(|(_, r)| seen(r)) {
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let mut list = bare_command(&root);
+        list.env("QUESTIONS_DB", &db)
+            .env("HOME", &home)
+            .args(["list", "--status", "pending"]);
+        let id = finish(list).json["questions"][0]["id"].as_i64()?;
+        let mut cmd = bare_command(&root);
+        cmd.env("QUESTIONS_DB", &db)
+            .env("HOME", &home)
+            .env("QUESTIONS_USER", "dana")
+            .args(["answer", "--id", &id.to_string(), "--answer", answer]);
+        let run = finish(cmd);
+        assert_eq!(run.code, 0, "{run:?}");
+        Some(Instant::now())
+    })
+}
+
 /// Runs `cmd` to its end (killed after `limit`), and returns its stdout; fails the test on
 /// a failed exit, with what it printed.
 fn run_to_end(mut cmd: Command, limit: Duration) -> String {
@@ -380,7 +419,7 @@ fn sqlite_only_codex_exec_asks_through_mcp_with_what_init_wrote() {
         "namespace": "mcp__questions", "name": "ask_questions",
         "arguments": json!({"stage": "build", "wait_seconds": 40, "questions": [
             {"question": CACHE, "options": ["Redis", "memcached"]}]}).to_string()});
-    let model = Model::start(responses(call));
+    let model = Model::start(responses(vec![call]));
     let home = codex_home(&project, &model);
     let person = project.answer_when_asked("memcached");
     let started = Instant::now();
@@ -431,7 +470,7 @@ fn sqlite_only_codex_exec_runs_the_hooks_only_once_reviewed_and_hands_the_answer
         "arguments": json!({"questions": [{"id": "cache", "header": "Cache", "question": CACHE,
             "options": [{"label": "Redis", "description": "A server"},
                         {"label": "memcached", "description": "Simple"}]}]}).to_string()});
-    let model = Model::start(responses(call));
+    let model = Model::start(responses(vec![call]));
     let home = codex_home(&project, &model);
 
     // Trusted project, hooks never reviewed: nothing runs, and --check says why.
@@ -496,7 +535,7 @@ fn sqlite_only_gemini_p_asks_through_mcp_with_what_init_wrote() {
     let call = json!({"name": "mcp_questions_ask_questions", "args": {
         "stage": "build", "wait_seconds": 40,
         "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
-    let model = Model::start(generate(call));
+    let model = Model::start(generate(vec![call]));
     // What the person does once: an API key chosen as the way in, the folder trusted, and
     // the policy rule.
     let dot = project.home.path().join(".gemini");
@@ -582,7 +621,7 @@ fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
     let call = json!({"type": "tool_use", "id": "toolu_e2e", "name": "mcp__questions__ask_questions",
         "input": {"stage": "build", "wait_seconds": 40,
                   "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
-    let model = Model::start(messages(call));
+    let model = Model::start(messages(vec![call]));
     std::fs::write(
         project.home.path().join(".claude.json"),
         json!({"projects": {project.root().display().to_string():
@@ -633,6 +672,211 @@ fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
     let all = project.all();
     assert_eq!(all.len(), 1, "{all:?}");
     assert_eq!(all[0]["answer"], "memcached");
+}
+
+/// An ask that returns before anyone answered (a short `wait_seconds`, as the 50 s cap
+/// makes of any long one) tells the agent to call `wait_for_answers`; headless, each host
+/// must be allowed that call by what `init` wrote, or the agent never gets its answer.
+fn ask_briefly() -> Value {
+    json!({"stage": "build", "wait_seconds": 0,
+           "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]})
+}
+
+fn wait_args() -> Value {
+    json!({"stage": "build", "timeout_seconds": 40})
+}
+
+/// `claude -p` with what `init claude-code` wrote collects a late answer: its
+/// `ask_questions` returns pending, the person answers after that result reached the
+/// model, and `wait_for_answers` (granted by `init`, not by the test) hands it over.
+#[test]
+fn sqlite_only_claude_p_collects_a_late_answer_with_wait_for_answers_init_granted() {
+    crate::sqlite_only!();
+    let Some(claude) = installed("claude", "@anthropic-ai/claude-code@2.1.330") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["claude-code"]);
+    let model = Model::start(messages(vec![
+        json!({"type": "tool_use", "id": "toolu_ask", "name": "mcp__questions__ask_questions",
+               "input": ask_briefly()}),
+        json!({"type": "tool_use", "id": "toolu_wait",
+               "name": "mcp__questions__wait_for_answers", "input": wait_args()}),
+    ]));
+    std::fs::write(
+        project.home.path().join(".claude.json"),
+        json!({"projects": {project.root().display().to_string():
+            {"hasTrustDialogAccepted": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let person = answer_once(
+        &project,
+        &model,
+        |r| r.to_string().contains("toolu_ask") && r.to_string().contains("tool_result"),
+        "memcached",
+    );
+    let mut cmd = project.harness(&claude);
+    cmd.env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    person
+        .join()
+        .unwrap()
+        .expect("the ask's result reached the model");
+    let result_of = |id: &str| {
+        model.requests().iter().rev().find_map(|(_, request)| {
+            request["messages"].as_array()?.iter().find_map(|m| {
+                m["content"].as_array()?.iter().find_map(|b| {
+                    (b["type"] == "tool_result" && b["tool_use_id"] == id)
+                        .then(|| b["content"].to_string())
+                })
+            })
+        })
+    };
+    let asked = result_of("toolu_ask").unwrap_or_default();
+    assert!(asked.contains("pending"), "{asked}\n{stdout}");
+    let waited = result_of("toolu_wait").unwrap_or_default();
+    assert!(
+        waited.contains("memcached") && waited.contains(r#"\"settled\":true"#),
+        "wait_for_answers handed the answer over: {waited}\n{stdout}"
+    );
+}
+
+/// `gemini -p` with what `init gemini` and `init gemini --user` wrote (the user's policy
+/// rules, which headless Gemini CLI needs to list a tool at all) collects a late answer
+/// through `wait_for_answers`.
+#[test]
+fn sqlite_only_gemini_p_collects_a_late_answer_with_the_policy_init_user_wrote() {
+    crate::sqlite_only!();
+    let Some(gemini) = installed("gemini", "@google/gemini-cli@0.61.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["gemini"]);
+    let dot = project.home.path().join(".gemini");
+    std::fs::create_dir_all(&dot).unwrap();
+    std::fs::write(
+        dot.join("settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("trustedFolders.json"),
+        json!({project.root().display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    let user = project.questions(&["init", "gemini", "--user"]);
+    assert_eq!(user.code, 0, "{user:?}");
+    let policy = std::fs::read_to_string(dot.join("policies/questions.toml")).unwrap();
+    assert!(policy.contains("wait_for_answers"), "{policy}");
+    let model = Model::start(generate(vec![
+        json!({"name": "mcp_questions_ask_questions", "args": ask_briefly()}),
+        json!({"name": "mcp_questions_wait_for_answers", "args": wait_args()}),
+    ]));
+    let person = answer_once(
+        &project,
+        &model,
+        |r| r.to_string().contains("functionResponse"),
+        "memcached",
+    );
+    let mut cmd = project.harness(&gemini);
+    cmd.env("GOOGLE_GEMINI_BASE_URL", &model.url)
+        .env("GEMINI_API_KEY", "not-a-key")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "-m",
+            "gemini-2.5-flash",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    person
+        .join()
+        .unwrap()
+        .expect("the ask's result reached the model");
+    let waited = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["contents"].as_array()?.iter().find_map(|c| {
+                c["parts"].as_array()?.iter().find_map(|p| {
+                    p.get("functionResponse")
+                        .filter(|r| r["name"] == "mcp_questions_wait_for_answers")
+                        .map(Value::to_string)
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        waited.contains("memcached") && waited.contains(r#"\"settled\":true"#),
+        "wait_for_answers handed the answer over: {waited}\n{stdout}"
+    );
+}
+
+/// `codex exec` with what `init codex` wrote collects a late answer through
+/// `wait_for_answers`, approved by the same least grant as `ask_questions`.
+#[test]
+fn sqlite_only_codex_exec_collects_a_late_answer_with_wait_for_answers_init_granted() {
+    crate::sqlite_only!();
+    let Some(codex) = installed("codex", "@openai/codex@0.169.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let project = Project::new(&["codex"]);
+    let call = |id: &str, name: &str, args: Value| {
+        json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+               "namespace": "mcp__questions", "name": name, "arguments": args.to_string()})
+    };
+    let model = Model::start(responses(vec![
+        call("ask", "ask_questions", ask_briefly()),
+        call("wait", "wait_for_answers", wait_args()),
+    ]));
+    let home = codex_home(&project, &model);
+    let person = answer_once(
+        &project,
+        &model,
+        |r| r.to_string().contains("function_call_output"),
+        "memcached",
+    );
+    codex_exec(&project, &codex, &home, &["--trust"]);
+    person
+        .join()
+        .unwrap()
+        .expect("the ask's result reached the model");
+    let waited = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["input"].as_array()?.iter().find_map(|item| {
+                (item["type"] == "function_call_output" && item["call_id"] == "call_wait")
+                    .then(|| item["output"].to_string())
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        waited.contains("memcached") && waited.contains(r#"\"settled\":true"#),
+        "wait_for_answers handed the answer over: {waited}"
+    );
 }
 
 /// Codex's TUI leaves an app-server daemon and its updater running from `CODEX_HOME`
@@ -817,7 +1061,7 @@ fn sqlite_only_codex_tui_plan_mode_card_note_is_recorded_verbatim() {
         "arguments": json!({"questions": [{"id": "cache", "header": "Cache", "question": CACHE,
             "options": [{"label": "Redis (Recommended)", "description": "A server"},
                         {"label": "memcached", "description": "Simple"}]}]}).to_string()});
-    let model = Model::start(responses(call));
+    let model = Model::start(responses(vec![call]));
     let home = codex_home(&project, &model);
     let check = project.questions(&["init", "codex", "--check"]);
     let mut config = std::fs::read_to_string(home.join("config.toml")).unwrap();
@@ -882,7 +1126,7 @@ fn sqlite_only_gemini_tui_card_custom_value_is_recorded_verbatim() {
         "question": CACHE, "header": "Cache", "type": "choice", "multiSelect": false,
         "options": [{"label": "Redis", "description": "A server"},
                     {"label": "memcached", "description": "Simple"}]}]}});
-    let model = Model::start(generate(call));
+    let model = Model::start(generate(vec![call]));
     let dot = project.home.path().join(".gemini");
     std::fs::create_dir_all(&dot).unwrap();
     std::fs::write(

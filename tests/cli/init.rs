@@ -125,10 +125,12 @@ fn claude_code_gets_the_server_and_both_hooks_and_keeps_the_rest() {
         json!({"command": "questions", "args": ["mcp", "--no-votes"]})
     );
     let settings = read_json(&files[1]);
-    // The least grant a headless agent needs to ask, beside the user's own.
+    // The least grant a headless agent needs to ask and collect its answers, beside the
+    // user's own.
     assert_eq!(
         settings["permissions"],
-        json!({"allow": ["Bash(ls)", "mcp__questions__ask_questions"]})
+        json!({"allow": ["Bash(ls)", "mcp__questions__ask_questions",
+                         "mcp__questions__wait_for_answers"]})
     );
     let hook = "questions hook claude-code".to_string();
     let pre = settings["hooks"]["PreToolUse"].as_array().unwrap();
@@ -306,6 +308,46 @@ fn user_scope_writes_the_users_config() {
 }
 
 #[test]
+fn gemini_user_scope_writes_the_policy_headless_runs_need_and_keeps_the_users_rules() {
+    let place = Place::new();
+    let policy = place.h(".gemini/policies/questions.toml");
+    write(
+        &policy,
+        "# mine\n[[rule]]\ntoolName = \"run_shell_command\"\ndecision = \"ask_user\"\npriority = 10\n",
+    );
+    twice(
+        &place,
+        &["gemini", "--user"],
+        &[place.h(".gemini/settings.json"), policy.clone()],
+    );
+    let text = std::fs::read_to_string(&policy).unwrap();
+    let doc: toml_edit::DocumentMut = text.parse().unwrap();
+    let rules = doc["rule"].as_array_of_tables().unwrap();
+    let ours: Vec<&str> = rules
+        .iter()
+        .filter(|r| r.get("mcpName").and_then(|v| v.as_str()) == Some("questions"))
+        .inspect(|r| {
+            assert_eq!(r["decision"].as_str(), Some("allow"));
+            assert_eq!(r["priority"].as_integer(), Some(100));
+        })
+        .filter_map(|r| r.get("toolName")?.as_str())
+        .collect();
+    assert_eq!(ours, ["ask_questions", "wait_for_answers"], "{text}");
+    assert!(text.starts_with("# mine\n"), "{text}");
+    // The project's init names the file, and how to have it written.
+    let project = place.ok(&["gemini"]);
+    let next = project["next"].to_string();
+    assert!(
+        next.contains("init gemini --user") && next.contains("wait_for_answers"),
+        "{next}"
+    );
+    place.ok(&["gemini", "--user", "--remove"]);
+    let left = std::fs::read_to_string(&policy).unwrap();
+    assert!(!left.contains("questions"), "{left}");
+    assert!(left.contains("run_shell_command"), "{left}");
+}
+
+#[test]
 fn removing_what_init_created_leaves_no_file() {
     let place = Place::new();
     place.ok(&["claude-code"]);
@@ -451,7 +493,7 @@ const TEAM_SETTINGS: &str = r#"{
 
 const TEAM_SETTINGS_AFTER: &str = r#"{
   // Team settings: keep this comment.
-  "permissions": {"allow": ["Bash(ls)", "mcp__questions__ask_questions"]},
+  "permissions": {"allow": ["Bash(ls)", "mcp__questions__ask_questions", "mcp__questions__wait_for_answers"]},
   "cleanupPeriodDays": 123456789012345678901234567890,
   "ratio": 1.50,
   "env": {"A": "1"},
@@ -670,6 +712,7 @@ fn codex_toml_keeps_its_comments_byte_for_byte() {
              [mcp_servers.questions]\ncommand = \"questions\"\nargs = [\"--db\", \".questions/team.db\", \"mcp\", \"--no-votes\"]\n\
              env_vars = [\"QUESTIONS_DB\"]\n\n\
              [mcp_servers.questions.tools.ask_questions]\napproval_mode = \"approve\"\n\n\
+             [mcp_servers.questions.tools.wait_for_answers]\napproval_mode = \"approve\"\n\n\
              [[hooks.PreToolUse]]\nmatcher = \"shell\"\n\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"audit\"\n\n\
              [[hooks.PreToolUse]]\nmatcher = \"request_user_input\"\n\n\
              [[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"questions --db .questions/team.db hook codex\"\n\n\
@@ -947,7 +990,10 @@ fn hooks_cover_their_wait_in_each_harness_s_unit_and_the_least_grant_is_written(
     }
     assert_eq!(
         claude["permissions"]["allow"],
-        json!(["mcp__questions__ask_questions"])
+        json!([
+            "mcp__questions__ask_questions",
+            "mcp__questions__wait_for_answers"
+        ])
     );
 
     let report = place.ok(&["codex", "--wait", "90"]);

@@ -645,6 +645,16 @@ fn a_declined_or_cancelled_form_leaves_the_questions_pending_and_says_which() {
             let s = connect(&ledger, client).await;
             let asked = s.ok("ask_questions", three_questions()).await;
             assert_eq!(asked["elicitation"], said);
+            // Who declined cannot be told (a headless host declines every form): the agent
+            // is told it is not the person's answer, and how to go on.
+            let note = asked["elicitation_note"].as_str().unwrap_or_default();
+            assert!(
+                note.contains("nothing was recorded") && note.contains("wait_for_answers"),
+                "{asked}"
+            );
+            if said == "declined" {
+                assert!(note.contains("not the person's refusal"), "{note}");
+            }
             for (_, outcome) in asked["outcomes"].as_object().unwrap() {
                 assert_eq!(outcome["status"], "pending");
             }

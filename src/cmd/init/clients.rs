@@ -52,13 +52,22 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
         Client::Gemini => {
             let servers = json_server("mcpServers", server);
             let hooks = json_hooks(GEMINI_HOOKS, "gemini", how.clone());
-            vec![json_edit(
+            let mut edits = vec![json_edit(
                 base.join(".gemini/settings.json"),
                 move |doc, remove, warnings| {
                     servers(doc, remove, warnings)?;
                     hooks(doc, remove, warnings)
                 },
-            )]
+            )];
+            // Headless Gemini CLI lists an MCP tool to the model only when a policy allows
+            // it, and only the user's policies can: `--user` writes that rule too.
+            if user {
+                edits.push(Edit {
+                    path: base.join(GEMINI_POLICY),
+                    kind: Kind::Toml(Box::new(gemini_policy)),
+                });
+            }
+            edits
         }
         Client::Cursor => vec![json_edit(
             base.join(".cursor/mcp.json"),
@@ -151,19 +160,74 @@ fn toml_field_is(item: Option<&toml_edit::Item>, want: &Value) -> bool {
     }
 }
 
-/// What Claude Code's `permissions.allow` gains: the one tool a headless agent needs to
-/// ask (the read-only ones need no grant; votes are refused anyway).
-const CLAUDE_GRANT: &str = "mcp__questions__ask_questions";
+/// The tools a headless agent must be allowed to call to ask and then collect its
+/// answers: `ask_questions` returns within 50 s, pending if nobody answered yet, and tells
+/// the agent to call `wait_for_answers`. The other tools only read (a host may still ask
+/// before each), and votes are refused anyway.
+pub(super) const AGENT_TOOLS: [&str; 2] = ["ask_questions", "wait_for_answers"];
 
-/// Claude Code's least grant: our `permissions.allow` entry, added once, taken out with
-/// `--remove` (with the list and the object when that empties them).
+/// What Claude Code's `permissions.allow` gains: `AGENT_TOOLS` as it names MCP tools.
+const CLAUDE_GRANTS: [&str; 2] = [
+    "mcp__questions__ask_questions",
+    "mcp__questions__wait_for_answers",
+];
+
+/// Gemini CLI's policy file for our rules, in the user's `~/.gemini` (a project's
+/// settings cannot allow a tool in headless runs).
+pub(super) const GEMINI_POLICY: &str = ".gemini/policies/questions.toml";
+
+/// Gemini CLI's `[[rule]]`s allowing `AGENT_TOOLS` of our server, added once each, taken
+/// out with `--remove`; any other rule in the file is the user's.
+fn gemini_policy(
+    doc: &mut toml_edit::DocumentMut,
+    remove: bool,
+    _: &mut Vec<String>,
+) -> Result<(), String> {
+    use toml_edit::{value, ArrayOfTables, Item, Table};
+    let ours = |t: &Table, tool: &str| {
+        t.get("mcpName").and_then(Item::as_str) == Some(super::SERVER)
+            && t.get("toolName").and_then(Item::as_str) == Some(tool)
+    };
+    if doc.get("rule").is_none() {
+        if remove {
+            return Ok(());
+        }
+        doc.insert("rule", Item::ArrayOfTables(ArrayOfTables::new()));
+    }
+    let rules = doc
+        .get_mut("rule")
+        .and_then(Item::as_array_of_tables_mut)
+        .ok_or("`rule` is not a list of [[rule]] tables")?;
+    if remove {
+        rules.retain(|t| !AGENT_TOOLS.iter().any(|tool| ours(t, tool)));
+        if rules.is_empty() {
+            doc.remove("rule");
+        }
+        return Ok(());
+    }
+    for tool in AGENT_TOOLS {
+        if rules.iter().any(|t| ours(t, tool)) {
+            continue;
+        }
+        let mut rule = Table::new();
+        rule.insert("mcpName", value(super::SERVER));
+        rule.insert("toolName", value(tool));
+        rule.insert("decision", value("allow"));
+        rule.insert("priority", value(100));
+        rules.push(rule);
+    }
+    Ok(())
+}
+
+/// Claude Code's least grant: our `permissions.allow` entries, each added once, taken out
+/// with `--remove` (with the list and the object when that empties them).
 fn claude_grant(doc: &mut Jsonc, remove: bool, _: &mut Vec<String>) -> Result<(), String> {
     let perms = [Step::Key("permissions")];
     let allow = [Step::Key("permissions"), Step::Key("allow")];
     match doc.shape(&perms) {
         Shape::Missing if remove => return Ok(()),
         Shape::Missing => {
-            doc.set(&[], "permissions", &json!({ "allow": [CLAUDE_GRANT] }));
+            doc.set(&[], "permissions", &json!({ "allow": CLAUDE_GRANTS }));
             return Ok(());
         }
         Shape::Object => {}
@@ -177,7 +241,7 @@ fn claude_grant(doc: &mut Jsonc, remove: bool, _: &mut Vec<String>) -> Result<()
     match doc.shape(&allow) {
         Shape::Missing if remove => return Ok(()),
         Shape::Missing => {
-            doc.set(&perms, "allow", &json!([CLAUDE_GRANT]));
+            doc.set(&perms, "allow", &json!(CLAUDE_GRANTS));
             return Ok(());
         }
         Shape::Array => {}
@@ -188,26 +252,29 @@ fn claude_grant(doc: &mut Jsonc, remove: bool, _: &mut Vec<String>) -> Result<()
             ))
         }
     }
-    let list = doc
-        .get(&allow)
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default();
-    let at = list.iter().position(|v| v.as_str() == Some(CLAUDE_GRANT));
-    match (at, remove) {
-        (None, false) => doc.push(&allow, &json!(CLAUDE_GRANT)),
-        (Some(i), true) => {
-            doc.remove_at(&allow, i);
-            if list.len() == 1 {
-                doc.remove(&perms, "allow");
-                if doc
-                    .get(&perms)
-                    .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))
-                {
-                    doc.remove(&[], "permissions");
-                }
-            }
+    for grant in CLAUDE_GRANTS {
+        let list = doc
+            .get(&allow)
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default();
+        let at = list.iter().position(|v| v.as_str() == Some(grant));
+        match (at, remove) {
+            (None, false) => doc.push(&allow, &json!(grant)),
+            (Some(i), true) => doc.remove_at(&allow, i),
+            _ => {}
         }
-        _ => {}
+    }
+    let emptied = doc
+        .get(&allow)
+        .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty));
+    if remove && emptied {
+        doc.remove(&perms, "allow");
+        if doc
+            .get(&perms)
+            .is_some_and(|p| p.as_object().is_some_and(Map::is_empty))
+        {
+            doc.remove(&[], "permissions");
+        }
     }
     Ok(())
 }
@@ -508,8 +575,8 @@ fn codex_server(
             ours.insert("env_vars", value(vars));
         }
     }
-    // The least grant that lets `codex exec` (approval policy "never") call it: asking is
-    // approved; the read-only tools need none.
+    // The least grant that lets `codex exec` (approval policy "never") ask and collect the
+    // answers: those two tools are approved; the other read-only tools need none.
     let tools = ours
         .entry("tools")
         .or_insert_with(|| {
@@ -519,13 +586,15 @@ fn codex_server(
         })
         .as_table_mut()
         .ok_or("`mcp_servers.questions.tools` is not a table")?;
-    let ask = tools
-        .entry("ask_questions")
-        .or_insert_with(|| Item::Table(Table::new()))
-        .as_table_mut()
-        .ok_or("`mcp_servers.questions.tools.ask_questions` is not a table")?;
-    if ask.get("approval_mode").and_then(Item::as_str) != Some("approve") {
-        ask.insert("approval_mode", value("approve"));
+    for tool in AGENT_TOOLS {
+        let grant = tools
+            .entry(tool)
+            .or_insert_with(|| Item::Table(Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| format!("`mcp_servers.questions.tools.{tool}` is not a table"))?;
+        if grant.get("approval_mode").and_then(Item::as_str) != Some("approve") {
+            grant.insert("approval_mode", value("approve"));
+        }
     }
     Ok(())
 }

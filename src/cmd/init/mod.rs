@@ -505,17 +505,20 @@ impl Client {
             ],
             Client::ClaudeCode => vec![
                 "trust the workspace in Claude Code: it reads a project's permissions \
-                 (the grant of ask_questions) only then; headless, `claude -p \
-                 --allowedTools mcp__questions__ask_questions` grants it too",
+                 (the grants of ask_questions and wait_for_answers) only then; headless, \
+                 `claude -p --allowedTools \
+                 mcp__questions__ask_questions,mcp__questions__wait_for_answers` grants them \
+                 too",
             ],
             Client::Gemini => vec![
                 "trust the folder in Gemini CLI (it runs no project settings, hooks or MCP \
                  server in an untrusted folder; headless, it refuses to start)",
                 "headless `gemini -p` offers no ask_user and lists MCP tools to the model \
-                 only when allowed: add a policy rule allowing the questions server's \
-                 ask_questions at user scope (a project cannot), e.g. \
-                 ~/.gemini/policies/questions.toml: [[rule]] mcpName = \"questions\" \
-                 toolName = \"ask_questions\" decision = \"allow\" priority = 100",
+                 only when a policy allows them, which only the user's policies can: run \
+                 `questions init gemini --user` once (it writes \
+                 ~/.gemini/policies/questions.toml), or add to that file a [[rule]] with \
+                 mcpName = \"questions\", decision = \"allow\", priority = 100 for each \
+                 toolName of ask_questions and wait_for_answers",
             ],
             Client::Vscode | Client::Cursor | Client::Uwf | Client::Pi => Vec::new(),
         }

@@ -128,6 +128,24 @@ pub(super) enum Elicited {
     Failed,
 }
 
+impl Elicited {
+    fn note(self) -> Option<&'static str> {
+        match self {
+            Elicited::Declined => Some(
+                "the client declined the form, and a headless host declines every form \
+                 without showing it: this is not the person's refusal, and nothing was recorded; \
+                 the questions stay pending: call wait_for_answers, or ask another way",
+            ),
+            Elicited::Cancelled => Some(
+                "the client cancelled the form (the person dismissed it, or the host did \
+                 without showing it): nothing was recorded, and the questions stay pending: \
+                 call wait_for_answers",
+            ),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 pub(super) struct NotRecorded {
     question_id: i64,
@@ -140,6 +158,10 @@ pub(super) struct Asked {
     created_ids: Vec<i64>,
     outcomes: Outcomes,
     elicitation: Elicited,
+    /// What a declined or cancelled form means for the agent: who declined it cannot be
+    /// told, so it is never the person's answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elicitation_note: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     elicitation_error: Option<String>,
     /// Questions of an accepted form whose answer could not be recorded (someone answered
@@ -393,6 +415,7 @@ impl Server {
                         created_ids,
                         outcomes: outcomes(&questions),
                         elicitation,
+                        elicitation_note: elicitation.note(),
                         elicitation_error,
                         not_recorded,
                     },
@@ -417,6 +440,7 @@ impl Server {
             created_ids,
             outcomes: outcomes(&questions),
             elicitation,
+            elicitation_note: elicitation.note(),
             elicitation_error,
             not_recorded,
         };

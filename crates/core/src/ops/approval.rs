@@ -148,9 +148,9 @@ pub struct GroupChanged {
     pub settled: Vec<i64>,
 }
 
-/// Who may link or unlink anyone's channels: the ledger's owner, and the admins of this
-/// group, which only the owner makes (`group create people --admins NAME,…`); everyone
-/// else links only themself.
+/// Who may link or unlink anyone's channels: the admins of this group, which only the
+/// ledger's owner makes (`group create people --admins NAME,…`); everyone else links
+/// only themself.
 pub const PEOPLE_ADMINS: &str = "people";
 
 /// What `group` does to a group.
@@ -247,9 +247,7 @@ pub fn group(
                         )
                     });
                 }
-                if !tx.is_group_admin(name, &caller, identity.is_local())?
-                    && !(name == PEOPLE_ADMINS && identity.owns_ledger(tx)?)
-                {
+                if !tx.is_group_admin(name, &caller, identity.is_local())? {
                     return Err(Error::new(
                         ErrorCode::Forbidden,
                         format!(

@@ -102,22 +102,19 @@ fn sha256_hex(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
-/// Who `identity` stands for, and whether they may change `name`'s links: themself, the
-/// ledger's owner, or an admin of the group `people` (which only the owner makes).
+/// Who `identity` stands for, and whether they may change `name`'s links: themself, or an
+/// admin of the group `people` (which only the ledger's owner makes).
 fn may_change_links(tx: &Tx, identity: &Identity, name: &str) -> Result<String> {
     let caller = identity.resolve(tx)?;
-    if caller == name
-        || tx.is_group_admin(PEOPLE_ADMINS, &caller, identity.is_local())?
-        || identity.owns_ledger(tx)?
-    {
+    if caller == name || tx.is_group_admin(PEOPLE_ADMINS, &caller, identity.is_local())? {
         return Ok(caller);
     }
     Err(Error::new(
         ErrorCode::Forbidden,
         format!(
-            "{caller} may not change {name}'s channel links: only {name} themself, the \
-             ledger's owner, or an admin of the group '{PEOPLE_ADMINS}', whom the owner names \
-             (questions group create {PEOPLE_ADMINS} --admins NAME,…)"
+            "{caller} may not change {name}'s channel links: only {name} themself, or an \
+             admin of the group '{PEOPLE_ADMINS}', whom the ledger's owner names (questions \
+             group create {PEOPLE_ADMINS} --admins NAME,…)"
         ),
     ))
 }
