@@ -33,7 +33,7 @@ const GRACE: Duration = Duration::from_secs(3);
 /// the event unreadable, a bug) leaves stdout empty and the exit code 0, within its
 /// `--wait` and `GRACE`.
 pub(super) fn run(ledger: &mut Ledger, who: &Who, mut args: HookArgs) -> Outcome {
-    let cut = gemini_fits(&mut args);
+    let cut = gemini_fits(&mut args).or_else(|| codex_fits(&mut args));
     let watchdog = Watchdog::start(Duration::from_secs(args.wait) + GRACE);
     ledger.set_lock_wait(LockWait::AtMost(LOCK_WAIT));
     let attempt =
@@ -127,18 +127,119 @@ fn gemini_fits(args: &mut HookArgs) -> Option<String> {
         }
     }
     let (ms, file) = shortest?;
-    let fits = (ms / 1000).saturating_sub(GRACE.as_secs());
+    cut_to(
+        args,
+        ms / 1000,
+        &format!(
+            "Gemini CLI kills this hook after {ms} ms (its `timeout` in {}; 60 000 when none \
+             is written)",
+            file.display()
+        ),
+        "gemini",
+    )
+}
+
+/// The wait cut to what a harness's `timeout` of `seconds` leaves after the hook's grace,
+/// with the note that says why; none when it fits.
+fn cut_to(args: &mut HookArgs, seconds: u64, why: &str, harness: &str) -> Option<String> {
+    let fits = seconds.saturating_sub(GRACE.as_secs());
     if fits >= args.wait {
         return None;
     }
     let asked = args.wait;
     args.wait = fits;
     Some(format!(
-        "hook: --wait {asked} refused: Gemini CLI kills this hook after {ms} ms (its `timeout` \
-         in {}; 60 000 when none is written), so it waits {fits} s instead; `questions init \
-         gemini --wait {asked}` writes a timeout that covers the wait",
-        file.display()
+        "hook: --wait {asked} refused: {why}, so it waits {fits} s instead; `questions init \
+         {harness} --wait {asked}` writes a timeout that covers the wait"
     ))
+}
+
+/// The same for Codex: a `timeout` (seconds) written on the `[[hooks.<event>.hooks]]`
+/// entry that runs this hook, in the project's `.codex/config.toml` (found walking up from
+/// here) or `$CODEX_HOME/config.toml` (`~/.codex`), that does not cover `--wait` cuts it.
+/// An entry without one is left to Codex's own default.
+fn codex_fits(args: &mut HookArgs) -> Option<String> {
+    if args.harness != Harness::Codex || args.wait == 0 {
+        return None;
+    }
+    let mut files = Vec::new();
+    if let Ok(here) = std::env::current_dir() {
+        if let Some(found) = here
+            .ancestors()
+            .map(|d| d.join(".codex/config.toml"))
+            .find(|f| f.is_file())
+        {
+            files.push(found);
+        }
+    }
+    let home = std::env::var_os("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".codex"))
+        });
+    files.extend(home.map(|h| h.join("config.toml")));
+    let wait = args.wait.to_string();
+    let runs_this = |command: &str| {
+        super::init::is_our_hook(command, "codex")
+            && command
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["--wait", wait.as_str()])
+    };
+    let mut shortest: Option<(u64, std::path::PathBuf)> = None;
+    for file in files {
+        let Some(doc) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| t.parse::<toml_edit::DocumentMut>().ok())
+        else {
+            continue;
+        };
+        let Some(events) = doc.get("hooks").and_then(toml_edit::Item::as_table_like) else {
+            continue;
+        };
+        for (_, groups) in events.iter() {
+            let Some(groups) = groups.as_array_of_tables() else {
+                continue;
+            };
+            for hook in groups
+                .iter()
+                .filter_map(|g| g.get("hooks")?.as_array_of_tables())
+                .flat_map(toml_edit::ArrayOfTables::iter)
+            {
+                if !hook
+                    .get("command")
+                    .and_then(toml_edit::Item::as_str)
+                    .is_some_and(runs_this)
+                {
+                    continue;
+                }
+                let Some(seconds) = hook
+                    .get("timeout")
+                    .and_then(toml_edit::Item::as_integer)
+                    .and_then(|t| u64::try_from(t).ok())
+                else {
+                    continue;
+                };
+                if shortest.as_ref().is_none_or(|(s, _)| seconds < *s) {
+                    shortest = Some((seconds, file.clone()));
+                }
+            }
+        }
+    }
+    let (seconds, file) = shortest?;
+    cut_to(
+        args,
+        seconds,
+        &format!(
+            "Codex kills this hook after {seconds} s (its `timeout` in {})",
+            file.display()
+        ),
+        "codex",
+    )
 }
 
 /// The hook's backstop, for what no error reports in time (a PostgreSQL server that

@@ -30,12 +30,11 @@ pub(crate) fn parse(event: &Value) -> Result<Event, Unreadable> {
             if name == "PreToolUse" {
                 return Ok(Event::Asking(call));
             }
-            // What the person chose: the tool's response, else the input a hook or a host
-            // filled in.
+            // What the person chose: the tool's response alone. The input's `answers` is
+            // what the model (or a hook) put in the call, never the person's word.
             let answers = event
                 .get("tool_response")
                 .and_then(|r| r.get("answers"))
-                .or_else(|| input.get("answers"))
                 .and_then(Value::as_object);
             let chosen = super::answered_texts(&call, answers);
             Ok(Event::Answered(call, chosen))

@@ -154,6 +154,22 @@ fn an_answer_on_record_for_the_same_text_never_answers_a_new_call() {
     assert_eq!(again["question_id"], 1);
 }
 
+/// The answers in the call's own input are what the model (or a hook) wrote there, never
+/// the person's word: a `PostToolUse` whose `tool_response` holds none records nothing.
+#[test]
+fn answers_the_model_put_in_its_call_are_never_taken_for_the_persons() {
+    let l = Ledger::new();
+    let mut post: Value = serde_json::from_str(&event("post_tool_use.json")).unwrap();
+    assert!(post["tool_input"]["answers"].is_object(), "{post}");
+    post["tool_response"] = json!({"questions": post["tool_input"]["questions"].clone()});
+    assert_silent(&hook(&l, &[], &post.to_string()));
+    let all = l.all();
+    assert!(
+        !all.is_empty() && all.iter().all(|q| q["status"] == "pending"),
+        "{all:?}"
+    );
+}
+
 #[test]
 fn a_new_call_is_never_answered_from_an_earlier_calls_answer() {
     // The issue's reproduction: session A's call is answered in its card; session B asks
@@ -1029,6 +1045,41 @@ fn codex_and_gemini_calls_are_never_answered_from_an_earlier_call() {
     // Another session is another call.
     assert_silent(&harness(&l, "gemini", &as_call(&before, "other", "-")));
     assert_eq!(l.all().len(), 12);
+}
+
+/// A wait Codex would kill is refused as Gemini CLI's is: the project's config runs
+/// `questions hook codex --wait 30` with a hand-written `timeout` of 5 s, so the hook
+/// waits what fits (2 s, with its grace) and says so.
+#[test]
+fn sqlite_only_codex_wait_longer_than_the_written_timeout_is_refused() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".codex")).unwrap();
+    std::fs::write(
+        project.path().join(".codex/config.toml"),
+        "[[hooks.PreToolUse]]\nmatcher = \"request_user_input\"\n\n\
+         [[hooks.PreToolUse.hooks]]\ntype = \"command\"\n\
+         command = \"questions hook codex --wait 30\"\ntimeout = 5\n",
+    )
+    .unwrap();
+    let pre = fixture(&format!("{CODEX}/pre_tool_use.json"));
+    let started = Instant::now();
+    let mut cmd = crate::common::bare_command(project.path());
+    cmd.env("QUESTIONS_DB", &l.path)
+        .env("HOME", project.path())
+        .env_remove("CODEX_HOME")
+        .args(["hook", "codex", "--wait", "30"])
+        .write_stdin(pre);
+    let run = crate::common::finish(cmd);
+    let took = started.elapsed();
+    assert_silent(&run);
+    assert!(took < Duration::from_secs(10), "waited {took:?}");
+    assert!(
+        run.stderr.contains("--wait 30 refused") && run.stderr.contains("after 5 s"),
+        "{run:?}"
+    );
+    assert_eq!(l.all().len(), 2, "the questions are logged all the same");
 }
 
 /// A wait Gemini CLI would kill is refused: the settings run `questions hook gemini --wait

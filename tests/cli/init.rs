@@ -997,7 +997,15 @@ fn hooks_cover_their_wait_in_each_harness_s_unit_and_the_least_grant_is_written(
     );
 
     let report = place.ok(&["codex", "--wait", "90"]);
-    assert_eq!(report["next"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(report["next"].as_array().unwrap().len(), 3, "{report}");
+    // Codex's TUI keeps its first launch's environment for its hooks: how to pin the ledger.
+    assert!(
+        report["next"][2].as_str().unwrap().contains("--db"),
+        "{report}"
+    );
+    let pinned = place.ok(&["codex", "--db", ".questions/pinned.db"]);
+    assert_eq!(pinned["next"].as_array().unwrap().len(), 2, "{pinned}");
+    place.ok(&["codex", "--wait", "90"]);
     let text = std::fs::read_to_string(place.p(".codex/config.toml")).unwrap();
     let codex: toml::Table = toml::from_str(&text).unwrap();
     let server = &codex["mcp_servers"]["questions"];

@@ -220,6 +220,15 @@ async fn connect(ledger: &Ledger, client: Client) -> Session {
     };
     assert_eq!(negotiated, expected, "{:?}", client.era);
     let tools = service.list_all_tools().await.expect("tools/list");
+    // No number format of Rust's (`uint32`, `int64`, …), which JSON Schema does not define
+    // and hosts warn of.
+    let listed = serde_json::to_string(&tools).unwrap();
+    for format in ["int", "uint", "float", "double"] {
+        assert!(
+            !listed.contains(&format!("\"format\":\"{format}")),
+            "a tool schema names a Rust number format: {listed}"
+        );
+    }
     let output_schemas = tools
         .iter()
         .map(|t| {

@@ -214,7 +214,11 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
     let next = if args.remove {
         Vec::new()
     } else {
-        args.client.next_steps()
+        let mut next = args.client.next_steps();
+        if args.client == Client::Codex && how.db.is_none() {
+            next.push(CODEX_PIN_THE_LEDGER);
+        }
+        next
     };
     note.extend(next.iter().map(|n| format!("then: {n}")));
     let mut outcome = Outcome::ok(Report {
@@ -232,6 +236,12 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
     }
     Ok(outcome)
 }
+
+/// What `init codex` without `--db` adds to the next steps.
+const CODEX_PIN_THE_LEDGER: &str = "Codex's TUI runs hooks in a background process that \
+     keeps the environment of its first launch: a QUESTIONS_DB set for a later launch never \
+     reaches them. To pin the ledger, run `questions init codex --db LOCATION`, which writes \
+     it into the hooks' and the server's command lines";
 
 /// The running binary, symlinks resolved: what an npm or pip launcher would have run.
 fn native_binary() -> Result<PathBuf> {

@@ -244,6 +244,48 @@ fn enveloped_schema<T: JsonSchema + std::any::Any>(procedure: Procedure) -> Arc<
     Arc::new(schema)
 }
 
+/// A schema without the `format`s schemars gives Rust's number types (`uint32`, `int64`,
+/// `double`, …): JSON Schema defines none of them, and hosts that check formats warn of
+/// each one in every run (Gemini CLI did, 40 times a headless run). The type and its
+/// `minimum` say what a client needs to know.
+fn plain_numbers(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                let numeric = map.get("format").and_then(Value::as_str).is_some_and(|f| {
+                    matches!(
+                        f,
+                        "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "int"
+                            | "float"
+                            | "double"
+                    )
+                });
+                if numeric {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut value = Value::Object((**schema).clone());
+    strip(&mut value);
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => schema.clone(),
+    }
+}
+
 /// The output schema of a tool that returns a command's document: the command's own
 /// schema in schema/, with the question schema it refers to put in place.
 fn command_schema(name: &str) -> Arc<JsonObject> {
@@ -471,8 +513,9 @@ impl Server {
         super::app::mark_tools(&mut tool_router);
         for route in tool_router.map.values_mut() {
             if let Some(schema) = &route.attr.output_schema {
-                route.attr.output_schema = Some(or_failure(schema));
+                route.attr.output_schema = Some(plain_numbers(&or_failure(schema)));
             }
+            route.attr.input_schema = plain_numbers(&route.attr.input_schema);
         }
         Ok(Server {
             location,
