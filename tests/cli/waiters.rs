@@ -45,15 +45,28 @@ fn run(db: &std::ffi::OsStr, dir: &Path, args: &[&str]) -> Output {
 /// `count` waiting `check --stage g`s, each returned once it has read the ledger and is
 /// waiting for a change.
 fn waiters(db: &std::ffi::OsStr, dir: &Path, count: usize) -> Vec<Child> {
+    waiters_with(db, dir, count, "120", &[])
+}
+
+/// `waiters`, each with `--timeout timeout` and `env`.
+fn waiters_with(
+    db: &std::ffi::OsStr,
+    dir: &Path,
+    count: usize,
+    timeout: &str,
+    env: &[(&str, &str)],
+) -> Vec<Child> {
     let pauses: Vec<Pause> = (0..count).map(|_| Pause::new(dir, "wait")).collect();
     let children: Vec<Child> = pauses
         .iter()
         .map(|p| {
+            let mut env = env.to_vec();
+            env.push(("QUESTIONS_TEST_PAUSE", &p.env));
             spawn(
                 db,
                 dir,
-                &["check", "--stage", "g", "--wait", "--timeout", "120"],
-                &[("QUESTIONS_TEST_PAUSE", &p.env)],
+                &["check", "--stage", "g", "--wait", "--timeout", timeout],
+                &env,
             )
         })
         .collect();
@@ -347,6 +360,108 @@ fn postgres_only_more_waiters_than_the_server_has_connections_never_lock_out_the
     let waiting = waiters(&db, dir.path(), 40);
     answer(&db, dir.path(), "1");
     all_pass(waiting);
+}
+
+/// A herald that holds its lock but says nothing (its process stopped with SIGSTOP) holds
+/// no waiter back: each reads the server for itself once a second while the herald's
+/// heartbeat is silent. A waiter held back would sit until its safety net reads again
+/// (30 s); the test gives them 20 s to pass, five times what they need.
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_a_stopped_herald_holds_no_waiter_back() {
+    crate::postgres_only!();
+    let Some(server) = OwnServer::start(40) else {
+        return;
+    };
+    let db: std::ffi::OsString = server.new_ledger("stopped").into();
+    let dir = tempfile::tempdir().unwrap();
+    let logged = run(
+        &db,
+        dir.path(),
+        &["log", "--stage", "g", "--question", "Ship it?"],
+    );
+    assert_eq!(logged.status.code(), Some(0), "{logged:?}");
+    // The first waiter, alone: at its first wait it becomes the machine's herald.
+    let first = Pause::new(dir.path(), "wait");
+    let mut herald = spawn(
+        &db,
+        dir.path(),
+        &["check", "--stage", "g", "--wait", "--timeout", "120"],
+        &[("QUESTIONS_TEST_PAUSE", &first.env)],
+    );
+    first.reached();
+    first.go_round();
+    let pid = herald.id().to_string();
+    let signal = |name: &str| {
+        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    signal("-STOP");
+    let waiting = waiters_with(&db, dir.path(), 3, "100", &[]);
+    answer(&db, dir.path(), "1");
+    let end = Instant::now() + Duration::from_secs(20);
+    for mut child in waiting {
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < end,
+                "a waiter was held back by the stopped herald"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        all_pass(vec![child]);
+    }
+    signal("-CONT");
+    let _ = herald.kill();
+    let _ = herald.wait();
+}
+
+/// Another user who made the herald's folder under the shared temporary folder first (or
+/// left it open to others) does not turn the herald off: the waiters use a folder of their
+/// own user's instead, so 45 waiters still share one listening connection and take turns,
+/// and the answer finds a connection free.
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_a_herald_folder_taken_by_another_user_leaves_the_herald_on() {
+    crate::postgres_only!();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 {
+        return crate::common::skip("giving a folder to another user needs root");
+    }
+    let Some(server) = OwnServer::start(20) else {
+        return;
+    };
+    let db: std::ffi::OsString = server.new_ledger("squatted").into();
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let taken = tmp.path().join(format!("questions-{uid}"));
+    std::fs::create_dir(&taken).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&taken, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&taken, Some(61_006), Some(61_006)).unwrap();
+    let logged = run(
+        &db,
+        dir.path(),
+        &["log", "--stage", "g", "--question", "Ship it?"],
+    );
+    assert_eq!(logged.status.code(), Some(0), "{logged:?}");
+    let env = [
+        ("TMPDIR", tmp.path().to_str().unwrap()),
+        ("HOME", home.path().to_str().unwrap()),
+        ("XDG_RUNTIME_DIR", ""),
+    ];
+    let waiting = waiters_with(&db, dir.path(), 45, "120", &env);
+    answer(&db, dir.path(), "1");
+    all_pass(waiting);
+    let own = home.path().join(format!(".cache/questions-herald-{uid}"));
+    let files = std::fs::read_dir(&own).map(Iterator::count).unwrap_or(0);
+    assert!(files > 0, "the herald's files are in {}", own.display());
+    assert_eq!(
+        std::fs::read_dir(&taken).unwrap().count(),
+        0,
+        "nothing was written in the other user's folder"
+    );
 }
 
 #[test]

@@ -8,9 +8,16 @@
 //!
 //! The herald is whichever waiter holds the lock of the ledger's file first; it goes on in
 //! a thread of its own until its process ends, and then another waiter takes the lock
-//! (each looks once a second) and heralds in its place. The files live in a folder of the
-//! user's own under the system's temporary folder, named by the server and database (not
-//! the password).
+//! (each looks once a second) and heralds in its place. A herald that holds the lock but
+//! no longer speaks (its process stopped, its connection hung) is found by its heartbeat,
+//! a file it touches every second: past `SILENT`, each waiter reads the server itself once
+//! a second, still taking turns, until the herald speaks again or goes. The files live in
+//! a folder of the user's own (under the system's temporary folder, else the user's
+//! runtime folder, else their cache), named by the server and database (not the
+//! password).
+//!
+//! A reader joins the herald when it first waits, not when it first reads: a call that
+//! does not wait (`check` without `--wait`) starts no herald and no listening connection.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
@@ -25,21 +32,30 @@ const TURNS: u32 = 16;
 /// How often a waiter that is not the herald sees whether the herald is gone.
 const LOOK_FOR_HERALD: Duration = Duration::from_secs(1);
 
+/// How often the herald touches its heartbeat file.
+const BEAT: Duration = Duration::from_secs(1);
+
+/// How long a herald may go without a heartbeat before waiters stop relying on it.
+const SILENT: Duration = Duration::from_secs(3);
+
 pub(super) struct Herald {
     url: String,
     dir: PathBuf,
     key: String,
     state: PathBuf,
+    beat: PathBuf,
     lock: File,
     leading: bool,
     /// The herald's word as this waiter last read it.
     last: Option<Vec<u8>>,
-    watch: FileWatch,
+    /// The folder's watch, from the first wait on (`start`).
+    watch: Option<FileWatch>,
 }
 
 impl Herald {
-    /// Joins (or becomes) the herald of the ledger at `url`; none when this machine has
-    /// no folder of this user's own for its files.
+    /// The herald of the ledger at `url`, for taking turns at the server; it is joined
+    /// (or become) at the first wait (`start`). None when this machine has no folder of
+    /// this user's own for its files.
     pub(super) fn join(url: &str) -> Option<Herald> {
         let dir = private_folder()?;
         use sha2::Digest;
@@ -52,19 +68,45 @@ impl Herald {
             .write(true)
             .open(dir.join(format!("{key}.lock")))
             .ok()?;
-        let watch = FileWatch::new(&dir, vec![OsString::from(format!("{key}.state"))]);
-        let mut herald = Herald {
+        Some(Herald {
             url: url.to_string(),
-            last: std::fs::read(&state).ok(),
+            last: None,
+            beat: dir.join(format!("{key}.beat")),
             dir,
             key,
             state,
             lock,
             leading: false,
-            watch,
-        };
-        herald.lead();
-        Some(herald)
+            watch: None,
+        })
+    }
+
+    /// Whether the first wait has started listening (see `start`).
+    pub(super) fn started(&self) -> bool {
+        self.watch.is_some()
+    }
+
+    /// The first wait: watches the herald's word from now on, and becomes the herald if
+    /// there is none. The caller reads again at once, so that a change made before this
+    /// is read.
+    pub(super) fn start(&mut self) {
+        self.watch = Some(FileWatch::new(
+            &self.dir,
+            vec![OsString::from(format!("{}.state", self.key))],
+        ));
+        self.last = std::fs::read(&self.state).ok();
+        self.lead();
+    }
+
+    /// Whether the herald holds the lock but has not beaten its heart for `SILENT` (its
+    /// process stopped, its connection hung), or never has (stopped before its first
+    /// beat, or of a version without one).
+    fn silent(&self) -> bool {
+        std::fs::metadata(&self.beat)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_none_or(|since| since > SILENT)
     }
 
     /// Becomes the herald if there is none (true).
@@ -76,20 +118,26 @@ impl Herald {
             return false;
         };
         self.leading = true;
-        let (url, state, dir, key) = (
+        let (url, state, dir, key, beat) = (
             self.url.clone(),
             self.state.clone(),
             self.dir.clone(),
             self.key.clone(),
+            self.beat.clone(),
         );
-        std::thread::spawn(move || herald(&url, &lock, &state, &dir, &key));
+        std::thread::spawn(move || herald(&url, &lock, &state, &dir, &key, &beat));
         true
     }
 
     /// Waits until the herald's word changes (or this waiter becomes the herald), or
-    /// `timeout` passes.
+    /// `timeout` passes; with a silent herald, a second at most.
     pub(super) fn wait(&mut self, timeout: Duration) {
-        let end = Instant::now() + timeout;
+        if !self.started() {
+            self.start();
+            return;
+        }
+        let began = Instant::now();
+        let end = began + timeout;
         // The word is read only when the folder's watch says it may have changed: a read
         // opens the file, which every other waiter's watch hears of.
         let mut look = true;
@@ -109,7 +157,15 @@ impl Herald {
             if left.is_zero() {
                 return;
             }
-            look = self.watch.wait(left.min(LOOK_FOR_HERALD));
+            // The herald holds the lock but says nothing: this waiter reads for itself,
+            // once a second.
+            if began.elapsed() >= LOOK_FOR_HERALD && self.silent() {
+                return;
+            }
+            let Some(watch) = self.watch.as_mut() else {
+                return;
+            };
+            look = watch.wait(left.min(LOOK_FOR_HERALD));
         }
     }
 
@@ -139,11 +195,19 @@ impl Herald {
 
 /// The herald's thread: holds the lock for as long as the process lives, and a connection
 /// to the server whenever it can have one.
-fn herald(url: &str, _lock: &File, state: &Path, dir: &Path, key: &str) {
+fn herald(url: &str, _lock: &File, state: &Path, dir: &Path, key: &str, beat: &Path) {
     let mut last = String::new();
     let mut pause = Duration::from_millis(100);
+    let mut beaten: Option<Instant> = None;
+    let mut heartbeat = || {
+        if beaten.is_none_or(|at| at.elapsed() >= BEAT) {
+            beaten = Some(Instant::now());
+            touch(beat);
+        }
+    };
     loop {
         let (connected, _) = super::postgres::announce(url, |word| {
+            heartbeat();
             if word != last {
                 last = word.to_string();
                 publish(state, dir, key, word);
@@ -153,8 +217,22 @@ fn herald(url: &str, _lock: &File, state: &Path, dir: &Path, key: &str) {
             pause = Duration::from_millis(100);
         }
         // The server is out of reach: waiters wait on, and read again when it is back.
+        heartbeat();
         std::thread::sleep(super::jittered(pause));
         pause = (pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Sets the heartbeat file's time to now (a change of its times alone, which no waiter's
+/// watch of the word hears).
+fn touch(beat: &Path) {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(beat);
+    if let Ok(file) = file {
+        let _ = file.set_modified(std::time::SystemTime::now());
     }
 }
 
@@ -167,15 +245,37 @@ fn publish(state: &Path, dir: &Path, key: &str, word: &str) {
     }
 }
 
-/// `questions-<uid>` under the temporary folder, made with only the user's access, and
-/// used only when it is the user's own folder (not a link, nobody else's, closed to
-/// others).
+/// A folder made with only the user's access, used only when it is the user's own (not a
+/// link, nobody else's, closed to others): `questions-<uid>` under the temporary folder;
+/// when another user made that one first, or opened it, the user's runtime folder
+/// (`XDG_RUNTIME_DIR`), else their cache (`~/.cache`). Every waiter of the user finds the
+/// same one, so none goes without a herald (and holds a connection of its own) because
+/// another user took a name in a shared folder.
 fn private_folder() -> Option<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     // SAFETY: geteuid has no preconditions and cannot fail.
     let uid = unsafe { libc::geteuid() };
-    let dir = std::env::temp_dir().join(format!("questions-{uid}"));
-    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-    let meta = std::fs::symlink_metadata(&dir).ok()?;
-    (meta.is_dir() && meta.uid() == uid && meta.mode().trailing_zeros() >= 6).then_some(dir)
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let candidates = [
+        Some(std::env::temp_dir().join(format!("questions-{uid}"))),
+        env_dir("XDG_RUNTIME_DIR").map(|d| d.join(format!("questions-{uid}"))),
+        env_dir("HOME").map(|d| d.join(".cache").join(format!("questions-herald-{uid}"))),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|dir| is_private(dir, uid))
+}
+
+fn is_private(dir: &Path, uid: u32) -> bool {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid && meta.mode().trailing_zeros() >= 6)
 }

@@ -196,9 +196,10 @@ impl Ledger {
         &self.location
     }
 
-    /// What a reader that starts waiting waits with. A PostgreSQL waiter joins the
-    /// machine's herald at once, so that its first read takes a turn at the server too,
-    /// and a change after its first read is one the herald tells of.
+    /// What a reader that starts waiting waits with. A PostgreSQL waiter takes turns at
+    /// the server with the machine's other waiters from its first read, and listens for
+    /// the herald from its first wait (see `herald::Herald::start`): a call that never
+    /// waits starts no herald.
     #[cfg_attr(not(all(feature = "postgres", unix)), allow(clippy::unused_self))]
     fn first_waiter(&self) -> Waiter {
         #[cfg(all(feature = "postgres", unix))]
