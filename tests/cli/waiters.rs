@@ -455,7 +455,7 @@ fn postgres_only_a_herald_folder_taken_by_another_user_leaves_the_herald_on() {
     answer(&db, dir.path(), "1");
     all_pass(waiting);
     let own = home.path().join(format!(".cache/questions-herald-{uid}"));
-    let files = std::fs::read_dir(&own).map(Iterator::count).unwrap_or(0);
+    let files = std::fs::read_dir(&own).map_or(0, Iterator::count);
     assert!(files > 0, "the herald's files are in {}", own.display());
     assert_eq!(
         std::fs::read_dir(&taken).unwrap().count(),
