@@ -70,7 +70,6 @@ fn heredoc_end(command: &str) -> Option<String> {
     let at = command.find("<<")?;
     let word = command[at + 2..]
         .trim_start_matches('-')
-        .trim_start()
         .split_whitespace()
         .next()?;
     Some(word.trim_matches(|c| c == '\'' || c == '"').to_string())
@@ -249,18 +248,53 @@ pub(crate) fn assert_shown(place: &str, expected: &str, actual: &str, dir: &str)
     );
 }
 
-/// The block after `<!-- NAME -->` in a file of the docs (its fence lines left out).
-pub(crate) fn documented(file: &str, name: &str) -> String {
+/// Where the block after `<!-- NAME -->` in a file of the docs starts and ends (its
+/// fence lines left out), and the file's text.
+fn block(file: &str, name: &str) -> (String, usize, usize) {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
     let marker = format!("<!-- {name} -->");
     let at = text
         .find(&marker)
         .unwrap_or_else(|| panic!("{file} has no block marked {marker}"));
-    let block = &text[at..];
-    let start = block.find("```").unwrap();
-    let start = start + block[start..].find('\n').unwrap() + 1;
-    let end = block[start..].find("\n```").unwrap();
-    block[start..=start + end].to_string()
+    let fence = at + text[at..].find("```").unwrap();
+    let start = fence + text[fence..].find('\n').unwrap() + 1;
+    let end = start + text[start..].find("```").unwrap();
+    (text, start, end)
+}
+
+/// Fails, with a diff, unless `actual` is the block after `<!-- NAME -->` in `file` (both
+/// normalised as transcripts are): for the transcripts that need a stand-in of a service,
+/// which the test of that service runs. With `QUESTIONS_WRITE_DOCS=1` it writes `actual`
+/// there instead.
+pub(crate) fn assert_documented(file: &str, name: &str, actual: &str) {
+    let (text, start, end) = block(file, name);
+    if std::env::var_os("QUESTIONS_WRITE_DOCS").is_some() {
+        let actual: Vec<&str> = actual.trim_end().lines().map(str::trim_end).collect();
+        let written = format!("{}{}\n{}", &text[..start], actual.join("\n"), &text[end..]);
+        std::fs::write(root().join(file), written).unwrap();
+        return;
+    }
+    assert_shown(
+        &format!("{file}, the block marked <!-- {name} -->"),
+        &text[start..end],
+        actual,
+        PROJECT,
+    );
+}
+
+/// A command line as a person would type it: arguments with spaces in single quotes.
+pub(crate) fn typed(args: &[&str]) -> String {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.contains(' ') {
+                format!("'{a}'")
+            } else {
+                (*a).to_string()
+            }
+        })
+        .collect();
+    format!("$ questions {}", words.join(" "))
 }
 
 fn run_transcript(t: &Transcript, dir: &Path, home: &Path) {
