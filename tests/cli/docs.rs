@@ -250,6 +250,7 @@ pub(crate) fn assert_shown(place: &str, expected: &str, actual: &str, dir: &str)
 
 /// Where the block after `<!-- NAME -->` in a file of the docs starts and ends (its
 /// fence lines left out), and the file's text.
+#[cfg(feature = "relay")]
 fn block(file: &str, name: &str) -> (String, usize, usize) {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
     let marker = format!("<!-- {name} -->");
@@ -266,6 +267,7 @@ fn block(file: &str, name: &str) -> (String, usize, usize) {
 /// normalised as transcripts are): for the transcripts that need a stand-in of a service,
 /// which the test of that service runs. With `QUESTIONS_WRITE_DOCS=1` it writes `actual`
 /// there instead.
+#[cfg(feature = "relay")]
 pub(crate) fn assert_documented(file: &str, name: &str, actual: &str) {
     let (text, start, end) = block(file, name);
     if std::env::var_os("QUESTIONS_WRITE_DOCS").is_some() {
@@ -283,6 +285,7 @@ pub(crate) fn assert_documented(file: &str, name: &str, actual: &str) {
 }
 
 /// A command line as a person would type it: arguments with spaces in single quotes.
+#[cfg(feature = "relay")]
 pub(crate) fn typed(args: &[&str]) -> String {
     let words: Vec<String> = args
         .iter()
