@@ -1,7 +1,7 @@
 //! The docs hold to the program: every shell transcript in README.md and docs/ runs and
 //! prints what it shows, every command of `questions --help` has its heading in the
-//! reference, every `§N` the code cites is a section of the reference, and no relative
-//! link between the docs is dead.
+//! reference, every schema in schema/ is named there, every `§N` the code cites is a
+//! section of it, and no relative link between the docs is dead.
 //!
 //! A transcript is a fenced block opened with ```` ```console ````: each line after `$ `
 //! is a command (a line ending in `\` goes on, and a here-document runs to its end
@@ -441,6 +441,29 @@ fn every_command_of_the_help_has_its_heading_in_the_reference() {
     assert!(
         missing.is_empty(),
         "docs/reference.md has no heading naming these commands (e.g. \"### `NAME`\"): {missing:?}"
+    );
+}
+
+#[test]
+fn every_schema_is_named_in_the_reference() {
+    let reference = reference();
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(root().join("schema")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        seen += 1;
+        if !reference.contains(&format!("`{name}`")) {
+            missing.push(name);
+        }
+    }
+    assert!(seen > 20, "only {seen} schemas were read");
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md names no document for these schemas: {missing:?}"
     );
 }
 
