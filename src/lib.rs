@@ -4,6 +4,8 @@
 //! core as `questions_core::…`, so the crate boundary shows where it is crossed, and the
 //! store is the core's own (a front end holds a `Ledger` and calls `ops`). `entry::run`
 //! is the binary's.
+//!
+//! A `§N` in a comment cites section N of the reference, docs/reference.md.
 
 #[cfg(any(feature = "mcp", feature = "serve"))]
 pub(crate) mod bridge;

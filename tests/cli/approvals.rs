@@ -936,19 +936,19 @@ fn ingest_logs_every_question_of_an_envelope_as_an_approval() {
     );
 }
 
-/// The shell block after `<!-- recipe: NAME` in the README.
+/// The shell block after `<!-- recipe: NAME` in the guide to approvals.
 fn recipe(name: &str) -> String {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../docs/guide/approvals.md");
     let at = readme
         .find(&format!("<!-- recipe: {name}"))
-        .unwrap_or_else(|| panic!("the README has no recipe '{name}'"));
+        .unwrap_or_else(|| panic!("docs/guide/approvals.md has no recipe '{name}'"));
     let block = &readme[at..];
     let start = block.find("```sh\n").unwrap() + "```sh\n".len();
     let end = block[start..].find("```").unwrap();
     block[start..start + end].to_string()
 }
 
-/// Runs the README's approval recipe for build 42 while `votes` are cast from elsewhere;
+/// Runs the docs' approval recipe for build 42 while `votes` are cast from elsewhere;
 /// the recipe's exit code and its output.
 fn approval_recipe(votes: &[(&str, &[&str])]) -> (i32, Value) {
     let l = Ledger::new();

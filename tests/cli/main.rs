@@ -15,6 +15,7 @@ mod claude_code;
 mod clear;
 mod concurrency;
 mod crash;
+mod docs;
 mod errors;
 mod events;
 mod examples;

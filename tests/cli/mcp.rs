@@ -1085,12 +1085,12 @@ fn the_restricted_form_schema_refuses_what_the_protocol_refuses() {
     assert!(validator.is_valid(&fine));
 }
 
-/// The fenced block after `<!-- mcp-config: NAME -->` in the README.
+/// The fenced block after `<!-- mcp-config: NAME -->` in the guide to MCP.
 fn readme_block(name: &str) -> String {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../docs/guide/mcp.md");
     let at = readme
         .find(&format!("<!-- mcp-config: {name} -->"))
-        .unwrap_or_else(|| panic!("the README has no '{name}' snippet"));
+        .unwrap_or_else(|| panic!("docs/guide/mcp.md has no '{name}' snippet"));
     let block = &readme[at..];
     let start = block.find("```").unwrap();
     let start = start + block[start..].find('\n').unwrap() + 1;
@@ -1188,7 +1188,7 @@ fn sqlite_only_the_readme_transcript_is_what_the_server_says() {
     readme_check(block);
 }
 
-/// The transcript of the README's MCP session, as rmcp's client sees it in `era`.
+/// The transcript of the MCP session in docs/guide/mcp.md, as rmcp's client sees it in `era`.
 fn readme_transcript(era: Era) -> String {
     let ledger = Ledger::new();
     let mut transcript = String::new();
@@ -1246,7 +1246,7 @@ fn readme_transcript(era: Era) -> String {
 }
 
 fn readme_check(block: String) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/mcp.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (open, close) = ("<!-- mcp-transcript -->\n", "<!-- /mcp-transcript -->");
     let start = readme.find(open).unwrap() + open.len();
@@ -1259,7 +1259,7 @@ fn readme_check(block: String) {
     assert_eq!(
         readme[start..end],
         block,
-        "the README's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
+        "docs/guide/mcp.md's MCP transcript is stale: run QUESTIONS_WRITE_README=1 cargo test --test cli readme_transcript"
     );
 }
 

@@ -586,66 +586,74 @@ fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
     }
 }
 
+/// The Slack transcript in docs/guide/relay.md is a real run against the stand-in: a
+/// change of what the relay sends, says or records that leaves the guide behind fails
+/// here (`QUESTIONS_WRITE_DOCS=1` writes the run there instead).
 #[test]
-#[ignore = "prints the README's transcript"]
-fn relay_slack_readme_transcript() {
+fn relay_slack_the_guide_s_transcript_is_what_the_relay_does() {
     let l = Ledger::new();
     let t = StandIn::start();
     let admin = me(&l);
-    let show = |args: &[&str]| {
+    let mut out = String::new();
+    let show = |out: &mut String, args: &[&str], print: bool| {
         let run = l.run(args);
-        let shown: Vec<String> = args
-            .iter()
-            .map(|a| {
-                if a.contains(' ') {
-                    format!("'{a}'")
-                } else {
-                    (*a).to_string()
-                }
-            })
-            .collect();
-        println!("$ questions {}\n{}", shown.join(" "), run.stdout.trim_end());
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        out.push_str(&crate::docs::typed(args));
+        out.push('\n');
+        if print {
+            out.push_str(run.stdout.trim_end());
+            out.push('\n');
+        }
         run.json
     };
-    show(&["group", "create", "people", "--admins", &admin]);
-    let code = show(&["relay", "pair", "slack", "alice"])["code"]
+    l.ok(["group", "create", "people", "--admins", &admin]);
+    out.push_str("$ questions group create people --admins \"$(id -un)\"\n");
+    let code = show(&mut out, &["relay", "pair", "slack", "alice"], true)["code"]
         .as_str()
         .unwrap()
         .to_string();
-    let id = show(&[
-        "log",
-        "--stage",
-        "design",
-        "--question",
-        "Which database?",
-        "--option",
-        "PostgreSQL",
-        "--option",
-        "SQLite (Recommended)",
-    ])["question_id"]
+    let id = show(
+        &mut out,
+        &[
+            "log",
+            "--stage",
+            "design",
+            "--question",
+            "Which database?",
+            "--option",
+            "PostgreSQL",
+            "--option",
+            "SQLite (Recommended)",
+        ],
+        false,
+    )["question_id"]
         .as_i64()
         .unwrap();
-    let free = show(&[
-        "log",
-        "--stage",
-        "design",
-        "--question",
-        "What should the project be called?",
-    ])["question_id"]
+    let free = show(
+        &mut out,
+        &[
+            "log",
+            "--stage",
+            "design",
+            "--question",
+            "What should the project be called?",
+        ],
+        false,
+    )["question_id"]
         .as_i64()
         .unwrap();
     let relay = Relay::slack(&l, &t.url, &[]);
-    println!("$ questions relay --config relay.toml &\n{{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"slack\"]}}");
+    out.push_str("$ questions relay --config relay.toml &\n{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"slack\"]}\n");
     let ts = t.write(TEAM, ME, &dm(ME), None, &code, true);
-    println!(
-        "# alice sends the app {code} in a direct message; it answers in the thread:\n#   {}",
+    out.push_str(&format!(
+        "# alice sends the app {code} in a direct message; it answers in the thread:\n#   {}\n",
         said_in_thread(&t, &dm(ME), &ts, "linked")
-    );
+    ));
     let c = card(&t, ME, id);
-    println!(
-        "# her card:\n#   {}",
+    out.push_str(&format!(
+        "# her card:\n#   {}\n",
         c["text"].as_str().unwrap().replace('\n', "\n#   ")
-    );
+    ));
     let buttons: Vec<String> = c["blocks"][1]["elements"]
         .as_array()
         .unwrap()
@@ -658,26 +666,29 @@ fn relay_slack_readme_transcript() {
             }
         })
         .collect();
-    println!("#   buttons: {}", buttons.join(" | "));
+    out.push_str(&format!("#   buttons: {}\n", buttons.join(" | ")));
     let click = t.click(TEAM, ME, &c, &button(&c, "SQLite"));
-    println!(
-        "# she presses \"2. SQLite ★\"; Slack shows her, only to her: {}",
+    out.push_str(&format!(
+        "# she presses \"2. SQLite ★\"; Slack shows her, only to her: {}\n",
         t.answer_to(&click)
-    );
+    ));
     let edited = closed(&t, ME, id);
-    println!(
-        "# the card is updated, its buttons gone; it ends: {}",
+    out.push_str(&format!(
+        "# the card is updated, its buttons gone; it ends: {}\n",
         edited["text"].as_str().unwrap().lines().last().unwrap()
-    );
+    ));
     let other = card(&t, ME, free);
     let thread = other["ts"].as_str().unwrap();
     t.write(TEAM, ME, &dm(ME), Some(thread), "Ledgerly", true);
-    println!(
-        "# she replies \"Ledgerly\" in the thread of question {free}'s card; the app answers there:\n#   {}",
+    out.push_str(&format!(
+        "# she replies \"Ledgerly\" in the thread of question {free}'s card; the app answers there:\n#   {}\n",
         said_in_thread(&t, &dm(ME), thread, "recorded")
-    );
-    show(&["check", "--stage", "design"]);
+    ));
+    show(&mut out, &["check", "--stage", "design"], true);
     relay.stop();
+    // The code is new on every run: the guide shows one.
+    let out = out.replace(&code, "ARVZKUVMNE");
+    crate::docs::assert_documented("docs/guide/relay.md", "transcript: slack", &out);
 }
 
 /// The manifest the README has people paste: Socket Mode on, and what the relay needs

@@ -312,12 +312,16 @@ fn bad_watch_arguments_are_usage_errors() {
     }
 }
 
-/// The shell block after `<!-- recipe: NAME` in the README.
+/// The shell block after `<!-- recipe: NAME` in the guide (people and time, or CI).
 fn recipe(name: &str) -> String {
-    let readme = include_str!("../../README.md");
+    let readme = [
+        include_str!("../../docs/guide/people.md"),
+        include_str!("../../docs/guide/ci.md"),
+    ]
+    .concat();
     let at = readme
         .find(&format!("<!-- recipe: {name}"))
-        .unwrap_or_else(|| panic!("the README has no recipe '{name}'"));
+        .unwrap_or_else(|| panic!("docs/guide has no recipe '{name}'"));
     let block = &readme[at..];
     let start = block.find("```sh\n").unwrap() + "```sh\n".len();
     let end = block[start..].find("```").unwrap();
@@ -332,7 +336,7 @@ fn stop(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
-/// A shell running a README recipe with `questions` on its PATH and this ledger.
+/// A shell running a recipe of the docs with `questions` on its PATH and this ledger.
 fn shell(l: &Ledger, script: &str) -> std::process::Command {
     let bin_dir = std::path::Path::new(BIN).parent().unwrap();
     let path = format!(

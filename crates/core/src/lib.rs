@@ -2,6 +2,8 @@
 //! operations on it. Every front end (the command line, `mcp`, `serve`, `watch`, the
 //! hooks) calls `ops`; none of them is a dependency of this crate, so none can be reached
 //! from here.
+//!
+//! A `§N` in a comment cites section N of the reference, docs/reference.md.
 
 pub mod clock;
 pub mod error;
