@@ -506,7 +506,7 @@ fn answered(
     harness: Harness,
     stage: &str,
     call: &Call,
-    chosen: &[Option<String>],
+    chosen: &[Option<hook::Given>],
 ) -> Result<()> {
     let questions = logged(ledger, harness, stage, call, CallStep::Answered)?;
     let caller = who.via(harness.channel());
@@ -514,14 +514,28 @@ fn answered(
         .iter()
         .zip(chosen)
         .filter_map(|(q, answer)| {
-            let text = answer.clone()?;
-            Some((
-                q.id,
-                Choice::Answer(AnswerInput {
+            let choice = match answer.clone()? {
+                hook::Given::Text(text) => Choice::Answer(AnswerInput {
                     text: Some(text),
                     select: Vec::new(),
                 }),
-            ))
+                // Labels that are the question's options stay selected; a "label" of a
+                // question without them is the person's words, the note after them.
+                hook::Given::Noted { labels, note } if labels.iter().all(|l| is_option(q, l)) => {
+                    Choice::Noted(
+                        AnswerInput {
+                            text: None,
+                            select: labels,
+                        },
+                        note,
+                    )
+                }
+                hook::Given::Noted { labels, note } => Choice::Answer(AnswerInput {
+                    text: Some(format!("{}; {note}", labels.join(", "))),
+                    select: Vec::new(),
+                }),
+            };
+            Some((q.id, choice))
         })
         .collect();
     if choices.is_empty() {
@@ -550,6 +564,13 @@ fn answered(
         "not every answer from the card was recorded: {}",
         refused.join("; ")
     )))
+}
+
+/// Whether `label` names one of `q`'s options (as the card shows them, a recommended
+/// one's " (Recommended)" included or not).
+fn is_option(q: &Question, label: &str) -> bool {
+    let bare = |l: &str| questions_core::model::split_recommended(l).0.to_lowercase();
+    q.options.iter().any(|o| bare(&o.label) == bare(label))
 }
 
 impl Harness {

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{json_or_string, str_at, Asked, Call, Event, Unreadable};
+use super::{json_or_string, str_at, Asked, Call, Event, Given, Unreadable};
 
 pub(crate) const TOOL: &str = "request_user_input";
 
@@ -63,8 +63,8 @@ const NONE_OF_THE_ABOVE: &str = "None of the above";
 
 /// One question's answer from the card's list: the chosen labels, and the person's note
 /// (`user_note: …`) verbatim. A note beside "None of the above" (or alone) is the answer
-/// itself; beside an option, it follows the option's label.
-fn card_answer(given: &[String]) -> Option<String> {
+/// itself; beside an option, the option stays selected and the note follows its label.
+fn card_answer(given: &[String]) -> Option<Given> {
     let notes: Vec<&str> = given
         .iter()
         .filter_map(|a| a.strip_prefix(NOTE))
@@ -79,9 +79,12 @@ fn card_answer(given: &[String]) -> Option<String> {
         .collect();
     match (labels.is_empty(), notes.is_empty()) {
         (true, true) => None,
-        (false, true) => Some(labels.join(", ")),
-        (true, false) => Some(notes.join("\n")),
-        (false, false) => Some(format!("{}; {}", labels.join(", "), notes.join("\n"))),
+        (false, true) => Some(Given::Text(labels.join(", "))),
+        (true, false) => Some(Given::Text(notes.join("\n"))),
+        (false, false) => Some(Given::Noted {
+            labels: labels.into_iter().map(str::to_string).collect(),
+            note: notes.join("\n"),
+        }),
     }
 }
 

@@ -14,6 +14,16 @@ use serde_json::Value;
 
 use questions_core::model::{split_recommended, NewQuestion, Question, Status};
 
+/// One question's answer from a harness's card.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Given {
+    /// The answer as the card gives it: an option's label (or labels), or the person's
+    /// own words.
+    Text(String),
+    /// Options chosen by their labels, with the person's note beside them (Codex's card).
+    Noted { labels: Vec<String>, note: String },
+}
+
 /// What a hook event asks of the ledger.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Event {
@@ -22,7 +32,7 @@ pub(crate) enum Event {
     Asking(Call),
     /// The person answered in the harness's own card: one answer per question of the
     /// call, in its order (none where they left it unanswered).
-    Answered(Call, Vec<Option<String>>),
+    Answered(Call, Vec<Option<Given>>),
     /// The agent's turn is ending: hand it, once, the answers that came in after it
     /// stopped waiting for them.
     Stopping(Stop),
@@ -209,7 +219,7 @@ pub(super) fn questions_of(
 pub(super) fn answered_texts(
     call: &Call,
     answers: Option<&serde_json::Map<String, Value>>,
-) -> Vec<Option<String>> {
+) -> Vec<Option<Given>> {
     call.questions
         .iter()
         .map(|q| {
@@ -218,7 +228,7 @@ pub(super) fn answered_texts(
                 .and_then(Value::as_str)
                 .map(str::trim)
                 .filter(|a| !a.is_empty())
-                .map(str::to_string)
+                .map(|a| Given::Text(a.to_string()))
         })
         .collect()
 }

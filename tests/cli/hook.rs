@@ -858,6 +858,20 @@ fn codex_notes_from_its_card_are_recorded_verbatim() {
     assert_eq!(all[0]["answer"], "Use memcached, for now");
     assert_eq!(all[0]["was_custom"], true);
     assert_eq!(all[1]["answer"], "ledger; lower case");
+    // An option with a note beside it stays the person's selection, not free text.
+    let noted = Ledger::new();
+    post["tool_response"] = json!(json!({"answers": {
+        "database": {"answers": ["PostgreSQL", "user_note: the managed one"]},
+    }})
+    .to_string());
+    assert_silent(&harness(&noted, "codex", &post.to_string()));
+    let database = &noted.all()[0];
+    assert_eq!(
+        database["answer"], "PostgreSQL; the managed one",
+        "{database}"
+    );
+    assert_eq!(database["selected"], json!(["PostgreSQL"]), "{database}");
+    assert_eq!(database["was_custom"], false, "{database}");
     assert!(all.iter().all(|q| q["channel"] == "codex"), "{all:?}");
     // And the person may answer a Codex question in their own words from the CLI too.
     let other = Ledger::new();

@@ -511,12 +511,27 @@ impl Question {
         mode: Mode,
         actor: &Actor,
     ) -> Result<Option<Transition>> {
+        self.answer_noted(input, None, mode, actor)
+    }
+
+    /// `answer`, with the person's `note` beside the options they chose: the options stay
+    /// selected (not taken for free text), and the answer reads `<labels>; <note>`.
+    pub fn answer_noted(
+        &self,
+        input: &AnswerInput,
+        note: Option<&str>,
+        mode: Mode,
+        actor: &Actor,
+    ) -> Result<Option<Transition>> {
         self.refuse_if_approval()?;
         if let (Mode::Direct { force: false }, Status::Answered) = (mode, self.state.status) {
             // Refused before the answer is even read: the answer on record stands.
             return Err(self.conflict("replace that answer"));
         }
-        let resolved = resolve_answer(self, input)?;
+        let mut resolved = resolve_answer(self, input)?;
+        if let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) {
+            resolved.answer = format!("{}; {note}", resolved.answer);
+        }
         let same = self.state.answer.as_deref() == Some(resolved.answer.as_str());
         let kind = match mode {
             Mode::Direct { .. } => match self.state.status {

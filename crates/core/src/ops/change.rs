@@ -540,6 +540,9 @@ pub fn accept_defaults(
 #[derive(Debug, Clone)]
 pub enum Choice {
     Answer(AnswerInput),
+    /// Options chosen on a card that also took the person's note beside them (Codex's):
+    /// the options are selected, and the note follows their labels in the answer.
+    Noted(AnswerInput, String),
     /// They take its proposal as their answer (recorded as `defaulted`, by them).
     Accept,
     /// They will not answer it as asked, for this reason.
@@ -561,6 +564,13 @@ impl Choice {
                     given.insert("selected".into(), input.select.clone().into());
                 }
                 Some(given.into())
+            }
+            Choice::Noted(input, note) => {
+                let mut given = Choice::Answer(input.clone()).given()?;
+                if let Some(given) = given.as_object_mut() {
+                    given.insert("note".into(), note.clone().into());
+                }
+                Some(given)
             }
             Choice::Accept => Some(serde_json::json!({"accepted": "proposed"})),
             Choice::Decline(reason) => Some(serde_json::json!({"declined": reason})),
@@ -622,6 +632,9 @@ pub fn record_choices(
                 match choice {
                     Choice::Leave => Ok(None),
                     Choice::Answer(input) => before.answer(input, Mode::Ask, &actor),
+                    Choice::Noted(input, note) => {
+                        before.answer_noted(input, Some(note), Mode::Ask, &actor)
+                    }
                     Choice::Accept => before.accept_proposal(&actor),
                     Choice::Decline(reason) => before.decline_asked(reason, &actor),
                 }

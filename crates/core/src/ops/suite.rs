@@ -400,18 +400,25 @@ mod relay_ops {
         let err = relay::people_link(l, &me("bob"), Channel::Cli, "bob", "telegram:42", true)
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::Conflict);
-        // A people admin links anyone.
-        group(
-            l,
-            &me("root"),
-            Channel::Cli,
-            relay::PEOPLE_ADMINS,
-            &GroupChange::Create {
-                admins: vec!["root".into()],
-            },
-            &[],
-        )
-        .unwrap();
+        // Only the ledger's owner names the people admins: never a person a channel
+        // vouches for, whoever comes first.
+        let mut people = |who: &Identity| {
+            group(
+                l,
+                who,
+                Channel::Cli,
+                relay::PEOPLE_ADMINS,
+                &GroupChange::Create {
+                    admins: vec!["root".into()],
+                },
+                &[],
+            )
+        };
+        let err = people(&me("mallory")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+        // The owner (this process, which made the file; the role that made the tables)
+        // does; a people admin links anyone.
+        people(&Identity::Local("root".into())).unwrap();
         relay::people_link(
             l,
             &me("root"),
