@@ -553,7 +553,6 @@ impl Question {
                 _ => return Ok(None),
             },
         };
-        let mut resolved = resolved;
         if mode == Mode::Default {
             // The person's proposed value, taken as offered: never custom text.
             resolved.was_custom = Some(false);
