@@ -85,6 +85,8 @@ pub enum Channel {
     Telegram,
     Slack,
     Email,
+    /// The ledger's API over HTTPS (§15), by a person token's person.
+    Api,
 }
 
 impl Channel {
@@ -1071,6 +1073,8 @@ pub enum EventKind {
     Delivered,
     /// A person's channel identity linked or unlinked (§14; question_id 0).
     People,
+    /// A token made or revoked (§15; question_id 0). Its secret is never in it.
+    Token,
 }
 
 impl EventKind {
@@ -1724,7 +1728,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 15);
-        assert_eq!(EventKind::ALL.len(), 16);
+        assert_eq!(Channel::ALL.len(), 16);
+        assert_eq!(EventKind::ALL.len(), 17);
     }
 }

@@ -478,6 +478,44 @@ pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleare
     })
 }
 
+/// `clear`, only when nothing in the stage holds its gate (a required question pending
+/// or declined, an approval open or rejected), decided in the clearing transaction: what
+/// an agent token may clear. Else nothing is cleared, and the ids that hold it are
+/// returned.
+pub(super) fn clear_if_settled(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    stage: &str,
+) -> Result<Result<Cleared, Vec<i64>>> {
+    let actor = caller.actor(&clock::now());
+    let outcome = ledger.write(|tx| {
+        expire_due(tx, &actor.at)?;
+        let gone = tx.questions(&Filter {
+            stage: Some(stage.to_string()),
+            ..Filter::default()
+        })?;
+        let holding: Vec<i64> = gone
+            .iter()
+            .filter(|q| {
+                q.blocks_gate()
+                    || (q.state.approval.is_some() && q.state.status != Status::Answered)
+            })
+            .map(|q| q.id)
+            .collect();
+        if !holding.is_empty() {
+            return Ok(Err(holding));
+        }
+        for q in &gone {
+            tx.apply(&q.clear(&actor)?)?;
+        }
+        Ok(Ok(gone.len()))
+    })?;
+    Ok(outcome.map(|deleted| Cleared {
+        stage: stage.to_string(),
+        deleted,
+    }))
+}
+
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Defaulted {
