@@ -29,6 +29,7 @@ mod reset;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;
+mod token;
 mod tracked;
 #[cfg(feature = "watch")]
 mod watch;
@@ -232,6 +233,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Group(args) => approve::group(l, by_from_flag, args),
         Command::People(args) => people::people(l, by_from_flag, args),
         Command::Relay(args) => people::relay(l, by_from_flag, args),
+        Command::Token(args) => token::run(l, by_from_flag, args),
     };
     if let Some(files) = fresh {
         tracked::warn_if_created_unignored(&files);
