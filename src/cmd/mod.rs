@@ -241,6 +241,40 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
     outcome
 }
 
+/// Takes the reply of the kind a request gets from `door`; another kind is a bug.
+macro_rules! take {
+    ($reply:expr, $kind:path) => {
+        match $reply {
+            $kind(reply) => reply,
+            _ => return Err(super::unexpected()),
+        }
+    };
+}
+pub(crate) use take;
+
+/// Sends `req` through the core's one door, as the command line: direct access to the
+/// ledger, recorded as `caller`. The server sends a token's requests through the same.
+fn door(
+    ledger: &mut Ledger,
+    caller: questions_core::ops::Caller,
+    req: ops::Request,
+) -> Result<ops::Reply> {
+    ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// Who a request that records no person is sent as (a read, a question logged): nobody
+/// is looked up for it.
+fn nobody() -> questions_core::ops::Caller {
+    questions_core::ops::Caller {
+        by: None,
+        channel: questions_core::model::Channel::Cli,
+    }
+}
+
+fn unexpected() -> Error {
+    Error::db("internal error: the ledger answered a request with the result of another")
+}
+
 /// The most input `ingest` and `import` read: far beyond any real subagent output.
 const INPUT_LIMIT: u64 = 32 * 1024 * 1024;
 

@@ -860,7 +860,7 @@ pub enum Transition {
 
 /// A question as a front end read it (the command line's flags, an MCP call's arguments),
 /// before the model's rules make it one to log (`NewQuestion::build`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Draft {
     pub stage: String,
     pub group: Option<String>,
@@ -1200,7 +1200,7 @@ pub fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
 }
 
 /// What the person chose, before it is checked against the question.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AnswerInput {
     pub text: Option<String>,
     pub select: Vec<String>,

@@ -13,7 +13,8 @@ use crate::model::{
 use crate::store::{Ledger, Tx};
 
 /// Who casts a vote (or asks for an approval), as far as the channel can tell.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Identity {
     /// The command line: on PostgreSQL the database role the connection logged in as
     /// (`session_user`), so that roles and grants are the control; on a file, this name
@@ -137,7 +138,8 @@ pub struct GroupChanged {
 }
 
 /// What `group` does to a group.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GroupChange {
     /// Makes a new group with these admins (and any people given as its first members).
     Create {

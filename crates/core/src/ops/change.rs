@@ -216,7 +216,7 @@ pub struct Recorded {
 /// question that is no longer the one shown (the ledger was reset or replaced and the id
 /// names another question now) is refused as a conflict, and nothing is recorded. The
 /// command line shows nothing: its `Shown::default()` checks nothing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Shown {
     pub ledger: Option<String>,
     pub questions: std::collections::BTreeMap<i64, String>,
@@ -269,7 +269,8 @@ impl Shown {
 }
 
 /// What a person does to one question.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Act {
     /// An answer; replacing one on record needs `PersonsChange::force`.
     Answer(AnswerInput),
@@ -292,7 +293,7 @@ pub enum Act {
 /// (the command line's `answer`, `skip`, `decline`, `approve`, `reject`; the inbox's
 /// buttons; the in-chat inbox's forms). `change` checks the stage, what the person was
 /// shown and the rule, inside the write's own transaction, once.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PersonsChange {
     pub id: i64,
     pub act: Act,

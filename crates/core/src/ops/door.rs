@@ -11,6 +11,8 @@
 //! - A person token: acts as its person (answers, votes and group changes as them,
 //!   channel `api`); it does not link channel identities, make or revoke tokens, or reset.
 
+use serde::{Deserialize, Serialize};
+
 use super::approval::{group, GroupChange, GroupChanged, Identity};
 use super::change::{self, Act, Cleared, Defaulted, Logged, PersonsChange, Recorded};
 use super::gate::{answers, check, AnswersReport, CheckRequest, GateReport};
@@ -18,11 +20,11 @@ use super::interop::{import, ingest, Expiry, Imported, Ingested};
 use super::relay::{people_link, PeopleChanged};
 use super::stream::{events, Page};
 use super::token::{self, TokenReply, TokenRequest};
-use super::{history, info, list, named, reset, Caller, History, Info, Reset};
+use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::formats::answers::ImportFormat;
-use crate::model::{Approval, Channel, Event, NewQuestion, Question};
+use crate::model::{Approval, Channel, Draft, Event, NewQuestion};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger};
 
 /// Who calls.
@@ -81,11 +83,19 @@ impl Principal {
     }
 }
 
-/// What a principal asks of the ledger: every operation the door serves.
-#[derive(Debug, Clone)]
+/// What a principal asks of the ledger: every operation the door serves, as a value that
+/// crosses a wire as it is (`{"op": "log", "args": {…}}`). What a request says of who
+/// makes it (an `Identity`, an approval's logger) holds for direct access only: the door
+/// puts a token's holder in its place.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
 pub enum Request {
+    /// A question as a front end read it; the door makes it one (`NewQuestion::build`).
     Log {
-        question: NewQuestion,
+        draft: Draft,
+        #[serde(default)]
+        expiry: Expiry,
+        #[serde(default)]
         allow_duplicate: bool,
     },
     Ingest {
@@ -114,6 +124,9 @@ pub enum Request {
     },
     Info {
         found_by: FoundBy,
+        /// The ledgers the walk-up passed over, as the caller found them.
+        #[serde(default)]
+        also_found: Vec<std::path::PathBuf>,
     },
     Clear {
         stage: String,
@@ -180,14 +193,49 @@ impl Request {
     }
 }
 
-/// What a request returns.
-#[derive(Debug)]
+impl Request {
+    /// The procedure whose document answers it (§2).
+    pub fn procedure(&self) -> Procedure {
+        match self {
+            Request::Log { .. } => Procedure::Log,
+            Request::Ingest { .. } => Procedure::Ingest,
+            Request::List(_) => Procedure::List,
+            Request::Check(_) => Procedure::Check,
+            Request::Pending { .. } => Procedure::Render,
+            Request::Answers { .. } => Procedure::Answers,
+            Request::History(_) => Procedure::History,
+            Request::Events { .. } => Procedure::Events,
+            Request::Info { .. } => Procedure::Info,
+            Request::Clear { .. } => Procedure::Clear,
+            Request::Change(c) => match &c.act {
+                Act::Answer(_) | Act::AcceptProposed => Procedure::Answer,
+                Act::Skip(_) => Procedure::Skip,
+                Act::Decline(_) => Procedure::Decline,
+                Act::Vote(_, ballot) => match ballot.verdict {
+                    crate::model::Verdict::Approve => Procedure::Approve,
+                    crate::model::Verdict::Reject => Procedure::Reject,
+                },
+            },
+            Request::AcceptDefaults { .. } => Procedure::AcceptDefaults,
+            Request::Import { .. } => Procedure::Import,
+            Request::Group { .. } => Procedure::Group,
+            Request::People { .. } => Procedure::People,
+            Request::Token(_) => Procedure::Token,
+            Request::Reset { .. } => Procedure::Reset,
+        }
+    }
+}
+
+/// What a request returns: serialized, the keys of its document (§2), which `document`
+/// puts in the envelope.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
 pub enum Reply {
     Logged(Logged),
     Ingested(Ingested),
-    Listed(Vec<Question>),
+    Listed(Listed),
     Gate(GateReport),
-    Pending(Vec<Question>),
+    Pending(Listed),
     Answers(AnswersReport),
     History(History),
     Events(Page),
@@ -200,6 +248,16 @@ pub enum Reply {
     People(PeopleChanged),
     Token(TokenReply),
     Reset(Reset),
+}
+
+impl Reply {
+    /// Whether the document says `"ok": true`: all but a gate that fails.
+    pub fn passes(&self) -> bool {
+        match self {
+            Reply::Gate(report) => report.gate.passes(),
+            _ => true,
+        }
+    }
 }
 
 /// Runs `req` for `who`, when `who` may: the door every front end sends a principal's
@@ -217,9 +275,14 @@ pub fn call(ledger: &mut Ledger, who: &Principal, req: Request) -> Result<Reply>
 fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
     Ok(match req {
         Request::Log {
-            question,
+            draft,
+            expiry,
             allow_duplicate,
-        } => Reply::Logged(change::log(ledger, &question, allow_duplicate)?),
+        } => {
+            let mut new = NewQuestion::build(draft)?;
+            expiry.apply(&mut new, &clock::now())?;
+            Reply::Logged(change::log(ledger, &new, allow_duplicate)?)
+        }
         Request::Ingest {
             stage,
             text,
@@ -234,10 +297,10 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             expiry,
             approval.as_ref(),
         )?),
-        Request::List(filter) => Reply::Listed(list(ledger, &filter)?),
+        Request::List(filter) => Reply::Listed(Listed::new(list(ledger, &filter)?)),
         Request::Check(req) => Reply::Gate(check(ledger, &req)?),
         Request::Pending { stage, ids } => {
-            Reply::Pending(super::pending(ledger, &stage, ids.as_deref())?)
+            Reply::Pending(Listed::new(super::pending(ledger, &stage, ids.as_deref())?))
         }
         Request::Answers { stage } => Reply::Answers(answers(ledger, &stage)?),
         Request::History(filter) => Reply::History(history(ledger, &filter)?),
@@ -246,7 +309,10 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             stage,
             limit,
         } => Reply::Events(events(ledger, since, stage.as_deref(), limit)?),
-        Request::Info { found_by } => Reply::Info(info(ledger, found_by, &[])?),
+        Request::Info {
+            found_by,
+            also_found,
+        } => Reply::Info(info(ledger, found_by, &also_found)?),
         Request::Clear { stage } => Reply::Cleared(change::clear(ledger, caller, &stage)?),
         Request::Change(req) => Reply::Recorded(change::change(ledger, caller, &req)?),
         Request::AcceptDefaults {
@@ -309,7 +375,7 @@ fn as_agent(
     let outside = |stage: &str| !agent.may_see(stage);
     // Whether the request stays within the token's stages, where it names them.
     let named_outside: Option<String> = match &req {
-        Request::Log { question, .. } => Some(question.stage.clone()),
+        Request::Log { draft, .. } => Some(draft.stage.clone()),
         Request::Ingest { stage, .. }
         | Request::Pending { stage, .. }
         | Request::Answers { stage }
@@ -349,15 +415,17 @@ fn as_agent(
     }
     match req {
         Request::Log {
-            mut question,
+            mut draft,
+            expiry,
             allow_duplicate,
         } => {
-            logged_by(&mut question, &agent.name)?;
+            logged_by(&mut draft, &agent.name)?;
             run(
                 ledger,
                 &caller,
                 Request::Log {
-                    question,
+                    draft,
+                    expiry,
                     allow_duplicate,
                 },
             )
@@ -387,7 +455,7 @@ fn as_agent(
         Request::List(filter) => {
             let mut found = list(ledger, &filter)?;
             found.retain(|q| agent.may_see(&q.stage));
-            Ok(Reply::Listed(found))
+            Ok(Reply::Listed(Listed::new(found)))
         }
         Request::History(EventFilter::Question(id)) => {
             // A question of another stage is refused, whether it stands or was cleared.
@@ -425,7 +493,7 @@ fn as_agent(
             page.events.retain(|e| visible(agent, e));
             Ok(Reply::Events(page))
         }
-        Request::Info { found_by } => {
+        Request::Info { found_by, .. } => {
             let mut found = info(ledger, found_by, &[])?;
             found.stages.retain(|s| agent.may_see(&s.stage));
             Ok(Reply::Info(found))
@@ -486,19 +554,29 @@ fn as_person(
             },
         ),
         Request::Log {
-            mut question,
+            mut draft,
+            expiry,
             allow_duplicate,
         } => {
-            logged_by(&mut question, &token.person)?;
+            logged_by(&mut draft, &token.person)?;
             run(
                 ledger,
                 &caller,
                 Request::Log {
-                    question,
+                    draft,
+                    expiry,
                     allow_duplicate,
                 },
             )
         }
+        Request::Info { found_by, .. } => run(
+            ledger,
+            &caller,
+            Request::Info {
+                found_by,
+                also_found: Vec::new(),
+            },
+        ),
         Request::Ingest {
             stage,
             text,
@@ -537,9 +615,9 @@ fn as_person(
 
 /// An approval logged through a token names the token's holder as who logged it (never a
 /// name the request gives), so that it can never vote on it.
-fn logged_by(question: &mut NewQuestion, logger: &str) -> Result<()> {
-    if let Some(approval) = &question.approval {
-        question.approval = Some(as_logged_by(approval, logger)?);
+fn logged_by(draft: &mut Draft, logger: &str) -> Result<()> {
+    if let Some(approval) = &draft.approval {
+        draft.approval = Some(as_logged_by(approval, logger)?);
     }
     Ok(())
 }

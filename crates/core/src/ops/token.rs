@@ -23,7 +23,8 @@ pub const UNAUTHORIZED: &str =
      issued and has not revoked, nor let expire";
 
 /// What a new token may do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Grant {
     /// An agent, within these stage patterns (none: every stage).
     Agent { stages: Vec<String> },
@@ -32,7 +33,8 @@ pub enum Grant {
 }
 
 /// A change of the ledger's tokens.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
 pub enum TokenRequest {
     Create {
         name: String,

@@ -6,6 +6,23 @@ use crate::model::{Channel, EventKind, Status};
 
 const TOKEN: &str = "ci-bot";
 
+fn draft(stage: &str, text: &str) -> Draft {
+    Draft {
+        stage: stage.into(),
+        group: None,
+        question: text.into(),
+        proposed: None,
+        required: true,
+        header: None,
+        context: None,
+        options: Vec::new(),
+        multi_select: false,
+        allow_freeform: true,
+        source: Source::Cli,
+        approval: None,
+    }
+}
+
 fn agent() -> Principal {
     Principal::Agent(AgentToken {
         name: TOKEN.into(),
@@ -128,7 +145,8 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
         Request::Reset { confirmed: true },
         // Outside its stages.
         Request::Log {
-            question: new("prod", "Skip the canary?", None),
+            draft: draft("prod", "Skip the canary?"),
+            expiry: Expiry::default(),
             allow_duplicate: false,
         },
         Request::Ingest {
@@ -218,7 +236,8 @@ on_every_engine!(
             l,
             &agent(),
             Request::Log {
-                question: new("ci-test", "Run the slow suite?", None),
+                draft: draft("ci-test", "Run the slow suite?"),
+                expiry: Expiry::default(),
                 allow_duplicate: false,
             },
         )
@@ -230,7 +249,7 @@ on_every_engine!(
         else {
             panic!("list replies Listed")
         };
-        let ids: Vec<i64> = seen.iter().map(|q| q.id).collect();
+        let ids: Vec<i64> = seen.questions.iter().map(|q| q.id).collect();
         assert!(ids.contains(&inside) && ids.contains(&done.question_id));
         assert!(
             !ids.contains(&outside),
@@ -261,6 +280,7 @@ on_every_engine!(
             &agent(),
             Request::Info {
                 found_by: FoundBy::Flag,
+                also_found: Vec::new(),
             },
         )
         .unwrap() else {
@@ -354,13 +374,14 @@ on_every_engine!(
     what_an_agent_logs_names_it_so_it_never_votes_on_it,
     |l: &mut Ledger| {
         // The request names a requester and a logger of its own choosing: the token logs it.
-        let mut q = new("ci-deploy", "Deploy 1.3?", None);
+        let mut q = draft("ci-deploy", "Deploy 1.3?");
         q.approval = Some(Approval::new(&["dana".into(), TOKEN.into()], 1, None, "dana").unwrap());
         let err = call(
             l,
             &agent(),
             Request::Log {
-                question: q.clone(),
+                draft: q.clone(),
+                expiry: Expiry::default(),
                 allow_duplicate: false,
             },
         )
@@ -377,7 +398,8 @@ on_every_engine!(
             l,
             &agent(),
             Request::Log {
-                question: q,
+                draft: q,
+                expiry: Expiry::default(),
                 allow_duplicate: false,
             },
         )
@@ -573,3 +595,66 @@ on_every_engine!(
         assert!(!all.contains(&secret) && !all.contains(&expired));
     }
 );
+
+/// Every request crosses a wire as it is: what is sent reads back as the same request,
+/// named the same, and an unknown or malformed one is refused by the reader.
+#[test]
+fn every_request_reads_back_as_it_was_written() {
+    let mut all = forbidden_to_agents(1, 2, 3);
+    all.extend([
+        Request::Log {
+            draft: Draft {
+                options: vec![crate::model::QuestionOption {
+                    label: "A".into(),
+                    description: Some("first".into()),
+                    recommended: true,
+                }],
+                approval: None,
+                ..draft("ci-x", "Which?")
+            },
+            expiry: Expiry {
+                expires_in: Some(Duration::from_secs(90)),
+                on_expiry: crate::model::OnExpiry::Default,
+            },
+            allow_duplicate: true,
+        },
+        Request::Check(CheckRequest {
+            stage: Some("ci-x".into()),
+            ids: Some(vec![4, 5]),
+            strict: true,
+            wait: Wait::Until(Some(Duration::from_millis(1500))),
+            allow_unknown_stage: true,
+        }),
+        Request::History(EventFilter::Since { seq: 7, limit: 20 }),
+        Request::Info {
+            found_by: FoundBy::WalkUp,
+            also_found: vec!["/a/ledger.db".into()],
+        },
+        Request::Change(PersonsChange {
+            shown: Shown::one(Some("ledger-id".into()), 9, Some("fp".into())),
+            within: Some("ci-x".into()),
+            force: true,
+            ..PersonsChange::of(9, answer("x"))
+        }),
+    ]);
+    for req in all {
+        let text = serde_json::to_string(&req).unwrap();
+        let back: Request = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(back.name(), req.name());
+        assert_eq!(back.procedure(), req.procedure());
+    }
+    let answers = serde_json::to_value(Request::Answers { stage: "s".into() }).unwrap();
+    assert_eq!(
+        answers,
+        serde_json::json!({"op": "answers", "args": {"stage": "s"}})
+    );
+    for bad in [
+        r#"{"op": "drop_tables", "args": {}}"#,
+        r#"{"op": "answers"}"#,
+        r#"{"op": "answers", "args": {"stage": 5}}"#,
+        r#"{"op": "log", "args": {"draft": {"stage": "s"}}}"#,
+    ] {
+        assert!(serde_json::from_str::<Request>(bad).is_err(), "{bad}");
+    }
+}
