@@ -858,6 +858,61 @@ pub enum Transition {
     },
 }
 
+impl Transition {
+    /// This change with `detail` in its history event (a channel's identity and event id,
+    /// §14): a plain change becomes an event of the same kind by the same person, and an
+    /// event's own detail takes `detail`'s keys.
+    #[must_use]
+    pub fn with_detail(self, detail: Option<&serde_json::Value>) -> Transition {
+        let Some(extra) = detail else { return self };
+        let merge = |own: Option<serde_json::Value>| {
+            let mut merged = match own {
+                Some(serde_json::Value::Object(m)) => m,
+                Some(other) => std::iter::once(("detail".to_string(), other)).collect(),
+                None => serde_json::Map::new(),
+            };
+            if let serde_json::Value::Object(m) = extra {
+                merged.extend(m.clone());
+            }
+            Some(serde_json::Value::Object(merged))
+        };
+        match self {
+            Transition::Changed {
+                kind,
+                before,
+                after,
+            } => {
+                let actor = Actor {
+                    by: after.state.answered_by.clone(),
+                    channel: after.state.channel.unwrap_or(Channel::Cli),
+                    at: after.state.updated_at.clone(),
+                };
+                Transition::Event {
+                    kind,
+                    before,
+                    after,
+                    actor,
+                    detail: merge(None),
+                }
+            }
+            Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail,
+            } => Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail: merge(detail),
+            },
+            other => other,
+        }
+    }
+}
+
 /// A question as a front end read it (the command line's flags, an MCP call's arguments),
 /// before the model's rules make it one to log (`NewQuestion::build`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1657,7 +1712,7 @@ pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
 /// (`VariantArray`): nothing is listed twice.
 macro_rules! vocabulary {
     ($t:ty, $what:literal) => {
-        impl Vocabulary for $t {
+        impl $crate::model::Vocabulary for $t {
             const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
@@ -1667,7 +1722,7 @@ macro_rules! vocabulary {
     };
     // A vocabulary whose values' doc comments say what each means (strum's `EnumMessage`).
     ($t:ty, $what:literal, documented) => {
-        impl Vocabulary for $t {
+        impl $crate::model::Vocabulary for $t {
             const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
@@ -1686,9 +1741,9 @@ vocabulary!(OnExpiry, "on-expiry");
 vocabulary!(Source, "source");
 vocabulary!(Channel, "channel");
 vocabulary!(EventKind, "event");
-vocabulary!(crate::formats::Source, "format", documented);
-vocabulary!(crate::formats::RenderFormat, "format", documented);
-vocabulary!(crate::formats::answers::ImportFormat, "format", documented);
+// The formats name theirs where they are defined (formats/mod.rs): the model knows
+// nothing of the formats.
+pub(crate) use vocabulary;
 
 #[cfg(test)]
 mod vocabulary_tests {

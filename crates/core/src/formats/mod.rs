@@ -97,6 +97,10 @@ pub enum Source {
     AskUser,
 }
 
+crate::model::vocabulary!(Source, "format", documented);
+crate::model::vocabulary!(RenderFormat, "format", documented);
+crate::model::vocabulary!(answers::ImportFormat, "format", documented);
+
 /// The ledger records which format a question came in.
 impl From<Source> for crate::model::Source {
     fn from(format: Source) -> crate::model::Source {

@@ -65,14 +65,14 @@ pub(super) fn cast(
         Ok(Voted::Recorded(changes)) => {
             let mut now = before.clone();
             for change in &changes {
-                if let Some(q) = tx.apply(&super::change::with_detail(change.clone(), detail))? {
+                if let Some(q) = tx.apply(&change.clone().with_detail(detail))? {
                     now = q;
                 }
             }
             Ok(Ok(now))
         }
         Ok(Voted::Refused(event, why)) => {
-            tx.apply(&super::change::with_detail(event, detail))?;
+            tx.apply(&event.with_detail(detail))?;
             Ok(Err(why.about(before)))
         }
         Err(e) => Ok(Err(e.about(before))),

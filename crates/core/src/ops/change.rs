@@ -365,60 +365,9 @@ pub(super) fn change_in(
         }
     };
     match transition {
-        Ok(Some(t)) => Ok(Ok(tx.apply(&with_detail(t, detail))?.unwrap_or(before))),
+        Ok(Some(t)) => Ok(Ok(tx.apply(&t.with_detail(detail))?.unwrap_or(before))),
         Ok(None) => Ok(Ok(before)),
         Err(e) => refused(e),
-    }
-}
-
-/// `t` with `detail` in its history event: a plain change becomes an event of the same
-/// kind by the same person, and an event's own detail takes `detail`'s keys.
-pub(super) fn with_detail(t: Transition, detail: Option<&serde_json::Value>) -> Transition {
-    let Some(extra) = detail else { return t };
-    let merge = |own: Option<serde_json::Value>| {
-        let mut merged = match own {
-            Some(serde_json::Value::Object(m)) => m,
-            Some(other) => std::iter::once(("detail".to_string(), other)).collect(),
-            None => serde_json::Map::new(),
-        };
-        if let serde_json::Value::Object(m) = extra {
-            merged.extend(m.clone());
-        }
-        Some(serde_json::Value::Object(merged))
-    };
-    match t {
-        Transition::Changed {
-            kind,
-            before,
-            after,
-        } => {
-            let actor = Actor {
-                by: after.state.answered_by.clone(),
-                channel: after.state.channel.unwrap_or(crate::model::Channel::Cli),
-                at: after.state.updated_at.clone(),
-            };
-            Transition::Event {
-                kind,
-                before,
-                after,
-                actor,
-                detail: merge(None),
-            }
-        }
-        Transition::Event {
-            kind,
-            before,
-            after,
-            actor,
-            detail,
-        } => Transition::Event {
-            kind,
-            before,
-            after,
-            actor,
-            detail: merge(detail),
-        },
-        other => other,
     }
 }
 
