@@ -499,10 +499,16 @@ fn as_agent(
             Ok(Reply::Info(found))
         }
         Request::Clear { stage } => clear_settled(ledger, who, &stage),
+        Request::History(filter @ EventFilter::Since { .. }) => {
+            let mut found = history(ledger, &filter)?;
+            found.events.retain(|e| visible(agent, e));
+            found.count = found.events.len();
+            Ok(Reply::History(found))
+        }
         req @ (Request::Check(_)
         | Request::Pending { .. }
         | Request::Answers { .. }
-        | Request::History(_)) => run(ledger, &caller, req),
+        | Request::History(EventFilter::Stage(_))) => run(ledger, &caller, req),
         other => {
             let id = match &other {
                 Request::Change(c) => c.id,

@@ -275,6 +275,27 @@ on_every_engine!(
             "{:?}",
             page.events
         );
+        // The history after a seq, as events: its stages only.
+        let Reply::History(read) = call(
+            l,
+            &agent(),
+            Request::History(EventFilter::Since {
+                seq: 0,
+                limit: 1000,
+            }),
+        )
+        .unwrap() else {
+            panic!("history replies History")
+        };
+        assert_eq!(read.count, read.events.len());
+        assert!(!read.events.is_empty());
+        assert!(
+            read.events
+                .iter()
+                .all(|e| e.stage.starts_with("ci-") && e.question_id != outside),
+            "{:?}",
+            read.events
+        );
         let Reply::Info(info) = call(
             l,
             &agent(),
