@@ -505,8 +505,26 @@ fn as_agent(
             found.count = found.events.len();
             Ok(Reply::History(found))
         }
-        req @ (Request::Check(_)
-        | Request::Pending { .. }
+        Request::Check(mut req) => {
+            // What a stage never heard of may have been meant to be names other stages:
+            // only its own. A strict check learns it as a look does (at once, waiting or
+            // not), then fails without the names.
+            let strict = req.strict;
+            if strict {
+                req.strict = false;
+                req.allow_unknown_stage = true;
+            }
+            let mut report = check(ledger, &req)?;
+            report.nearest.retain(|s| agent.may_see(s));
+            if strict && report.known_stage == Some(false) {
+                return Err(Error::not_found(format!(
+                    "stage '{}' has never held a question in this ledger",
+                    req.stage.as_deref().unwrap_or_default().trim()
+                )));
+            }
+            Ok(Reply::Gate(report))
+        }
+        req @ (Request::Pending { .. }
         | Request::Answers { .. }
         | Request::History(EventFilter::Stage(_))) => run(ledger, &caller, req),
         other => {

@@ -275,6 +275,33 @@ on_every_engine!(
             "{:?}",
             page.events
         );
+        // A stage never heard of is not told apart by names of stages outside its own.
+        logged(l, "doc", "Outside its stages, two edits from one of them?");
+        for strict in [false, true] {
+            let asked = call(
+                l,
+                &agent(),
+                Request::Check(CheckRequest {
+                    stage: Some("docs".into()),
+                    ids: None,
+                    strict,
+                    wait: Wait::No,
+                    allow_unknown_stage: false,
+                }),
+            );
+            let said = match asked {
+                Ok(Reply::Gate(report)) => format!("{:?}", report.nearest),
+                Ok(other) => panic!("check replies Gate, not {other:?}"),
+                Err(e) => {
+                    assert_eq!(e.code, ErrorCode::NotFound);
+                    e.message
+                }
+            };
+            assert!(
+                !said.contains("doc'") && !said.contains("\"doc\""),
+                "{said}"
+            );
+        }
         // The history after a seq, as events: its stages only.
         let Reply::History(read) = call(
             l,
