@@ -347,6 +347,11 @@ pub enum Command {
         after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API);\n[slack] app_token_env = \"SLACK_APP_TOKEN\", bot_token_env = \"SLACK_BOT_TOKEN\" (Socket Mode;\nthe app manifest is contrib/slack/manifest.json). 'relay pair CHANNEL NAME' prints a\none-time code (10 minutes) NAME sends the bot (/start CODE on Telegram, the code in a\ndirect message on Slack), linking the account it comes from. Then:\nquestions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
     )]
     Relay(RelayArgs),
+    /// Make, list or revoke the tokens agents and people call the ledger with over HTTPS
+    #[command(
+        after_help = "Only with direct access to the ledger (its file, or a PostgreSQL role), never over\nHTTPS. An agent token logs, reads and waits within its stages (a name, or a prefix\nending in *) and never answers, votes or administers; a person token acts as its person.\nThe secret is printed once, by create: the ledger keeps only its hash. Revoking takes\neffect on the next request. Every change is in the history; --by is refused.\n\nExample:\n  questions token create ci-runner --agent --stages 'ci-*' --expires 30d\n  questions token create dana-phone --person dana\n  questions token list\n  questions token revoke ci-runner"
+    )]
+    Token(TokenArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -392,6 +397,7 @@ impl Command {
             Command::Group(_) => Procedure::Group,
             Command::People(_) => Procedure::People,
             Command::Relay(_) => Procedure::Relay,
+            Command::Token(_) => Procedure::Token,
             Command::Completions(_) => Procedure::Completions,
             Command::Man => Procedure::Man,
             Command::Mcp(_) => Procedure::Mcp,
@@ -634,6 +640,52 @@ pub enum RelayAction {
         #[arg(value_name = "NAME")]
         name: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub action: TokenAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenAction {
+    /// Make a token and print its secret, this once
+    Create(TokenCreateArgs),
+    /// The tokens, without their secrets
+    List,
+    /// Revoke a token: its next request is refused
+    Revoke {
+        /// The token's name
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("role").args(["agent", "person"]).required(true)))]
+pub struct TokenCreateArgs {
+    /// The token's name: what its agent's questions name as who logged them
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// An agent's token: logs, reads and waits, never answers, votes or administers
+    #[arg(long)]
+    pub agent: bool,
+    /// With --agent: only these stages (a name, or a prefix ending in *); default: all
+    #[arg(
+        long,
+        value_name = "PATTERN,…",
+        value_delimiter = ',',
+        conflicts_with = "person",
+        allow_hyphen_values = true
+    )]
+    pub stages: Vec<String>,
+    /// A person's token: it acts as PERSON (answers, votes)
+    #[arg(long, value_name = "PERSON", allow_hyphen_values = true)]
+    pub person: Option<String>,
+    /// It stops working after this long: 90s, 30m, 2h, 1d; default: never
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration)]
+    pub expires: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,9 +1,8 @@
-use super::{Outcome, Who};
+use super::{door, take, Outcome, Who};
 use crate::cli::AnswerArgs;
 use questions_core::error::Result;
 use questions_core::model::{AnswerInput, Channel};
-use questions_core::ops;
-use questions_core::ops::Ledger;
+use questions_core::ops::{self, Ledger, Reply, Request};
 
 pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Outcome> {
     let input = AnswerInput {
@@ -14,9 +13,7 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AnswerArgs) -> Result<Ou
         force: args.force,
         ..ops::PersonsChange::of(args.id, ops::Act::Answer(input))
     };
-    Ok(Outcome::ok(ops::change(
-        ledger,
-        &who.via(Channel::Cli),
-        &change,
-    )?))
+    let req = Request::Change(change);
+    let recorded = take!(door(ledger, who.via(Channel::Cli), req)?, Reply::Recorded);
+    Ok(Outcome::ok(recorded))
 }

@@ -51,8 +51,11 @@ fn vote(ledger: &mut Ledger, identity: Identity, id: i64, ballot: Ballot) -> Res
         by: None,
         channel: Channel::Cli,
     };
-    let change = ops::PersonsChange::of(id, ops::Act::Vote(identity, ballot));
-    Ok(Outcome::ok(ops::change(ledger, &caller, &change)?))
+    let req = ops::Request::Change(ops::PersonsChange::of(id, ops::Act::Vote(identity, ballot)));
+    Ok(Outcome::ok(super::take!(
+        super::door(ledger, caller, req)?,
+        ops::Reply::Recorded
+    )))
 }
 
 /// `group create|add|remove`: as the PostgreSQL role, else the operating-system user, as a

@@ -1,10 +1,9 @@
 use std::time::Duration;
 
-use super::Outcome;
+use super::{door, nobody, take, Outcome};
 use crate::cli::CheckArgs;
 use questions_core::error::Result;
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, CheckRequest, GateReport, Wait};
+use questions_core::ops::{self, CheckRequest, GateReport, Ledger, Reply, Request, Wait};
 
 pub(super) fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
     let req = CheckRequest {
@@ -17,7 +16,7 @@ pub(super) fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
         },
         allow_unknown_stage: args.allow_unknown_stage,
     };
-    let report = ops::check(ledger, &req)?;
+    let report = take!(door(ledger, nobody(), Request::Check(req))?, Reply::Gate);
     let passes = report.gate.passes();
     // A new stage is checked before anything is logged into it (uwf does so at every
     // step): only a name close to a known one, perhaps a typo, is worth a line. A wait

@@ -1,11 +1,10 @@
 use std::time::{Duration, Instant};
 
-use super::Outcome;
+use super::{door, nobody, take, Outcome};
 use crate::cli::EventsArgs;
 use crate::output;
 use questions_core::error::{Error, Result};
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, Resume, Step};
+use questions_core::ops::{self, Ledger, Reply, Request, Resume, Step};
 
 /// How many events are read at a time.
 const PAGE: u32 = 500;
@@ -53,14 +52,22 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             }
         },
     };
+    let read_page = |ledger: &mut Ledger, since: i64| -> Result<ops::Page> {
+        let req = Request::Events {
+            since,
+            stage: args.stage.clone(),
+            limit: PAGE,
+        };
+        Ok(take!(door(ledger, nobody(), req)?, Reply::Events))
+    };
     ops::follow(ledger, deadline, ops::READ_AGAIN_AFTER, |ledger, seen| {
-        let mut page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
+        let mut page = read_page(ledger, since)?;
         let other = of.as_ref().is_some_and(|of| *of != page.ledger);
         if seen.replaced(ledger) || other {
             // A ledger reset or replaced meanwhile is followed from its first event: its
             // seqs start again.
             since = 0;
-            page = ops::events(ledger, since, args.stage.as_deref(), PAGE)?;
+            page = read_page(ledger, since)?;
         }
         of = Some(page.ledger.clone());
         let mut lines = String::new();

@@ -1,8 +1,7 @@
-use super::{read_input, Outcome};
+use super::{door, nobody, read_input, take, Outcome};
 use crate::cli::IngestArgs;
 use questions_core::error::Result;
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, Expiry};
+use questions_core::ops::{Expiry, Ledger, Reply, Request};
 
 pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;
@@ -11,12 +10,15 @@ pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
         on_expiry: args.expiry.on_expiry,
     };
     let approval = super::log::policy(ledger, &args.approval)?;
-    Ok(Outcome::ok(ops::ingest(
-        ledger,
-        &args.stage,
-        &text,
-        args.format.0,
+    let req = Request::Ingest {
+        stage: args.stage,
+        text,
+        only: args.format.0,
         expiry,
-        approval.as_ref(),
-    )?))
+        approval,
+    };
+    Ok(Outcome::ok(take!(
+        door(ledger, nobody(), req)?,
+        Reply::Ingested
+    )))
 }

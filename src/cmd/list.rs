@@ -1,11 +1,10 @@
 use std::io::IsTerminal;
 
-use super::Outcome;
+use super::{door, nobody, take, Outcome};
 use crate::cli::{ListArgs, ListFormat};
 use crate::output;
 use questions_core::error::Result;
-use questions_core::ops;
-use questions_core::ops::{Filter, Ledger};
+use questions_core::ops::{Filter, Ledger, Reply, Request};
 
 pub(super) fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
     let filter = Filter {
@@ -14,14 +13,21 @@ pub(super) fn run(ledger: &mut Ledger, args: ListArgs) -> Result<Outcome> {
         group: args.group,
         ids: None,
     };
-    let questions = ops::list(ledger, &filter)?;
+    let listed = take!(
+        door(ledger, nobody(), Request::List(filter))?,
+        Reply::Listed
+    );
     let body = match args.format {
-        ListFormat::Json => return Ok(Outcome::ok(ops::Listed::new(questions))),
-        ListFormat::Jsonl => output::jsonl(&questions),
-        ListFormat::Markdown => output::markdown(&questions),
+        ListFormat::Json => return Ok(Outcome::ok(listed)),
+        ListFormat::Jsonl => output::jsonl(&listed.questions),
+        ListFormat::Markdown => output::markdown(&listed.questions),
         ListFormat::Table => {
             let terminal = std::io::stdout().is_terminal();
-            output::table(&questions, width(terminal), terminal && colour_allowed())
+            output::table(
+                &listed.questions,
+                width(terminal),
+                terminal && colour_allowed(),
+            )
         }
     };
     Ok(Outcome::text(body))

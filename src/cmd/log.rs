@@ -1,9 +1,8 @@
-use super::Outcome;
+use super::{door, nobody, take, Outcome};
 use crate::cli::{ApprovalArgs, LogArgs};
-use questions_core::error::{ApprovalClash, Refusal, Result};
-use questions_core::model::{Approval, Draft, NewQuestion, QuestionOption, Source};
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, Expiry};
+use questions_core::error::{ApprovalClash, Error, Refusal, Result};
+use questions_core::model::{Approval, Draft, QuestionOption, Source};
+use questions_core::ops::{self, Expiry, Ledger, Reply, Request};
 
 pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
@@ -12,9 +11,13 @@ pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         on_expiry: args.expiry.on_expiry,
     };
     let approval = policy(ledger, &args.approval)?;
-    let mut new = new_question(args, approval)?;
-    expiry.apply(&mut new, &questions_core::clock::now())?;
-    Ok(Outcome::ok(ops::log(ledger, &new, allow_duplicate)?))
+    let req = Request::Log {
+        draft: draft(args, approval),
+        expiry,
+        allow_duplicate,
+    };
+    let logged = door(ledger, nobody(), req).map_err(in_flags)?;
+    Ok(Outcome::ok(take!(logged, Reply::Logged)))
 }
 
 /// The policy of `--approval` (log and ingest): its requester named (by default whoever
@@ -35,16 +38,16 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
     Ok(Some(approval))
 }
 
-/// The question `log` asks, under `NewQuestion::build`'s rules; a question that cannot be
-/// an approval is told which of its flags clashes.
-fn new_question(args: LogArgs, approval: Option<Approval>) -> Result<NewQuestion> {
+/// The question `log` asks, as its flags give it; the core makes it one to log
+/// (`NewQuestion::build`).
+fn draft(args: LogArgs, approval: Option<Approval>) -> Draft {
     let mut options = args.options_json.map(|o| o.0).unwrap_or_default();
     options.extend(args.options.into_iter().map(|label| QuestionOption {
         label,
         description: None,
         recommended: false,
     }));
-    NewQuestion::build(Draft {
+    Draft {
         stage: args.stage,
         group: args.group,
         question: args.question,
@@ -57,8 +60,12 @@ fn new_question(args: LogArgs, approval: Option<Approval>) -> Result<NewQuestion
         allow_freeform: !args.no_freeform,
         source: Source::Cli,
         approval,
-    })
-    .map_err(|e| match e.refusal {
+    }
+}
+
+/// A question that cannot be an approval, told which of its flags clashes.
+fn in_flags(e: Error) -> Error {
+    match e.refusal {
         Some(Refusal::NotAnApproval(clash)) => {
             let flag = match clash {
                 ApprovalClash::Optional => "--required false",
@@ -73,5 +80,5 @@ fn new_question(args: LogArgs, approval: Option<Approval>) -> Result<NewQuestion
             ))
         }
         _ => e,
-    })
+    }
 }

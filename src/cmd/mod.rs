@@ -29,6 +29,7 @@ mod reset;
 #[cfg(feature = "serve")]
 mod serve;
 mod skip;
+mod token;
 mod tracked;
 #[cfg(feature = "watch")]
 mod watch;
@@ -232,11 +233,46 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Group(args) => approve::group(l, by_from_flag, args),
         Command::People(args) => people::people(l, by_from_flag, args),
         Command::Relay(args) => people::relay(l, by_from_flag, args),
+        Command::Token(args) => token::run(l, by_from_flag, args),
     };
     if let Some(files) = fresh {
         tracked::warn_if_created_unignored(&files);
     }
     outcome
+}
+
+/// Takes the reply of the kind a request gets from `door`; another kind is a bug.
+macro_rules! take {
+    ($reply:expr, $kind:path) => {
+        match $reply {
+            $kind(reply) => reply,
+            _ => return Err(super::unexpected()),
+        }
+    };
+}
+pub(crate) use take;
+
+/// Sends `req` through the core's one door, as the command line: direct access to the
+/// ledger, recorded as `caller`. The server sends a token's requests through the same.
+fn door(
+    ledger: &mut Ledger,
+    caller: questions_core::ops::Caller,
+    req: ops::Request,
+) -> Result<ops::Reply> {
+    ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// Who a request that records no person is sent as (a read, a question logged): nobody
+/// is looked up for it.
+fn nobody() -> questions_core::ops::Caller {
+    questions_core::ops::Caller {
+        by: None,
+        channel: questions_core::model::Channel::Cli,
+    }
+}
+
+fn unexpected() -> Error {
+    Error::db("internal error: the ledger answered a request with the result of another")
 }
 
 /// The most input `ingest` and `import` read: far beyond any real subagent output.

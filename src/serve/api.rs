@@ -25,6 +25,7 @@ pub(super) fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::Conflict => StatusCode::CONFLICT,
         ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+        ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
         ErrorCode::InvalidAnswer => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Usage | ErrorCode::ParseError => StatusCode::BAD_REQUEST,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,

@@ -66,6 +66,7 @@ mod slack_standin;
 #[cfg(feature = "relay")]
 mod telegram_standin;
 mod text_flags;
+mod token;
 mod uwf_skill;
 mod version;
 mod waiters;

@@ -20,6 +20,9 @@ pub enum ErrorCode {
     IoError,
     /// Someone who may not make this change tried to (a vote on an approval).
     Forbidden,
+    /// No credential, or one the ledger does not honour (§15): missing, unknown, expired
+    /// or revoked, all said alike.
+    Unauthorized,
 }
 
 impl ErrorCode {
@@ -30,7 +33,7 @@ impl ErrorCode {
     /// 2 for a call whose words are wrong, 1 for everything that went wrong while doing it.
     pub fn exit_code(self) -> u8 {
         match self {
-            ErrorCode::Usage | ErrorCode::Forbidden => 2,
+            ErrorCode::Usage | ErrorCode::Forbidden | ErrorCode::Unauthorized => 2,
             _ => 1,
         }
     }

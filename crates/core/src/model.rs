@@ -85,6 +85,8 @@ pub enum Channel {
     Telegram,
     Slack,
     Email,
+    /// The ledger's API over HTTPS (§15), by a person token's person.
+    Api,
 }
 
 impl Channel {
@@ -870,9 +872,64 @@ pub enum Transition {
     },
 }
 
+impl Transition {
+    /// This change with `detail` in its history event (a channel's identity and event id,
+    /// §14): a plain change becomes an event of the same kind by the same person, and an
+    /// event's own detail takes `detail`'s keys.
+    #[must_use]
+    pub fn with_detail(self, detail: Option<&serde_json::Value>) -> Transition {
+        let Some(extra) = detail else { return self };
+        let merge = |own: Option<serde_json::Value>| {
+            let mut merged = match own {
+                Some(serde_json::Value::Object(m)) => m,
+                Some(other) => std::iter::once(("detail".to_string(), other)).collect(),
+                None => serde_json::Map::new(),
+            };
+            if let serde_json::Value::Object(m) = extra {
+                merged.extend(m.clone());
+            }
+            Some(serde_json::Value::Object(merged))
+        };
+        match self {
+            Transition::Changed {
+                kind,
+                before,
+                after,
+            } => {
+                let actor = Actor {
+                    by: after.state.answered_by.clone(),
+                    channel: after.state.channel.unwrap_or(Channel::Cli),
+                    at: after.state.updated_at.clone(),
+                };
+                Transition::Event {
+                    kind,
+                    before,
+                    after,
+                    actor,
+                    detail: merge(None),
+                }
+            }
+            Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail,
+            } => Transition::Event {
+                kind,
+                before,
+                after,
+                actor,
+                detail: merge(detail),
+            },
+            other => other,
+        }
+    }
+}
+
 /// A question as a front end read it (the command line's flags, an MCP call's arguments),
 /// before the model's rules make it one to log (`NewQuestion::build`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Draft {
     pub stage: String,
     pub group: Option<String>,
@@ -1085,6 +1142,8 @@ pub enum EventKind {
     Delivered,
     /// A person's channel identity linked or unlinked (§14; question_id 0).
     People,
+    /// A token made or revoked (§15; question_id 0). Its secret is never in it.
+    Token,
 }
 
 impl EventKind {
@@ -1210,7 +1269,7 @@ pub fn parse_ids(text: &str) -> Result<Vec<i64>, String> {
 }
 
 /// What the person chose, before it is checked against the question.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AnswerInput {
     pub text: Option<String>,
     pub select: Vec<String>,
@@ -1667,7 +1726,7 @@ pub trait Vocabulary: Copy + PartialEq + Send + Sync + 'static {
 /// (`VariantArray`): nothing is listed twice.
 macro_rules! vocabulary {
     ($t:ty, $what:literal) => {
-        impl Vocabulary for $t {
+        impl $crate::model::Vocabulary for $t {
             const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
@@ -1677,7 +1736,7 @@ macro_rules! vocabulary {
     };
     // A vocabulary whose values' doc comments say what each means (strum's `EnumMessage`).
     ($t:ty, $what:literal, documented) => {
-        impl Vocabulary for $t {
+        impl $crate::model::Vocabulary for $t {
             const ALL: &'static [Self] = <$t as strum::VariantArray>::VARIANTS;
             const WHAT: &'static str = $what;
             fn name(self) -> &'static str {
@@ -1696,9 +1755,9 @@ vocabulary!(OnExpiry, "on-expiry");
 vocabulary!(Source, "source");
 vocabulary!(Channel, "channel");
 vocabulary!(EventKind, "event");
-vocabulary!(crate::formats::Source, "format", documented);
-vocabulary!(crate::formats::RenderFormat, "format", documented);
-vocabulary!(crate::formats::answers::ImportFormat, "format", documented);
+// The formats name theirs where they are defined (formats/mod.rs): the model knows
+// nothing of the formats.
+pub(crate) use vocabulary;
 
 #[cfg(test)]
 mod vocabulary_tests {
@@ -1738,7 +1797,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 15);
-        assert_eq!(EventKind::ALL.len(), 16);
+        assert_eq!(Channel::ALL.len(), 16);
+        assert_eq!(EventKind::ALL.len(), 17);
     }
 }

@@ -7,9 +7,19 @@ use super::{fail, kind, Obj, ParseError, Parsed};
 use crate::model::{Question, Status};
 
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray, strum::EnumMessage,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::EnumMessage,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[strum(serialize_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub enum ImportFormat {
     /// {"answers": {"<question text>": "<answer>"}}
     AskUser,

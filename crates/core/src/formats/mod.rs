@@ -75,9 +75,19 @@ pub fn sanitize(text: &str, keep_newlines: bool) -> String {
 
 /// The formats `ingest` reads.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray, strum::EnumMessage,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+    strum::EnumMessage,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 #[strum(serialize_all = "kebab-case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Source {
     /// The uwf QUESTIONS_NEEDED block
     Uwf,
@@ -86,6 +96,10 @@ pub enum Source {
     /// ask_user / AskUserQuestion / askQuestions input: {"questions": [...]}
     AskUser,
 }
+
+crate::model::vocabulary!(Source, "format", documented);
+crate::model::vocabulary!(RenderFormat, "format", documented);
+crate::model::vocabulary!(answers::ImportFormat, "format", documented);
 
 /// The ledger records which format a question came in.
 impl From<Source> for crate::model::Source {

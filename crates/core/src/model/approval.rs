@@ -95,7 +95,7 @@ pub struct Vote {
 }
 
 /// A vote as a person casts it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ballot {
     pub verdict: Verdict,
     /// A comment (approve) or the reason (reject, where it is required).

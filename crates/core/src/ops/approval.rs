@@ -13,7 +13,8 @@ use crate::model::{
 use crate::store::{Ledger, Tx};
 
 /// Who casts a vote (or asks for an approval), as far as the channel can tell.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Identity {
     /// The command line: on PostgreSQL the database role the connection logged in as
     /// (`session_user`), so that roles and grants are the control; on a file, this name
@@ -76,14 +77,14 @@ pub(super) fn cast(
         Ok(Voted::Recorded(changes)) => {
             let mut now = before.clone();
             for change in &changes {
-                if let Some(q) = tx.apply(&super::change::with_detail(change.clone(), detail))? {
+                if let Some(q) = tx.apply(&change.clone().with_detail(detail))? {
                     now = q;
                 }
             }
             Ok(Ok(now))
         }
         Ok(Voted::Refused(event, why)) => {
-            tx.apply(&super::change::with_detail(event, detail))?;
+            tx.apply(&event.with_detail(detail))?;
             Ok(Err(why.about(before)))
         }
         Err(e) => Ok(Err(e.about(before))),
@@ -154,7 +155,8 @@ pub struct GroupChanged {
 pub const PEOPLE_ADMINS: &str = "people";
 
 /// What `group` does to a group.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum GroupChange {
     /// Makes a new group with these admins (and any people given as its first members).
     Create {

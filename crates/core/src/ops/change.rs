@@ -216,7 +216,7 @@ pub struct Recorded {
 /// question that is no longer the one shown (the ledger was reset or replaced and the id
 /// names another question now) is refused as a conflict, and nothing is recorded. The
 /// command line shows nothing: its `Shown::default()` checks nothing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Shown {
     pub ledger: Option<String>,
     pub questions: std::collections::BTreeMap<i64, String>,
@@ -269,7 +269,8 @@ impl Shown {
 }
 
 /// What a person does to one question.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Act {
     /// An answer; replacing one on record needs `PersonsChange::force`.
     Answer(AnswerInput),
@@ -292,7 +293,7 @@ pub enum Act {
 /// (the command line's `answer`, `skip`, `decline`, `approve`, `reject`; the inbox's
 /// buttons; the in-chat inbox's forms). `change` checks the stage, what the person was
 /// shown and the rule, inside the write's own transaction, once.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PersonsChange {
     pub id: i64,
     pub act: Act,
@@ -364,60 +365,9 @@ pub(super) fn change_in(
         }
     };
     match transition {
-        Ok(Some(t)) => Ok(Ok(tx.apply(&with_detail(t, detail))?.unwrap_or(before))),
+        Ok(Some(t)) => Ok(Ok(tx.apply(&t.with_detail(detail))?.unwrap_or(before))),
         Ok(None) => Ok(Ok(before)),
         Err(e) => refused(e),
-    }
-}
-
-/// `t` with `detail` in its history event: a plain change becomes an event of the same
-/// kind by the same person, and an event's own detail takes `detail`'s keys.
-pub(super) fn with_detail(t: Transition, detail: Option<&serde_json::Value>) -> Transition {
-    let Some(extra) = detail else { return t };
-    let merge = |own: Option<serde_json::Value>| {
-        let mut merged = match own {
-            Some(serde_json::Value::Object(m)) => m,
-            Some(other) => std::iter::once(("detail".to_string(), other)).collect(),
-            None => serde_json::Map::new(),
-        };
-        if let serde_json::Value::Object(m) = extra {
-            merged.extend(m.clone());
-        }
-        Some(serde_json::Value::Object(merged))
-    };
-    match t {
-        Transition::Changed {
-            kind,
-            before,
-            after,
-        } => {
-            let actor = Actor {
-                by: after.state.answered_by.clone(),
-                channel: after.state.channel.unwrap_or(crate::model::Channel::Cli),
-                at: after.state.updated_at.clone(),
-            };
-            Transition::Event {
-                kind,
-                before,
-                after,
-                actor,
-                detail: merge(None),
-            }
-        }
-        Transition::Event {
-            kind,
-            before,
-            after,
-            actor,
-            detail,
-        } => Transition::Event {
-            kind,
-            before,
-            after,
-            actor,
-            detail: merge(detail),
-        },
-        other => other,
     }
 }
 
@@ -476,6 +426,44 @@ pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleare
         stage: stage.to_string(),
         deleted,
     })
+}
+
+/// `clear`, only when nothing in the stage holds its gate (a required question pending
+/// or declined, an approval open or rejected), decided in the clearing transaction: what
+/// an agent token may clear. Else nothing is cleared, and the ids that hold it are
+/// returned.
+pub(super) fn clear_if_settled(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    stage: &str,
+) -> Result<Result<Cleared, Vec<i64>>> {
+    let actor = caller.actor(&clock::now());
+    let outcome = ledger.write(|tx| {
+        expire_due(tx, &actor.at)?;
+        let gone = tx.questions(&Filter {
+            stage: Some(stage.to_string()),
+            ..Filter::default()
+        })?;
+        let holding: Vec<i64> = gone
+            .iter()
+            .filter(|q| {
+                q.blocks_gate()
+                    || (q.state.approval.is_some() && q.state.status != Status::Answered)
+            })
+            .map(|q| q.id)
+            .collect();
+        if !holding.is_empty() {
+            return Ok(Err(holding));
+        }
+        for q in &gone {
+            tx.apply(&q.clear(&actor)?)?;
+        }
+        Ok(Ok(gone.len()))
+    })?;
+    Ok(outcome.map(|deleted| Cleared {
+        stage: stage.to_string(),
+        deleted,
+    }))
 }
 
 #[derive(Debug, Serialize)]

@@ -14,7 +14,8 @@ use crate::store::{Filter, Ledger};
 /// The longest a waiting check goes without reading again (see `follow`).
 const POLL: Duration = super::READ_AGAIN_AFTER;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Wait {
     /// Look once.
     No,
@@ -22,7 +23,7 @@ pub enum Wait {
     Until(Option<Duration>),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CheckRequest {
     pub stage: Option<String>,
     pub ids: Option<Vec<i64>>,

@@ -29,7 +29,7 @@ pub struct Ingested {
 /// same question again is the one on record). No envelope: nothing is written, and no
 /// ledger is created for that.
 /// When the questions of a call run out of time, and what happens then.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Expiry {
     pub expires_in: Option<std::time::Duration>,
     pub on_expiry: OnExpiry,

@@ -5,6 +5,7 @@
 
 mod approval;
 mod change;
+mod door;
 mod envelope;
 mod follow;
 mod gate;
@@ -14,6 +15,7 @@ mod stream;
 #[cfg(test)]
 mod suite;
 mod tasks;
+mod token;
 
 pub use approval::{group, identify, ApprovalReport, GroupChange, GroupChanged, Identity};
 pub use change::{
@@ -21,6 +23,7 @@ pub use change::{
     record_delivery, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll,
     NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
+pub use door::{call, AgentToken, PersonToken, Principal, Reply, Request};
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, on_notice, Seen, Step, READ_AGAIN_AFTER};
 pub use gate::{
@@ -29,11 +32,15 @@ pub use gate::{
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
+pub use token::{
+    authenticate, Grant, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
+    SECRET_PREFIX, UNAUTHORIZED,
+};
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, Delivery, EventFilter, Filter, FoundBy,
-    Ledger, Link, Location, LockWait, StoredTask, TaskState,
+    Ledger, Link, Location, LockWait, StoredTask, StoredToken, TaskState, TokenRole,
 };
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,

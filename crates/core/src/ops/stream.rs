@@ -24,7 +24,7 @@ pub struct LedgerEvent<'a> {
 
 /// A page of the history: the events after a seq that the caller wants, and how far the
 /// page went (events of other stages count too, so a resumed read skips none).
-#[derive(Debug)]
+#[derive(Debug, Serialize)]
 pub struct Page {
     pub events: Vec<Event>,
     /// The seq to resume after.

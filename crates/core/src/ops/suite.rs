@@ -793,3 +793,6 @@ mod relay_ops {
         );
     });
 }
+
+// The door (§15): every role against every request.
+mod roles;

@@ -15,7 +15,7 @@ pub(super) const FILE: &str = "ledger.db";
 pub(super) const UWF_LEDGER: &str = ".github/skills/uwf-question-protocol/uwf-questions.db";
 
 /// How the ledger was found, as `info` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum FoundBy {
     #[serde(rename = "--db")]

@@ -28,7 +28,7 @@ mod watch;
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
 pub(crate) use sql::Tx;
-pub use sql::{Delivery, Link, StoredTask, TaskState};
+pub use sql::{Delivery, Link, StoredTask, StoredToken, TaskState, TokenRole};
 pub use sqlite::LockWait;
 
 use std::path::Path;
@@ -61,7 +61,7 @@ const SETTLE_FIRST: Duration = Duration::from_millis(5);
 const SETTLING: Duration = Duration::from_secs(2);
 
 /// Which questions a query returns; every field narrows.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Filter {
     pub stage: Option<String>,
     pub status: Option<Status>,
@@ -70,7 +70,8 @@ pub struct Filter {
 }
 
 /// Which events `history` and `events` return, oldest first.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EventFilter {
     Question(i64),
     Stage(String),

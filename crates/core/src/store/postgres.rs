@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 13] = [
+const LEDGER_TABLES: [&str; 14] = [
     "question_events",
     "questions",
     "watchers",
@@ -31,6 +31,7 @@ const LEDGER_TABLES: [&str; 13] = [
     "relay_deliveries",
     "relay_events",
     "relay_state",
+    "api_tokens",
     "ledger_identity",
     "refinery_schema_history",
 ];

@@ -311,8 +311,10 @@ pub(crate) struct Tally {
 /// The MCP server's durable tasks.
 mod relay;
 mod tasks;
+mod tokens;
 pub use relay::{Delivery, Link};
 pub use tasks::{StoredTask, TaskState};
+pub use tokens::{StoredToken, TokenRole};
 
 /// The operations of one transaction, over either engine.
 pub(crate) struct Tx<'a> {

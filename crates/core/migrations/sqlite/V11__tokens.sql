@@ -1,0 +1,3 @@
+-- The ledger's tokens (§15): their table (api_tokens) is made by the first `token create`
+-- (store/sql/tokens.rs, SQLITE_TABLE), not here, as the relay's are (see V10): a ledger
+-- that is never served over HTTPS does not pay for it in every `check`.

@@ -1,0 +1,715 @@
+//! The door: who calls (`Principal`), what they ask (`Request`), and the one function
+//! that decides whether they may and runs it (`call`). The roles of §15 are decided here
+//! and nowhere else: a front end that serves a token's holder sends its requests through
+//! `call` and only translates.
+//!
+//! - Direct access (the ledger's file, a PostgreSQL role): every request, as today.
+//! - An agent token: logs, ingests and reads within its stages (a read that names no
+//!   stage sees only its stages), waits, and clears a stage where nothing required is
+//!   pending. Anything else is `forbidden`, recorded as a `refused` event, and changes
+//!   nothing. What it logs names the token as who logged it.
+//! - A person token: acts as its person (answers, votes and group changes as them,
+//!   channel `api`); it does not link channel identities, make or revoke tokens, or reset.
+
+use serde::{Deserialize, Serialize};
+
+use super::approval::{group, GroupChange, GroupChanged, Identity};
+use super::change::{self, Act, Cleared, Defaulted, Logged, PersonsChange, Recorded};
+use super::gate::{answers, check, AnswersReport, CheckRequest, GateReport};
+use super::interop::{import, ingest, Expiry, Imported, Ingested};
+use super::relay::{people_link, PeopleChanged};
+use super::stream::{events, Page};
+use super::token::{self, TokenReply, TokenRequest};
+use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
+use crate::clock;
+use crate::error::{Error, ErrorCode, Result};
+use crate::formats::answers::ImportFormat;
+use crate::model::{Approval, Channel, Draft, Event, NewQuestion};
+use crate::store::{EventFilter, Filter, FoundBy, Ledger};
+
+/// Who calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// Direct access to the ledger: its file, or a PostgreSQL role. Everything, as the
+    /// caller (and, for votes and groups, the `Identity` in the request) says.
+    Direct(Caller),
+    /// An agent token (§15).
+    Agent(AgentToken),
+    /// A person token (§15).
+    Person(PersonToken),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentToken {
+    /// The token's name: who logged what it logs.
+    pub name: String,
+    /// Stage patterns: a stage's name, or a prefix ending in `*`; none: every stage.
+    pub stages: Vec<String>,
+}
+
+impl AgentToken {
+    /// Whether `stage` is within the token's stages.
+    pub fn may_see(&self, stage: &str) -> bool {
+        let stage = stage.trim();
+        self.stages.is_empty()
+            || self.stages.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => stage.starts_with(prefix),
+                None => p == stage,
+            })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonToken {
+    pub name: String,
+    /// Who it acts as.
+    pub person: String,
+}
+
+impl Principal {
+    /// Who a change this principal makes is recorded as.
+    pub fn caller(&self) -> Caller {
+        match self {
+            Principal::Direct(caller) => caller.clone(),
+            Principal::Agent(agent) => Caller {
+                by: Some(agent.name.clone()),
+                channel: Channel::Api,
+            },
+            Principal::Person(person) => Caller {
+                by: Some(person.person.clone()),
+                channel: Channel::Api,
+            },
+        }
+    }
+}
+
+/// What a principal asks of the ledger: every operation the door serves, as a value that
+/// crosses a wire as it is (`{"op": "log", "args": {…}}`). What a request says of who
+/// makes it (an `Identity`, an approval's logger) holds for direct access only: the door
+/// puts a token's holder in its place.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum Request {
+    /// A question as a front end read it; the door makes it one (`NewQuestion::build`).
+    Log {
+        draft: Draft,
+        #[serde(default)]
+        expiry: Expiry,
+        #[serde(default)]
+        allow_duplicate: bool,
+    },
+    Ingest {
+        stage: String,
+        text: String,
+        only: Option<crate::formats::Source>,
+        expiry: Expiry,
+        approval: Option<Approval>,
+    },
+    List(Filter),
+    Check(CheckRequest),
+    /// The stage's pending questions, narrowed to `ids`: what `render` renders.
+    Pending {
+        stage: String,
+        ids: Option<Vec<i64>>,
+    },
+    Answers {
+        stage: String,
+    },
+    History(EventFilter),
+    /// A page of the history after `since` (`events`).
+    Events {
+        since: i64,
+        stage: Option<String>,
+        limit: u32,
+    },
+    Info {
+        found_by: FoundBy,
+        /// The ledgers the walk-up passed over, as the caller found them.
+        #[serde(default)]
+        also_found: Vec<std::path::PathBuf>,
+    },
+    Clear {
+        stage: String,
+    },
+    /// Answer, skip, decline, accept a proposal, or vote.
+    Change(PersonsChange),
+    AcceptDefaults {
+        stage: String,
+        include_required: bool,
+    },
+    Import {
+        stage: String,
+        text: String,
+        format: Option<ImportFormat>,
+        force: bool,
+    },
+    Group {
+        identity: Identity,
+        name: String,
+        change: GroupChange,
+        people: Vec<String>,
+    },
+    /// Link or unlink a person's channel identity (§14).
+    People {
+        identity: Identity,
+        name: String,
+        channel_id: String,
+        link: bool,
+    },
+    Token(TokenRequest),
+    Reset {
+        confirmed: bool,
+    },
+}
+
+impl Request {
+    /// The request's name, as a refusal records it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Log { .. } => "log",
+            Request::Ingest { .. } => "ingest",
+            Request::List(_) => "list",
+            Request::Check(_) => "check",
+            Request::Pending { .. } => "render",
+            Request::Answers { .. } => "answers",
+            Request::History(_) => "history",
+            Request::Events { .. } => "events",
+            Request::Info { .. } => "info",
+            Request::Clear { .. } => "clear",
+            Request::Change(c) => match c.act {
+                Act::Answer(_) => "answer",
+                Act::AcceptProposed => "accept",
+                Act::Skip(_) => "skip",
+                Act::Decline(_) => "decline",
+                Act::Vote(..) => "vote",
+            },
+            Request::AcceptDefaults { .. } => "accept-defaults",
+            Request::Import { .. } => "import",
+            Request::Group { .. } => "group",
+            Request::People { .. } => "people",
+            Request::Token(_) => "token",
+            Request::Reset { .. } => "reset",
+        }
+    }
+}
+
+impl Request {
+    /// The procedure whose document answers it (§2).
+    pub fn procedure(&self) -> Procedure {
+        match self {
+            Request::Log { .. } => Procedure::Log,
+            Request::Ingest { .. } => Procedure::Ingest,
+            Request::List(_) => Procedure::List,
+            Request::Check(_) => Procedure::Check,
+            Request::Pending { .. } => Procedure::Render,
+            Request::Answers { .. } => Procedure::Answers,
+            Request::History(_) => Procedure::History,
+            Request::Events { .. } => Procedure::Events,
+            Request::Info { .. } => Procedure::Info,
+            Request::Clear { .. } => Procedure::Clear,
+            Request::Change(c) => match &c.act {
+                Act::Answer(_) | Act::AcceptProposed => Procedure::Answer,
+                Act::Skip(_) => Procedure::Skip,
+                Act::Decline(_) => Procedure::Decline,
+                Act::Vote(_, ballot) => match ballot.verdict {
+                    crate::model::Verdict::Approve => Procedure::Approve,
+                    crate::model::Verdict::Reject => Procedure::Reject,
+                },
+            },
+            Request::AcceptDefaults { .. } => Procedure::AcceptDefaults,
+            Request::Import { .. } => Procedure::Import,
+            Request::Group { .. } => Procedure::Group,
+            Request::People { .. } => Procedure::People,
+            Request::Token(_) => Procedure::Token,
+            Request::Reset { .. } => Procedure::Reset,
+        }
+    }
+}
+
+/// What a request returns: serialized, the keys of its document (§2), which `document`
+/// puts in the envelope.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Reply {
+    Logged(Logged),
+    Ingested(Ingested),
+    Listed(Listed),
+    Gate(GateReport),
+    Pending(Listed),
+    Answers(AnswersReport),
+    History(History),
+    Events(Page),
+    Info(Info),
+    Cleared(Cleared),
+    Recorded(Recorded),
+    Defaulted(Defaulted),
+    Imported(Imported),
+    Group(GroupChanged),
+    People(PeopleChanged),
+    Token(TokenReply),
+    Reset(Reset),
+}
+
+impl Reply {
+    /// Whether the document says `"ok": true`: all but a gate that fails.
+    pub fn passes(&self) -> bool {
+        match self {
+            Reply::Gate(report) => report.gate.passes(),
+            _ => true,
+        }
+    }
+}
+
+/// Runs `req` for `who`, when `who` may: the door every front end sends a principal's
+/// requests through. A refusal is `forbidden`, recorded as a `refused` event (by the
+/// token, channel `api`), and changes nothing else.
+pub fn call(ledger: &mut Ledger, who: &Principal, req: Request) -> Result<Reply> {
+    match who {
+        Principal::Direct(caller) => run(ledger, caller, req),
+        Principal::Agent(agent) => as_agent(ledger, who, agent, req),
+        Principal::Person(person) => as_person(ledger, who, person, req),
+    }
+}
+
+/// Runs a request as it stands, for `caller`.
+fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
+    Ok(match req {
+        Request::Log {
+            draft,
+            expiry,
+            allow_duplicate,
+        } => {
+            let mut new = NewQuestion::build(draft)?;
+            expiry.apply(&mut new, &clock::now())?;
+            Reply::Logged(change::log(ledger, &new, allow_duplicate)?)
+        }
+        Request::Ingest {
+            stage,
+            text,
+            only,
+            expiry,
+            approval,
+        } => Reply::Ingested(ingest(
+            ledger,
+            &stage,
+            &text,
+            only,
+            expiry,
+            approval.as_ref(),
+        )?),
+        Request::List(filter) => Reply::Listed(Listed::new(list(ledger, &filter)?)),
+        Request::Check(req) => Reply::Gate(check(ledger, &req)?),
+        Request::Pending { stage, ids } => {
+            Reply::Pending(Listed::new(super::pending(ledger, &stage, ids.as_deref())?))
+        }
+        Request::Answers { stage } => Reply::Answers(answers(ledger, &stage)?),
+        Request::History(filter) => Reply::History(history(ledger, &filter)?),
+        Request::Events {
+            since,
+            stage,
+            limit,
+        } => Reply::Events(events(ledger, since, stage.as_deref(), limit)?),
+        Request::Info {
+            found_by,
+            also_found,
+        } => Reply::Info(info(ledger, found_by, &also_found)?),
+        Request::Clear { stage } => Reply::Cleared(change::clear(ledger, caller, &stage)?),
+        Request::Change(req) => Reply::Recorded(change::change(ledger, caller, &req)?),
+        Request::AcceptDefaults {
+            stage,
+            include_required,
+        } => Reply::Defaulted(change::accept_defaults(
+            ledger,
+            caller,
+            &stage,
+            include_required,
+        )?),
+        Request::Import {
+            stage,
+            text,
+            format,
+            force,
+        } => Reply::Imported(import(ledger, caller, &stage, &text, format, force)?),
+        Request::Group {
+            identity,
+            name,
+            change,
+            people,
+        } => Reply::Group(group(
+            ledger,
+            &identity,
+            caller.channel,
+            &name,
+            &change,
+            &people,
+        )?),
+        Request::People {
+            identity,
+            name,
+            channel_id,
+            link,
+        } => Reply::People(people_link(
+            ledger,
+            &identity,
+            caller.channel,
+            &name,
+            &channel_id,
+            link,
+        )?),
+        Request::Token(req) => Reply::Token(token::run(ledger, caller, &req)?),
+        Request::Reset { confirmed } => {
+            let location = ledger.location().clone();
+            ledger.forget_connection();
+            Reply::Reset(reset(&location, confirmed)?)
+        }
+    })
+}
+
+fn as_agent(
+    ledger: &mut Ledger,
+    who: &Principal,
+    agent: &AgentToken,
+    req: Request,
+) -> Result<Reply> {
+    let caller = who.caller();
+    let outside = |stage: &str| !agent.may_see(stage);
+    // Whether the request stays within the token's stages, where it names them.
+    let named_outside: Option<String> = match &req {
+        Request::Log { draft, .. } => Some(draft.stage.clone()),
+        Request::Ingest { stage, .. }
+        | Request::Pending { stage, .. }
+        | Request::Answers { stage }
+        | Request::Clear { stage }
+        | Request::History(EventFilter::Stage(stage)) => Some(stage.clone()),
+        Request::List(filter) => filter.stage.clone(),
+        Request::Events { stage, .. } => stage.clone(),
+        Request::Check(check) => match &check.stage {
+            Some(stage) => Some(stage.clone()),
+            // A gate of every stage reads stages outside a narrowed token's.
+            None if !agent.stages.is_empty() => {
+                return refuse(
+                    ledger,
+                    who,
+                    &req,
+                    0,
+                    "an agent token limited to some stages checks one of them: name the stage",
+                )
+            }
+            None => None,
+        },
+        _ => None,
+    }
+    .filter(|stage| outside(stage));
+    if let Some(stage) = named_outside {
+        return refuse(
+            ledger,
+            who,
+            &req,
+            0,
+            &format!(
+                "stage '{}' is outside this token's stages ({})",
+                stage.trim(),
+                agent.stages.join(", ")
+            ),
+        );
+    }
+    match req {
+        Request::Log {
+            mut draft,
+            expiry,
+            allow_duplicate,
+        } => {
+            logged_by(&mut draft, &agent.name)?;
+            run(
+                ledger,
+                &caller,
+                Request::Log {
+                    draft,
+                    expiry,
+                    allow_duplicate,
+                },
+            )
+        }
+        Request::Ingest {
+            stage,
+            text,
+            only,
+            expiry,
+            approval,
+        } => {
+            let approval = approval
+                .map(|a| as_logged_by(&a, &agent.name))
+                .transpose()?;
+            run(
+                ledger,
+                &caller,
+                Request::Ingest {
+                    stage,
+                    text,
+                    only,
+                    expiry,
+                    approval,
+                },
+            )
+        }
+        Request::List(filter) => {
+            let mut found = list(ledger, &filter)?;
+            found.retain(|q| agent.may_see(&q.stage));
+            Ok(Reply::Listed(Listed::new(found)))
+        }
+        Request::History(EventFilter::Question(id)) => {
+            // A question of another stage is refused, whether it stands or was cleared.
+            let stage = named(ledger, None, Some(&[id]))
+                .ok()
+                .and_then(|q| q.into_iter().next())
+                .map(|q| q.stage);
+            let found = history(ledger, &EventFilter::Question(id))?;
+            let stages = stage.into_iter().chain(
+                found
+                    .events
+                    .iter()
+                    .map(|e| e.stage.clone())
+                    .filter(|s| !s.is_empty()),
+            );
+            for stage in stages {
+                if outside(&stage) {
+                    return refuse(
+                        ledger,
+                        who,
+                        &Request::History(EventFilter::Question(id)),
+                        id,
+                        &format!("question {id} is outside this token's stages"),
+                    );
+                }
+            }
+            Ok(Reply::History(found))
+        }
+        Request::Events {
+            since,
+            stage,
+            limit,
+        } => {
+            let mut page = events(ledger, since, stage.as_deref(), limit)?;
+            page.events.retain(|e| visible(agent, e));
+            Ok(Reply::Events(page))
+        }
+        Request::Info { found_by, .. } => {
+            let mut found = info(ledger, found_by, &[])?;
+            found.stages.retain(|s| agent.may_see(&s.stage));
+            Ok(Reply::Info(found))
+        }
+        Request::Clear { stage } => clear_settled(ledger, who, &stage),
+        Request::History(filter @ EventFilter::Since { .. }) => {
+            let mut found = history(ledger, &filter)?;
+            found.events.retain(|e| visible(agent, e));
+            found.count = found.events.len();
+            Ok(Reply::History(found))
+        }
+        Request::Check(mut req) => {
+            // What a stage never heard of may have been meant to be names other stages:
+            // only its own. A strict check learns it as a look does (at once, waiting or
+            // not), then fails without the names.
+            let strict = req.strict;
+            if strict {
+                req.strict = false;
+                req.allow_unknown_stage = true;
+            }
+            let mut report = check(ledger, &req)?;
+            report.nearest.retain(|s| agent.may_see(s));
+            if strict && report.known_stage == Some(false) {
+                return Err(Error::not_found(format!(
+                    "stage '{}' has never held a question in this ledger",
+                    req.stage.as_deref().unwrap_or_default().trim()
+                )));
+            }
+            Ok(Reply::Gate(report))
+        }
+        req @ (Request::Pending { .. }
+        | Request::Answers { .. }
+        | Request::History(EventFilter::Stage(_))) => run(ledger, &caller, req),
+        other => {
+            let id = match &other {
+                Request::Change(c) => c.id,
+                _ => 0,
+            };
+            let what = other.name();
+            refuse(
+                ledger,
+                who,
+                &other,
+                id,
+                &format!(
+                    "an agent token may not {what}: a person answers, votes and administers \
+                     the ledger"
+                ),
+            )
+        }
+    }
+}
+
+fn as_person(
+    ledger: &mut Ledger,
+    who: &Principal,
+    token: &PersonToken,
+    req: Request,
+) -> Result<Reply> {
+    let caller = who.caller();
+    let me = Identity::Person(token.person.clone());
+    match req {
+        Request::Change(mut change) => {
+            if let Act::Vote(identity, _) = &mut change.act {
+                *identity = me;
+            }
+            run(ledger, &caller, Request::Change(change))
+        }
+        Request::Group {
+            name,
+            change,
+            people,
+            ..
+        } => run(
+            ledger,
+            &caller,
+            Request::Group {
+                identity: me,
+                name,
+                change,
+                people,
+            },
+        ),
+        Request::Log {
+            mut draft,
+            expiry,
+            allow_duplicate,
+        } => {
+            logged_by(&mut draft, &token.person)?;
+            run(
+                ledger,
+                &caller,
+                Request::Log {
+                    draft,
+                    expiry,
+                    allow_duplicate,
+                },
+            )
+        }
+        Request::Info { found_by, .. } => run(
+            ledger,
+            &caller,
+            Request::Info {
+                found_by,
+                also_found: Vec::new(),
+            },
+        ),
+        Request::Ingest {
+            stage,
+            text,
+            only,
+            expiry,
+            approval,
+        } => {
+            let approval = approval
+                .map(|a| as_logged_by(&a, &token.person))
+                .transpose()?;
+            run(
+                ledger,
+                &caller,
+                Request::Ingest {
+                    stage,
+                    text,
+                    only,
+                    expiry,
+                    approval,
+                },
+            )
+        }
+        req @ (Request::People { .. } | Request::Token(_) | Request::Reset { .. }) => {
+            let what = req.name();
+            refuse(
+                ledger,
+                who,
+                &req,
+                0,
+                &format!("a person token may not {what}: that takes direct access to the ledger"),
+            )
+        }
+        other => run(ledger, &caller, other),
+    }
+}
+
+/// An approval logged through a token names the token's holder as who logged it (never a
+/// name the request gives), so that it can never vote on it.
+fn logged_by(draft: &mut Draft, logger: &str) -> Result<()> {
+    if let Some(approval) = &draft.approval {
+        draft.approval = Some(as_logged_by(approval, logger)?);
+    }
+    Ok(())
+}
+
+/// `approval` as `logger` logs it: the requester it names stays (none named: the logger
+/// asks), and the logger never votes either.
+fn as_logged_by(approval: &Approval, logger: &str) -> Result<Approval> {
+    let requester = Some(approval.requester.as_str()).filter(|r| !r.trim().is_empty());
+    Approval::new(&approval.approvers, approval.min, requester, logger)
+}
+
+/// Whether an agent sees an event: its stage's, or (for a token of every stage) one of
+/// no question (a group's, a token's).
+fn visible(agent: &AgentToken, event: &Event) -> bool {
+    if event.question_id == 0 || event.stage.trim().is_empty() {
+        return agent.stages.is_empty();
+    }
+    agent.may_see(&event.stage)
+}
+
+/// An agent's `clear`: only a stage where nothing required is pending, decided in the
+/// clearing transaction (clearing never opens a gate).
+fn clear_settled(ledger: &mut Ledger, who: &Principal, stage: &str) -> Result<Reply> {
+    let caller = who.caller();
+    match change::clear_if_settled(ledger, &caller, stage)? {
+        Ok(cleared) => Ok(Reply::Cleared(cleared)),
+        Err(holding) => refuse(
+            ledger,
+            who,
+            &Request::Clear {
+                stage: stage.to_string(),
+            },
+            0,
+            &format!(
+                "stage '{stage}' still holds its gate (required question{} {} pending): an \
+                 agent token clears only a stage whose gate passes",
+                if holding.len() == 1 { "" } else { "s" },
+                holding
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    }
+}
+
+/// Records the refusal of `req` for `who` as a `refused` event of question `id` (0 for
+/// none), and returns it as `forbidden`.
+fn refuse(
+    ledger: &mut Ledger,
+    who: &Principal,
+    req: &Request,
+    id: i64,
+    why: &str,
+) -> Result<Reply> {
+    let actor = who.caller().actor(&clock::now());
+    let (token, role) = match who {
+        Principal::Direct(_) => (None, "direct"),
+        Principal::Agent(a) => (Some(a.name.as_str()), "agent"),
+        Principal::Person(p) => (Some(p.name.as_str()), "person"),
+    };
+    let detail = serde_json::json!({
+        "refused": req.name(),
+        "token": token,
+        "role": role,
+        "reason": why,
+    });
+    ledger.write(|tx| tx.refused_event(id, &actor, &detail))?;
+    Err(Error::new(ErrorCode::Forbidden, why))
+}

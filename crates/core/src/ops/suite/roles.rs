@@ -1,0 +1,708 @@
+//! The door's attack suite (§15 "Roles"): every role against every request. A refusal is
+//! `forbidden`, recorded as one `refused` event, and changes nothing else in the ledger.
+
+use super::*;
+use crate::model::{Channel, EventKind, Status};
+
+const TOKEN: &str = "ci-bot";
+
+fn draft(stage: &str, text: &str) -> Draft {
+    Draft {
+        stage: stage.into(),
+        group: None,
+        question: text.into(),
+        proposed: None,
+        required: true,
+        header: None,
+        context: None,
+        options: Vec::new(),
+        multi_select: false,
+        allow_freeform: true,
+        source: Source::Cli,
+        approval: None,
+    }
+}
+
+fn agent() -> Principal {
+    Principal::Agent(AgentToken {
+        name: TOKEN.into(),
+        stages: vec!["ci-*".into(), "docs".into()],
+    })
+}
+
+fn dana() -> Principal {
+    Principal::Person(PersonToken {
+        name: "dana-phone".into(),
+        person: "dana".into(),
+    })
+}
+
+fn direct() -> Principal {
+    Principal::Direct(person("root"))
+}
+
+/// What a refusal must leave as it was: every question, and every token.
+fn state(l: &mut Ledger) -> (Vec<Question>, Vec<crate::store::StoredToken>) {
+    let questions = list(l, &Filter::default()).unwrap();
+    let tokens = l.read(|tx| tx.tokens()).unwrap();
+    (questions, tokens)
+}
+
+/// A ledger with a question in the agent's stages, one outside them, an approval, a
+/// group and a token, and the ids of the first three.
+fn ledger_for_attacks(l: &mut Ledger) -> (i64, i64, i64) {
+    let inside = logged(l, "ci-build", "Deploy to staging?");
+    let outside = logged(l, "prod", "Deploy to production?");
+    group(
+        l,
+        &Identity::Person("root".into()),
+        Channel::Cli,
+        "release",
+        &GroupChange::Create {
+            admins: vec!["root".into()],
+        },
+        &["dana".into()],
+    )
+    .unwrap();
+    let mut q = new("ci-build", "Ship 1.2?", None);
+    q.approval = Some(Approval::new(&["dana".into()], 1, Some("rex"), "rex").unwrap());
+    let approval = log(l, &q, false).unwrap().question_id;
+    call(
+        l,
+        &direct(),
+        Request::Token(TokenRequest::Create {
+            name: "other".into(),
+            grant: Grant::Agent { stages: vec![] },
+            expires_in: None,
+        }),
+    )
+    .unwrap();
+    (inside, outside, approval)
+}
+
+/// Every request an agent token may never make, given the ledger above.
+fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request> {
+    let change = |id, act| Request::Change(PersonsChange::of(id, act));
+    let vote = |verdict| {
+        Act::Vote(
+            Identity::Person("dana".into()),
+            Ballot {
+                verdict,
+                comment: Some("ok".into()),
+            },
+        )
+    };
+    vec![
+        change(inside, answer("yes")),
+        change(inside, Act::AcceptProposed),
+        change(inside, Act::Skip(Some("no need".into()))),
+        change(inside, Act::Decline("unclear".into())),
+        change(approval, vote(Verdict::Approve)),
+        change(approval, vote(Verdict::Reject)),
+        Request::AcceptDefaults {
+            stage: "ci-build".into(),
+            include_required: true,
+        },
+        Request::Import {
+            stage: "ci-build".into(),
+            text: format!("{{\"{inside}\": \"yes\"}}"),
+            format: None,
+            force: true,
+        },
+        // A stage whose gate a required question still holds.
+        Request::Clear {
+            stage: "ci-build".into(),
+        },
+        Request::Group {
+            identity: Identity::Person("root".into()),
+            name: "release".into(),
+            change: GroupChange::Add,
+            people: vec![TOKEN.into()],
+        },
+        Request::Group {
+            identity: Identity::Person(TOKEN.into()),
+            name: "mine".into(),
+            change: GroupChange::Create {
+                admins: vec![TOKEN.into()],
+            },
+            people: vec![],
+        },
+        Request::People {
+            identity: Identity::Person("dana".into()),
+            name: "dana".into(),
+            channel_id: "telegram:1".into(),
+            link: true,
+        },
+        Request::Token(TokenRequest::Create {
+            name: "mine".into(),
+            grant: Grant::Person("dana".into()),
+            expires_in: None,
+        }),
+        Request::Token(TokenRequest::List),
+        Request::Token(TokenRequest::Revoke {
+            name: "other".into(),
+        }),
+        Request::Reset { confirmed: true },
+        // Outside its stages.
+        Request::Log {
+            draft: draft("prod", "Skip the canary?"),
+            expiry: Expiry::default(),
+            allow_duplicate: false,
+        },
+        Request::Ingest {
+            stage: "prod".into(),
+            text: r#"{"questions": [{"question": "Which region?"}]}"#.into(),
+            only: None,
+            expiry: Expiry {
+                expires_in: None,
+                on_expiry: crate::model::OnExpiry::Keep,
+            },
+            approval: None,
+        },
+        Request::List(Filter {
+            stage: Some("prod".into()),
+            ..Filter::default()
+        }),
+        Request::Check(CheckRequest {
+            stage: Some("prod".into()),
+            ids: None,
+            strict: false,
+            wait: Wait::No,
+            allow_unknown_stage: false,
+        }),
+        // Every stage at once, from a token of some.
+        Request::Check(CheckRequest {
+            stage: None,
+            ids: Some(vec![outside]),
+            strict: false,
+            wait: Wait::No,
+            allow_unknown_stage: false,
+        }),
+        Request::Pending {
+            stage: "prod".into(),
+            ids: None,
+        },
+        Request::Answers {
+            stage: "prod".into(),
+        },
+        Request::History(EventFilter::Stage("prod".into())),
+        Request::History(EventFilter::Question(outside)),
+        Request::Events {
+            since: 0,
+            stage: Some("prod".into()),
+            limit: 100,
+        },
+        // A pattern is a prefix only where it ends in *.
+        Request::Answers {
+            stage: "docs-internal".into(),
+        },
+    ]
+}
+
+on_every_engine!(
+    an_agent_token_is_refused_everything_but_its_own,
+    |l: &mut Ledger| {
+        let (inside, outside, approval) = ledger_for_attacks(l);
+        for req in forbidden_to_agents(inside, outside, approval) {
+            let what = format!("{req:?}");
+            let name = req.name();
+            let before = state(l);
+            let seq = last_seq(l).unwrap();
+            let err = call(l, &agent(), req).expect_err(&what);
+            assert_eq!(err.code, ErrorCode::Forbidden, "{what}: {}", err.message);
+            assert_eq!(state(l), before, "{what} changed the ledger");
+            let recorded = history(l, &EventFilter::Since { seq, limit: 10 }).unwrap();
+            let [event] = &recorded.events[..] else {
+                panic!("{what}: one refused event, not {:?}", recorded.events)
+            };
+            assert_eq!(event.event, EventKind::Refused, "{what}");
+            assert_eq!(event.answered_by.as_deref(), Some(TOKEN), "{what}");
+            assert_eq!(event.channel, Some(Channel::Api), "{what}");
+            let detail = event.detail.as_ref().expect("a refusal says what");
+            assert_eq!(detail["refused"], name, "{what}");
+            assert_eq!(detail["token"], TOKEN, "{what}");
+        }
+        // Nothing it tried moved the gate or the approval.
+        assert_eq!(gate(l, "ci-build"), Gate::Fail);
+        assert_eq!(l_answer(l, inside), None);
+    }
+);
+
+on_every_engine!(
+    an_agent_token_logs_reads_and_waits_within_its_stages,
+    |l: &mut Ledger| {
+        let (inside, outside, _) = ledger_for_attacks(l);
+        let Reply::Logged(done) = call(
+            l,
+            &agent(),
+            Request::Log {
+                draft: draft("ci-test", "Run the slow suite?"),
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+            },
+        )
+        .unwrap() else {
+            panic!("log replies Logged")
+        };
+        assert!(done.created);
+        let Reply::Listed(seen) = call(l, &agent(), Request::List(Filter::default())).unwrap()
+        else {
+            panic!("list replies Listed")
+        };
+        let ids: Vec<i64> = seen.questions.iter().map(|q| q.id).collect();
+        assert!(ids.contains(&inside) && ids.contains(&done.question_id));
+        assert!(
+            !ids.contains(&outside),
+            "a list of every stage shows only its own"
+        );
+        let Reply::Events(page) = call(
+            l,
+            &agent(),
+            Request::Events {
+                since: 0,
+                stage: None,
+                limit: 1000,
+            },
+        )
+        .unwrap() else {
+            panic!("events replies Events")
+        };
+        assert!(!page.events.is_empty());
+        assert!(
+            page.events
+                .iter()
+                .all(|e| e.stage.starts_with("ci-") && e.question_id != outside),
+            "{:?}",
+            page.events
+        );
+        // A stage never heard of is not told apart by names of stages outside its own.
+        logged(l, "doc", "Outside its stages, two edits from one of them?");
+        for strict in [false, true] {
+            let asked = call(
+                l,
+                &agent(),
+                Request::Check(CheckRequest {
+                    stage: Some("docs".into()),
+                    ids: None,
+                    strict,
+                    wait: Wait::No,
+                    allow_unknown_stage: false,
+                }),
+            );
+            let said = match asked {
+                Ok(Reply::Gate(report)) => format!("{:?}", report.nearest),
+                Ok(other) => panic!("check replies Gate, not {other:?}"),
+                Err(e) => {
+                    assert_eq!(e.code, ErrorCode::NotFound);
+                    e.message
+                }
+            };
+            assert!(
+                !said.contains("doc'") && !said.contains("\"doc\""),
+                "{said}"
+            );
+        }
+        // The history after a seq, as events: its stages only.
+        let Reply::History(read) = call(
+            l,
+            &agent(),
+            Request::History(EventFilter::Since {
+                seq: 0,
+                limit: 1000,
+            }),
+        )
+        .unwrap() else {
+            panic!("history replies History")
+        };
+        assert_eq!(read.count, read.events.len());
+        assert!(!read.events.is_empty());
+        assert!(
+            read.events
+                .iter()
+                .all(|e| e.stage.starts_with("ci-") && e.question_id != outside),
+            "{:?}",
+            read.events
+        );
+        let Reply::Info(info) = call(
+            l,
+            &agent(),
+            Request::Info {
+                found_by: FoundBy::Flag,
+                also_found: Vec::new(),
+            },
+        )
+        .unwrap() else {
+            panic!("info replies Info")
+        };
+        assert!(info.stages.iter().all(|s| s.stage.starts_with("ci-")));
+        let Reply::Gate(report) = call(
+            l,
+            &agent(),
+            Request::Check(CheckRequest {
+                stage: Some("ci-build".into()),
+                ids: None,
+                strict: false,
+                wait: Wait::No,
+                allow_unknown_stage: false,
+            }),
+        )
+        .unwrap() else {
+            panic!("check replies Gate")
+        };
+        assert_eq!(report.gate, Gate::Fail);
+        for req in [
+            Request::Answers {
+                stage: "ci-build".into(),
+            },
+            Request::Pending {
+                stage: "ci-build".into(),
+                ids: None,
+            },
+            Request::History(EventFilter::Question(inside)),
+            Request::History(EventFilter::Stage("docs".into())),
+        ] {
+            let what = format!("{req:?}");
+            call(l, &agent(), req).expect(&what);
+        }
+    }
+);
+
+on_every_engine!(
+    an_agent_clears_only_a_stage_whose_gate_passes,
+    |l: &mut Ledger| {
+        let id = logged(l, "ci-done", "Tag it?");
+        let optional = log(
+            l,
+            &NewQuestion {
+                required: false,
+                ..new("ci-done", "Changelog wording?", None)
+            },
+            false,
+        )
+        .unwrap()
+        .question_id;
+        let clear = || Request::Clear {
+            stage: "ci-done".into(),
+        };
+        let err = call(l, &agent(), clear()).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        assert!(err.message.contains(&id.to_string()), "{}", err.message);
+        // Declined holds the gate too.
+        change(
+            l,
+            &person("dana"),
+            &PersonsChange::of(id, Act::Decline("why?".into())),
+        )
+        .unwrap();
+        assert_eq!(
+            call(l, &agent(), clear()).unwrap_err().code,
+            ErrorCode::Forbidden
+        );
+        change(
+            l,
+            &person("dana"),
+            &PersonsChange {
+                force: true,
+                ..PersonsChange::of(id, answer("yes"))
+            },
+        )
+        .unwrap();
+        let Reply::Cleared(cleared) = call(l, &agent(), clear()).unwrap() else {
+            panic!("clear replies Cleared")
+        };
+        assert_eq!(cleared.deleted, 2, "the optional one {optional} goes too");
+        let events = history(l, &EventFilter::Question(id)).unwrap().events;
+        let last = events.last().unwrap();
+        assert_eq!(last.event, EventKind::Cleared);
+        assert_eq!(last.answered_by.as_deref(), Some(TOKEN));
+    }
+);
+
+on_every_engine!(
+    what_an_agent_logs_names_it_so_it_never_votes_on_it,
+    |l: &mut Ledger| {
+        // The request names a requester and a logger of its own choosing: the token logs it.
+        let mut q = draft("ci-deploy", "Deploy 1.3?");
+        q.approval = Some(Approval::new(&["dana".into(), TOKEN.into()], 1, None, "dana").unwrap());
+        let err = call(
+            l,
+            &agent(),
+            Request::Log {
+                draft: q.clone(),
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+            },
+        )
+        .unwrap_err();
+        // dana stays the requester the request named; the token is the logger: neither
+        // votes, so no approver is left.
+        assert_eq!(err.code, ErrorCode::Usage, "{}", err.message);
+        q.approval = Some(Approval {
+            requester: String::new(),
+            logged_by: Some("dana".into()),
+            ..q.approval.clone().unwrap()
+        });
+        let Reply::Logged(done) = call(
+            l,
+            &agent(),
+            Request::Log {
+                draft: q,
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+            },
+        )
+        .unwrap() else {
+            panic!("log replies Logged")
+        };
+        let approval = done.question.state.approval.clone().unwrap();
+        assert_eq!(approval.requester, TOKEN, "none named: the token asks");
+        assert_eq!(approval.logged_by, None);
+        // Should someone be named as the token, they are its requester and may not vote.
+        let refused = change(
+            l,
+            &person(TOKEN),
+            &PersonsChange::of(
+                done.question_id,
+                Act::Vote(
+                    Identity::Person(TOKEN.into()),
+                    Ballot {
+                        verdict: Verdict::Approve,
+                        comment: None,
+                    },
+                ),
+            ),
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Forbidden);
+        let voted = change(
+            l,
+            &person("dana"),
+            &PersonsChange::of(
+                done.question_id,
+                Act::Vote(
+                    Identity::Person("dana".into()),
+                    Ballot {
+                        verdict: Verdict::Approve,
+                        comment: None,
+                    },
+                ),
+            ),
+        )
+        .unwrap();
+        assert_eq!(voted.question.state.status, Status::Answered);
+    }
+);
+
+on_every_engine!(a_person_token_acts_as_its_person, |l: &mut Ledger| {
+    let (inside, outside, approval) = ledger_for_attacks(l);
+    let Reply::Recorded(done) = call(
+        l,
+        &dana(),
+        Request::Change(PersonsChange::of(outside, answer("not today"))),
+    )
+    .unwrap() else {
+        panic!("a change replies Recorded")
+    };
+    assert_eq!(done.question.state.answered_by.as_deref(), Some("dana"));
+    assert_eq!(done.question.state.channel, Some(Channel::Api));
+    // A vote counts as the token's person, whoever the request names.
+    let Reply::Recorded(voted) = call(
+        l,
+        &dana(),
+        Request::Change(PersonsChange::of(
+            approval,
+            Act::Vote(
+                Identity::Local("rex".into()),
+                Ballot {
+                    verdict: Verdict::Approve,
+                    comment: None,
+                },
+            ),
+        )),
+    )
+    .unwrap() else {
+        panic!("a vote replies Recorded")
+    };
+    let votes = voted.question.state.approval.unwrap().votes;
+    assert_eq!(votes[0].by, "dana");
+    for req in [
+        Request::Reset { confirmed: true },
+        Request::Token(TokenRequest::List),
+        Request::People {
+            identity: Identity::Person("dana".into()),
+            name: "dana".into(),
+            channel_id: "telegram:7".into(),
+            link: true,
+        },
+    ] {
+        let what = format!("{req:?}");
+        let before = state(l);
+        let err = call(l, &dana(), req).expect_err(&what);
+        assert_eq!(err.code, ErrorCode::Forbidden, "{what}");
+        assert_eq!(state(l), before, "{what}");
+        let events = history(
+            l,
+            &EventFilter::Since {
+                seq: 0,
+                limit: 1000,
+            },
+        )
+        .unwrap()
+        .events;
+        let last = events.last().unwrap();
+        assert_eq!(last.event, EventKind::Refused);
+        assert_eq!(last.answered_by.as_deref(), Some("dana"));
+    }
+    assert_eq!(l_answer(l, inside), None);
+});
+
+on_every_engine!(
+    tokens_are_kept_as_hashes_and_refused_alike,
+    |l: &mut Ledger| {
+        let make = |l: &mut Ledger, name: &str, expires_in| {
+            let Reply::Token(TokenReply::Made(made)) = call(
+                l,
+                &direct(),
+                Request::Token(TokenRequest::Create {
+                    name: name.into(),
+                    grant: Grant::Agent {
+                        stages: vec!["ci-*".into()],
+                    },
+                    expires_in,
+                }),
+            )
+            .unwrap() else {
+                panic!("create replies Made")
+            };
+            made.token
+        };
+        let secret = make(l, "runner", None);
+        assert!(secret.starts_with(SECRET_PREFIX));
+        let who = authenticate(l, Some(&secret)).unwrap();
+        assert_eq!(
+            who,
+            Principal::Agent(AgentToken {
+                name: "runner".into(),
+                stages: vec!["ci-*".into()],
+            })
+        );
+        let listed = l.read(|tx| tx.tokens()).unwrap();
+        assert!(listed[0].last_used_at.is_some(), "a use is noted");
+        // The same name again is a conflict; a token never holds a second secret.
+        let again = call(
+            l,
+            &direct(),
+            Request::Token(TokenRequest::Create {
+                name: "runner".into(),
+                grant: Grant::Person("dana".into()),
+                expires_in: None,
+            }),
+        )
+        .unwrap_err();
+        assert_eq!(again.code, ErrorCode::Conflict);
+        let expired = make(l, "old", Some(Duration::ZERO));
+        let refusals = [
+            authenticate(l, None),
+            authenticate(l, Some("  ")),
+            authenticate(l, Some("qtok_0000")),
+            authenticate(l, Some(&secret[..secret.len() - 1])),
+            authenticate(l, Some(&expired)),
+        ];
+        call(
+            l,
+            &direct(),
+            Request::Token(TokenRequest::Revoke {
+                name: "runner".into(),
+            }),
+        )
+        .unwrap();
+        let revoked = authenticate(l, Some(&secret));
+        for refused in refusals.into_iter().chain([revoked]) {
+            let err = refused.unwrap_err();
+            assert_eq!(err.code, ErrorCode::Unauthorized);
+            assert_eq!(err.message, UNAUTHORIZED, "one message for all");
+            assert!(!err.message.contains(&secret));
+        }
+        // The history says who made and revoked which token, and never holds a secret.
+        let events = history(
+            l,
+            &EventFilter::Since {
+                seq: 0,
+                limit: 1000,
+            },
+        )
+        .unwrap()
+        .events;
+        let tokens: Vec<&Event> = events
+            .iter()
+            .filter(|e| e.event == EventKind::Token)
+            .collect();
+        assert_eq!(tokens.len(), 3, "two made, one revoked");
+        assert_eq!(tokens[2].detail.as_ref().unwrap()["revoked"], true);
+        let all = serde_json::to_string(&events).unwrap();
+        assert!(!all.contains(&secret) && !all.contains(&expired));
+    }
+);
+
+/// Every request crosses a wire as it is: what is sent reads back as the same request,
+/// named the same, and an unknown or malformed one is refused by the reader.
+#[test]
+fn every_request_reads_back_as_it_was_written() {
+    let mut all = forbidden_to_agents(1, 2, 3);
+    all.extend([
+        Request::Log {
+            draft: Draft {
+                options: vec![crate::model::QuestionOption {
+                    label: "A".into(),
+                    description: Some("first".into()),
+                    recommended: true,
+                }],
+                approval: None,
+                ..draft("ci-x", "Which?")
+            },
+            expiry: Expiry {
+                expires_in: Some(Duration::from_secs(90)),
+                on_expiry: crate::model::OnExpiry::Default,
+            },
+            allow_duplicate: true,
+        },
+        Request::Check(CheckRequest {
+            stage: Some("ci-x".into()),
+            ids: Some(vec![4, 5]),
+            strict: true,
+            wait: Wait::Until(Some(Duration::from_millis(1500))),
+            allow_unknown_stage: true,
+        }),
+        Request::History(EventFilter::Since { seq: 7, limit: 20 }),
+        Request::Info {
+            found_by: FoundBy::WalkUp,
+            also_found: vec!["/a/ledger.db".into()],
+        },
+        Request::Change(PersonsChange {
+            shown: Shown::one(Some("ledger-id".into()), 9, Some("fp".into())),
+            within: Some("ci-x".into()),
+            force: true,
+            ..PersonsChange::of(9, answer("x"))
+        }),
+    ]);
+    for req in all {
+        let text = serde_json::to_string(&req).unwrap();
+        let back: Request = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        assert_eq!(back.name(), req.name());
+        assert_eq!(back.procedure(), req.procedure());
+    }
+    let answers = serde_json::to_value(Request::Answers { stage: "s".into() }).unwrap();
+    assert_eq!(
+        answers,
+        serde_json::json!({"op": "answers", "args": {"stage": "s"}})
+    );
+    for bad in [
+        r#"{"op": "drop_tables", "args": {}}"#,
+        r#"{"op": "answers"}"#,
+        r#"{"op": "answers", "args": {"stage": 5}}"#,
+        r#"{"op": "log", "args": {"draft": {"stage": "s"}}}"#,
+    ] {
+        assert!(serde_json::from_str::<Request>(bad).is_err(), "{bad}");
+    }
+}

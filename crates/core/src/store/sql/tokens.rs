@@ -1,0 +1,183 @@
+//! The ledger's tokens (§15): who may call it over HTTPS, and as what. A token's secret is
+//! never stored, only its SHA-256 (`secret_hash`); only `ops::token` calls these, inside
+//! its own transactions.
+
+use serde::Serialize;
+
+use super::{to_json, Dialect, Param, Row, Tx};
+use crate::error::Result;
+use crate::model::{Actor, EventKind};
+
+/// What a token's holder is to the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::EnumString)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum TokenRole {
+    /// Logs, reads and waits within its stages; never answers, votes or administers.
+    Agent,
+    /// Acts as its person.
+    Person,
+}
+
+impl TokenRole {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A token as the ledger keeps it, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StoredToken {
+    pub name: String,
+    pub role: TokenRole,
+    /// An agent's stage patterns (a name, or a prefix ending in `*`); empty: every stage.
+    pub stages: Vec<String>,
+    /// A person token's person.
+    pub person: Option<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+}
+
+const COLUMNS: &[&str] = &[
+    "name",
+    "role",
+    "stages",
+    "person",
+    "created_at",
+    "expires_at",
+    "last_used_at",
+];
+
+/// The tokens' table in SQLite, made by the first `token create` rather than by a
+/// migration, as the relay's are (see `relay::SQLITE_TABLES`): SQLite parses every table
+/// of the schema each time a command opens the ledger. PostgreSQL makes it in V11.
+const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS api_tokens (
+  name TEXT PRIMARY KEY,
+  role TEXT NOT NULL,
+  stages TEXT NOT NULL,
+  person TEXT,
+  secret_hash TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  expires_at TEXT,
+  last_used_at TEXT
+) WITHOUT ROWID";
+
+impl Tx<'_> {
+    /// Whether the ledger has the tokens' table; with `make`, in a write, makes it when
+    /// it has not.
+    fn token_table(&self, make: bool) -> Result<bool> {
+        if self.conn.dialect() == Dialect::Postgres {
+            return Ok(true);
+        }
+        let found = self.conn.query(
+            "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'api_tokens'",
+            &[],
+        )?;
+        if !found.cells.is_empty() {
+            return Ok(true);
+        }
+        if make {
+            self.conn.execute(SQLITE_TABLE, &[])?;
+        }
+        Ok(make)
+    }
+
+    fn tokens_where(&self, clause: &str, params: &[Param]) -> Result<Vec<StoredToken>> {
+        if !self.token_table(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            &format!("SELECT {} FROM api_tokens {clause}", COLUMNS.join(", ")),
+            params,
+        )?;
+        rows.each(
+            |r| {
+                let role = r.text("role").unwrap_or_default();
+                Ok(StoredToken {
+                    name: r.text("name").unwrap_or_default(),
+                    // A role this build does not know is read as the lesser one.
+                    role: role.parse().unwrap_or(TokenRole::Agent),
+                    stages: r.take("stages").json(),
+                    person: r.text("person"),
+                    created_at: r.text("created_at").unwrap_or_default(),
+                    expires_at: r.text("expires_at"),
+                    last_used_at: r.text("last_used_at"),
+                })
+            },
+            COLUMNS,
+        )
+    }
+
+    /// Every token, by name.
+    pub(crate) fn tokens(&self) -> Result<Vec<StoredToken>> {
+        self.tokens_where("ORDER BY name", &[])
+    }
+
+    pub(crate) fn token(&self, name: &str) -> Result<Option<StoredToken>> {
+        Ok(self.tokens_where("WHERE name = $1", &[name.into()])?.pop())
+    }
+
+    /// The token whose secret hashes to `hash`.
+    pub(crate) fn token_by_hash(&self, hash: &str) -> Result<Option<StoredToken>> {
+        Ok(self
+            .tokens_where("WHERE secret_hash = $1", &[hash.into()])?
+            .pop())
+    }
+
+    pub(crate) fn insert_token(&self, token: &StoredToken, hash: &str) -> Result<()> {
+        self.token_table(true)?;
+        let stages = to_json(&token.stages)?;
+        self.conn.execute(
+            "INSERT INTO api_tokens \
+             (name, role, stages, person, secret_hash, created_at, expires_at, last_used_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)",
+            &[
+                token.name.as_str().into(),
+                token.role.as_str().into(),
+                stages.as_str().into(),
+                (&token.person).into(),
+                hash.into(),
+                token.created_at.as_str().into(),
+                (&token.expires_at).into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Removes a token; false when there was none.
+    pub(crate) fn delete_token(&self, name: &str) -> Result<bool> {
+        if !self.token_table(false)? {
+            return Ok(false);
+        }
+        Ok(self
+            .conn
+            .execute("DELETE FROM api_tokens WHERE name = $1", &[name.into()])?
+            > 0)
+    }
+
+    pub(crate) fn token_used(&self, name: &str, at: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE api_tokens SET last_used_at = $2 WHERE name = $1",
+            &[name.into(), at.into()],
+        )?;
+        Ok(())
+    }
+
+    /// Records a token made or revoked, as a `token` event of no question.
+    pub(crate) fn token_event(&self, actor: &Actor, detail: &serde_json::Value) -> Result<()> {
+        self.insert_event(&Row {
+            kind: EventKind::Token,
+            at: &actor.at,
+            question_id: 0,
+            stage: None,
+            by: actor.by.as_deref(),
+            channel: Some(actor.channel),
+            before: None,
+            after: None,
+            detail: Some(to_json(detail)?),
+        })
+    }
+}
