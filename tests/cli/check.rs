@@ -352,3 +352,26 @@ fn a_wait_on_a_stage_not_logged_yet_passes_once_its_questions_are_settled() {
     assert_eq!(json["total"], 1, "{json}");
     assert_eq!(json["known_stage"], true, "{json}");
 }
+
+/// A waiting check whose read meets a table another session locked ends on its own
+/// `--timeout` (exit 1, not passed), not after the statement bound of a minute: waiting
+/// for a lock is not waiting for an answer. The test gives it 20 s, five times its own.
+#[test]
+#[cfg(feature = "postgres")]
+fn postgres_only_a_waiting_check_behind_a_locked_table_ends_on_its_timeout() {
+    crate::postgres_only!();
+    let l = Ledger::new();
+    l.log("g", "Ship it?");
+    let url = l.url.clone().expect("a PostgreSQL ledger");
+    let mut locker = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut tx = locker.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE questions IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let started = Instant::now();
+    let run = l.run(["check", "--stage", "g", "--wait", "--timeout", "4"]);
+    let took = started.elapsed();
+    tx.rollback().unwrap();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(took < Duration::from_secs(20), "took {took:?}: {run:?}");
+    assert!(run.stderr.contains("lock"), "{run:?}");
+}

@@ -74,7 +74,9 @@ pub fn follow<T>(
     mut step: impl FnMut(&mut Ledger, &mut Seen) -> Result<Step<T>>,
 ) -> Result<T> {
     ledger.waiting(true);
+    let bound = crate::store::BoundUntil::new(deadline);
     let out = follow_waiting(ledger, deadline, pause, &mut step);
+    drop(bound);
     ledger.waiting(false);
     out
 }

@@ -45,6 +45,8 @@ pub(super) struct Limits {
     pub connect: Duration,
     /// To go on answering a statement under way.
     pub query: Duration,
+    /// Whether `query` was cut to a waiting reader's deadline (see `BoundUntil`).
+    pub by_deadline: bool,
 }
 
 /// A bound that ran out: what the server did not do, in words for the person.
@@ -283,7 +285,14 @@ impl Guarded {
             return None;
         }
         let server = &self.server;
-        Some(timed_out(if self.ready {
+        Some(timed_out(if self.ready && self.limits.by_deadline {
+            format!(
+                "PostgreSQL at {server} did not answer a statement before the wait's \
+             deadline ({} left when it began): another session may hold a lock on the \
+             ledger's tables; the wait ended there",
+                seconds(self.limits.query)
+            )
+        } else if self.ready {
             format!(
                 "PostgreSQL at {server} sent no reply for {} while a statement was under way \
              (QUESTIONS_PG_QUERY_TIMEOUT sets this bound); the server or the network to \

@@ -111,6 +111,38 @@ impl Engine {
     }
 }
 
+/// While alive, the statements of this thread's new PostgreSQL connections answer by
+/// `deadline` (a second past it at most) rather than within the usual bound of a minute:
+/// a reader with a deadline (`check --wait --timeout 5`) that meets a table another
+/// session locked ends on time, as waiting for that lock is not waiting for an answer.
+pub(crate) struct BoundUntil {
+    #[cfg(feature = "postgres")]
+    before: Option<Instant>,
+}
+
+impl BoundUntil {
+    pub(crate) fn new(deadline: Option<Instant>) -> BoundUntil {
+        #[cfg(feature = "postgres")]
+        {
+            BoundUntil {
+                before: postgres::DEADLINE.with(|d| d.replace(deadline)),
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = deadline;
+            BoundUntil {}
+        }
+    }
+}
+
+impl Drop for BoundUntil {
+    fn drop(&mut self) {
+        #[cfg(feature = "postgres")]
+        postgres::DEADLINE.with(|d| d.set(self.before));
+    }
+}
+
 /// The ledger as one call sees it: found once, opened when first needed. A read on a
 /// ledger that does not exist sees an empty one and creates nothing; a write always goes
 /// to the real ledger, opened (and created) for writing: the empty stand-in a read may

@@ -287,6 +287,29 @@ fn io_kind(e: &postgres::Error) -> Option<std::io::ErrorKind> {
 /// reset for every command in flight: a careful bound, not a tight one). Waits for a
 /// change are not statements: they have no bound of this kind.
 fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
+    let limits = configured_limits(config)?;
+    // A reader with a deadline (see `BoundUntil`): its statements end by then.
+    let by = DEADLINE.with(std::cell::Cell::get).map(|deadline| {
+        deadline.saturating_duration_since(std::time::Instant::now()) + Duration::from_secs(1)
+    });
+    Ok(match by {
+        Some(by) if by < limits.query => super::bounded::Limits {
+            query: by,
+            by_deadline: true,
+            ..limits
+        },
+        _ => limits,
+    })
+}
+
+thread_local! {
+    /// This thread's reader's deadline, set by `BoundUntil` (see `limits`).
+    pub(super) static DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The bounds of `limits` as configured, before a reader's deadline.
+fn configured_limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
     const CONNECT: Duration = Duration::from_secs(10);
     const QUERY: Duration = Duration::from_mins(1);
     let query = match std::env::var("QUESTIONS_PG_QUERY_TIMEOUT") {
@@ -305,6 +328,7 @@ fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
     Ok(super::bounded::Limits {
         connect: config.get_connect_timeout().copied().unwrap_or(CONNECT),
         query,
+        by_deadline: false,
     })
 }
 
