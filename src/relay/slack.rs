@@ -24,6 +24,14 @@ use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, O
 
 use super::{card_text, clip, Throttle};
 
+/// Text as Slack's mrkdwn shows it: `&`, `<` and `>` escaped, so that what a question
+/// says is never read as a link, a mention or markup (`<url|staging>`).
+fn mrkdwn(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply in this thread with your answer.";
 use questions_core::ops::Ledger;
@@ -36,7 +44,7 @@ type Said = Vec<(&'static str, Value)>;
 fn in_thread(channel: &str, thread: &str, text: &str) -> (&'static str, Value) {
     (
         "chat.postMessage",
-        json!({"channel": channel, "thread_ts": thread, "text": clip(text, TEXT_LIMIT)}),
+        json!({"channel": channel, "thread_ts": thread, "text": mrkdwn(&clip(text, TEXT_LIMIT / 2))}),
     )
 }
 
@@ -379,7 +387,7 @@ impl Slack {
         if heard.outcome != Outcome::Repeated {
             said.push((
                 "chat.postEphemeral",
-                json!({"channel": channel, "user": user, "text": clip(&heard.reply, TEXT_LIMIT)}),
+                json!({"channel": channel, "user": user, "text": mrkdwn(&clip(&heard.reply, TEXT_LIMIT / 2))}),
             ));
         }
         Ok(())
@@ -391,7 +399,8 @@ impl super::Channel for Slack {
         CHANNEL
     }
 
-    fn send_card(&self, card: &relay::Card, key: &ButtonKey) -> Res<String> {
+    fn send_card(&self, card: &relay::Card) -> Res<String> {
+        let key = &card.key;
         let user = card
             .delivery
             .identity
@@ -402,7 +411,7 @@ impl super::Channel for Slack {
         // A user id as the channel: the direct messages between the app and that person.
         let body = json!({
             "channel": user,
-            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
+            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn),
             "blocks": blocks(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("chat.postMessage", &body, false)?;
@@ -422,13 +431,17 @@ impl super::Channel for Slack {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
-            None => format!(
+            Some(q) => {
+                let words = mrkdwn(&clip(&closing.words, 500));
+                let room = TEXT_LIMIT - words.chars().count() - 3;
+                format!("{}\n\n✔ {words}", card_text(q, HOW_TO_REPLY, room, mrkdwn))
+            }
+            None => mrkdwn(&format!(
                 "Question {} — {}",
-                closing.delivery.question_id, closing.words
-            ),
+                closing.delivery.question_id,
+                clip(&closing.words, 500)
+            )),
         };
-        let text = clip(&text, TEXT_LIMIT);
         let body = json!({
             "channel": channel, "ts": ts, "text": text,
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
@@ -526,7 +539,7 @@ fn card_action(
             "chat.update",
             json!({
                 "channel": channel, "ts": message_ts,
-                "text": clip(&card_text(&q, HOW_TO_REPLY), TEXT_LIMIT),
+                "text": card_text(&q, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn),
                 "blocks": blocks(&q, d.id, key, mask),
             }),
         ));
@@ -675,7 +688,7 @@ fn blocks(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
             button("Other…".into(), "x".into(), None);
         }
     }
-    let text = clip(&card_text(q, HOW_TO_REPLY), TEXT_LIMIT);
+    let text = card_text(q, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn);
     json!([
         {"type": "section", "text": {"type": "mrkdwn", "text": text}},
         {"type": "actions", "block_id": format!("card{delivery}"), "elements": buttons},

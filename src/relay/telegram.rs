@@ -13,7 +13,7 @@ use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 
-use super::{card_text, clip, Throttle};
+use super::{card_text, clip, plain, Throttle};
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply to this message with your answer.";
@@ -280,7 +280,8 @@ impl super::Channel for Telegram {
         model::Channel::Telegram
     }
 
-    fn send_card(&self, card: &relay::Card, key: &ButtonKey) -> Res<String> {
+    fn send_card(&self, card: &relay::Card) -> Res<String> {
+        let key = &card.key;
         let chat: i64 = card
             .delivery
             .identity
@@ -289,7 +290,7 @@ impl super::Channel for Telegram {
             .ok_or("not a Telegram identity")?;
         let body = json!({
             "chat_id": chat,
-            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
+            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, plain),
             "reply_markup": keyboard(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("sendMessage", &body)?;
@@ -310,7 +311,11 @@ impl super::Channel for Telegram {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
+            Some(q) => {
+                let words = clip(&closing.words, 500);
+                let room = TEXT_LIMIT - words.chars().count() - 3;
+                format!("{}\n\n✔ {words}", card_text(q, HOW_TO_REPLY, room, plain))
+            }
             None => format!(
                 "Question {} — {}",
                 closing.delivery.question_id, closing.words
