@@ -38,16 +38,40 @@ const RENEW_AFTER: Duration = Duration::from_secs(20);
 /// tried again then).
 const LOOK_AGAIN: Duration = Duration::from_secs(10);
 
-/// Who this relay is, in the leases.
+/// Who this relay is, in the leases: `<host>:<pid>:<pid namespace>:<random>`. The host
+/// name and pid alone do not tell two relays apart (two containers with one host name
+/// both run as pid 1), so a random instance id is part of it; the pid namespace says
+/// whose `/proc` can tell that the process is gone.
 fn holder() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default();
+    let mut bytes = [0u8; 8];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map(|()| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        .unwrap_or_else(|_| {
+            format!(
+                "{:x}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+            )
+        });
     format!(
-        "{}:{}",
-        if host.is_empty() { "relay" } else { &host },
-        std::process::id()
+        "{}:{}:{}:{random}",
+        holder_name(),
+        std::process::id(),
+        pid_namespace().unwrap_or_else(|| "?".into())
     )
+}
+
+/// This process's pid namespace (the inode `/proc/self/ns/pid` names).
+fn pid_namespace() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let link = link.to_string_lossy();
+    let inode = link.strip_prefix("pid:[")?.strip_suffix(']')?;
+    inode
+        .chars()
+        .all(|c| c.is_ascii_digit())
+        .then(|| inode.to_string())
 }
 
 /// Runs until SIGINT or SIGTERM (then exits 0 from the signal's thread).
@@ -300,14 +324,20 @@ fn read_channel(
     }
 }
 
-/// Whether `holder` is a relay of this machine whose process is no more (killed): its
-/// lease need not run out before another relay takes the channel.
+/// Whether `holder` is a relay of this machine and pid namespace whose process is no
+/// more (killed): its lease need not run out before another relay takes the channel. A
+/// holder of another namespace, or named the older way (`<host>:<pid>`), is waited for.
 fn stopped_here(holder: &str) -> bool {
-    let mine = holder_name();
-    let Some((host, pid)) = holder.rsplit_once(':') else {
+    let mut parts = holder.rsplitn(4, ':');
+    let (Some(_random), Some(namespace), Some(pid), Some(host)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
-    host == mine && pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists()
+    host == holder_name()
+        && pid_namespace().is_some_and(|mine| mine == namespace)
+        && pid.parse::<u32>().is_ok()
+        && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 fn holder_name() -> String {

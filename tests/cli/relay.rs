@@ -1030,3 +1030,54 @@ fn relay_a_question_longer_than_a_card_is_cut_and_its_options_are_kept_whole() {
     assert!(t.answer_to(click).starts_with("recorded"));
     assert_eq!(l.question(id)["answer"], second.as_str());
 }
+
+/// Runs a relay as pid 1 of a pid namespace of its own (as in a container), on this
+/// machine's host name.
+const OWN_PID_NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
+
+#[test]
+fn relay_two_relays_in_other_pid_namespaces_with_one_host_name_hold_the_channel_in_turn() {
+    let can = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output();
+    if !can.is_ok_and(|o| o.status.success()) {
+        return skip("unshare cannot make a pid namespace here (it needs root)");
+    }
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let config = format!(
+        "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
+        t.url
+    );
+    let run = || {
+        Relay::run_in(
+            &l,
+            "telegram",
+            &config,
+            &[("TG_TOKEN", TOKEN)],
+            &[],
+            OWN_PID_NAMESPACE,
+        )
+    };
+    let first = run();
+    t.until("the first relay polling", |s| {
+        s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
+    });
+    // Both are pid 1 on one host name: the second waits all the same.
+    let second = run();
+    let end = Instant::now() + Duration::from_secs(15);
+    while !second.stderr().contains("held by the relay") {
+        assert!(
+            Instant::now() < end,
+            "the second relay never said it waits: {}",
+            second.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(t.with(|s| s.conflicts), 0, "only one relay polls the bot");
+    let id = options(&l, "design", "Which database?");
+    card(&t, ME, id);
+    drop(first);
+    drop(second);
+}

@@ -55,6 +55,18 @@ impl Relay {
         secrets: &[(&str, &str)],
         env: &[(&str, &str)],
     ) -> Relay {
+        Relay::run_in(l, channel, config, secrets, env, &[])
+    }
+
+    /// As `run`, the command run by `wrapper` (`unshare …`) when given.
+    pub(crate) fn run_in(
+        l: &Ledger,
+        channel: &str,
+        config: &str,
+        secrets: &[(&str, &str)],
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> Relay {
         let path = l.dir.path().join(format!("relay-{channel}.toml"));
         std::fs::write(&path, config).unwrap();
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,7 +75,14 @@ impl Relay {
             "relay-{channel}-{}.err",
             NEXT.fetch_add(1, Ordering::SeqCst)
         ));
-        let mut cmd = Command::new(BIN);
+        let mut cmd = match wrapper {
+            [program, args @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(BIN);
+                cmd
+            }
+            [] => Command::new(BIN),
+        };
         cmd.current_dir(l.dir.path())
             .arg("--db")
             .arg(l.db())
