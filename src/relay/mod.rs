@@ -203,7 +203,7 @@ fn deliver(
             Err(why) => failed(failing, who, || {
                 format!(
                     "relay: {}: the card of question {} for {} ({}) was not sent ({why}); \
-                     their cards are tried again with a growing pause, everyone else's go on",
+                     trying again with a growing pause, everyone else's cards go on",
                     kind.as_str(),
                     card.question.id,
                     card.delivery.person,
@@ -225,7 +225,7 @@ fn deliver(
             Err(why) => failed(failing, who, || {
                 format!(
                     "relay: {}: the card of question {} for {} ({}) was not closed ({why}); \
-                     tried again with a growing pause, everyone else's go on",
+                     trying again with a growing pause, everyone else's cards go on",
                     kind.as_str(),
                     closing.delivery.question_id,
                     closing.delivery.person,

@@ -1081,3 +1081,40 @@ fn relay_two_relays_in_other_pid_namespaces_with_one_host_name_hold_the_channel_
     drop(first);
     drop(second);
 }
+
+#[test]
+fn relay_a_strangers_forty_messages_hold_back_no_click_and_are_refused_once() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let last = l.log("design", "Anything else?");
+    let _relay = Relay::telegram(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let last_card = self::card(&t, ME, last);
+    for n in 0..40 {
+        t.write(STRANGER, &format!("hello {n}"), None);
+    }
+    let pushed = Instant::now();
+    let click = t.click(ME, &card, &button(&card, "SQLite"));
+    let said = t.answer_to(click);
+    let took = pushed.elapsed();
+    assert!(said.starts_with("recorded"), "{said}");
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    // Forty refusals said one a second to one chat took 37 s before the click was read.
+    assert!(took < Duration::from_secs(8), "the click waited {took:?}");
+    // Said once: the reply to my later message is sent after anything queued before it.
+    let mine = t.write(ME, "Nothing else.", Some(&last_card));
+    reply_to(&t, 900_000 + mine);
+    let told = t.messages_to(STRANGER);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0]["text"].as_str().unwrap().contains("not linked"));
+    // Each was heard, and refused, all the same.
+    let out = l.command().arg("events").output().unwrap();
+    let refused = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["event"] == "refused")
+        .count();
+    assert_eq!(refused, 40);
+}
