@@ -29,6 +29,12 @@ pub(crate) trait Channel: Send + Sync {
     /// One round of reading the provider (a long poll): each event through the core,
     /// buttons checked against `key`, the ledger's as this round began.
     fn poll(&self, ledger: &mut Ledger, key: &relay::ButtonKey) -> std::result::Result<(), String>;
+    /// Whether a failed poll says another program reads this channel's events (which a
+    /// relay of this ledger cannot be while this one holds the lease): then the relay
+    /// ends, saying so, rather than take and refuse another ledger's answers.
+    fn read_by_another(&self, _why: &str) -> bool {
+        false
+    }
 }
 
 /// How long a lease lasts; renewed well before.
@@ -93,6 +99,7 @@ pub(crate) fn run(
         .map(|_| Arc::new(AtomicBool::new(false)))
         .collect();
     stop_on_signals(ledger, &channels, &me)?;
+    let fatal: Arc<std::sync::Mutex<Option<Error>>> = Arc::new(std::sync::Mutex::new(None));
     // Each channel's first try at its lease, before the ledger is followed: a lease taken
     // between the follower's first read and its wait would wake it only at LOOK_AGAIN.
     let tried = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -100,10 +107,11 @@ pub(crate) fn run(
         let channel = Arc::clone(channel);
         let held = Arc::clone(held);
         let tried = Arc::clone(&tried);
+        let fatal = Arc::clone(&fatal);
         let mut ledger = Ledger::new(ledger.location().clone());
         let me = me.clone();
         std::thread::spawn(move || {
-            read_channel(&mut ledger, channel.as_ref(), &me, &held, &tried);
+            read_channel(&mut ledger, channel.as_ref(), &me, &held, &tried, &fatal);
         });
     }
     let started = Instant::now();
@@ -113,6 +121,16 @@ pub(crate) fn run(
     let stages = (!stages.is_empty()).then_some(stages);
     let mut failing = HashMap::new();
     ops::follow(ledger, None, LOOK_AGAIN, |ledger, seen| {
+        let ended = fatal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(e) = ended {
+            for channel in &channels {
+                let _ = relay::release(ledger, channel.kind(), &me);
+            }
+            return Err(e);
+        }
         if seen.replaced(ledger) {
             output::note(&format!(
                 "relay: the ledger {} was reset or replaced; its cards out answer nothing now, \
@@ -244,6 +262,7 @@ fn read_channel(
     me: &str,
     held: &AtomicBool,
     tried: &std::sync::atomic::AtomicUsize,
+    fatal: &std::sync::Mutex<Option<Error>>,
 ) {
     let mut first = true;
     let kind = channel.kind();
@@ -311,6 +330,28 @@ fn read_channel(
             .and_then(|key| channel.poll(ledger, &key));
         match polled {
             Ok(()) => backoff = Duration::from_millis(500),
+            // Still this relay's lease: the other reader is not a relay of this ledger.
+            Err(why)
+                if channel.read_by_another(&why)
+                    && matches!(relay::lease(ledger, kind, me, LEASE, None), Ok(None)) =>
+            {
+                held.store(false, Ordering::SeqCst);
+                *fatal
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(Error::conflict(format!(
+                        "relay: {}: another program reads this channel's events ({why}) while \
+                         this relay holds it for the ledger {}: most likely a relay of another \
+                         ledger with the same token, which would take and refuse this ledger's \
+                         answers (and this relay its). One bot or app serves one ledger: give \
+                         each ledger's relay its own",
+                        kind.as_str(),
+                        ledger.location().display()
+                    )));
+                // A write the follower wakes to; it ends the relay.
+                let _ = relay::release(ledger, kind, me);
+                return;
+            }
             Err(why) => {
                 output::note(&format!(
                     "relay: {}: {why}; trying again in {:.1}s",

@@ -354,6 +354,12 @@ impl super::Channel for Telegram {
         }
     }
 
+    /// Telegram ends a long poll with 409 when another `getUpdates` of the same bot
+    /// starts: another program polls this bot.
+    fn read_by_another(&self, why: &str) -> bool {
+        why.starts_with("getUpdates answered 409")
+    }
+
     fn poll(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<()> {
         let offset: i64 = relay::position(ledger, model::Channel::Telegram)
             .map_err(|e| e.message)?

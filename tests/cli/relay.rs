@@ -1118,3 +1118,32 @@ fn relay_a_strangers_forty_messages_hold_back_no_click_and_are_refused_once() {
         .count();
     assert_eq!(refused, 40);
 }
+
+#[test]
+fn relay_one_bot_on_two_ledgers_relays_ends_one_with_a_clear_error() {
+    let t = StandIn::start();
+    let first_ledger = Ledger::new();
+    let second_ledger = Ledger::new();
+    people(&first_ledger);
+    people(&second_ledger);
+    let mut first = Relay::telegram(&first_ledger, &t.url, &[]);
+    t.until("the first relay polling", |s| {
+        s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
+    });
+    let mut second = Relay::telegram(&second_ledger, &t.url, &[]);
+    // Each holds its own ledger's lease; Telegram ends one's poll when the other polls.
+    let end = Instant::now() + Duration::from_secs(15);
+    let (status, stdout) = loop {
+        if let Some(ended) = first.ended().or_else(|| second.ended()) {
+            break ended;
+        }
+        assert!(Instant::now() < end, "both relays read the one bot");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    let error: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error["error_code"], "conflict", "{error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(message.contains("another program reads"), "{message}");
+    assert!(message.contains("409"), "{message}");
+}

@@ -123,6 +123,25 @@ impl Relay {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Whether it ended by itself, and then its exit status and what it printed on stdout
+    /// after its first line (once it printed no secret).
+    pub(crate) fn ended(&mut self) -> Option<(std::process::ExitStatus, String)> {
+        let status = self.child.try_wait().unwrap()?;
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        let said = self.stderr();
+        for secret in &self.secrets {
+            assert!(
+                !said.contains(secret.as_str()) && !stdout.contains(secret.as_str()),
+                "a secret was printed"
+            );
+        }
+        Some((status, stdout))
+    }
+
     /// SIGTERM, as an operator stops it; its exit status, once it printed no secret.
     pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         Command::new("kill")
