@@ -294,7 +294,12 @@ impl Slack {
         said: &mut Said,
     ) -> Res<()> {
         let db = |e: questions_core::error::Error| e.message;
-        if event.get("bot_id").is_some() || event.get("subtype").is_some() {
+        // Edits, joins, the bot's own: never an answer. A thread reply also sent to the
+        // channel (`thread_broadcast`) is a thread reply.
+        let subtype = event["subtype"].as_str();
+        if event.get("bot_id").is_some()
+            || (event.get("subtype").is_some() && subtype != Some("thread_broadcast"))
+        {
             return Ok(());
         }
         let (Some(user), Some(ts), Some(text)) = (

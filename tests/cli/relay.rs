@@ -607,6 +607,26 @@ fn relay_a_bad_config_is_a_usage_error_naming_the_key_and_the_token_is_never_pri
             "telegram.token_env",
         ),
         (
+            "[telegram]\napi = \"http://\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api telegram.org\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api.telegram.org:99999\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://user@evil.test\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api.telegram.org/?x=1\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
             "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll_timeout = \"soon\"\n",
             "telegram.poll_timeout",
         ),

@@ -577,6 +577,9 @@ fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
         ),
         ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
         ("[slack]\napi = 3\n", "slack.api"),
+        ("[slack]\napi = \"https://\"\n", "slack.api"),
+        ("[slack]\napi = \"https://slack .com/api\"\n", "slack.api"),
+        ("[slack]\napi = \"https://[::1/api\"\n", "slack.api"),
     ] {
         let env = [
             ("SLACK_APP_TOKEN", APP_TOKEN),
@@ -834,4 +837,23 @@ fn relay_slack_a_card_escapes_mrkdwn_and_a_long_question_keeps_its_options() {
     assert!(section.contains("1. Keep &amp; grow"), "{section}");
     assert!(section.contains("2. Move &lt;now&gt;"), "{section}");
     assert!(section.contains("(cut: "), "{section}");
+}
+
+#[test]
+fn relay_slack_a_thread_reply_also_sent_to_the_channel_is_recorded() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let free = l.log("design", "What should the project be called?");
+    let later = l.log("design", "Which licence?");
+    let _relay = Relay::slack(&l, &t.url, &[]);
+    let free_card = card(&t, ME, free);
+    card(&t, ME, later);
+    let channel = dm(ME);
+    let free_ts = free_card["ts"].as_str().unwrap();
+    t.broadcast(TEAM, ME, &channel, free_ts, "Ledger");
+    said_in_thread(&t, &channel, free_ts, "recorded");
+    let q = l.question(free);
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["answer"], "Ledger");
 }

@@ -186,6 +186,41 @@ impl StandIn {
         text: &str,
         deliver: bool,
     ) -> String {
+        self.write_as(team, user, channel, thread, text, deliver, None)
+    }
+
+    /// A reply in the thread of `thread` also sent to the channel (the box "Also send
+    /// to …" ticked): a `message` event of subtype `thread_broadcast`. Its ts.
+    pub(crate) fn broadcast(
+        &self,
+        team: &str,
+        user: &str,
+        channel: &str,
+        thread: &str,
+        text: &str,
+    ) -> String {
+        self.write_as(
+            team,
+            user,
+            channel,
+            Some(thread),
+            text,
+            true,
+            Some("thread_broadcast"),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_as(
+        &self,
+        team: &str,
+        user: &str,
+        channel: &str,
+        thread: Option<&str>,
+        text: &str,
+        deliver: bool,
+        subtype: Option<&str>,
+    ) -> String {
         let event = self.with(|s| {
             let ts = s.ts();
             let mut event = json!({
@@ -194,6 +229,9 @@ impl StandIn {
             });
             if let Some(thread) = thread {
                 event["thread_ts"] = thread.into();
+            }
+            if let Some(subtype) = subtype {
+                event["subtype"] = subtype.into();
             }
             s.messages.push(event.clone());
             event

@@ -54,8 +54,10 @@ pub fn channel_identity(text: &str) -> Result<String> {
     let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
     match channel.as_str() {
         "telegram" => {
+            // As Telegram writes it: `0001002` is the user 1002.
+            let id = id.trim_start_matches('0');
             if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
-                return Err(bad("a Telegram user id is a number"));
+                return Err(bad("a Telegram user id is a number above 0"));
             }
             Ok(format!("telegram:{id}"))
         }
@@ -842,7 +844,10 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
             }
         } else {
             let code = code.trim().to_uppercase();
-            let person = tx.take_pairing(&sha256_hex(&code), channel, &now)?;
+            let code_hash = sha256_hex(&code);
+            // Spent only by the link it makes: a try on another channel, or from an
+            // account linked to someone else, leaves it for its person.
+            let person = tx.pairing(&code_hash, channel, &now)?;
             let actor = Actor {
                 by: person.clone(),
                 channel: event.channel,
@@ -877,6 +882,7 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
                     reply: format!("this account is linked to {other} already: unlink it first"),
                 },
                 (Some(p), already) => {
+                    tx.spend_pairing(&code_hash)?;
                     if already.is_none() {
                         tx.insert_link(&event.identity, p, &now)?;
                         tx.people_event(
