@@ -50,17 +50,18 @@ const LOOK_AGAIN: Duration = Duration::from_secs(10);
 /// whose `/proc` can tell that the process is gone.
 fn holder() -> String {
     let mut bytes = [0u8; 8];
-    let random = std::fs::File::open("/dev/urandom")
+    let random = match std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-        .map(|()| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
-        .unwrap_or_else(|_| {
-            format!(
-                "{:x}",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos())
-            )
-        });
+    {
+        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        // No random bytes: the time, finer than two starts can share.
+        Err(_) => format!(
+            "{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ),
+    };
     format!(
         "{}:{}:{}:{random}",
         holder_name(),
@@ -169,21 +170,18 @@ fn waiting(failing: &HashMap<String, Failing>, identity: &str) -> bool {
 /// Notes a failure to reach `identity`: said on stderr the first time only, until a card
 /// reaches them again; their next try is put off.
 fn failed(failing: &mut HashMap<String, Failing>, identity: &str, say: impl FnOnce() -> String) {
-    match failing.get_mut(identity) {
-        Some(f) => {
-            f.pause = (f.pause * 2).min(LONGEST_RETRY);
-            f.again_at = Instant::now() + f.pause;
-        }
-        None => {
-            output::note(&say());
-            failing.insert(
-                identity.to_string(),
-                Failing {
-                    again_at: Instant::now() + FIRST_RETRY,
-                    pause: FIRST_RETRY,
-                },
-            );
-        }
+    if let Some(f) = failing.get_mut(identity) {
+        f.pause = (f.pause * 2).min(LONGEST_RETRY);
+        f.again_at = Instant::now() + f.pause;
+    } else {
+        output::note(&say());
+        failing.insert(
+            identity.to_string(),
+            Failing {
+                again_at: Instant::now() + FIRST_RETRY,
+                pause: FIRST_RETRY,
+            },
+        );
     }
 }
 

@@ -164,10 +164,8 @@ impl Slack {
         }
         let outbox = self.outbox();
         for speech in said {
-            if !outbox
-                .as_ref()
-                .is_some_and(|queue| queue.send(speech).is_ok())
-            {
+            let sent = outbox.as_ref().map(|queue| queue.send(speech));
+            if !matches!(sent, Some(Ok(()))) {
                 output::note("relay: slack: a reply was not sent (its sender stopped)");
                 break;
             }

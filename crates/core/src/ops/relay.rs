@@ -1053,12 +1053,11 @@ pub fn cards_to_send(
         for d in &missing {
             tx.reserve_delivery(d, &now)?;
         }
-        let key = match key_in(tx)? {
-            Some(key) => key,
-            None => {
-                tx.insert_relay_key(BUTTON_KEY, &fresh, &now)?;
-                key_in(tx)?.ok_or_else(|| Error::db("the relay's key was not written"))?
-            }
+        let key = if let Some(key) = key_in(tx)? {
+            key
+        } else {
+            tx.insert_relay_key(BUTTON_KEY, &fresh, &now)?;
+            key_in(tx)?.ok_or_else(|| Error::db("the relay's key was not written"))?
         };
         let mut cards = Vec::new();
         for d in tx.deliveries_in(name, "sending")? {
