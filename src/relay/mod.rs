@@ -141,7 +141,13 @@ pub(crate) fn run(
         }
         for (channel, held) in channels.iter().zip(&held) {
             if held.load(Ordering::SeqCst) {
-                deliver(ledger, channel.as_ref(), stages, &mut failing)?;
+                if let Err(e) = deliver(ledger, channel.as_ref(), stages, &mut failing) {
+                    // Reset while it read or wrote: the next step reads the ledger there now.
+                    if ledger.follow().unwrap_or(false) {
+                        return Ok(Step::More);
+                    }
+                    return Err(e);
+                }
             }
         }
         Ok(Step::Wait(()))
