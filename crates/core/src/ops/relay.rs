@@ -672,9 +672,9 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
             return refuse(
                 Some(&q),
                 format!(
-                    "question {} is an approval: only Approve or Reject is a vote (a button, \
-                     or a reply of APPROVE alone, or REJECT and a reason){said}; nothing was \
-                     recorded",
+                    "question {} is an approval: only Approve or Reject is a vote (the card's \
+                     buttons; by email, a reply of APPROVE alone, or REJECT and a reason){said}; \
+                     nothing was recorded",
                     q.id
                 ),
             );
