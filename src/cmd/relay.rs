@@ -74,10 +74,8 @@ fn telegram(table: &toml_edit::Table) -> Result<Telegram> {
         match key {
             "api" => {
                 let v = value.as_str().ok_or_else(|| bad("a URL string"))?;
-                if !v.starts_with("https://") && !v.starts_with("http://") {
-                    return Err(bad("an http:// or https:// URL"));
-                }
-                api = v.to_string();
+                api = api_url(v)
+                    .map_err(|why| bad(&format!("an http:// or https:// URL ({why})")))?;
             }
             "token_env" => {
                 token_env = Some(
@@ -118,6 +116,59 @@ fn telegram(table: &toml_edit::Table) -> Result<Telegram> {
     Ok(Telegram::new(&api, token.trim(), poll_timeout))
 }
 
+/// An API's base URL as the config gives it: `http://` or `https://`, a host (a name, an
+/// IPv4 address or a bracketed IPv6 one), a port if any, a path if any; no user, query or
+/// fragment (the token is put after it). Else why not.
+fn api_url(text: &str) -> std::result::Result<String, &'static str> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))
+        .ok_or("another scheme")?;
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it holds a space or a control character");
+    }
+    if text.contains(['?', '#', '@', '\\']) {
+        return Err("a user, a query or a fragment");
+    }
+    let authority = rest.split('/').next().unwrap_or("");
+    let (host, port) = match authority.find(']') {
+        Some(end) if authority.starts_with('[') => {
+            let (host, after) = authority.split_at(end + 1);
+            match after.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None if after.is_empty() => (host, None),
+                None => return Err("it names no host"),
+            }
+        }
+        _ => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if let Some(port) = port {
+        if port.parse::<u16>().map_or(true, |p| p == 0) {
+            return Err("its port is not a number from 1 to 65535");
+        }
+    }
+    let bracketed = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .map(|h| h.parse::<std::net::Ipv6Addr>().is_ok());
+    let named = !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if !bracketed.unwrap_or(named) {
+        return Err("it names no host");
+    }
+    Ok(text.to_string())
+}
+
 /// `[slack]`: `api` (the Web API's base), `app_token_env` (the app-level token, for Socket
 /// Mode) and `bot_token_env` (the bot token, for the Web API).
 fn slack(table: &toml_edit::Table) -> Result<Slack> {
@@ -136,10 +187,8 @@ fn slack(table: &toml_edit::Table) -> Result<Slack> {
         match key {
             "api" => {
                 let v = value.as_str().ok_or_else(|| bad("a URL string"))?;
-                if !v.starts_with("https://") && !v.starts_with("http://") {
-                    return Err(bad("an http:// or https:// URL"));
-                }
-                api = v.to_string();
+                api = api_url(v)
+                    .map_err(|why| bad(&format!("an http:// or https:// URL ({why})")))?;
             }
             "app_token_env" => app_env = Some(var()?),
             "bot_token_env" => bot_env = Some(var()?),

@@ -23,7 +23,7 @@ use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 use questions_core::ops::Ledger;
 
-use super::{card_text, clip};
+use super::{card_text, clip, plain};
 
 type Res<T> = std::result::Result<T, String>;
 
@@ -390,7 +390,8 @@ impl super::Channel for Email {
         CHANNEL
     }
 
-    fn send_card(&self, card: &relay::Card, key: &ButtonKey) -> Res<String> {
+    fn send_card(&self, card: &relay::Card) -> Res<String> {
+        let key = &card.key;
         let to = card
             .delivery
             .identity
@@ -479,7 +480,10 @@ fn subject_of(id: i64, q: Option<&Question>) -> String {
 
 /// The card's text, after the marker line a reply is written above.
 fn card_body(q: &Question) -> String {
-    let mut body = format!("{MARKER}\n\n{}", card_text(q, HOW_TO_REPLY));
+    let mut body = format!(
+        "{MARKER}\n\n{}",
+        card_text(q, HOW_TO_REPLY, usize::MAX, plain)
+    );
     if q.state.approval.is_some() {
         body.push_str(&format!("\n\n{HOW_TO_APPROVE}"));
     } else if !q.options.is_empty() && !q.allow_freeform {
@@ -489,30 +493,45 @@ fn card_body(q: &Question) -> String {
     body
 }
 
-/// An approval's reply: `APPROVE`, or `REJECT` and a reason; anything else as typed
-/// (the core refuses it, saying so).
+/// An approval's reply: `APPROVE` alone on its first line (a comment may follow on the
+/// next ones), or `REJECT` and a reason; anything else as typed, which the core refuses
+/// saying why: a first word is not a vote ("Approved by legal? Not yet." approves
+/// nothing).
 fn verdict(text: &str) -> Given {
     let trimmed = text.trim();
-    let (word, rest) = trimmed
-        .split_once(char::is_whitespace)
-        .unwrap_or((trimmed, ""));
-    let word = word.trim_end_matches(['.', '!', ',', ':']).to_uppercase();
-    match word.as_str() {
-        "APPROVE" | "APPROVED" => Given::Approve,
-        "REJECT" | "REJECTED" => {
-            let reason = rest.trim().trim_start_matches([':', '-', '—']).trim();
-            Given::Reject((!reason.is_empty()).then(|| reason.to_string()))
-        }
-        _ => Given::Text(trimmed.to_string()),
+    let (first, rest) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
+    let first = first.trim();
+    let word = first.trim_end_matches(['.', '!']).to_uppercase();
+    if word == "APPROVE" || word == "APPROVED" {
+        return Given::Approve;
     }
+    let split = first
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(first.len());
+    let (word, after) = first.split_at(split);
+    let rejects = matches!(word.to_uppercase().as_str(), "REJECT" | "REJECTED");
+    if rejects && (after.is_empty() || after.starts_with([' ', '\t', ':', '-', '—', '.', ','])) {
+        let reason = format!(
+            "{}\n{}",
+            after
+                .trim_start_matches([' ', '\t', ':', '-', '—', '.', ','])
+                .trim(),
+            rest.trim()
+        );
+        let reason = reason.trim();
+        return Given::Reject((!reason.is_empty()).then(|| reason.to_string()));
+    }
+    Given::Text(trimmed.to_string())
 }
 
 /// The reply above the quote: lines quoted with `>` dropped, and everything from an
-/// "On … wrote:" line, the card's marker line, a forwarded or original-message line, or
-/// a signature separator down.
+/// "On … wrote:" line, the card's marker line, a forwarded or original-message line, an
+/// Outlook header block (From/Sent/To/Subject, in a few languages) or its rule of
+/// underscores, a phone's "Sent from my …" line, or a signature separator down.
 pub(crate) fn above_quote(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
     let mut kept: Vec<&str> = Vec::new();
-    for line in text.lines() {
+    for (i, line) in lines.iter().enumerate() {
         let t = line.trim();
         let attribution = t.ends_with("wrote:")
             && (t.starts_with("On ")
@@ -524,8 +543,11 @@ pub(crate) fn above_quote(text: &str) -> String {
         }
         if attribution
             || t.contains(MARKER)
-            || line == "-- "
+            || line.trim_end_matches(' ') == "--"
             || (t.starts_with("-----") && t.to_lowercase().contains("original message"))
+            || (t.len() >= 10 && t.chars().all(|c| c == '_'))
+            || header_block(&lines[i..])
+            || sent_from(t)
         {
             break;
         }
@@ -535,6 +557,87 @@ pub(crate) fn above_quote(text: &str) -> String {
         kept.push(line);
     }
     kept.join("\n").trim().to_string()
+}
+
+/// The labels of a quoted message's header block as Outlook writes it above the quote:
+/// who it was from, then when it was sent, to whom, about what (English, German, French,
+/// Spanish, Portuguese, Italian, Dutch, Swedish).
+const FROM_LABELS: &[&str] = &["from", "von", "de", "da", "van", "från", "fra"];
+const HEADER_LABELS: &[&str] = &[
+    "sent",
+    "date",
+    "to",
+    "cc",
+    "subject",
+    "gesendet",
+    "datum",
+    "an",
+    "betreff",
+    "envoyé",
+    "à",
+    "objet",
+    "enviado",
+    "fecha",
+    "para",
+    "asunto",
+    "inviato",
+    "data",
+    "a",
+    "oggetto",
+    "verzonden",
+    "aan",
+    "onderwerp",
+    "skickat",
+    "till",
+    "ämne",
+];
+
+/// The label of a header-like line (`From: …`, `*Sent:* …`, `De : …`), lower case.
+fn header_label(line: &str) -> Option<String> {
+    let t = line.trim().trim_start_matches('*');
+    let (label, _) = t.split_once(':')?;
+    let label = label.trim().trim_end_matches('*').trim().to_lowercase();
+    (!label.is_empty() && label.chars().count() <= 12).then_some(label)
+}
+
+/// Whether `lines` start with a header block: a From line, and a Sent, Date, To or
+/// Subject line among the next three.
+fn header_block(lines: &[&str]) -> bool {
+    let Some(first) = lines.first().and_then(|l| header_label(l)) else {
+        return false;
+    };
+    FROM_LABELS.contains(&first.as_str())
+        && lines
+            .iter()
+            .skip(1)
+            .take(3)
+            .any(|l| header_label(l).is_some_and(|label| HEADER_LABELS.contains(&label.as_str())))
+}
+
+/// A mail app's line under what was written ("Sent from my iPhone", "Get Outlook for
+/// Android", and their translations).
+fn sent_from(line: &str) -> bool {
+    let t = line.to_lowercase();
+    t.chars().count() <= 80
+        && ([
+            "sent from my ",
+            "sent from outlook",
+            "sent from mail for",
+            "sent from yahoo",
+            "sent with ",
+            "sent via ",
+            "get outlook for ",
+            "envoyé de mon ",
+            "envoyé depuis ",
+            "enviado desde mi ",
+            "enviado do meu ",
+            "inviato da ",
+            "verzonden vanaf mijn ",
+            "skickat från min ",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p))
+            || (t.starts_with("von meinem ") && t.trim_end_matches('.').ends_with("gesendet")))
 }
 
 /// Message ids named in an `In-Reply-To` or `References` value, without their brackets.
@@ -1305,18 +1408,49 @@ mod tests {
         assert_eq!(above_quote("> only a quote\n> of the card"), "");
         let text = "ok\n\n-----Original Message-----\nFrom: relay";
         assert_eq!(above_quote(text), "ok");
+        // Outlook's block above an unquoted card, a phone's line, a bare separator.
+        let text = "2\r\n\r\nSent from my iPhone\r\n\r\nFrom: Relay <r@x.test>\r\nSent: Friday, \
+                    27 November 2026 10:00\r\nTo: me@x.test\r\nSubject: Question 1\r\n\r\n\
+                    Question 1 · design\r\n1. PostgreSQL\r\n2. SQLite";
+        assert_eq!(above_quote(text), "2");
+        let text = "SQLite\n________________________________\nFrom: relay\nSent: today";
+        assert_eq!(above_quote(text), "SQLite");
+        let text = "SQLite\n\n*Von:* Relay <r@x.test>\n*Gesendet:* Freitag\n*An:* me";
+        assert_eq!(above_quote(text), "SQLite");
+        let text = "Oui\n\nDe : Relay\nEnvoyé : vendredi\nÀ : moi\nObjet : Question 1";
+        assert_eq!(above_quote(text), "Oui");
+        assert_eq!(above_quote("Yes\nVon meinem iPhone gesendet"), "Yes");
+        assert_eq!(above_quote("Yes\n--\nAlice"), "Yes");
+        // A line that only looks like a header, with none after it, is the person's.
+        let text = "From: the ops team's view, PostgreSQL.\nThanks";
+        assert_eq!(above_quote(text), text);
     }
 
     #[test]
     fn an_approvals_reply_is_a_verdict_with_its_reason() {
         assert_eq!(verdict("APPROVE"), Given::Approve);
         assert_eq!(verdict("approved."), Given::Approve);
+        assert_eq!(verdict("  Approve!\nShip it on Monday."), Given::Approve);
         assert_eq!(
             verdict("Reject: not reviewed\nyet"),
             Given::Reject(Some("not reviewed\nyet".into()))
         );
         assert_eq!(verdict("REJECT"), Given::Reject(None));
+        assert_eq!(
+            verdict("Rejected - the tests fail"),
+            Given::Reject(Some("the tests fail".into()))
+        );
         assert_eq!(verdict("maybe later"), Given::Text("maybe later".into()));
+        // A first word is no vote.
+        for text in [
+            "Approved by legal? Not yet. Ask me again on Monday.",
+            "approve once the tests pass",
+            "Approve? Not yet",
+            "Rejection is premature",
+            "Reject? No, approve it",
+        ] {
+            assert_eq!(verdict(text), Given::Text(text.into()), "{text}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub(crate) mod email;
 pub(crate) mod slack;
 pub(crate) mod telegram;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,16 +22,19 @@ use questions_core::ops::{self, relay, Ledger, Step};
 /// stops it.
 pub(crate) trait Channel: Send + Sync {
     fn kind(&self) -> model::Channel;
-    /// Sends a card; the provider's reference to its message.
-    fn send_card(
-        &self,
-        card: &relay::Card,
-        key: &relay::ButtonKey,
-    ) -> std::result::Result<String, String>;
+    /// Sends a card, signed with `card.key`; the provider's reference to its message.
+    fn send_card(&self, card: &relay::Card) -> std::result::Result<String, String>;
     /// Edits a card to say its question is settled, without its buttons.
     fn close_card(&self, closing: &relay::Closing) -> std::result::Result<(), String>;
-    /// One round of reading the provider (a long poll): each event through the core.
+    /// One round of reading the provider (a long poll): each event through the core,
+    /// buttons checked against `key`, the ledger's as this round began.
     fn poll(&self, ledger: &mut Ledger, key: &relay::ButtonKey) -> std::result::Result<(), String>;
+    /// Whether a failed poll says another program reads this channel's events (which a
+    /// relay of this ledger cannot be while this one holds the lease): then the relay
+    /// ends, saying so, rather than take and refuse another ledger's answers.
+    fn read_by_another(&self, _why: &str) -> bool {
+        false
+    }
 }
 
 /// How long a lease lasts; renewed well before.
@@ -40,16 +44,41 @@ const RENEW_AFTER: Duration = Duration::from_secs(20);
 /// tried again then).
 const LOOK_AGAIN: Duration = Duration::from_secs(10);
 
-/// Who this relay is, in the leases.
+/// Who this relay is, in the leases: `<host>:<pid>:<pid namespace>:<random>`. The host
+/// name and pid alone do not tell two relays apart (two containers with one host name
+/// both run as pid 1), so a random instance id is part of it; the pid namespace says
+/// whose `/proc` can tell that the process is gone.
 fn holder() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default();
+    let mut bytes = [0u8; 8];
+    let random = match std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+    {
+        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        // No random bytes: the time, finer than two starts can share.
+        Err(_) => format!(
+            "{:x}",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ),
+    };
     format!(
-        "{}:{}",
-        if host.is_empty() { "relay" } else { &host },
-        std::process::id()
+        "{}:{}:{}:{random}",
+        holder_name(),
+        std::process::id(),
+        pid_namespace().unwrap_or_else(|| "?".into())
     )
+}
+
+/// This process's pid namespace (the inode `/proc/self/ns/pid` names).
+fn pid_namespace() -> Option<String> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let link = link.to_string_lossy();
+    let inode = link.strip_prefix("pid:[")?.strip_suffix(']')?;
+    inode
+        .chars()
+        .all(|c| c.is_ascii_digit())
+        .then(|| inode.to_string())
 }
 
 /// Runs until SIGINT or SIGTERM (then exits 0 from the signal's thread).
@@ -59,7 +88,7 @@ pub(crate) fn run(
     stages: &[String],
 ) -> Result<()> {
     ops::create(ledger)?;
-    let key = relay::button_key(ledger)?;
+    relay::button_key(ledger)?;
     let me = holder();
     let names: Vec<&str> = channels.iter().map(|c| c.kind().as_str()).collect();
     output::text_out(&format!(
@@ -71,6 +100,7 @@ pub(crate) fn run(
         .map(|_| Arc::new(AtomicBool::new(false)))
         .collect();
     stop_on_signals(ledger, &channels, &me)?;
+    let fatal: Arc<std::sync::Mutex<Option<Error>>> = Arc::new(std::sync::Mutex::new(None));
     // Each channel's first try at its lease, before the ledger is followed: a lease taken
     // between the follower's first read and its wait would wake it only at LOOK_AGAIN.
     let tried = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -78,11 +108,11 @@ pub(crate) fn run(
         let channel = Arc::clone(channel);
         let held = Arc::clone(held);
         let tried = Arc::clone(&tried);
+        let fatal = Arc::clone(&fatal);
         let mut ledger = Ledger::new(ledger.location().clone());
-        let key = key.clone();
         let me = me.clone();
         std::thread::spawn(move || {
-            read_channel(&mut ledger, channel.as_ref(), &key, &me, &held, &tried);
+            read_channel(&mut ledger, channel.as_ref(), &me, &held, &tried, &fatal);
         });
     }
     let started = Instant::now();
@@ -90,49 +120,140 @@ pub(crate) fn run(
         std::thread::sleep(Duration::from_millis(10));
     }
     let stages = (!stages.is_empty()).then_some(stages);
-    ops::follow(ledger, None, LOOK_AGAIN, |ledger, _| {
+    let mut failing = HashMap::new();
+    ops::follow(ledger, None, LOOK_AGAIN, |ledger, seen| {
+        let ended = fatal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(e) = ended {
+            for channel in &channels {
+                let _ = relay::release(ledger, channel.kind(), &me);
+            }
+            return Err(e);
+        }
+        if seen.replaced(ledger) {
+            output::note(&format!(
+                "relay: the ledger {} was reset or replaced; its cards out answer nothing now, \
+                 and the ledger there now is followed",
+                ledger.location().display()
+            ));
+        }
         for (channel, held) in channels.iter().zip(&held) {
             if held.load(Ordering::SeqCst) {
-                deliver(ledger, channel.as_ref(), &key, stages)?;
+                if let Err(e) = deliver(ledger, channel.as_ref(), stages, &mut failing) {
+                    // Reset while it read or wrote: the next step reads the ledger there now.
+                    if ledger.follow().unwrap_or(false) {
+                        return Ok(Step::More);
+                    }
+                    return Err(e);
+                }
             }
         }
         Ok(Step::Wait(()))
     })
 }
 
-/// Sends the cards due and closes the cards settled, on one channel.
+/// A recipient whose card could not be sent or closed (a chat that blocked the bot, an id
+/// the provider does not know): their cards wait until `again_at`, the others' go on.
+struct Failing {
+    again_at: Instant,
+    pause: Duration,
+}
+
+/// The first pause before a failing recipient's cards are tried again, doubled after each
+/// failure up to the longest.
+const FIRST_RETRY: Duration = Duration::from_secs(2);
+const LONGEST_RETRY: Duration = Duration::from_mins(10);
+
+/// Whether `identity`'s cards wait for their next try.
+fn waiting(failing: &HashMap<String, Failing>, identity: &str) -> bool {
+    failing
+        .get(identity)
+        .is_some_and(|f| f.again_at > Instant::now())
+}
+
+/// Notes a failure to reach `identity`: said on stderr the first time only, until a card
+/// reaches them again; their next try is put off.
+fn failed(failing: &mut HashMap<String, Failing>, identity: &str, say: impl FnOnce() -> String) {
+    if let Some(f) = failing.get_mut(identity) {
+        f.pause = (f.pause * 2).min(LONGEST_RETRY);
+        f.again_at = Instant::now() + f.pause;
+    } else {
+        output::note(&say());
+        failing.insert(
+            identity.to_string(),
+            Failing {
+                again_at: Instant::now() + FIRST_RETRY,
+                pause: FIRST_RETRY,
+            },
+        );
+    }
+}
+
+/// A recipient reached again after failures.
+fn reached(failing: &mut HashMap<String, Failing>, kind: model::Channel, identity: &str) {
+    if failing.remove(identity).is_some() {
+        output::note(&format!(
+            "relay: {}: {} is reached again",
+            kind.as_str(),
+            output::sanitize(identity, false)
+        ));
+    }
+}
+
+/// Sends the cards due and closes the cards settled, on one channel. A card that cannot
+/// reach its recipient holds back only that recipient's cards (tried again with a growing
+/// pause), never another person's.
 fn deliver(
     ledger: &mut Ledger,
     channel: &dyn Channel,
-    key: &relay::ButtonKey,
     stages: Option<&[String]>,
+    failing: &mut HashMap<String, Failing>,
 ) -> Result<()> {
     let kind = channel.kind();
     for card in relay::cards_to_send(ledger, kind, stages)? {
-        match channel.send_card(&card, key) {
-            Ok(reference) => relay::card_sent(ledger, card.delivery.id, &reference)?,
-            Err(why) => {
-                output::note(&format!(
-                    "relay: {}: the card of question {} for {} was not sent ({why}); trying again",
+        let who = card.delivery.identity.as_str();
+        if waiting(failing, who) {
+            continue;
+        }
+        match channel.send_card(&card) {
+            Ok(reference) => {
+                relay::card_sent(ledger, card.delivery.id, &reference)?;
+                reached(failing, kind, who);
+            }
+            Err(why) => failed(failing, who, || {
+                format!(
+                    "relay: {}: the card of question {} for {} ({}) was not sent ({why}); \
+                     trying again with a growing pause, everyone else's cards go on",
                     kind.as_str(),
                     card.question.id,
-                    card.delivery.person
-                ));
-                break;
-            }
+                    card.delivery.person,
+                    output::sanitize(who, false)
+                )
+            }),
         }
     }
     for closing in relay::cards_to_close(ledger, kind)? {
+        let who = closing.delivery.identity.as_str();
+        if waiting(failing, who) {
+            continue;
+        }
         match channel.close_card(&closing) {
-            Ok(()) => relay::card_closed(ledger, closing.delivery.id)?,
-            Err(why) => {
-                output::note(&format!(
-                    "relay: {}: the card of question {} was not closed ({why}); trying again",
-                    kind.as_str(),
-                    closing.delivery.question_id
-                ));
-                break;
+            Ok(()) => {
+                relay::card_closed(ledger, closing.delivery.id)?;
+                reached(failing, kind, who);
             }
+            Err(why) => failed(failing, who, || {
+                format!(
+                    "relay: {}: the card of question {} for {} ({}) was not closed ({why}); \
+                     trying again with a growing pause, everyone else's cards go on",
+                    kind.as_str(),
+                    closing.delivery.question_id,
+                    closing.delivery.person,
+                    output::sanitize(who, false)
+                )
+            }),
         }
     }
     Ok(())
@@ -142,10 +263,10 @@ fn deliver(
 fn read_channel(
     ledger: &mut Ledger,
     channel: &dyn Channel,
-    key: &relay::ButtonKey,
     me: &str,
     held: &AtomicBool,
     tried: &std::sync::atomic::AtomicUsize,
+    fatal: &std::sync::Mutex<Option<Error>>,
 ) {
     let mut first = true;
     let kind = channel.kind();
@@ -154,6 +275,15 @@ fn read_channel(
     let mut backoff = Duration::from_millis(500);
     let mut gone: Option<String> = None;
     loop {
+        // A reset (or a replaced file) under the relay: read and write the ledger there
+        // now, its lease taken anew; never the one that is gone.
+        if ledger.follow().unwrap_or(false) {
+            output::note(&format!(
+                "relay: {}: the ledger was reset or replaced; reading into the ledger there now",
+                kind.as_str()
+            ));
+            renewed = None;
+        }
         if renewed.is_none_or(|at| at.elapsed() >= RENEW_AFTER) {
             let leased = relay::lease(ledger, kind, me, LEASE, gone.as_deref());
             if matches!(leased, Ok(None)) && !held.swap(true, Ordering::SeqCst) && !first {
@@ -199,8 +329,33 @@ fn read_channel(
                 }
             }
         }
-        match channel.poll(ledger, key) {
+        let polled = relay::button_key(ledger)
+            .map_err(|e| e.message)
+            .and_then(|key| channel.poll(ledger, &key));
+        match polled {
             Ok(()) => backoff = Duration::from_millis(500),
+            // Still this relay's lease: the other reader is not a relay of this ledger.
+            Err(why)
+                if channel.read_by_another(&why)
+                    && matches!(relay::lease(ledger, kind, me, LEASE, None), Ok(None)) =>
+            {
+                held.store(false, Ordering::SeqCst);
+                *fatal
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(Error::conflict(format!(
+                        "relay: {}: another program reads this channel's events ({why}) while \
+                         this relay holds it for the ledger {}: most likely a relay of another \
+                         ledger with the same token, which would take and refuse this ledger's \
+                         answers (and this relay its). One bot or app serves one ledger: give \
+                         each ledger's relay its own",
+                        kind.as_str(),
+                        ledger.location().display()
+                    )));
+                // A write the follower wakes to; it ends the relay.
+                let _ = relay::release(ledger, kind, me);
+                return;
+            }
             Err(why) => {
                 output::note(&format!(
                     "relay: {}: {why}; trying again in {:.1}s",
@@ -214,14 +369,20 @@ fn read_channel(
     }
 }
 
-/// Whether `holder` is a relay of this machine whose process is no more (killed): its
-/// lease need not run out before another relay takes the channel.
+/// Whether `holder` is a relay of this machine and pid namespace whose process is no
+/// more (killed): its lease need not run out before another relay takes the channel. A
+/// holder of another namespace, or named the older way (`<host>:<pid>`), is waited for.
 fn stopped_here(holder: &str) -> bool {
-    let mine = holder_name();
-    let Some((host, pid)) = holder.rsplit_once(':') else {
+    let mut parts = holder.rsplitn(4, ':');
+    let (Some(_random), Some(namespace), Some(pid), Some(host)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
-    host == mine && pid.parse::<u32>().is_ok() && !Path::new(&format!("/proc/{pid}")).exists()
+    host == holder_name()
+        && pid_namespace().is_some_and(|mine| mine == namespace)
+        && pid.parse::<u32>().is_ok()
+        && !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 fn holder_name() -> String {
@@ -317,20 +478,110 @@ impl Throttle {
 }
 
 /// What a card says on every channel: the question, its context and proposal, its options
-/// numbered, then `how_to_reply` where a typed answer is taken.
-pub(super) fn card_text(q: &model::Question, how_to_reply: &str) -> String {
+/// numbered, then `how_to_reply` where a typed answer is taken; at most `limit`
+/// characters once `escape` (the channel's markup escaping) has run over it. A card too
+/// long for that is cut in its context, then its question, each marked where it was cut,
+/// with a note of how much: its options, which say what each button means, are kept
+/// whole.
+pub(super) fn card_text(
+    q: &model::Question,
+    how_to_reply: &str,
+    limit: usize,
+    escape: fn(&str) -> String,
+) -> String {
+    let question = q.question.as_str();
+    let context = q
+        .context
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|c| clip(c, 1500));
+    let whole = escape(&card_parts(
+        q,
+        question,
+        context.as_deref(),
+        None,
+        how_to_reply,
+    ));
+    if whole.chars().count() <= limit {
+        return whole;
+    }
+    let asked = question.chars().count();
+    let told = context.as_deref().map_or(0, |c| c.chars().count());
+    // What the question and context may take: the rest of the card, with a note of the
+    // most a cut can be, measured first; then less while the escaped card is too long.
+    let note = |cut: usize| {
+        format!("(cut: {cut} characters; the whole question is in the inbox and the ledger)")
+    };
+    let rest = escape(&card_parts(
+        q,
+        "",
+        None,
+        Some(note(asked + told)),
+        how_to_reply,
+    ))
+    .chars()
+    .count();
+    let mut room = limit.saturating_sub(rest + 4);
+    loop {
+        let keep_question = room.min(asked);
+        let keep_context = room.saturating_sub(keep_question + 2).min(told);
+        let q_text = cut(question, keep_question);
+        let c_text = context
+            .as_deref()
+            .map(|c| cut(c, keep_context))
+            .filter(|c| !c.is_empty());
+        let removed = asked - keep_question + told - keep_context;
+        let text = escape(&card_parts(
+            q,
+            &q_text,
+            c_text.as_deref(),
+            Some(note(removed)),
+            how_to_reply,
+        ));
+        let over = text.chars().count().saturating_sub(limit);
+        if over == 0 {
+            return text;
+        }
+        if room == 0 {
+            // The options alone are longer than a card: nothing more to cut but them.
+            return clip(&text, limit);
+        }
+        room = room.saturating_sub(over.max(1));
+    }
+}
+
+/// `text`'s first `n` characters, marked with an ellipsis when that is not all of it.
+fn cut(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(n).collect();
+    out.push('…');
+    out
+}
+
+fn card_parts(
+    q: &model::Question,
+    question: &str,
+    context: Option<&str>,
+    note: Option<String>,
+    how_to_reply: &str,
+) -> String {
     let mut text = String::new();
     if let Some(header) = q.header.as_deref().filter(|h| !h.trim().is_empty()) {
         text.push_str(&format!("[{}] ", header.trim()));
     }
     text.push_str(&format!(
-        "Question {} · {}\n{}",
+        "Question {} · {}\n{question}",
         q.id,
-        q.stage.trim(),
-        q.question
+        q.stage.trim()
     ));
-    if let Some(context) = q.context.as_deref().filter(|c| !c.trim().is_empty()) {
-        text.push_str(&format!("\n\n{}", clip(context.trim(), 1500)));
+    if let Some(context) = context {
+        text.push_str(&format!("\n\n{context}"));
+    }
+    if let Some(note) = note {
+        text.push_str(&format!("\n{note}"));
     }
     if let Some(a) = &q.state.approval {
         text.push_str(&format!(
@@ -357,6 +608,11 @@ pub(super) fn card_text(q: &model::Question, how_to_reply: &str) -> String {
         text.push_str(&format!("\n\n{how_to_reply}"));
     }
     text
+}
+
+/// Text as it is: for channels with no markup in their cards.
+pub(super) fn plain(text: &str) -> String {
+    text.to_string()
 }
 
 /// At most `n` characters.

@@ -10,9 +10,10 @@
 //! `Retry-After`. A person is `slack:<team id>/<user id>` as Slack vouches for it in the
 //! payload, never a name.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -24,20 +25,29 @@ use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, O
 
 use super::{card_text, clip, Throttle};
 
+/// Text as Slack's mrkdwn shows it: `&`, `<` and `>` escaped, so that what a question
+/// says is never read as a link, a mention or markup (`<url|staging>`).
+fn mrkdwn(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply in this thread with your answer.";
 use questions_core::ops::Ledger;
 
 type Res<T> = std::result::Result<T, String>;
 /// Web API calls to make once the events that call for them are acknowledged.
-type Said = Vec<(&'static str, Value)>;
+type Said = Vec<Speech>;
 
 /// A reply in the thread of `thread` on `channel`.
-fn in_thread(channel: &str, thread: &str, text: &str) -> (&'static str, Value) {
-    (
-        "chat.postMessage",
-        json!({"channel": channel, "thread_ts": thread, "text": clip(text, TEXT_LIMIT)}),
-    )
+fn in_thread(channel: &str, thread: &str, text: &str) -> Speech {
+    Speech {
+        method: "chat.postMessage",
+        body: json!({"channel": channel, "thread_ts": thread, "text": mrkdwn(&clip(text, TEXT_LIMIT / 2))}),
+        stranger: None,
+    }
 }
 
 const CHANNEL: model::Channel = model::Channel::Slack;
@@ -55,17 +65,36 @@ trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
 pub(crate) struct Slack {
+    web: Arc<Web>,
+    socket: Mutex<Option<WebSocket<Box<dyn Stream>>>>,
+    /// What is said back to people, sent by a thread of its own: a reply waiting for a
+    /// channel's rate never holds back the reading of the next envelope.
+    outbox: Mutex<Option<mpsc::Sender<Speech>>>,
+}
+
+/// The Web API, as the reading side and the sending thread share it.
+struct Web {
     api: String,
     /// The app-level token (`xapp-…`, connections:write) and the bot token (`xoxb-…`):
     /// never printed.
     app_token: String,
     bot_token: String,
     agent: ureq::Agent,
-    socket: Mutex<Option<WebSocket<Box<dyn Stream>>>>,
     /// Slack's published limit for posting: about one message a second to a channel,
     /// short bursts allowed (updates kept to the same).
     posting: Throttle,
 }
+
+/// A Web API call that tells someone what became of their event; `stranger`: a refusal
+/// to a sender nobody linked, said to them once a minute at most.
+struct Speech {
+    method: &'static str,
+    body: Value,
+    stranger: Option<String>,
+}
+
+/// How often a sender nobody linked is told they cannot answer.
+const REFUSE_AGAIN_AFTER: Duration = Duration::from_mins(1);
 
 impl Slack {
     pub(crate) fn new(api: &str, app_token: &str, bot_token: &str) -> Slack {
@@ -75,96 +104,70 @@ impl Slack {
             .max_redirects(0)
             .build()
             .new_agent();
-        Slack {
+        let web = Arc::new(Web {
             api: api.trim_end_matches('/').to_string(),
             app_token: app_token.to_string(),
             bot_token: bot_token.to_string(),
             agent,
-            socket: Mutex::new(None),
             posting: Throttle::new(Duration::from_secs(1), 3, None),
+        });
+        Slack {
+            web,
+            socket: Mutex::new(None),
+            outbox: Mutex::new(None),
         }
     }
 
-    /// Calls a Web API method with the app-level token (`app`) or the bot token; the
-    /// answer when `ok`. Write methods take a JSON body; the read methods' arguments are
-    /// form-encoded, the only way Slack reads them. A 429 waits its `Retry-After` and
-    /// tries again; an error names the method and Slack's error code, never a token.
+    /// The sending thread's queue, its thread started on first use (after the runner
+    /// blocked the stopping signals: a thread started before would take them).
+    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Speech>>> {
+        let mut outbox = self
+            .outbox
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if outbox.is_some() {
+            return outbox;
+        }
+        let (queue, queued) = mpsc::channel::<Speech>();
+        let sender = Arc::clone(&self.web);
+        std::thread::spawn(move || {
+            let mut refused: HashMap<String, Instant> = HashMap::new();
+            for speech in queued {
+                if let Some(who) = &speech.stranger {
+                    let now = Instant::now();
+                    refused.retain(|_, at| now.duration_since(*at) < REFUSE_AGAIN_AFTER);
+                    if refused.contains_key(who) {
+                        continue;
+                    }
+                    refused.insert(who.clone(), now);
+                }
+                if let Err(why) = sender.call(speech.method, &speech.body, false) {
+                    output::note(&format!("relay: slack: a reply was not sent ({why})"));
+                }
+            }
+        });
+        *outbox = Some(queue);
+        outbox
+    }
+
     fn call(&self, method: &str, body: &Value, app: bool) -> Res<Value> {
-        let token = if app {
-            &self.app_token
-        } else {
-            &self.bot_token
-        };
-        if method.starts_with("chat.") {
-            if let Some(channel) = body["channel"].as_str() {
-                self.posting.wait(channel);
-            }
-        }
-        let mut tries = 0;
-        loop {
-            let request = self
-                .agent
-                .post(&format!("{}/{method}", self.api))
-                .header("Authorization", &format!("Bearer {token}"));
-            let sent = if FORM_METHODS.contains(&method) {
-                let fields: Vec<(String, String)> = body
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                        )
-                    })
-                    .collect();
-                request.send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            } else {
-                request
-                    .header("Content-Type", "application/json; charset=utf-8")
-                    .send(body.to_string().as_bytes())
-            };
-            let mut response = sent.map_err(|e| format!("{method}: {e}"))?;
-            let status = response.status().as_u16();
-            if status == 429 && tries < RETRIES_ON_429 {
-                let wait = response
-                    .headers()
-                    .get("retry-after")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .unwrap_or(1);
-                output::note(&format!(
-                    "relay: slack: {method} answered 429; waiting {wait}s as asked (Retry-After)"
-                ));
-                std::thread::sleep(Duration::from_secs(wait.min(300)));
-                tries += 1;
-                continue;
-            }
-            let text = response
-                .body_mut()
-                .read_to_string()
-                .map_err(|_| format!("{method}: the answer could not be read"))?;
-            let reply: Value = serde_json::from_str(&text)
-                .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
-            if reply["ok"] == true {
-                return Ok(reply);
-            }
-            let error = reply["error"].as_str().unwrap_or("unknown error");
-            return Err(format!(
-                "{method} answered {status}: {}",
-                output::sanitize(error, false)
-            ));
-        }
+        self.web.call(method, body, app)
     }
 
-    /// Makes the calls that tell people what became of their events, once those events
-    /// are committed and acknowledged (a reply waiting on a 429 must not hold an
-    /// acknowledgement past Slack's 3 s). A call that fails is noted, not retried: what
-    /// it would say is on the card too.
+    /// Hands the calls that tell people what became of their events to the sending
+    /// thread, once those events are committed and acknowledged (a reply waiting on a 429
+    /// or a channel's rate must hold back neither an acknowledgement nor the next event).
+    /// A call that fails is noted, not retried: what it would say is on the card too.
     fn speak(&self, said: Said) {
-        for (method, body) in said {
-            if let Err(why) = self.call(method, &body, false) {
-                output::note(&format!("relay: slack: a reply was not sent ({why})"));
+        if said.is_empty() {
+            return;
+        }
+        let outbox = self.outbox();
+        for speech in said {
+            let sent = outbox.as_ref().map(|queue| queue.send(speech));
+            if !matches!(sent, Some(Ok(()))) {
+                output::note("relay: slack: a reply was not sent (its sender stopped)");
+                break;
             }
         }
     }
@@ -289,7 +292,12 @@ impl Slack {
         said: &mut Said,
     ) -> Res<()> {
         let db = |e: questions_core::error::Error| e.message;
-        if event.get("bot_id").is_some() || event.get("subtype").is_some() {
+        // Edits, joins, the bot's own: never an answer. A thread reply also sent to the
+        // channel (`thread_broadcast`) is a thread reply.
+        let subtype = event["subtype"].as_str();
+        if event.get("bot_id").is_some()
+            || (event.get("subtype").is_some() && subtype != Some("thread_broadcast"))
+        {
             return Ok(());
         }
         let (Some(user), Some(ts), Some(text)) = (
@@ -322,7 +330,11 @@ impl Slack {
             (None, None) => relay::hear(ledger, &heard_event(Binding::None)).map_err(db)?,
         };
         if heard.outcome != Outcome::Repeated {
-            said.push(in_thread(channel, thread.unwrap_or(ts), &heard.reply));
+            let mut speech = in_thread(channel, thread.unwrap_or(ts), &heard.reply);
+            if heard.outcome == Outcome::Refused && heard.person.is_none() {
+                speech.stranger = Some(identity(team, user));
+            }
+            said.push(speech);
         }
         Ok(())
     }
@@ -377,10 +389,12 @@ impl Slack {
         )
         .map_err(db)?;
         if heard.outcome != Outcome::Repeated {
-            said.push((
-                "chat.postEphemeral",
-                json!({"channel": channel, "user": user, "text": clip(&heard.reply, TEXT_LIMIT)}),
-            ));
+            said.push(Speech {
+                method: "chat.postEphemeral",
+                body: json!({"channel": channel, "user": user, "text": mrkdwn(&clip(&heard.reply, TEXT_LIMIT / 2))}),
+                stranger: (heard.outcome == Outcome::Refused && heard.person.is_none())
+                    .then(|| identity(team, user)),
+            });
         }
         Ok(())
     }
@@ -391,7 +405,8 @@ impl super::Channel for Slack {
         CHANNEL
     }
 
-    fn send_card(&self, card: &relay::Card, key: &ButtonKey) -> Res<String> {
+    fn send_card(&self, card: &relay::Card) -> Res<String> {
+        let key = &card.key;
         let user = card
             .delivery
             .identity
@@ -402,7 +417,7 @@ impl super::Channel for Slack {
         // A user id as the channel: the direct messages between the app and that person.
         let body = json!({
             "channel": user,
-            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
+            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn),
             "blocks": blocks(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("chat.postMessage", &body, false)?;
@@ -422,13 +437,17 @@ impl super::Channel for Slack {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
-            None => format!(
+            Some(q) => {
+                let words = mrkdwn(&clip(&closing.words, 500));
+                let room = TEXT_LIMIT - words.chars().count() - 3;
+                format!("{}\n\n✔ {words}", card_text(q, HOW_TO_REPLY, room, mrkdwn))
+            }
+            None => mrkdwn(&format!(
                 "Question {} — {}",
-                closing.delivery.question_id, closing.words
-            ),
+                closing.delivery.question_id,
+                clip(&closing.words, 500)
+            )),
         };
-        let text = clip(&text, TEXT_LIMIT);
         let body = json!({
             "channel": channel, "ts": ts, "text": text,
             "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
@@ -501,6 +520,80 @@ impl super::Channel for Slack {
     }
 }
 
+impl Web {
+    /// Calls a Web API method with the app-level token (`app`) or the bot token; the
+    /// answer when `ok`. Write methods take a JSON body; the read methods' arguments are
+    /// form-encoded, the only way Slack reads them. A 429 waits its `Retry-After` and
+    /// tries again; an error names the method and Slack's error code, never a token.
+    fn call(&self, method: &str, body: &Value, app: bool) -> Res<Value> {
+        let token = if app {
+            &self.app_token
+        } else {
+            &self.bot_token
+        };
+        if method.starts_with("chat.") {
+            if let Some(channel) = body["channel"].as_str() {
+                self.posting.wait(channel);
+            }
+        }
+        let mut tries = 0;
+        loop {
+            let request = self
+                .agent
+                .post(&format!("{}/{method}", self.api))
+                .header("Authorization", &format!("Bearer {token}"));
+            let sent = if FORM_METHODS.contains(&method) {
+                let fields: Vec<(String, String)> = body
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                        )
+                    })
+                    .collect();
+                request.send_form(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            } else {
+                request
+                    .header("Content-Type", "application/json; charset=utf-8")
+                    .send(body.to_string().as_bytes())
+            };
+            let mut response = sent.map_err(|e| format!("{method}: {e}"))?;
+            let status = response.status().as_u16();
+            if status == 429 && tries < RETRIES_ON_429 {
+                let wait = response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(1);
+                output::note(&format!(
+                    "relay: slack: {method} answered 429; waiting {wait}s as asked (Retry-After)"
+                ));
+                std::thread::sleep(Duration::from_secs(wait.min(300)));
+                tries += 1;
+                continue;
+            }
+            let text = response
+                .body_mut()
+                .read_to_string()
+                .map_err(|_| format!("{method}: the answer could not be read"))?;
+            let reply: Value = serde_json::from_str(&text)
+                .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
+            if reply["ok"] == true {
+                return Ok(reply);
+            }
+            let error = reply["error"].as_str().unwrap_or("unknown error");
+            return Err(format!(
+                "{method} answered {status}: {}",
+                output::sanitize(error, false)
+            ));
+        }
+    }
+}
+
 /// A toggle (`t<mask>`) shows the card with that selection; "Other…" (`x`) asks for a
 /// reply in the card's thread. Only on the card's own message, for its own person.
 fn card_action(
@@ -522,14 +615,15 @@ fn card_action(
     };
     if let Some(mask) = value.strip_prefix('t') {
         let mask = u64::from_str_radix(mask, 16).unwrap_or(0);
-        said.push((
-            "chat.update",
-            json!({
+        said.push(Speech {
+            method: "chat.update",
+            body: json!({
                 "channel": channel, "ts": message_ts,
-                "text": clip(&card_text(&q, HOW_TO_REPLY), TEXT_LIMIT),
+                "text": card_text(&q, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn),
                 "blocks": blocks(&q, d.id, key, mask),
             }),
-        ));
+            stranger: None,
+        });
     } else {
         said.push(in_thread(
             channel,
@@ -675,7 +769,7 @@ fn blocks(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
             button("Other…".into(), "x".into(), None);
         }
     }
-    let text = clip(&card_text(q, HOW_TO_REPLY), TEXT_LIMIT);
+    let text = card_text(q, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn);
     json!([
         {"type": "section", "text": {"type": "mrkdwn", "text": text}},
         {"type": "actions", "block_id": format!("card{delivery}"), "elements": buttons},

@@ -5,7 +5,9 @@
 //! a card, 429 `retry_after` honoured. A person is their Telegram user id
 //! (`telegram:<from.id>`), which Telegram vouches for; never a name.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -13,7 +15,7 @@ use crate::output;
 use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 
-use super::{card_text, clip, Throttle};
+use super::{card_text, clip, plain, Throttle};
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply to this message with your answer.";
@@ -28,16 +30,30 @@ const ALERT_LIMIT: usize = 190;
 const RETRIES_ON_429: u32 = 5;
 
 pub(crate) struct Telegram {
-    /// `<api>/bot<token>`: never printed.
-    base: String,
+    api: Arc<Api>,
     /// The long poll's `timeout`, in seconds.
     poll_timeout: u64,
+    /// What is said back to senders, sent by a thread of its own: a reply waiting for a
+    /// chat's rate never holds back the reading of the next update (a stranger's forty
+    /// messages, then a person's click).
+    outbox: Mutex<Option<mpsc::Sender<Value>>>,
+    /// When each sender nobody linked was last refused: told once a minute at most.
+    refused: Mutex<HashMap<i64, Instant>>,
+}
+
+/// The Bot API, as the reading side and the sending thread share it.
+struct Api {
+    /// `<api>/bot<token>`: never printed.
+    base: String,
     agent: ureq::Agent,
     /// Telegram's published limits: about one message a second to a chat, 20 a minute
     /// to a group, 30 a second over all chats.
     to_person: Throttle,
     to_group: Throttle,
 }
+
+/// How often a sender nobody linked is told they cannot answer.
+const REFUSE_AGAIN_AFTER: Duration = Duration::from_mins(1);
 
 impl Telegram {
     pub(crate) fn new(api: &str, token: &str, poll_timeout: u64) -> Telegram {
@@ -47,69 +63,70 @@ impl Telegram {
             .max_redirects(0)
             .build()
             .new_agent();
-        Telegram {
+        let api = Arc::new(Api {
             base: format!("{}/bot{token}", api.trim_end_matches('/')),
-            poll_timeout,
             agent,
             to_person: Throttle::new(Duration::from_secs(1), 3, Some(30)),
             to_group: Throttle::new(Duration::from_secs(3), 3, None),
+        });
+        Telegram {
+            api,
+            poll_timeout,
+            outbox: Mutex::new(None),
+            refused: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Calls a Bot API method; its `result`. A 429 waits its `retry_after` and tries
-    /// again; any error names the method only (the URL holds the token).
+    /// The sending thread's queue, its thread started on first use (after the runner
+    /// blocked the stopping signals: a thread started before would take them).
+    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Value>>> {
+        let mut outbox = self
+            .outbox
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if outbox.is_none() {
+            let (queue, queued) = mpsc::channel::<Value>();
+            let sender = Arc::clone(&self.api);
+            std::thread::spawn(move || {
+                for body in queued {
+                    if let Err(why) = sender.call("sendMessage", &body) {
+                        output::note(&format!("relay: telegram: a reply was not sent ({why})"));
+                    }
+                }
+            });
+            *outbox = Some(queue);
+        }
+        outbox
+    }
+
     fn call(&self, method: &str, body: &Value) -> Res<Value> {
-        // What puts a message in a chat (sending, editing) keeps to the chat's rate.
-        if let Some(chat) = body["chat_id"].as_i64() {
-            if chat < 0 {
-                self.to_group.wait(&chat.to_string());
-            }
-            self.to_person.wait(&chat.to_string());
-        }
-        let mut tries = 0;
-        loop {
-            let sent = self
-                .agent
-                .post(&format!("{}/{method}", self.base))
-                .header("Content-Type", "application/json")
-                .send(body.to_string().as_bytes());
-            let mut response =
-                sent.map_err(|e| format!("{method}: {}", without_url(&e.to_string())))?;
-            let status = response.status().as_u16();
-            let text = response
-                .body_mut()
-                .read_to_string()
-                .map_err(|_| format!("{method}: the answer could not be read"))?;
-            let reply: Value = serde_json::from_str(&text)
-                .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
-            if reply["ok"] == true {
-                return Ok(reply["result"].clone());
-            }
-            let about = reply["description"].as_str().unwrap_or("").to_string();
-            if status == 429 && tries < RETRIES_ON_429 {
-                let wait = reply["parameters"]["retry_after"].as_u64().unwrap_or(1);
-                output::note(&format!(
-                    "relay: telegram: {method} answered 429; waiting {wait}s as asked"
-                ));
-                std::thread::sleep(Duration::from_secs(wait.min(300)));
-                tries += 1;
-                continue;
-            }
-            return Err(format!(
-                "{method} answered {status}: {}",
-                output::sanitize(&about, false)
-            ));
-        }
+        self.api.call(method, body)
     }
 
+    /// Whether a refusal may be said to `chat`, a sender nobody linked: once a minute.
+    fn may_refuse(&self, chat: i64) -> bool {
+        let mut told = self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        told.retain(|_, at| now.duration_since(*at) < REFUSE_AGAIN_AFTER);
+        if told.contains_key(&chat) {
+            return false;
+        }
+        told.insert(chat, now);
+        true
+    }
+    /// Queues a message for the sending thread.
     fn send_text(&self, chat: i64, text: &str, reply_to: Option<i64>) {
         let mut body = json!({"chat_id": chat, "text": clip(text, TEXT_LIMIT)});
         if let Some(to) = reply_to {
             body["reply_parameters"] =
                 json!({"message_id": to, "allow_sending_without_reply": true});
         }
-        if let Err(why) = self.call("sendMessage", &body) {
-            output::note(&format!("relay: telegram: a reply was not sent ({why})"));
+        let sent = self.outbox().as_ref().map(|queue| queue.send(body));
+        if !matches!(sent, Some(Ok(()))) {
+            output::note("relay: telegram: a reply was not sent (its sender stopped)");
         }
     }
 
@@ -195,6 +212,9 @@ impl Telegram {
             let code = code.trim();
             if code.is_empty() {
                 relay::pass(ledger, model::Channel::Telegram, &position).map_err(db)?;
+                if !self.may_refuse(chat) {
+                    return Ok(());
+                }
                 self.send_text(
                     chat,
                     "Send /start CODE with the code 'questions relay pair telegram NAME' printed.",
@@ -218,7 +238,8 @@ impl Telegram {
             };
             relay::hear(ledger, &event(binding, Given::Text(text.to_string()))).map_err(db)?
         };
-        if heard.outcome != Outcome::Repeated {
+        let stranger = heard.outcome == Outcome::Refused && heard.person.is_none();
+        if heard.outcome != Outcome::Repeated && (!stranger || self.may_refuse(chat)) {
             self.send_text(chat, &heard.reply, message_id);
         }
         Ok(())
@@ -280,7 +301,8 @@ impl super::Channel for Telegram {
         model::Channel::Telegram
     }
 
-    fn send_card(&self, card: &relay::Card, key: &ButtonKey) -> Res<String> {
+    fn send_card(&self, card: &relay::Card) -> Res<String> {
+        let key = &card.key;
         let chat: i64 = card
             .delivery
             .identity
@@ -289,7 +311,7 @@ impl super::Channel for Telegram {
             .ok_or("not a Telegram identity")?;
         let body = json!({
             "chat_id": chat,
-            "text": clip(&card_text(&card.question, HOW_TO_REPLY), TEXT_LIMIT),
+            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, plain),
             "reply_markup": keyboard(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("sendMessage", &body)?;
@@ -310,7 +332,11 @@ impl super::Channel for Telegram {
             return Ok(());
         };
         let text = match &closing.question {
-            Some(q) => format!("{}\n\n✔ {}", card_text(q, HOW_TO_REPLY), closing.words),
+            Some(q) => {
+                let words = clip(&closing.words, 500);
+                let room = TEXT_LIMIT - words.chars().count() - 3;
+                format!("{}\n\n✔ {words}", card_text(q, HOW_TO_REPLY, room, plain))
+            }
             None => format!(
                 "Question {} — {}",
                 closing.delivery.question_id, closing.words
@@ -326,6 +352,12 @@ impl super::Channel for Telegram {
             Err(why) if why.contains("not modified") || why.contains("not found") => Ok(()),
             Err(why) => Err(why),
         }
+    }
+
+    /// Telegram ends a long poll with 409 when another `getUpdates` of the same bot
+    /// starts: another program polls this bot.
+    fn read_by_another(&self, why: &str) -> bool {
+        why.starts_with("getUpdates answered 409")
     }
 
     fn poll(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<()> {
@@ -389,6 +421,54 @@ fn keyboard(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
         rows.push(vec![button("Other…".into(), "x".into())]);
     }
     json!({"inline_keyboard": rows})
+}
+
+impl Api {
+    /// Calls a Bot API method; its `result`. A 429 waits its `retry_after` and tries
+    /// again; any error names the method only (the URL holds the token).
+    fn call(&self, method: &str, body: &Value) -> Res<Value> {
+        // What puts a message in a chat (sending, editing) keeps to the chat's rate.
+        if let Some(chat) = body["chat_id"].as_i64() {
+            if chat < 0 {
+                self.to_group.wait(&chat.to_string());
+            }
+            self.to_person.wait(&chat.to_string());
+        }
+        let mut tries = 0;
+        loop {
+            let sent = self
+                .agent
+                .post(&format!("{}/{method}", self.base))
+                .header("Content-Type", "application/json")
+                .send(body.to_string().as_bytes());
+            let mut response =
+                sent.map_err(|e| format!("{method}: {}", without_url(&e.to_string())))?;
+            let status = response.status().as_u16();
+            let text = response
+                .body_mut()
+                .read_to_string()
+                .map_err(|_| format!("{method}: the answer could not be read"))?;
+            let reply: Value = serde_json::from_str(&text)
+                .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
+            if reply["ok"] == true {
+                return Ok(reply["result"].clone());
+            }
+            let about = reply["description"].as_str().unwrap_or("").to_string();
+            if status == 429 && tries < RETRIES_ON_429 {
+                let wait = reply["parameters"]["retry_after"].as_u64().unwrap_or(1);
+                output::note(&format!(
+                    "relay: telegram: {method} answered 429; waiting {wait}s as asked"
+                ));
+                std::thread::sleep(Duration::from_secs(wait.min(300)));
+                tries += 1;
+                continue;
+            }
+            return Err(format!(
+                "{method} answered {status}: {}",
+                output::sanitize(&about, false)
+            ));
+        }
+    }
 }
 
 /// An HTTP client's error without the URL it names (the URL holds the bot's token).

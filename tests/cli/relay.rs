@@ -607,6 +607,26 @@ fn relay_a_bad_config_is_a_usage_error_naming_the_key_and_the_token_is_never_pri
             "telegram.token_env",
         ),
         (
+            "[telegram]\napi = \"http://\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api telegram.org\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api.telegram.org:99999\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://user@evil.test\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
+            "[telegram]\napi = \"https://api.telegram.org/?x=1\"\ntoken_env = \"TG_TOKEN\"\n",
+            "telegram.api",
+        ),
+        (
             "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll_timeout = \"soon\"\n",
             "telegram.poll_timeout",
         ),
@@ -828,4 +848,340 @@ fn relay_bench_click_to_ledger() {
     let before = ticks();
     std::thread::sleep(Duration::from_secs(10));
     println!("idle: {} clock ticks of CPU in 10 s", ticks() - before);
+}
+
+/// The card in `chat` whose text contains `words`, once sent.
+fn card_saying(t: &StandIn, chat: i64, words: &str) -> Value {
+    t.until(&format!("a card saying {words}"), |s| {
+        s.messages
+            .iter()
+            .find(|m| {
+                m["chat"]["id"] == chat
+                    && m.get("reply_markup").is_some()
+                    && m["text"].as_str().unwrap_or("").contains(words)
+            })
+            .cloned()
+    })
+}
+
+/// The lines of the relay's stderr that contain each of `words`.
+fn said_lines(relay: &Relay, words: &[&str]) -> usize {
+    relay
+        .stderr()
+        .lines()
+        .filter(|l| words.iter().all(|w| l.contains(w)))
+        .count()
+}
+
+#[test]
+fn relay_one_recipient_who_blocked_the_bot_holds_back_nobody_elses_cards() {
+    const CAROL: i64 = 333;
+    const DAVE: i64 = 444;
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    l.ok(["people", "link", "carol", &format!("telegram:{CAROL}")]);
+    l.ok(["people", "link", "dave", &format!("telegram:{DAVE}")]);
+    t.with(|s| {
+        s.blocked.push(CAROL);
+        s.unknown.push(DAVE);
+    });
+    let ids: Vec<i64> = (1..=3)
+        .map(|n| options(&l, "design", &format!("Which database for service {n}?")))
+        .collect();
+    let relay = Relay::telegram(&l, &t.url, &[]);
+    // Everyone else gets every card, though carol's and dave's are refused.
+    for id in &ids {
+        card(&t, ME, *id);
+        card(&t, BOB, *id);
+    }
+    t.until("carol's and dave's chats tried", |s| {
+        (s.refused_sends.contains(&CAROL) && s.refused_sends.contains(&DAVE)).then_some(())
+    });
+    // Said once for each, and tried again with a pause: carol, unblocking the bot, gets
+    // her three cards.
+    t.with(|s| s.blocked.clear());
+    for id in &ids {
+        card(&t, CAROL, *id);
+    }
+    assert_eq!(
+        said_lines(&relay, &["was not sent", &format!("telegram:{CAROL}")]),
+        1,
+        "{}",
+        relay.stderr()
+    );
+    assert!(relay
+        .stderr()
+        .contains("Forbidden: bot was blocked by the user"));
+    assert_eq!(
+        said_lines(&relay, &[&format!("telegram:{CAROL} is reached again")]),
+        1
+    );
+    let end = Instant::now() + Duration::from_secs(15);
+    while said_lines(&relay, &["was not sent", &format!("telegram:{DAVE}")]) == 0 {
+        assert!(Instant::now() < end, "{}", relay.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(relay.stderr().contains("chat not found"));
+    assert_eq!(
+        said_lines(&relay, &["was not sent", &format!("telegram:{DAVE}")]),
+        1,
+        "said once however often it is tried"
+    );
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_a_reset_under_the_relay_is_followed_and_no_card_is_signed_with_the_old_key() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let old = options(&l, "design", "Which database, before the reset?");
+    let relay = Relay::telegram(&l, &t.url, &[]);
+    let old_card = card(&t, ME, old);
+    l.ok(["reset", "--yes"]);
+    let me = people(&l);
+    let id = options(&l, "design", "Which database, after the reset?");
+    let new_card = card_saying(&t, ME, "after the reset");
+    // The old ledger's card answers nothing in the new one.
+    let stale = t.click(ME, &old_card, &button(&old_card, "SQLite"));
+    let said = t.answer_to(stale);
+    assert!(!said.starts_with("recorded"), "{said}");
+    assert_eq!(l.question(id)["status"], "pending");
+    // The new card is signed with the new ledger's key, and its click is heard there.
+    let click = t.click(ME, &new_card, &button(&new_card, "PostgreSQL"));
+    let said = t.answer_to(click);
+    assert!(said.starts_with("recorded"), "{said}");
+    let q = l.question(id);
+    assert_eq!(q["answer"], "PostgreSQL");
+    assert_eq!(q["answered_by"], me.as_str());
+    assert!(
+        relay.stderr().contains("reset or replaced"),
+        "{}",
+        relay.stderr()
+    );
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_a_typed_reply_is_exactly_a_number_or_a_label_and_an_ambiguous_one_is_refused() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let numbers = l.log_with(
+        "design",
+        "How many replicas?",
+        &[
+            "--option",
+            "3",
+            "--option",
+            "1",
+            "--option",
+            "2",
+            "--no-freeform",
+        ],
+    );
+    let named = options(&l, "design", "Which database?");
+    let again = options(&l, "design", "Which database, again?");
+    // Each card's reference is stored before the next is sent: replies wait for the last.
+    let last = l.log("design", "Anything else?");
+    let _relay = Relay::telegram(&l, &t.url, &[]);
+    let numbers_card = card(&t, ME, numbers);
+    let named_card = card(&t, ME, named);
+    let again_card = card(&t, ME, again);
+    card(&t, ME, last);
+    let reply = |text: &str, to: &Value| {
+        let sent = t.write(ME, text, Some(to));
+        reply_to(&t, 900_000 + sent)
+    };
+    // "1" is option 2's label and option 1's number: refused, with the reason.
+    let said = reply("1", &numbers_card);
+    assert!(said.contains("both"), "{said}");
+    // "+2" and "02" are no number of an option.
+    for text in ["+2", "02", " 2.0"] {
+        let said = reply(text, &numbers_card);
+        assert!(!said.starts_with("recorded"), "{text}: {said}");
+        assert_eq!(l.question(numbers)["status"], "pending", "{text}");
+    }
+    // Where typed answers are taken, "+2" is the text typed, not option 2.
+    let said = reply("+2", &named_card);
+    assert!(said.starts_with("recorded"), "{said}");
+    let q = l.question(named);
+    assert_eq!(q["answer"], "+2", "{q}");
+    assert_eq!(q["selected"], serde_json::json!([]), "{q}");
+    // Exactly a number selects its option.
+    let said = reply("2", &again_card);
+    assert!(said.starts_with("recorded"), "{said}");
+    let q = l.question(again);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["selected"], serde_json::json!(["SQLite"]), "{q}");
+}
+
+/// The text of the bot's reply to the person's message `message_id`, once sent.
+fn reply_to(t: &StandIn, message_id: i64) -> String {
+    t.until("the relay's reply", |s| {
+        s.messages
+            .iter()
+            .find(|m| m["reply_to"] == message_id)
+            .map(|m| m["text"].as_str().unwrap().to_string())
+    })
+}
+
+#[test]
+fn relay_a_question_longer_than_a_card_is_cut_and_its_options_are_kept_whole() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let long = format!("Which cluster? {}", "Some background. ".repeat(300));
+    let first = format!(
+        "Use the managed cluster in eu-west-1 with three replicas and {}A",
+        "x".repeat(60)
+    );
+    let second = format!(
+        "Use the managed cluster in eu-west-1 with three replicas and {}B",
+        "x".repeat(60)
+    );
+    let id = l.log_with("design", &long, &["--option", &first, "--option", &second]);
+    let _relay = Relay::telegram(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let text = card["text"].as_str().unwrap();
+    assert!(text.chars().count() <= 4000, "{}", text.chars().count());
+    assert!(text.contains(&format!("1. {first}")), "{text}");
+    assert!(text.contains(&format!("2. {second}")), "{text}");
+    let stored = l.question(id)["question"].as_str().unwrap().chars().count();
+    let cut = stored - text.split('\n').nth(1).unwrap().chars().count() + 1;
+    assert!(
+        text.contains(&format!("(cut: {cut} characters;")),
+        "{cut}: {text}"
+    );
+    assert!(text.contains("Which cluster? Some background."));
+    let labels: Vec<String> = card["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row[0]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    assert_ne!(labels[0], labels[1], "two buttons read alike");
+    // Its button still answers it.
+    let click = t.click(ME, &card, &button(&card, "2. "));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    assert_eq!(l.question(id)["answer"], second.as_str());
+}
+
+/// Runs a relay as pid 1 of a pid namespace of its own (as in a container), on this
+/// machine's host name.
+const OWN_PID_NAMESPACE: &[&str] = &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
+
+#[test]
+fn relay_two_relays_in_other_pid_namespaces_with_one_host_name_hold_the_channel_in_turn() {
+    let can = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output();
+    if !can.is_ok_and(|o| o.status.success()) {
+        return skip("unshare cannot make a pid namespace here (it needs root)");
+    }
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let config = format!(
+        "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
+        t.url
+    );
+    let run = || {
+        Relay::run_in(
+            &l,
+            "telegram",
+            &config,
+            &[("TG_TOKEN", TOKEN)],
+            &[],
+            OWN_PID_NAMESPACE,
+        )
+    };
+    let first = run();
+    t.until("the first relay polling", |s| {
+        s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
+    });
+    // Both are pid 1 on one host name: the second waits all the same.
+    let second = run();
+    let end = Instant::now() + Duration::from_secs(15);
+    while !second.stderr().contains("held by the relay") {
+        assert!(
+            Instant::now() < end,
+            "the second relay never said it waits: {}",
+            second.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(t.with(|s| s.conflicts), 0, "only one relay polls the bot");
+    let id = options(&l, "design", "Which database?");
+    card(&t, ME, id);
+    drop(first);
+    drop(second);
+}
+
+#[test]
+fn relay_a_strangers_forty_messages_hold_back_no_click_and_are_refused_once() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    let last = l.log("design", "Anything else?");
+    let _relay = Relay::telegram(&l, &t.url, &[]);
+    let card = card(&t, ME, id);
+    let last_card = self::card(&t, ME, last);
+    for n in 0..40 {
+        t.write(STRANGER, &format!("hello {n}"), None);
+    }
+    let pushed = Instant::now();
+    let click = t.click(ME, &card, &button(&card, "SQLite"));
+    let said = t.answer_to(click);
+    let took = pushed.elapsed();
+    assert!(said.starts_with("recorded"), "{said}");
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    // Forty refusals said one a second to one chat took 37 s before the click was read.
+    assert!(took < Duration::from_secs(8), "the click waited {took:?}");
+    // Said once: the reply to my later message is sent after anything queued before it.
+    let mine = t.write(ME, "Nothing else.", Some(&last_card));
+    reply_to(&t, 900_000 + mine);
+    let told = t.messages_to(STRANGER);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0]["text"].as_str().unwrap().contains("not linked"));
+    // Each was heard, and refused, all the same.
+    let out = l.command().arg("events").output().unwrap();
+    let refused = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["event"] == "refused")
+        .count();
+    assert_eq!(refused, 40);
+}
+
+#[test]
+fn relay_one_bot_on_two_ledgers_relays_ends_one_with_a_clear_error() {
+    let t = StandIn::start();
+    let first_ledger = Ledger::new();
+    let second_ledger = Ledger::new();
+    people(&first_ledger);
+    people(&second_ledger);
+    let mut first = Relay::telegram(&first_ledger, &t.url, &[]);
+    t.until("the first relay polling", |s| {
+        s.calls.iter().any(|(m, _)| m == "getUpdates").then_some(())
+    });
+    let mut second = Relay::telegram(&second_ledger, &t.url, &[]);
+    // Each holds its own ledger's lease; Telegram ends one's poll when the other polls.
+    let end = Instant::now() + Duration::from_secs(15);
+    let (status, stdout) = loop {
+        if let Some(ended) = first.ended().or_else(|| second.ended()) {
+            break ended;
+        }
+        assert!(Instant::now() < end, "both relays read the one bot");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    let error: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error["error_code"], "conflict", "{error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(message.contains("another program reads"), "{message}");
+    assert!(message.contains("409"), "{message}");
 }

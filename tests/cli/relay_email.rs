@@ -1304,3 +1304,104 @@ fn bench_round(l: &Ledger, host: &MailHost, smtp: u16, imap: u16, more: &str, tl
     );
     relay.stop();
 }
+
+#[test]
+fn relay_email_an_approval_is_approve_alone_or_reject_and_a_reason_never_a_first_word() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let logged = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Deploy build 42?",
+        "--approval",
+        "--approvers",
+        &format!("{me},bob"),
+        "--min",
+        "1",
+    ]);
+    let id = logged["question_id"].as_i64().unwrap();
+    let _relay = Relay::email(&l, &host, &[]);
+    let bobs = host.card("bob", id);
+    // A first word is not a vote: refused, bob told why, the gate holds.
+    host.send(&Mail::reply(
+        BOB,
+        &bobs,
+        "Approved by legal? Not yet. Ask me again on Monday.",
+    ));
+    let told = host.until("bob", "the refusal", |m| {
+        m["body"]
+            .as_str()
+            .unwrap()
+            .contains("only Approve or Reject")
+    });
+    assert!(
+        told["body"].as_str().unwrap().contains("APPROVE alone"),
+        "{told}"
+    );
+    assert_eq!(l.question(id)["approval"]["votes"], serde_json::json!([]));
+    assert_eq!(
+        l.run(["check", "--stage", "deploy"]).code,
+        1,
+        "the gate holds"
+    );
+    assert_eq!(kinds(&l, id, "refused"), 1);
+    // APPROVE alone on its first line, the phone's line under it, is a vote.
+    host.send(&Mail::reply(BOB, &bobs, "Approve\n\nSent from my iPhone"));
+    host.until("bob", "the vote recorded", recorded);
+    let q = l.question(id);
+    assert_eq!(q["approval"]["votes"][0]["by"], "bob");
+    assert_eq!(q["approval"]["votes"][0]["vote"], "approve");
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+}
+
+#[test]
+fn relay_email_outlooks_header_block_and_a_phones_signature_are_not_the_answer() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    let me = people(&l);
+    let picked = l.log_with(
+        "design",
+        "Which database?",
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    );
+    let free = freeform(&l, "design", "What should the project be called?");
+    let _relay = Relay::email(&l, &host, &[]);
+    let card = host.card("me", picked);
+    // Outlook writes its header block and the card unquoted under the reply.
+    let outlook = |text: &str, card: &Value| {
+        format!(
+            "{text}\r\n\r\nSent from my iPhone\r\n\r\n________________________________\r\n\
+             From: {RELAY}\r\nSent: Friday, November 27, 2026 10:00 AM\r\nTo: {ME}\r\n\
+             Subject: {}\r\n\r\n{}",
+            card["subject"].as_str().unwrap(),
+            card["body"].as_str().unwrap()
+        )
+    };
+    host.send(&Mail::reply(ME, &card, &outlook("2", &card)));
+    host.until("me", "the answer recorded", recorded);
+    let q = l.question(picked);
+    assert_eq!(q["answer"], "SQLite", "{q}");
+    assert_eq!(q["selected"], serde_json::json!(["SQLite"]));
+    assert_eq!(q["answered_by"], me.as_str());
+    let free_card = host.card("me", free);
+    let text = format!(
+        "Call it Ledger.\n\nVon meinem iPhone gesendet\n\nVon: {RELAY}\nGesendet: Freitag\nAn: {ME}\nBetreff: x\n\n{}",
+        free_card["body"].as_str().unwrap()
+    );
+    host.send(&Mail::reply(ME, &free_card, &text));
+    let end = Instant::now() + Duration::from_secs(20);
+    while l.question(free)["status"] == "pending" {
+        assert!(Instant::now() < end, "the second answer was never recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(l.question(free)["answer"], "Call it Ledger.");
+}

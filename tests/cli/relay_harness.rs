@@ -55,6 +55,18 @@ impl Relay {
         secrets: &[(&str, &str)],
         env: &[(&str, &str)],
     ) -> Relay {
+        Relay::run_in(l, channel, config, secrets, env, &[])
+    }
+
+    /// As `run`, the command run by `wrapper` (`unshare …`) when given.
+    pub(crate) fn run_in(
+        l: &Ledger,
+        channel: &str,
+        config: &str,
+        secrets: &[(&str, &str)],
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> Relay {
         let path = l.dir.path().join(format!("relay-{channel}.toml"));
         std::fs::write(&path, config).unwrap();
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,7 +75,14 @@ impl Relay {
             "relay-{channel}-{}.err",
             NEXT.fetch_add(1, Ordering::SeqCst)
         ));
-        let mut cmd = Command::new(BIN);
+        let mut cmd = match wrapper {
+            [program, args @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(BIN);
+                cmd
+            }
+            [] => Command::new(BIN),
+        };
         cmd.current_dir(l.dir.path())
             .arg("--db")
             .arg(l.db())
@@ -102,6 +121,25 @@ impl Relay {
 
     pub(crate) fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Whether it ended by itself, and then its exit status and what it printed on stdout
+    /// after its first line (once it printed no secret).
+    pub(crate) fn ended(&mut self) -> Option<(std::process::ExitStatus, String)> {
+        let status = self.child.try_wait().unwrap()?;
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        let said = self.stderr();
+        for secret in &self.secrets {
+            assert!(
+                !said.contains(secret.as_str()) && !stdout.contains(secret.as_str()),
+                "a secret was printed"
+            );
+        }
+        Some((status, stdout))
     }
 
     /// SIGTERM, as an operator stops it; its exit status, once it printed no secret.

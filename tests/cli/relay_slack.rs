@@ -577,6 +577,9 @@ fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
         ),
         ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
         ("[slack]\napi = 3\n", "slack.api"),
+        ("[slack]\napi = \"https://\"\n", "slack.api"),
+        ("[slack]\napi = \"https://slack .com/api\"\n", "slack.api"),
+        ("[slack]\napi = \"https://[::1/api\"\n", "slack.api"),
     ] {
         let env = [
             ("SLACK_APP_TOKEN", APP_TOKEN),
@@ -754,4 +757,114 @@ fn relay_slack_bench_idle_cpu() {
     std::thread::sleep(Duration::from_secs(20));
     let used = ticks() - before;
     println!("idle for 20 s: {used} clock ticks of CPU (1 tick = 10 ms)");
+}
+
+#[test]
+fn relay_slack_a_person_the_app_cannot_write_to_holds_back_nobody_elses_cards() {
+    const BOT: &str = "U0BOT2";
+    const GONE: &str = "U0GONE";
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    l.ok(["people", "link", "carol", &format!("slack:{TEAM}/{BOT}")]);
+    l.ok(["people", "link", "dave", &format!("slack:{TEAM}/{GONE}")]);
+    t.with(|s| {
+        s.undeliverable.push((BOT.into(), "cannot_dm_bot".into()));
+        s.undeliverable
+            .push((GONE.into(), "channel_not_found".into()));
+    });
+    let ids: Vec<i64> = (1..=3)
+        .map(|n| options(&l, "design", &format!("Which database for service {n}?")))
+        .collect();
+    let relay = Relay::slack(&l, &t.url, &[]);
+    for id in &ids {
+        card(&t, ME, *id);
+        card(&t, BOB, *id);
+    }
+    t.until("both refused", |s| {
+        (s.refused_posts.iter().any(|c| c == BOT) && s.refused_posts.iter().any(|c| c == GONE))
+            .then_some(())
+    });
+    let end = Instant::now() + Duration::from_secs(15);
+    let lines = |who: &str| {
+        relay
+            .stderr()
+            .lines()
+            .filter(|l| l.contains("was not sent") && l.contains(&format!("slack:{TEAM}/{who}")))
+            .count()
+    };
+    while lines(BOT) == 0 || lines(GONE) == 0 {
+        assert!(Instant::now() < end, "{}", relay.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(relay.stderr().contains("cannot_dm_bot"));
+    assert!(relay.stderr().contains("channel_not_found"));
+    // Tried again, and said once each.
+    t.until("a second try", |s| {
+        (s.refused_posts.iter().filter(|c| *c == GONE).count() >= 2).then_some(())
+    });
+    assert_eq!((lines(BOT), lines(GONE)), (1, 1), "{}", relay.stderr());
+    assert_eq!(relay.stop().code(), Some(0));
+}
+
+#[test]
+fn relay_slack_a_card_escapes_mrkdwn_and_a_long_question_keeps_its_options() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    let link = l.log_with(
+        "deploy",
+        "Deploy to <https://evil.test|staging> & <!channel>?",
+        &["--option", "a < b", "--option", "b > a"],
+    );
+    let long = format!("Which cluster? {}", "Some background & more. ".repeat(200));
+    let long_id = l.log_with(
+        "design",
+        &long,
+        &["--option", "Keep & grow", "--option", "Move <now>"],
+    );
+    let _relay = Relay::slack(&l, &t.url, &[]);
+    let card1 = card(&t, ME, link);
+    let section = card1["blocks"][0]["text"]["text"].as_str().unwrap();
+    assert!(
+        section.contains("Deploy to &lt;https://evil.test|staging&gt; &amp; &lt;!channel&gt;?"),
+        "{section}"
+    );
+    assert!(
+        section.contains("1. a &lt; b") && section.contains("2. b &gt; a"),
+        "{section}"
+    );
+    assert!(
+        !section.contains('<') && !section.contains('>'),
+        "{section}"
+    );
+    let card2 = card(&t, ME, long_id);
+    let section = card2["blocks"][0]["text"]["text"].as_str().unwrap();
+    assert!(
+        section.chars().count() <= 2900,
+        "{}",
+        section.chars().count()
+    );
+    assert!(section.contains("1. Keep &amp; grow"), "{section}");
+    assert!(section.contains("2. Move &lt;now&gt;"), "{section}");
+    assert!(section.contains("(cut: "), "{section}");
+}
+
+#[test]
+fn relay_slack_a_thread_reply_also_sent_to_the_channel_is_recorded() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let free = l.log("design", "What should the project be called?");
+    let later = l.log("design", "Which licence?");
+    let _relay = Relay::slack(&l, &t.url, &[]);
+    let free_card = card(&t, ME, free);
+    card(&t, ME, later);
+    let channel = dm(ME);
+    let free_ts = free_card["ts"].as_str().unwrap();
+    t.broadcast(TEAM, ME, &channel, free_ts, "Ledger");
+    said_in_thread(&t, &channel, free_ts, "recorded");
+    let q = l.question(free);
+    assert_eq!(q["answered_by"], me.as_str());
+    assert_eq!(q["answer"], "Ledger");
 }

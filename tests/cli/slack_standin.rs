@@ -6,8 +6,11 @@
 //! Mode on a websocket: `hello` on connecting, envelopes (`events_api`, `interactive`) with
 //! `envelope_id` and `retry_attempt`, redelivered with `retry_attempt` + 1 when not
 //! acknowledged (`{"envelope_id": …}`) within 3 s, and `disconnect` with
-//! `reason: refresh_requested` on demand. Envelopes go to the newest connection. Plain
-//! HTTP/1.1, one request per connection.
+//! `reason: refresh_requested` on demand. Envelopes go to the newest connection.
+//! `chat.postMessage` to a user the app cannot write to answers as Slack does, HTTP 200
+//! with `ok: false` and its error (`cannot_dm_bot` for a bot user, `channel_not_found`
+//! for an id the workspace does not know); a section's text over 3000 characters is
+//! `invalid_blocks`. Plain HTTP/1.1, one request per connection.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -45,6 +48,10 @@ pub(crate) struct State {
     pub throttled_at: Option<Instant>,
     /// Acknowledgements to ignore (as if lost), the next ones first.
     pub lose_acks: usize,
+    /// Users the app cannot write to, with the error Slack gives (`cannot_dm_bot`,
+    /// `channel_not_found`), and the posts refused so.
+    pub undeliverable: Vec<(String, String)>,
+    pub refused_posts: Vec<String>,
     /// Websocket connections made so far; the newest gets the envelopes.
     pub connections: u64,
     /// Control frames for the newest connection (`disconnect`).
@@ -179,6 +186,41 @@ impl StandIn {
         text: &str,
         deliver: bool,
     ) -> String {
+        self.write_as(team, user, channel, thread, text, deliver, None)
+    }
+
+    /// A reply in the thread of `thread` also sent to the channel (the box "Also send
+    /// to …" ticked): a `message` event of subtype `thread_broadcast`. Its ts.
+    pub(crate) fn broadcast(
+        &self,
+        team: &str,
+        user: &str,
+        channel: &str,
+        thread: &str,
+        text: &str,
+    ) -> String {
+        self.write_as(
+            team,
+            user,
+            channel,
+            Some(thread),
+            text,
+            true,
+            Some("thread_broadcast"),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_as(
+        &self,
+        team: &str,
+        user: &str,
+        channel: &str,
+        thread: Option<&str>,
+        text: &str,
+        deliver: bool,
+        subtype: Option<&str>,
+    ) -> String {
         let event = self.with(|s| {
             let ts = s.ts();
             let mut event = json!({
@@ -187,6 +229,9 @@ impl StandIn {
             });
             if let Some(thread) = thread {
                 event["thread_ts"] = thread.into();
+            }
+            if let Some(subtype) = subtype {
+                event["subtype"] = subtype.into();
             }
             s.messages.push(event.clone());
             event
@@ -429,6 +474,16 @@ fn parse_form(text: &str) -> Value {
     Value::Object(object)
 }
 
+/// Whether a section block's text is over Block Kit's 3000 characters.
+fn too_long(blocks: &Value) -> bool {
+    blocks.as_array().into_iter().flatten().any(|b| {
+        b["type"] == "section"
+            && b["text"]["text"]
+                .as_str()
+                .is_some_and(|t| t.chars().count() > 3000)
+    })
+}
+
 fn fail(error: &str) -> (u16, String, Value) {
     (200, String::new(), json!({"ok": false, "error": error}))
 }
@@ -467,6 +522,15 @@ fn call(shared: &Shared, method: &str, token: &str, p: &Value) -> (u16, String, 
             let Some(mut channel) = p["channel"].as_str().map(str::to_string) else {
                 return fail("channel_not_found");
             };
+            if let Some((_, error)) = s.undeliverable.iter().find(|(u, _)| *u == channel) {
+                let error = error.clone();
+                s.refused_posts.push(channel);
+                cv.notify_all();
+                return fail(&error);
+            }
+            if too_long(&p["blocks"]) {
+                return fail("invalid_blocks");
+            }
             if let Some(user) = channel.strip_prefix('U') {
                 channel = format!("D{user}");
             }

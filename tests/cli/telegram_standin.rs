@@ -4,8 +4,12 @@
 //! poll), a new `getUpdates` ending one still waiting with 409 "Conflict: terminated by
 //! other getUpdates request", `sendMessage`, `editMessageText`, `editMessageReplyMarkup`
 //! ("message is not modified", "message to edit not found"), `answerCallbackQuery`,
-//! callback_data over 64 bytes refused (BUTTON_DATA_INVALID), and 429 with
-//! `parameters.retry_after` on demand. Plain HTTP/1.1, one request per connection.
+//! callback_data over 64 bytes refused (BUTTON_DATA_INVALID), text over 4096 characters
+//! refused ("message is too long"), 429 with `parameters.retry_after` on demand, and a
+//! chat that cannot be written to: 403 "Forbidden: bot was blocked by the user" for a
+//! person who blocked the bot, 400 "Bad Request: chat not found" for an id Telegram does
+//! not know (or a person who never opened the bot). Plain HTTP/1.1, one request per
+//! connection.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -39,6 +43,12 @@ pub(crate) struct State {
     pub resend: Vec<Value>,
     /// Every update handed over, by id (what was delivered, including again).
     pub delivered: Vec<i64>,
+    /// Chats of people who blocked the bot (403), and chats Telegram does not know (400):
+    /// nothing can be sent to them, nor edited there.
+    pub blocked: Vec<i64>,
+    pub unknown: Vec<i64>,
+    /// Sends refused for those, by chat.
+    pub refused_sends: Vec<i64>,
     poll_generation: u64,
 }
 
@@ -234,6 +244,28 @@ fn call(state: &Arc<(Mutex<State>, Condvar)>, method: &str, p: &Value) -> (u16, 
                    "parameters": {"retry_after": after}}),
         );
     }
+    if let Some(chat) = p["chat_id"].as_i64() {
+        let refusal = if s.blocked.contains(&chat) {
+            Some((403, "Forbidden: bot was blocked by the user"))
+        } else if s.unknown.contains(&chat) {
+            Some((400, "Bad Request: chat not found"))
+        } else {
+            None
+        };
+        if let Some((status, description)) = refusal {
+            s.refused_sends.push(chat);
+            cv.notify_all();
+            return (
+                status,
+                json!({"ok": false, "error_code": status, "description": description}),
+            );
+        }
+    }
+    if let Some(text) = p["text"].as_str() {
+        if text.chars().count() > 4096 {
+            return bad("message is too long");
+        }
+    }
     let out = match method {
         "getUpdates" => {
             let offset = p["offset"].as_i64().unwrap_or(0);
@@ -294,6 +326,9 @@ fn call(state: &Arc<(Mutex<State>, Condvar)>, method: &str, p: &Value) -> (u16, 
             });
             if p["reply_markup"].get("inline_keyboard").is_some() {
                 message["reply_markup"] = p["reply_markup"].clone();
+            }
+            if let Some(to) = p["reply_parameters"]["message_id"].as_i64() {
+                message["reply_to"] = to.into();
             }
             if p["reply_markup"]["force_reply"] == true {
                 message["force_reply"] = true.into();

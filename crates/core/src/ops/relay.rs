@@ -52,8 +52,10 @@ pub fn channel_identity(text: &str) -> Result<String> {
     let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
     match channel.as_str() {
         "telegram" => {
+            // As Telegram writes it: `0001002` is the user 1002.
+            let id = id.trim_start_matches('0');
             if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
-                return Err(bad("a Telegram user id is a number"));
+                return Err(bad("a Telegram user id is a number above 0"));
             }
             Ok(format!("telegram:{id}"))
         }
@@ -658,11 +660,22 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
                 ),
             },
         ),
-        (Some(_), _) => {
+        (Some(_), given) => {
+            let said = match &given {
+                Given::Text(t) if !t.trim().is_empty() => {
+                    format!(" ('{}' is neither)", excerpt(t, 60))
+                }
+                _ => String::new(),
+            };
             return refuse(
                 Some(&q),
-                format!("question {} is an approval: use Approve or Reject", q.id),
-            )
+                format!(
+                    "question {} is an approval: only Approve or Reject is a vote (the card's \
+                     buttons; by email, a reply of APPROVE alone, or REJECT and a reason){said}; \
+                     nothing was recorded",
+                    q.id
+                ),
+            );
         }
         (None, Given::Approve | Given::Reject(_)) => {
             return refuse(Some(&q), "this question is not an approval".into())
@@ -678,7 +691,10 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
             }
             Act::Answer(AnswerInput { text: None, select })
         }
-        (None, Given::Text(text)) => Act::Answer(typed(&q, text)),
+        (None, Given::Text(text)) => match typed(&q, text) {
+            Ok(input) => Act::Answer(input),
+            Err(why) => return refuse(Some(&q), why),
+        },
     };
     let req = PersonsChange {
         shown: Shown::one(None, q.id, Some(delivery.fingerprint.clone())),
@@ -718,44 +734,75 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
 }
 
 /// Typed text: the option whose number or label it is exactly, else the text verbatim.
-fn typed(q: &Question, text: String) -> AnswerInput {
+/// A number is written as the card numbers its options (`2`: no sign, no leading zero);
+/// a reply that is one option's number and another's label is ambiguous, and refused
+/// with the reason rather than guessed. A multi-select takes numbers separated by commas.
+fn typed(q: &Question, text: String) -> std::result::Result<AnswerInput, String> {
     let trimmed = text.trim();
+    let pick = |labels: Vec<String>| AnswerInput {
+        text: None,
+        select: labels,
+    };
     if !q.options.is_empty() {
-        if let Ok(n) = trimmed.parse::<usize>() {
-            if let Some(o) = n.checked_sub(1).and_then(|i| q.options.get(i)) {
-                return AnswerInput {
-                    text: None,
-                    select: vec![o.label.clone()],
-                };
-            }
-        }
-        if let Some(o) = q.options.iter().find(|o| o.label == trimmed) {
-            return AnswerInput {
-                text: None,
-                select: vec![o.label.clone()],
-            };
+        let by_number = |word: &str| -> Option<usize> {
+            let canonical = !word.is_empty()
+                && word.chars().all(|c| c.is_ascii_digit())
+                && !word.starts_with('0');
+            canonical
+                .then(|| word.parse::<usize>().ok())
+                .flatten()
+                .filter(|n| (1..=q.options.len()).contains(n))
+        };
+        let by_label = |word: &str| q.options.iter().position(|o| o.label.trim() == word);
+        let ambiguous = |word: &str, n: usize, other: usize| {
+            format!(
+                "'{word}' is both option {n}'s number ({}) and option {}'s label: nothing was                  recorded; reply with the option's whole label, or use the card's buttons",
+                q.options[n - 1].label,
+                other + 1
+            )
+        };
+        match (by_number(trimmed), by_label(trimmed)) {
+            (Some(n), Some(i)) if i + 1 != n => return Err(ambiguous(trimmed, n, i)),
+            (Some(n), _) => return Ok(pick(vec![q.options[n - 1].label.clone()])),
+            (None, Some(i)) => return Ok(pick(vec![q.options[i].label.clone()])),
+            (None, None) => {}
         }
         if q.multi_select && trimmed.contains(',') {
-            let numbers: Option<Vec<usize>> =
-                trimmed.split(',').map(|n| n.trim().parse().ok()).collect();
-            let picked: Option<Vec<String>> = numbers.and_then(|ns| {
-                ns.iter()
-                    .map(|n| {
-                        n.checked_sub(1)
-                            .and_then(|i| q.options.get(i))
-                            .map(|o| o.label.clone())
-                    })
-                    .collect()
-            });
-            if let Some(select) = picked {
-                return AnswerInput { text: None, select };
+            let words: Vec<&str> = trimmed.split(',').map(str::trim).collect();
+            if let Some(numbers) = words
+                .iter()
+                .map(|w| by_number(w))
+                .collect::<Option<Vec<_>>>()
+            {
+                for (word, n) in words.iter().zip(&numbers) {
+                    if let Some(i) = by_label(word).filter(|i| i + 1 != *n) {
+                        return Err(ambiguous(word, *n, i));
+                    }
+                }
+                return Ok(pick(
+                    numbers
+                        .iter()
+                        .map(|n| q.options[n - 1].label.clone())
+                        .collect(),
+                ));
             }
         }
     }
-    AnswerInput {
+    Ok(AnswerInput {
         text: Some(text),
         select: Vec::new(),
+    })
+}
+
+/// The first line of `text`, at most `n` characters, marked where it was cut.
+fn excerpt(text: &str, n: usize) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    let cut = line.chars().count() > n || text.trim().lines().nth(1).is_some();
+    let mut out: String = line.chars().take(n).collect();
+    if cut {
+        out.push('…');
     }
+    out
 }
 
 /// A signed button's value, read: `o<n>` an option, `m<mask>` the options of a
@@ -795,7 +842,10 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
             }
         } else {
             let code = code.trim().to_uppercase();
-            let person = tx.take_pairing(&sha256_hex(&code), channel, &now)?;
+            let code_hash = sha256_hex(&code);
+            // Spent only by the link it makes: a try on another channel, or from an
+            // account linked to someone else, leaves it for its person.
+            let person = tx.pairing(&code_hash, channel, &now)?;
             let actor = Actor {
                 by: person.clone(),
                 channel: event.channel,
@@ -830,6 +880,7 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
                     reply: format!("this account is linked to {other} already: unlink it first"),
                 },
                 (Some(p), already) => {
+                    tx.spend_pairing(&code_hash)?;
                     if already.is_none() {
                         tx.insert_link(&event.identity, p, &now)?;
                         tx.people_event(
@@ -920,11 +971,15 @@ pub fn position(ledger: &mut Ledger, channel: Channel) -> Result<Option<String>>
     ledger.read(|tx| tx.relay_position(channel.as_str()))
 }
 
-/// A card to send: its delivery row (state `sending`) and the question.
+/// A card to send: its delivery row (state `sending`), the question, and the key its
+/// buttons and reply address are signed with: the ledger's own, read in the transaction
+/// that reserved the delivery, so that no card is signed with a key of a ledger that a
+/// reset replaced.
 #[derive(Debug, Clone)]
 pub struct Card {
     pub delivery: Delivery,
     pub question: Question,
+    pub key: ButtonKey,
 }
 
 /// The cards a channel has to send: one per pending question (of `stages`, when given)
@@ -991,10 +1046,17 @@ pub fn cards_to_send(
         return Ok(Vec::new());
     }
     let now = clock::now();
+    let fresh = hex(&random(32)?);
     ledger.write(|tx| {
         for d in &missing {
             tx.reserve_delivery(d, &now)?;
         }
+        let key = if let Some(key) = key_in(tx)? {
+            key
+        } else {
+            tx.insert_relay_key(BUTTON_KEY, &fresh, &now)?;
+            key_in(tx)?.ok_or_else(|| Error::db("the relay's key was not written"))?
+        };
         let mut cards = Vec::new();
         for d in tx.deliveries_in(name, "sending")? {
             match tx.question(d.question_id)? {
@@ -1004,6 +1066,7 @@ pub fn cards_to_send(
                     cards.push(Card {
                         delivery: d,
                         question: q,
+                        key: key.clone(),
                     });
                 }
                 // Settled before it was sent: nothing to send or close.

@@ -772,6 +772,45 @@ mod relay_ops {
         assert_eq!(links[0].person, "ann");
     });
 
+    on_every_engine!(
+        a_pairing_code_is_spent_only_by_the_link_it_makes,
+        |l: &mut Ledger| {
+            let code = relay::pairing_code(l, &me("ann"), Channel::Cli, "telegram", "ann").unwrap();
+            let bob = relay::people_link(l, &me("bob"), Channel::Cli, "bob", "telegram:0007", true)
+                .unwrap();
+            assert_eq!(
+                bob.identity, "telegram:7",
+                "numeric ids as Telegram writes them"
+            );
+            let start = |l: &mut Ledger, from: &str, event: &str| {
+                relay::redeem(
+                    l,
+                    &FromChannel {
+                        channel: Channel::Telegram,
+                        identity: from.into(),
+                        event_id: event.into(),
+                        binding: Binding::None,
+                        given: Given::Text(String::new()),
+                        position: None,
+                    },
+                    &code.code,
+                )
+                .unwrap()
+            };
+            // Tried from bob's account: refused, and the code still ann's.
+            assert_eq!(start(l, "telegram:7", "update:1").outcome, Outcome::Refused);
+            assert_eq!(
+                start(l, "telegram:5", "update:2").outcome,
+                Outcome::Recorded
+            );
+            assert_eq!(
+                start(l, "telegram:6", "update:3").outcome,
+                Outcome::Refused,
+                "spent by the link it made"
+            );
+        }
+    );
+
     on_every_engine!(one_relay_holds_a_channel, |l: &mut Ledger| {
         let minute = Duration::from_mins(1);
         let take = |l: &mut Ledger, who: &str, gone: Option<&str>| {

@@ -258,9 +258,9 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Takes a pairing code out (it is used once): the person it names, when it is for
-    /// `channel` and still valid at `now`. Expired codes go too.
-    pub(crate) fn take_pairing(
+    /// The person a pairing code names, when it is for `channel` and still valid at
+    /// `now` (it stays until `spend_pairing`). Expired codes go.
+    pub(crate) fn pairing(
         &self,
         code_hash: &str,
         channel: &str,
@@ -284,12 +284,22 @@ impl Tx<'_> {
             )?
             .pop();
         self.conn.execute(
-            "DELETE FROM relay_pairings WHERE code_hash = $1 OR expires_at <= $2",
-            &[code_hash.into(), now.into()],
+            "DELETE FROM relay_pairings WHERE expires_at <= $1",
+            &[now.into()],
         )?;
         Ok(found
             .filter(|(_, until, ch)| until.as_str() > now && ch == channel)
             .map(|(person, _, _)| person))
+    }
+
+    /// A pairing code used: it links nobody again.
+    pub(crate) fn spend_pairing(&self, code_hash: &str) -> Result<()> {
+        self.relay_tables(true)?;
+        self.conn.execute(
+            "DELETE FROM relay_pairings WHERE code_hash = $1",
+            &[code_hash.into()],
+        )?;
+        Ok(())
     }
 
     /// The key named `name`, hex.
