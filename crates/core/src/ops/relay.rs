@@ -90,7 +90,9 @@ pub fn channel_identity(text: &str) -> Result<String> {
                 && !id.ends_with('-')
                 && !id.contains("--");
             if !ok {
-                return Err(bad("a GitHub login is letters, digits and single inner hyphens"));
+                return Err(bad(
+                    "a GitHub login is letters, digits and single inner hyphens",
+                ));
             }
             Ok(format!("github:{}", id.to_lowercase()))
         }
@@ -1134,7 +1136,10 @@ mod tests {
 
     #[test]
     fn a_github_login_is_an_identity_in_lower_case() {
-        assert_eq!(channel_identity("GitHub:Octo-Cat").unwrap(), "github:octo-cat");
+        assert_eq!(
+            channel_identity("GitHub:Octo-Cat").unwrap(),
+            "github:octo-cat"
+        );
         assert_eq!(
             channel_identity(&format!("github:{}", "a".repeat(39))).unwrap(),
             format!("github:{}", "a".repeat(39))
