@@ -41,8 +41,13 @@ fn installed(tool: PathBuf) -> Option<PathBuf> {
     None
 }
 
-/// Who runs the tests, as a file ledger names them.
-fn me() -> String {
+/// Who runs the tests, as the ledger names them: the PostgreSQL role, or the
+/// operating-system user.
+fn me(l: &Ledger) -> String {
+    if let Some(url) = &l.url {
+        let user = url.split("://").nth(1).unwrap();
+        return user.split([':', '@']).next().unwrap().to_string();
+    }
     let out = Command::new("id").arg("-un").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -273,7 +278,7 @@ fn sqlite_only_the_action_reports_an_answer_and_keeps_the_token_off_command_line
     let out = done.outputs();
     assert_eq!(out["decision"], "answered");
     assert_eq!(out["answer"], "us-east");
-    assert_eq!(out["answered-by"], me());
+    assert_eq!(out["answered-by"], me(&l));
     assert_eq!(out["channel"], "cli");
     assert_eq!(out["question-id"], id.to_string());
     assert_eq!(
@@ -285,7 +290,7 @@ fn sqlite_only_the_action_reports_an_answer_and_keeps_the_token_off_command_line
         summary.trim(),
         format!(
             "{} answered “Which region first?” with “us-east” via cli at {}.",
-            me(),
+            me(&l),
             out["answered-at"]
         )
     );
@@ -314,8 +319,8 @@ fn sqlite_only_the_action_reports_an_answer_and_keeps_the_token_off_command_line
 }
 
 #[test]
-fn sqlite_only_the_action_passes_on_two_of_two_approvals() {
-    crate::sqlite_only!();
+fn unpooled_the_action_passes_on_two_of_two_approvals() {
+    crate::unpooled!();
     let l = Ledger::new();
     let approvers = format!("{},{}", known_as(&l, "alice"), known_as(&l, "bob"));
     let Some(mut job) = start_action(
@@ -351,8 +356,8 @@ fn sqlite_only_the_action_passes_on_two_of_two_approvals() {
 }
 
 #[test]
-fn sqlite_only_the_action_fails_on_a_rejection_with_the_reason() {
-    crate::sqlite_only!();
+fn unpooled_the_action_fails_on_a_rejection_with_the_reason() {
+    crate::unpooled!();
     let l = Ledger::new();
     let Some(mut job) = start_action(
         &l,
@@ -435,12 +440,12 @@ fn sqlite_only_the_action_fails_when_nobody_decides_in_time() {
 }
 
 #[test]
-fn sqlite_only_the_initiator_may_not_approve_their_own_run() {
-    crate::sqlite_only!();
+fn unpooled_the_initiator_may_not_approve_their_own_run() {
+    crate::unpooled!();
     let l = Ledger::new();
     let alice = known_as(&l, "alice");
     // The ledger's owner names who administers links; an admin links alice's login.
-    l.ok(["group", "create", "people", "--admins", &me()]);
+    l.ok(["group", "create", "people", "--admins", &me(&l)]);
     l.ok(["people", "link", &alice, "github:OctoCat"]);
     let approvers = [alice.clone(), known_as(&l, "bob"), known_as(&l, "carol")].join(",");
     let Some(mut job) = start_action(
@@ -666,11 +671,14 @@ fn sqlite_only_the_buildkite_step_sets_the_decision_as_meta_data() {
         .collect();
     assert_eq!(set["questions-decision"], "answered", "{calls}");
     assert_eq!(set["questions-answer"], "yes");
-    assert_eq!(set["questions-answered-by"], me());
+    assert_eq!(set["questions-answered-by"], me(&l));
     assert_eq!(set["questions-question-id"], id.to_string());
     assert!(
         calls.lines().any(|c| c.starts_with("annotate\t")
-            && c.contains(&format!("{} answered “Ship it?” with “yes” via cli", me()))),
+            && c.contains(&format!(
+                "{} answered “Ship it?” with “yes” via cli",
+                me(&l)
+            ))),
         "{calls}"
     );
 }
