@@ -162,9 +162,6 @@ function readInputs(env) {
   if (!/^\d+$/.test(min) || Number(min) < 1) {
     throw new GateError(`min '${min}' is not a number of approvers (1 or more)`);
   }
-  if (approvers.length === 0 && input(env, "min")) {
-    throw new GateError("min needs approvers");
-  }
   const context = [input(env, "context"), runUrl ? `Run: ${runUrl}` : ""]
     .filter((s) => s !== "")
     .join("\n\n");
@@ -281,8 +278,13 @@ function writeOutputs(ctx, out, line) {
 }
 
 function fail(ctx, message) {
-  if (ctx.platform === "github") process.stdout.write(`::error::${message.replace(/\r?\n/g, "%0A")}\n`);
-  else process.stderr.write(`questions gate: ${message}\n`);
+  if (ctx.platform === "github") {
+    // A workflow command's data, escaped as the runner reads it.
+    const data = message.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+    process.stdout.write(`::error::${data}\n`);
+  } else {
+    process.stderr.write(`questions gate: ${message}\n`);
+  }
   process.exitCode = 1;
 }
 

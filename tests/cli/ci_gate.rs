@@ -257,6 +257,8 @@ fn sqlite_only_the_action_reports_an_answer_and_keeps_the_token_off_command_line
             ("options", "eu-west\nus-east"),
             ("token", "s3cret-agent-token"),
             ("timeout", "60"),
+            // As GitHub passes it: every input with a default is set.
+            ("min", "1"),
         ],
         &[("QUESTIONS_BINARY", &wrapper), ("GITHUB_ACTOR", "octocat")],
     ) else {
