@@ -339,7 +339,7 @@ pub enum Command {
     Group(GroupArgs),
     /// Link people to the channel identities they answer from (Telegram, Slack, email)
     #[command(
-        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>. Only NAME themself, or an admin of the group 'people' (questions group\ncreate people --admins NAME,…), links or unlinks NAME; --by is refused; every change is in\nthe history. With nobody linked, nobody answers through a channel.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789"
+        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789"
     )]
     People(PeopleArgs),
     /// Put pending questions to people on Telegram and record their answers (pair: a link code)

@@ -63,7 +63,7 @@ fn uid(name: &str) -> Option<u32> {
 }
 
 /// `name` as the ledger knows them: the role's name, or on a file `uid:N`.
-fn known_as(l: &Ledger, name: &str) -> String {
+pub(crate) fn known_as(l: &Ledger, name: &str) -> String {
     match (&l.url, uid(name)) {
         (None, Some(uid)) => format!("uid:{uid}"),
         _ => name.to_string(),
@@ -119,7 +119,7 @@ fn open_to_all(l: &Ledger) {
 
 /// The command, run as the person `who`: on PostgreSQL as their role (with `USER` and
 /// `LOGNAME` naming another person, which must change nothing), on a file as their uid.
-fn person_command(l: &Ledger, who: &str) -> std::process::Command {
+pub(crate) fn person_command(l: &Ledger, who: &str) -> std::process::Command {
     let mut cmd = match (&l.url, uid(who)) {
         (None, Some(uid)) => {
             open_to_all(l);

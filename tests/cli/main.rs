@@ -11,6 +11,7 @@ mod ask;
 mod browser;
 mod channels;
 mod check;
+mod ci_gate;
 mod claude_code;
 mod clear;
 mod concurrency;

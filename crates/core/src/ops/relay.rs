@@ -36,12 +36,13 @@ pub fn relay_channel(name: &str) -> Option<Channel> {
 
 /// A channel identity as the ledger keeps it, from what a person writes: the provider's
 /// stable id, never a display name. `telegram:<user id>`, `slack:<team>/<user>`,
-/// `email:<address>` (lower case).
+/// `email:<address>` (lower case), and `github:<login>` (lower case: GitHub's logins are
+/// case-insensitive), which no relay serves: it maps a CI run's initiator to a person.
 pub fn channel_identity(text: &str) -> Result<String> {
     let bad = |why: &str| {
         Error::usage(format!(
             "'{text}' is not a channel identity: {why} (telegram:<user id>, \
-             slack:<team id>/<user id>, email:<address>)"
+             slack:<team id>/<user id>, email:<address>, github:<login>)"
         ))
     };
     let text = text.trim();
@@ -80,6 +81,22 @@ pub fn channel_identity(text: &str) -> Result<String> {
                 return Err(bad("an email identity is an address"));
             }
             Ok(format!("email:{lower}"))
+        }
+        "github" => {
+            // GitHub's rule for a login: letters, digits and single inner hyphens, at
+            // most 39 characters.
+            let ok = !id.is_empty()
+                && id.len() <= 39
+                && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !id.starts_with('-')
+                && !id.ends_with('-')
+                && !id.contains("--");
+            if !ok {
+                return Err(bad(
+                    "a GitHub login is letters, digits and single inner hyphens",
+                ));
+            }
+            Ok(format!("github:{}", id.to_lowercase()))
         }
         _ => Err(bad("the channel is not one the relay knows")),
     }
@@ -1179,6 +1196,31 @@ pub fn release(ledger: &mut Ledger, channel: Channel, holder: &str) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_github_login_is_an_identity_in_lower_case() {
+        assert_eq!(
+            channel_identity("GitHub:Octo-Cat").unwrap(),
+            "github:octo-cat"
+        );
+        assert_eq!(
+            channel_identity(&format!("github:{}", "a".repeat(39))).unwrap(),
+            format!("github:{}", "a".repeat(39))
+        );
+        for bad in [
+            "github:",
+            "github:-octo",
+            "github:octo-",
+            "github:oc--to",
+            "github:octo_cat",
+            "github:octo cat",
+            "github:octo/cat",
+        ] {
+            assert!(channel_identity(bad).is_err(), "{bad}");
+        }
+        assert!(channel_identity(&format!("github:{}", "a".repeat(40))).is_err());
+        assert!(relay_channel("github").is_none());
+    }
 
     fn unhexed(text: &str) -> Vec<u8> {
         unhex(text).unwrap()
