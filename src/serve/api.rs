@@ -41,7 +41,17 @@ fn json(status: StatusCode, text: String) -> Response {
 }
 
 pub(super) fn success(procedure: Procedure, result: &impl serde::Serialize) -> Response {
-    let body = crate::output::pretty(&ops::document(true, procedure, result));
+    success_with(true, procedure, result)
+}
+
+/// A document with a verdict of its own (`ok` false for a gate that fails), sent with
+/// 200: the call itself succeeded.
+pub(super) fn success_with(
+    ok: bool,
+    procedure: Procedure,
+    result: &impl serde::Serialize,
+) -> Response {
+    let body = crate::output::pretty(&ops::document(ok, procedure, result));
     json(StatusCode::OK, body)
 }
 

@@ -6,6 +6,7 @@
 
 mod api;
 mod guard;
+mod ledger_api;
 mod limit;
 mod page;
 pub(crate) mod votes;
@@ -259,6 +260,7 @@ fn routes(app: Arc<App>) -> Router {
         .route("/api/questions/{id}/approve", post(votes::approve))
         .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
+        .route("/v1/call", post(ledger_api::call))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
             guard::guard,

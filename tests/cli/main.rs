@@ -31,6 +31,8 @@ mod import;
 mod info;
 mod ingest;
 mod init;
+#[cfg(feature = "serve")]
+mod ledger_api;
 mod list;
 mod load;
 mod location;
