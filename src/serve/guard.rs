@@ -89,7 +89,11 @@ fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
     }
     if path == "/v1/call" {
         // The ledger's own API takes the ledger's tokens, which its route reads anew at
-        // every call (a revoked one is refused at once): not this server's.
+        // every call (a revoked one is refused at once): not this server's. A browser
+        // on another site may not send it one either.
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            cross_origin(app, headers)?;
+        }
         return Ok(None);
     }
     if let Some(given) = query_token(request.uri().query()) {

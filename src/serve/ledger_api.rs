@@ -4,18 +4,24 @@
 //! is refused at once), and the request goes through `ops::call` as the token's holder:
 //! what each role may do is the core's, not this file's. The answer is the request's
 //! §2 document, with the HTTP status of its error code.
+//!
+//! A refused token is counted against the client it came from (see `limit`): past
+//! `MAX_REFUSED` a minute, its calls are answered 429 before any token is looked up. A
+//! connection whose token is honoured counts against the token, not the address.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
 
 use super::api::{success_with, Failed};
+use super::limit::Conn;
 use super::App;
-use questions_core::error::Error;
+use questions_core::error::{Error, ErrorCode};
 use questions_core::ops::{self, Procedure, Request, Wait};
 
 /// The longest a call waits (`check --wait`): a client sends it again until its own
@@ -25,9 +31,16 @@ pub(super) const LONGEST_WAIT: Duration = Duration::from_secs(50);
 
 pub(super) async fn call(
     State(app): State<Arc<App>>,
+    Extension(conn): Extension<Conn>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, Failed> {
+    let client = conn.0.client();
+    if !app.limits.may_try(client) {
+        return Ok(too_many(
+            "too many refused tokens from this address: wait a minute",
+        ));
+    }
     let token = super::guard::bearer(&headers);
     let mut req: Request = serde_json::from_slice(&body).map_err(|e| {
         Failed::of(Procedure::Serve)(Error::usage(format!(
@@ -43,12 +56,38 @@ pub(super) async fn call(
             }
         };
     }
+    let who = app
+        .ledger(move |l| ops::authenticate(l, token.as_deref()))
+        .await
+        .map_err(|e| {
+            if e.code == ErrorCode::Unauthorized {
+                app.limits.refused(client);
+            }
+            Failed::of(procedure)(e)
+        })?;
+    if !conn.0.carries(&holder(&who)) {
+        return Ok(too_many(
+            "too many connections with this token at once: close some, or wait",
+        ));
+    }
     let reply = app
-        .ledger(move |l| {
-            let who = ops::authenticate(l, token.as_deref())?;
-            ops::call(l, &who, req)
-        })
+        .ledger(move |l| ops::call(l, &who, req))
         .await
         .map_err(Failed::of(procedure))?;
     Ok(success_with(reply.passes(), procedure, &reply))
+}
+
+/// The name a token's connections are counted under.
+fn holder(who: &ops::Principal) -> String {
+    match who {
+        ops::Principal::Agent(agent) => agent.name.clone(),
+        ops::Principal::Person(person) => person.name.clone(),
+        ops::Principal::Direct(_) => String::new(),
+    }
+}
+
+/// 429, with the failure document of a usage error: the call may be sent again later.
+fn too_many(message: &str) -> Response {
+    let body = ops::failure(Some(Procedure::Serve), &Error::usage(message));
+    (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
 }

@@ -131,3 +131,49 @@ fn a_body_that_is_not_a_request_is_a_usage_error() {
     }
     assert_eq!(l.ok(["list"])["count"], 0);
 }
+
+#[test]
+fn refused_tokens_from_one_address_are_cut_off_after_twenty_a_minute() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let list =
+        json!({"op": "list", "args": {"stage": null, "status": null, "group": null, "ids": null}});
+    for n in 0..20 {
+        let (status, doc) = call(&s, Some(&format!("qtok_guess{n}")), &list);
+        assert_eq!(status, 401, "{doc}");
+    }
+    // Now even the right token waits: the address is cut off before any is looked up.
+    let (status, doc) = call(&s, Some(&agent), &list);
+    assert_eq!(status, 429, "{doc}");
+    assert!(!doc.to_string().contains(&agent));
+}
+
+#[test]
+fn a_call_from_another_site_or_too_large_is_refused() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let bearer = format!("Authorization: Bearer {agent}");
+    let body = log("ci", "From a page elsewhere?").to_string();
+    let reply = s.request(
+        "POST",
+        "/v1/call",
+        &[
+            "Content-Type: application/json",
+            &bearer,
+            "Sec-Fetch-Site: cross-site",
+        ],
+        &body,
+    );
+    assert_eq!(reply.status, 403);
+    let big = log("ci", &"x".repeat(70 * 1024)).to_string();
+    let reply = s.request(
+        "POST",
+        "/v1/call",
+        &["Content-Type: application/json", &bearer],
+        &big,
+    );
+    assert_eq!(reply.status, 413);
+    assert_eq!(l.ok(["list"])["count"], 0);
+}
