@@ -29,6 +29,7 @@ pub(super) fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::InvalidAnswer => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Usage | ErrorCode::ParseError => StatusCode::BAD_REQUEST,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Cancelled
         | ErrorCode::DbError
         | ErrorCode::SchemaTooNew

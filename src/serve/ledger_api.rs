@@ -47,6 +47,16 @@ pub(super) async fn call(
             "the body is not a request of the ledger: {e}; send {{\"op\": \"…\", \"args\": {{…}}}}"
         )))
     })?;
+    // A key of the caller's own, in the body or as the usual header: a change sent again
+    // with it is recorded once (§15).
+    if let Request::Log { key, .. } = &mut req {
+        if key.is_none() {
+            *key = headers
+                .get("idempotency-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+        }
+    }
     let procedure = req.procedure();
     if let Request::Check(check) = &mut req {
         check.wait = match check.wait {
@@ -70,10 +80,15 @@ pub(super) async fn call(
             "too many connections with this token at once: close some, or wait",
         ));
     }
-    let reply = app
+    let mut reply = app
         .ledger(move |l| ops::call(l, &who, req))
         .await
         .map_err(Failed::of(procedure))?;
+    if let ops::Reply::Info(info) = &mut reply {
+        // Where the server keeps the ledger is the server's business: the client names
+        // the URL it called.
+        info.ledger.location = String::new();
+    }
     Ok(success_with(reply.passes(), procedure, &reply))
 }
 

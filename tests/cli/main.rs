@@ -56,6 +56,8 @@ mod relay_email;
 mod relay_harness;
 #[cfg(feature = "relay")]
 mod relay_slack;
+#[cfg(all(feature = "serve", feature = "remote"))]
+mod remote;
 mod render;
 mod reset;
 mod schema;

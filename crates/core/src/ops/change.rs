@@ -34,6 +34,38 @@ pub fn log(ledger: &mut Ledger, new: &NewQuestion, allow_duplicate: bool) -> Res
     })
 }
 
+/// `log`, once per `key` (§15, exactly once): a question this key logged already is
+/// returned as the first call returned it (`created` as it said then), in the same
+/// transaction that would otherwise log it. The key is found with the question's text,
+/// as a harness's call is (`log_call`): a key sent again with another question logs
+/// that one.
+pub(super) fn log_once(
+    ledger: &mut Ledger,
+    new: &NewQuestion,
+    allow_duplicate: bool,
+    key: Option<&str>,
+) -> Result<Logged> {
+    let Some(key) = key else {
+        return log(ledger, new, allow_duplicate);
+    };
+    let now = clock::now();
+    let (question, created) = ledger.write(|tx| {
+        if let Some(first) = tx.find_in_call(key, new.group_name.as_deref(), &new.question)? {
+            return Ok((first, true));
+        }
+        let keyed = NewQuestion {
+            harness_call: Some(key.to_string()),
+            ..new.clone()
+        };
+        log_in(tx, &keyed, allow_duplicate, &now)
+    })?;
+    Ok(Logged {
+        question_id: question.id,
+        created,
+        question,
+    })
+}
+
 /// Logs `new` inside a write under way; true when it was created.
 fn log_in(
     tx: &Tx,

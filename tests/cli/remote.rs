@@ -1,0 +1,260 @@
+//! `--db http(s)://…` (§15): the command line sends the door's requests to `questions
+//! serve` with a token the ledger issued, through real HTTP on loopback.
+
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::common::{bare_command, finish, Ledger, Run, BIN, NOW};
+use crate::serve::Served;
+
+fn token(l: &Ledger, args: &[&str]) -> String {
+    let mut all = vec!["token", "create"];
+    all.extend_from_slice(args);
+    l.ok(all)["token"].as_str().unwrap().to_string()
+}
+
+/// The binary against the server `base`, holding `token` (none: no token at all).
+fn over(l: &Ledger, base: &str, token: Option<&str>, args: &[&str]) -> Run {
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", base)
+        .env_remove("QUESTIONS_TOKEN")
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("QUESTIONS_CA")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(args);
+    if let Some(t) = token {
+        cmd.env("QUESTIONS_TOKEN", t);
+    }
+    let run = finish(cmd);
+    if let Some(t) = token {
+        assert!(
+            !run.stdout.contains(t) && !run.stderr.contains(t),
+            "the token was printed: {run:?}"
+        );
+    }
+    run
+}
+
+#[test]
+fn remote_an_agent_asks_and_waits_and_a_person_answers() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = Served::start(&l, &[]);
+    let base = s.base();
+
+    let logged = over(
+        &l,
+        &base,
+        Some(&agent),
+        &["log", "--stage", "ci-deploy", "--question", "Ship it?"],
+    );
+    assert_eq!(logged.code, 0, "{logged:?}");
+    assert_eq!(logged.json["procedure"], "log");
+    let id = logged.json["question_id"].as_i64().unwrap();
+    // The same document a file gives, its question logged by the token.
+    assert_eq!(l.question(id)["question"], "Ship it?");
+
+    let gate = over(&l, &base, Some(&agent), &["check", "--stage", "ci-deploy"]);
+    assert_eq!(
+        (gate.code, gate.json["gate"].clone()),
+        (1, json!("fail")),
+        "{gate:?}"
+    );
+
+    // The agent's token never answers: forbidden, exit 2, nothing changed.
+    let refused = over(
+        &l,
+        &base,
+        Some(&agent),
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert_eq!(refused.error_code(), "forbidden");
+    assert_eq!(l.question(id)["status"], "pending");
+
+    // A wait over the wire, answered by the person's token meanwhile.
+    let waiter = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .env("QUESTIONS_NOW", NOW)
+        .env("QUESTIONS_DB", &base)
+        .env("QUESTIONS_TOKEN", &agent)
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("HTTP_PROXY")
+        .env_remove("ALL_PROXY")
+        .args(["check", "--stage", "ci-deploy", "--wait", "--timeout", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let answered = over(
+        &l,
+        &base,
+        Some(&dana),
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    assert_eq!(answered.json["question"]["answered_by"], "dana");
+    assert_eq!(answered.json["question"]["channel"], "api");
+    let waited = waiter.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&waited.stdout).unwrap();
+    assert_eq!(waited.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["gate"], "pass");
+
+    let info = over(&l, &base, Some(&agent), &["info"]);
+    assert_eq!(info.json["ledger"]["engine"], "https");
+    assert_eq!(info.json["ledger"]["location"], base.as_str());
+    assert!(!info.stdout.contains("ledger.db"), "{}", info.stdout);
+}
+
+#[test]
+fn remote_tokens_locations_and_commands_off_the_door_fail_clearly() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let base = s.base();
+
+    // Wrong and revoked: one message; missing: unauthorized too.
+    let wrong = over(&l, &base, Some("qtok_0123"), &["list"]);
+    assert_eq!((wrong.code, wrong.error_code()), (2, "unauthorized"));
+    assert_eq!(over(&l, &base, Some(&agent), &["list"]).code, 0);
+    l.ok(["token", "revoke", "ci-runner"]);
+    let revoked = over(&l, &base, Some(&agent), &["list"]);
+    assert_eq!((revoked.code, revoked.error_code()), (2, "unauthorized"));
+    assert_eq!(wrong.json["error"], revoked.json["error"]);
+    let missing = over(&l, &base, None, &["list"]);
+    assert_eq!((missing.code, missing.error_code()), (2, "unauthorized"));
+
+    let agent = token(&l, &["ci-2", "--agent"]);
+    // What needs the ledger itself says so.
+    for args in [
+        &["token", "list"][..],
+        &["reset", "--yes"],
+        &["events"],
+        &["render", "--stage", "x"],
+    ] {
+        let run = over(&l, &base, Some(&agent), args);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (2, "usage"),
+            "{args:?}: {run:?}"
+        );
+        assert!(run.json["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs the ledger itself"));
+    }
+    // Plain HTTP only to this machine; no password in the URL.
+    for url in ["http://192.0.2.1:8466", "https://u:p@q.example.com"] {
+        let run = over(&l, url, Some(&agent), &["list"]);
+        assert_eq!((run.code, run.error_code()), (2, "usage"), "{url}: {run:?}");
+    }
+    // A server nobody answers at: unavailable, exit 1, naming the host.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = over(
+        &l,
+        &format!("http://127.0.0.1:{port}"),
+        Some(&agent),
+        &["list"],
+    );
+    assert_eq!(
+        (down.code, down.error_code()),
+        (1, "unavailable"),
+        "{down:?}"
+    );
+    assert!(down.json["error"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("127.0.0.1:{port}")));
+
+    // A token file others may read is refused, unread.
+    let file = l.dir.path().join("token");
+    std::fs::write(&file, &agent).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env_remove("QUESTIONS_TOKEN")
+        .env("QUESTIONS_TOKEN_FILE", &file)
+        .arg("list");
+    let loose = finish(cmd);
+    assert_eq!((loose.code, loose.error_code()), (2, "usage"), "{loose:?}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env_remove("QUESTIONS_TOKEN")
+        .env("QUESTIONS_TOKEN_FILE", &file)
+        .arg("list");
+    let kept = finish(cmd);
+    assert_eq!(kept.code, 0, "{kept:?}");
+    assert!(!kept.stdout.contains(&agent));
+}
+
+#[test]
+fn remote_a_log_sent_again_with_its_key_is_recorded_once() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let other = token(&l, &["ci-other", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let send = |token: &str, key: &str, text: &str| -> Value {
+        let body = json!({"op": "log", "args": {"draft": {
+            "stage": "ci", "group": null, "question": text, "proposed": null,
+            "required": true, "header": null, "context": null, "options": [],
+            "multi_select": false, "allow_freeform": true, "source": "cli", "approval": null
+        }, "allow_duplicate": true}});
+        let bearer = format!("Authorization: Bearer {token}");
+        let key = format!("Idempotency-Key: {key}");
+        let reply = s.request(
+            "POST",
+            "/v1/call",
+            &["Content-Type: application/json", &bearer, &key],
+            &body.to_string(),
+        );
+        assert_eq!(reply.status, 200);
+        reply.json()
+    };
+    let first = send(&agent, "k-1", "Deploy?");
+    // The reply was lost; the client sends it again with its key.
+    let again = send(&agent, "k-1", "Deploy?");
+    assert_eq!(again["question_id"], first["question_id"]);
+    assert_eq!(again["created"], true, "the first result: {again}");
+    // Another key, another holder with the same key, or the key on another question:
+    // each a question of its own.
+    let fresh = send(&agent, "k-2", "Deploy?");
+    let theirs = send(&other, "k-1", "Deploy?");
+    let forged = send(&agent, "k-1", "Drop the database?");
+    let ids: std::collections::BTreeSet<i64> = [&first, &fresh, &theirs, &forged]
+        .iter()
+        .map(|d| d["question_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4);
+    assert_eq!(l.ok(["list"])["count"], 4);
+
+    // Each invocation of the command line has a key of its own.
+    for _ in 0..2 {
+        let run = over(
+            &l,
+            &s.base(),
+            Some(&agent),
+            &[
+                "log",
+                "--stage",
+                "ci",
+                "--question",
+                "Again?",
+                "--allow-duplicate",
+            ],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    assert_eq!(l.ok(["list"])["count"], 6);
+}
