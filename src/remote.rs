@@ -170,7 +170,7 @@ impl Remote {
     fn failed(&self, e: &ureq::Error) -> Error {
         match e {
             ureq::Error::Timeout(_) => self.unavailable("it did not answer in time"),
-            ureq::Error::Tls(_) | ureq::Error::Rustls(_) => self.unavailable(&format!(
+            _ if refused_tls(e) => self.unavailable(&format!(
                 "its certificate is not trusted ({e}); for a private CA, set QUESTIONS_CA \
                  to its PEM file"
             )),
@@ -189,10 +189,21 @@ impl Remote {
 /// Whether a failed attempt may be sent again: the connection failed or was cut; a
 /// certificate refused, or a timeout, is not tried again.
 fn again(e: &ureq::Error) -> bool {
-    matches!(
-        e,
-        ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
-    )
+    !refused_tls(e)
+        && matches!(
+            e,
+            ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
+        )
+}
+
+/// Whether the TLS handshake failed: rustls reports a certificate it does not trust as
+/// invalid data read; nothing of the request was sent.
+fn refused_tls(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
 }
 
 /// `https://HOST[:PORT][/PREFIX]` as the base of the API, and `HOST[:PORT]`.

@@ -258,3 +258,309 @@ fn remote_a_log_sent_again_with_its_key_is_recorded_once() {
     }
     assert_eq!(l.ok(["list"])["count"], 6);
 }
+
+/// Debian's tinyproxy on loopback, as a sandbox's proxy: it lets through a CONNECT to
+/// 127.0.0.1 on `port` only, and logs each.
+struct Proxy {
+    child: std::process::Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Proxy {
+    fn start(dir: &std::path::Path, port: u16) -> Option<Proxy> {
+        let bin = ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())?;
+        let listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let own = listen.local_addr().unwrap().port();
+        drop(listen);
+        let log = dir.join("proxy.log");
+        let filter = dir.join("proxy.filter");
+        std::fs::write(&filter, "^127\\.0\\.0\\.1$\n").unwrap();
+        let conf = dir.join("proxy.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "Port {own}\nListen 127.0.0.1\nTimeout 120\nMaxClients 50\nLogLevel Info\n\
+                 LogFile \"{}\"\nFilter \"{}\"\nFilterDefaultDeny Yes\nFilterType ere\n\
+                 ConnectPort {port}\n",
+                log.display(),
+                filter.display()
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(bin)
+            .arg("-d")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Ready when it accepts a connection.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", own)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "tinyproxy did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(Proxy {
+            child,
+            port: own,
+            log,
+        })
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() {
+    let l = Ledger::new();
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "deploy"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = Served::start(&l, &[]);
+    let Some(proxy) = Proxy::start(l.dir.path(), s.port) else {
+        crate::common::skip("Debian's tinyproxy is not installed");
+        return;
+    };
+    let through = |token: &str, args: &[&str]| -> Run {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.env("QUESTIONS_DB", s.base())
+            .env("QUESTIONS_TOKEN", token)
+            .env("HTTPS_PROXY", format!("http://127.0.0.1:{}", proxy.port))
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .args(args);
+        finish(cmd)
+    };
+    let asked = through(
+        &agent,
+        &[
+            "log",
+            "--stage",
+            "deploy",
+            "--question",
+            "Roll out to prod?",
+        ],
+    );
+    assert_eq!(asked.code, 0, "{asked:?}");
+    let id = asked.json["question_id"].as_i64().unwrap().to_string();
+    assert_eq!(through(&agent, &["check", "--stage", "deploy"]).code, 1);
+    let answered = through(&dana, &["answer", "--id", &id, "--answer", "yes"]);
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let gate = through(&agent, &["check", "--stage", "deploy"]);
+    assert_eq!(
+        (gate.code, gate.json["gate"].clone()),
+        (0, json!("pass")),
+        "{gate:?}"
+    );
+    // Every call went through the proxy, to the server's port.
+    let log = std::fs::read_to_string(&proxy.log).unwrap();
+    let tunnels = log
+        .matches(&format!("opening connection to 127.0.0.1:{}", s.port))
+        .count();
+    assert!(tunnels >= 4, "{tunnels} tunnels: {log}");
+    assert!(
+        !log.contains(&agent) && !log.contains(&dana),
+        "a token in the proxy's log"
+    );
+}
+
+/// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
+/// `dir`: (the CA's PEM, the leaf's PEM, its key).
+fn throwaway_ca(
+    dir: &std::path::Path,
+) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()
+            .is_some_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=throw-away CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "leaf.key",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    made.then(|| {
+        (
+            dir.join("ca.pem"),
+            dir.join("leaf.pem"),
+            dir.join("leaf.key"),
+        )
+    })
+}
+
+/// openssl's s_server on loopback with `cert`, answering its one connection with
+/// `reply`; `seen` gives what it read.
+struct TlsServer {
+    port: u16,
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl TlsServer {
+    fn start(cert: &std::path::Path, key: &std::path::Path, reply: &str) -> TlsServer {
+        use std::io::{BufRead, Write};
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let mut child = std::process::Command::new("openssl")
+            .args(["s_server", "-naccept", "1", "-accept"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("-cert")
+            .arg(cert)
+            .arg("-key")
+            .arg(key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(reply.as_bytes()).unwrap();
+        // Kept open: s_server ends its connection when its input does.
+        std::mem::forget(stdin);
+        // It says ACCEPT once it listens.
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.starts_with("ACCEPT") {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "s_server did not start"
+            );
+        }
+        TlsServer { port, child, out }
+    }
+
+    /// Everything it printed after it started listening (the request it read among it).
+    fn seen(mut self) -> String {
+        use std::io::Read;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut text = String::new();
+        let _ = self.out.read_to_string(&mut text);
+        text
+    }
+}
+
+#[test]
+fn remote_tls_a_private_ca_is_trusted_only_when_named_and_nothing_goes_to_an_untrusted_server() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path()) else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let body = r#"{"ok": true, "procedure": "list", "count": 0, "questions": []}"#;
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let secret = "qtok_0000000000000000000000000000000000000000000000000000000000000000";
+    let ask = |port: u16, ca: Option<&std::path::Path>| -> Run {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.env("QUESTIONS_DB", format!("https://127.0.0.1:{port}"))
+            .env("QUESTIONS_TOKEN", secret)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .arg("list");
+        match ca {
+            Some(ca) => cmd.env("QUESTIONS_CA", ca),
+            None => cmd.env_remove("QUESTIONS_CA"),
+        };
+        finish(cmd)
+    };
+
+    // Not among the webpki roots: refused in the handshake, the request never sent.
+    let server = TlsServer::start(&leaf, &key, &reply);
+    let refused = ask(server.port, None);
+    assert_eq!(
+        (refused.code, refused.error_code()),
+        (1, "unavailable"),
+        "{refused:?}"
+    );
+    let message = refused.json["error"].as_str().unwrap();
+    assert!(
+        message.contains("certificate") && message.contains("QUESTIONS_CA"),
+        "{message}"
+    );
+    assert!(!refused.stdout.contains(secret) && !refused.stderr.contains(secret));
+    let seen = server.seen();
+    assert!(
+        !seen.contains("POST") && !seen.contains(secret),
+        "sent to an untrusted server: {seen}"
+    );
+
+    // Named by QUESTIONS_CA: trusted, and the request goes through.
+    let server = TlsServer::start(&leaf, &key, &reply);
+    let trusted = ask(server.port, Some(&ca));
+    assert_eq!(trusted.code, 0, "{trusted:?}");
+    assert_eq!(trusted.json["procedure"], "list");
+    let seen = server.seen();
+    assert!(seen.contains("POST /v1/call HTTP/1.1"), "{seen}");
+}
