@@ -564,3 +564,102 @@ fn remote_tls_a_private_ca_is_trusted_only_when_named_and_nothing_goes_to_an_unt
     let seen = server.seen();
     assert!(seen.contains("POST /v1/call HTTP/1.1"), "{seen}");
 }
+
+/// A proxy on loopback in front of `to` that drops the reply to the first request it
+/// carries, after the server has it: the connection is cut as the reply comes back.
+/// Later requests are carried whole. Each connection carries one request (the client
+/// opens a new one to send again), whose Host it names as the server's. Counts them.
+fn reply_dropper(to: u16) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                return;
+            };
+            let mut request = Vec::new();
+            let mut chunk = [0u8; 16 * 1024];
+            while let Ok(k) = client.read(&mut chunk) {
+                request.extend_from_slice(&chunk[..k]);
+                let text = String::from_utf8_lossy(&request).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse::<usize>().ok())?
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        break;
+                    }
+                }
+                if k == 0 {
+                    break;
+                }
+            }
+            let text = String::from_utf8_lossy(&request).to_string();
+            let text = text
+                .split("\r\n")
+                .map(|l| {
+                    if l.to_ascii_lowercase().starts_with("host:") {
+                        format!("host: 127.0.0.1:{to}")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\r\n");
+            server.write_all(text.as_bytes()).unwrap();
+            if n == 0 {
+                // The server has it: wait for its reply to begin, then cut both ends.
+                let mut first = [0u8; 1];
+                let _ = server.read(&mut first);
+                continue;
+            }
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut server, &mut client);
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn remote_a_log_whose_reply_is_lost_is_sent_again_and_recorded_once() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let (port, seen) = reply_dropper(s.port);
+    let base = format!("http://127.0.0.1:{port}");
+    // --allow-duplicate: only the key can tell the retry from a new question.
+    let run = over(
+        &l,
+        &base,
+        Some(&agent),
+        &[
+            "log",
+            "--stage",
+            "ci",
+            "--question",
+            "Once?",
+            "--allow-duplicate",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        seen.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "sent again"
+    );
+    assert_eq!(run.json["created"], true, "the first result: {run:?}");
+    let listed = l.ok(["list"]);
+    assert_eq!(listed["count"], 1, "{listed}");
+    assert_eq!(listed["questions"][0]["id"], run.json["question_id"]);
+}
