@@ -75,15 +75,26 @@ pub(super) async fn call(
             }
             Failed::of(procedure)(e)
         })?;
-    if !conn.0.carries(&holder(&who)) {
+    let name = holder(&who);
+    if !conn.0.carries(&name) {
         return Ok(too_many(
             "too many connections with this token at once: close some, or wait",
+        ));
+    }
+    if !app.limits.may_ask(&name) {
+        return Ok(too_many(
+            "too many refused requests with this token: wait a minute",
         ));
     }
     let mut reply = app
         .ledger(move |l| ops::call(l, &who, req))
         .await
-        .map_err(Failed::of(procedure))?;
+        .map_err(|e| {
+            if e.code == ErrorCode::Forbidden {
+                app.limits.forbidden(&name);
+            }
+            Failed::of(procedure)(e)
+        })?;
     if let ops::Reply::Info(info) = &mut reply {
         // Where the server keeps the ledger is the server's business: the client names
         // the URL it called.

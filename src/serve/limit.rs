@@ -10,7 +10,9 @@
 //! all, so a CI runner's thousand waiters behind one address are served while the
 //! unauthenticated keep the limits above. Tokens refused are counted per client too:
 //! after `MAX_REFUSED` in a minute, its next calls are refused at once (429) until the
-//! minute is over.
+//! minute is over. So are a token's requests refused as `forbidden`, each of which
+//! writes a `refused` event: past `MAX_REFUSED` a minute, the token waits (429) and the
+//! history does not fill.
 //!
 //! A client is the address a connection comes from: an IPv4 address, or an IPv6 address's
 //! /64 (one machine's usual share; the IPv6 form of an IPv4 address counts as that IPv4
@@ -51,6 +53,8 @@ pub(super) struct Limits {
     by_client: Mutex<HashMap<IpAddr, usize>>,
     by_token: Mutex<HashMap<String, usize>>,
     refused: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    /// Requests refused (`forbidden`) by token: each is a `refused` event in the history.
+    forbidden: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
 /// Whose count a connection is in.
@@ -87,6 +91,7 @@ impl Limits {
             by_client: Mutex::new(HashMap::new()),
             by_token: Mutex::new(HashMap::new()),
             refused: Mutex::new(HashMap::new()),
+            forbidden: Mutex::new(HashMap::new()),
         })
     }
 
@@ -122,23 +127,23 @@ impl Limits {
     /// Whether `peer`'s client may try a token now: fewer than `MAX_REFUSED` refused in
     /// the last `REFUSED_WINDOW`.
     pub(super) fn may_try(&self, peer: IpAddr) -> bool {
-        let mut refused = lock(&self.refused);
-        let now = Instant::now();
-        refused.retain(|_, (since, _)| now.duration_since(*since) < REFUSED_WINDOW);
-        refused
-            .get(&client(peer))
-            .is_none_or(|&(_, n)| n < MAX_REFUSED)
+        below(&self.refused, &client(peer))
     }
 
     /// Counts a token refused from `peer`.
     pub(super) fn refused(&self, peer: IpAddr) {
-        let mut refused = lock(&self.refused);
-        let now = Instant::now();
-        let entry = refused.entry(client(peer)).or_insert((now, 0));
-        if now.duration_since(entry.0) >= REFUSED_WINDOW {
-            *entry = (now, 0);
-        }
-        entry.1 += 1;
+        count(&self.refused, client(peer));
+    }
+
+    /// Whether `token` may send a request now: fewer than `MAX_REFUSED` of its requests
+    /// were `forbidden` in the last `REFUSED_WINDOW` (each wrote a `refused` event).
+    pub(super) fn may_ask(&self, token: &str) -> bool {
+        below(&self.forbidden, &token.to_string())
+    }
+
+    /// Counts a request of `token` refused as `forbidden`.
+    pub(super) fn forbidden(&self, token: &str) {
+        count(&self.forbidden, token.to_string());
     }
 
     fn leave_client(&self, client: IpAddr) {
@@ -209,6 +214,25 @@ impl Drop for Place {
             Holder::Leaving => {}
         }
     }
+}
+
+/// Whether `key` has fewer than `MAX_REFUSED` in the current window (older ones are
+/// forgotten).
+fn below<K: std::hash::Hash + Eq>(counts: &Mutex<HashMap<K, (Instant, u32)>>, key: &K) -> bool {
+    let mut counts = lock(counts);
+    let now = Instant::now();
+    counts.retain(|_, (since, _)| now.duration_since(*since) < REFUSED_WINDOW);
+    counts.get(key).is_none_or(|&(_, n)| n < MAX_REFUSED)
+}
+
+fn count<K: std::hash::Hash + Eq>(counts: &Mutex<HashMap<K, (Instant, u32)>>, key: K) {
+    let mut counts = lock(counts);
+    let now = Instant::now();
+    let entry = counts.entry(key).or_insert((now, 0));
+    if now.duration_since(entry.0) >= REFUSED_WINDOW {
+        *entry = (now, 0);
+    }
+    entry.1 += 1;
 }
 
 /// Every map here is whole after every change: a panic elsewhere leaves nothing half done.

@@ -177,3 +177,27 @@ fn a_call_from_another_site_or_too_large_is_refused() {
     assert_eq!(reply.status, 413);
     assert_eq!(l.ok(["list"])["count"], 0);
 }
+
+#[test]
+fn a_token_refused_twenty_times_a_minute_waits_and_the_history_stops_growing() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let id = l.log("ci", "Ship?");
+    let s = Served::start(&l, &[]);
+    for _ in 0..20 {
+        let (status, doc) = call(&s, Some(&agent), &answer(id, "yes"));
+        assert_eq!(status, 403, "{doc}");
+    }
+    let before = l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let (status, doc) = call(&s, Some(&agent), &answer(id, "yes"));
+    assert_eq!(status, 429, "{doc}");
+    let after = l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "a refusal past the limit is not recorded");
+    assert_eq!(l.question(id)["status"], "pending");
+}
