@@ -565,6 +565,34 @@ fn remote_tls_a_private_ca_is_trusted_only_when_named_and_nothing_goes_to_an_unt
     assert!(seen.contains("POST /v1/call HTTP/1.1"), "{seen}");
 }
 
+/// One HTTP request as it came, read to the end of its body.
+fn read_request(client: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut request = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    while let Ok(k) = client.read(&mut chunk) {
+        request.extend_from_slice(&chunk[..k]);
+        let text = String::from_utf8_lossy(&request).to_string();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                break;
+            }
+        }
+        if k == 0 {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&request).to_string()
+}
+
 /// A proxy on loopback in front of `to` that drops the reply to the first request it
 /// carries, after the server has it: the connection is cut as the reply comes back.
 /// Later requests are carried whole. Each connection carries one request (the client
@@ -583,30 +611,8 @@ fn reply_dropper(to: u16) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize
             let Ok(mut server) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
                 return;
             };
-            let mut request = Vec::new();
-            let mut chunk = [0u8; 16 * 1024];
-            while let Ok(k) = client.read(&mut chunk) {
-                request.extend_from_slice(&chunk[..k]);
-                let text = String::from_utf8_lossy(&request).to_string();
-                if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                    let length = head
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    if body.len() >= length {
-                        break;
-                    }
-                }
-                if k == 0 {
-                    break;
-                }
-            }
-            let text = String::from_utf8_lossy(&request).to_string();
-            let text = text
+            let request = read_request(&mut client);
+            let text = request
                 .split("\r\n")
                 .map(|l| {
                     if l.to_ascii_lowercase().starts_with("host:") {
@@ -662,4 +668,55 @@ fn remote_a_log_whose_reply_is_lost_is_sent_again_and_recorded_once() {
     let listed = l.ok(["list"]);
     assert_eq!(listed["count"], 1, "{listed}");
     assert_eq!(listed["questions"][0]["id"], run.json["question_id"]);
+}
+
+#[test]
+fn remote_a_wait_is_long_polls_of_at_most_50_s_sent_again_until_the_gate_passes() {
+    use std::io::Write;
+    // A stand-in server: its first two polls end timed out, the third passes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let polls = std::thread::spawn(move || {
+        let mut waits = Vec::new();
+        for n in 0..3 {
+            let (mut client, _) = listener.accept().unwrap();
+            let request = read_request(&mut client);
+            let body: Value =
+                serde_json::from_str(request.split_once("\r\n\r\n").unwrap().1).unwrap();
+            assert_eq!(body["op"], "check");
+            waits.push(body["args"]["wait"]["until"]["secs"].as_u64().unwrap());
+            let doc = if n < 2 {
+                json!({"ok": false, "procedure": "check", "gate": "fail", "stage": "ci",
+                       "total": 1, "pending_count": 1, "pending": [], "optional_pending": 0,
+                       "declined": [], "timed_out": true})
+            } else {
+                json!({"ok": true, "procedure": "check", "gate": "pass", "stage": "ci",
+                       "total": 1, "pending_count": 0, "pending": [], "optional_pending": 0,
+                       "declined": []})
+            }
+            .to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{doc}",
+                doc.len()
+            );
+            client.write_all(reply.as_bytes()).unwrap();
+        }
+        waits
+    });
+    let l = Ledger::new();
+    let run = over(
+        &l,
+        &format!("http://127.0.0.1:{port}"),
+        Some("qtok_stand_in"),
+        &["check", "--stage", "ci", "--wait", "--timeout", "3600"],
+    );
+    assert_eq!(
+        (run.code, run.json["gate"].clone()),
+        (0, json!("pass")),
+        "{run:?}"
+    );
+    let waits = polls.join().unwrap();
+    assert_eq!(waits.len(), 3);
+    assert!(waits.iter().all(|&w| w <= 50), "{waits:?}");
 }
