@@ -78,8 +78,10 @@ impl Remote {
     /// false: a gate that fails), or its failure as the error it names. A wait is sent
     /// again, in polls of at most `LONGEST_WAIT`, until its own limit.
     pub(crate) fn call(&self, mut req: Request) -> Result<Value> {
-        if let Request::Log { key, .. } = &mut req {
-            *key = Some(self.key.clone());
+        match &mut req {
+            Request::Log { key, .. } => *key = Some(self.key.clone()),
+            Request::Change(change) => change.key = Some(self.key.clone()),
+            _ => {}
         }
         let Request::Check(CheckRequest {
             wait: Wait::Until(limit),

@@ -47,15 +47,18 @@ pub(super) async fn call(
             "the body is not a request of the ledger: {e}; send {{\"op\": \"…\", \"args\": {{…}}}}"
         )))
     })?;
-    // A key of the caller's own, in the body or as the usual header: a change sent again
-    // with it is recorded once (§15).
-    if let Request::Log { key, .. } = &mut req {
-        if key.is_none() {
-            *key = headers
-                .get("idempotency-key")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-        }
+    // A key of the caller's own, in the body or as the usual header: a log or a person's
+    // change sent again with it is recorded once (§15).
+    let given = || {
+        headers
+            .get("idempotency-key")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    match &mut req {
+        Request::Log { key, .. } if key.is_none() => *key = given(),
+        Request::Change(change) if change.key.is_none() => change.key = given(),
+        _ => {}
     }
     let procedure = req.procedure();
     if let Request::Check(check) = &mut req {

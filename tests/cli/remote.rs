@@ -720,3 +720,48 @@ fn remote_a_wait_is_long_polls_of_at_most_50_s_sent_again_until_the_gate_passes(
     assert_eq!(waits.len(), 3);
     assert!(waits.iter().all(|&w| w <= 50), "{waits:?}");
 }
+
+#[test]
+fn remote_an_answer_whose_reply_is_lost_is_sent_again_and_gets_the_first_result() {
+    let l = Ledger::new();
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let id = l.log("deploy", "Ship it?").to_string();
+    let s = Served::start(&l, &[]);
+    let (port, seen) = reply_dropper(s.port);
+    let run = over(
+        &l,
+        &format!("http://127.0.0.1:{port}"),
+        Some(&dana),
+        &["answer", "--id", &id, "--answer", "yes"],
+    );
+    // Not a conflict with itself: the answer its first attempt recorded.
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        seen.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "sent again"
+    );
+    assert_eq!(run.json["question"]["answer"], "yes");
+    assert_eq!(run.json["question"]["answered_by"], "dana");
+    let history = l.ok(["history", "--id", &id]);
+    let answered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "answered")
+        .count();
+    assert_eq!(answered, 1, "{history}");
+
+    // A second invocation is a change of its own: the answer on record stands.
+    let again = over(
+        &l,
+        &s.base(),
+        Some(&dana),
+        &["answer", "--id", &id, "--answer", "no"],
+    );
+    assert_eq!(
+        (again.code, again.error_code()),
+        (1, "conflict"),
+        "{again:?}"
+    );
+    assert_eq!(l.question(id.parse().unwrap())["answer"], "yes");
+}

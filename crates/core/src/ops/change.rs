@@ -336,6 +336,11 @@ pub struct PersonsChange {
     pub within: Option<String>,
     /// Replace (or skip, or decline) an answer on record: the command line's `--force`.
     pub force: bool,
+    /// The caller's own key for this change (§15, exactly once), as the ledger keeps it
+    /// (its holder's, `door::once_key`): a change whose key is in the question's history
+    /// already was made, and is not made again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl PersonsChange {
@@ -347,6 +352,7 @@ impl PersonsChange {
             shown: Shown::default(),
             within: None,
             force: false,
+            key: None,
         }
     }
 }
@@ -358,7 +364,24 @@ pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Resu
     let actor = caller.actor(&clock::now());
     let outcome = ledger.write(|tx| {
         expire_due(tx, &actor.at)?;
-        change_in(tx, &actor, req, None)
+        let Some(key) = &req.key else {
+            return change_in(tx, &actor, req, None);
+        };
+        // Sent again after its reply was lost: the question as the change left it.
+        let made = tx
+            .events(&crate::store::EventFilter::Question(req.id))?
+            .iter()
+            .any(|e| {
+                e.detail
+                    .as_ref()
+                    .and_then(|d| d.get("key"))
+                    .and_then(|k| k.as_str())
+                    == Some(key)
+            });
+        if made {
+            return Ok(Ok(existing(tx, req.id)?));
+        }
+        change_in(tx, &actor, req, Some(&serde_json::json!({ "key": key })))
     })?;
     let question = outcome?;
     Ok(Recorded {

@@ -326,7 +326,10 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             also_found,
         } => Reply::Info(info(ledger, found_by, &also_found)?),
         Request::Clear { stage } => Reply::Cleared(change::clear(ledger, caller, &stage)?),
-        Request::Change(req) => Reply::Recorded(change::change(ledger, caller, &req)?),
+        Request::Change(mut req) => {
+            req.key = req.key.map(|k| once_key(caller, &k)).transpose()?;
+            Reply::Recorded(change::change(ledger, caller, &req)?)
+        }
         Request::AcceptDefaults {
             stage,
             include_required,
