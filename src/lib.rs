@@ -25,6 +25,9 @@ pub(crate) mod page;
 // `questions relay`: Telegram (§14).
 #[cfg(feature = "relay")]
 pub(crate) mod relay;
+// `--db https://…`: the ledger `questions serve` serves (§15).
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 #[cfg(feature = "serve")]
 pub(crate) mod serve;
 // The page's words are all read only by a build with the web inbox (`serve`); they stay

@@ -15,6 +15,8 @@ pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         draft: draft(args, approval),
         expiry,
         allow_duplicate,
+        // Over https:// the invocation's own key (`remote`); a file needs none.
+        key: None,
     };
     let logged = door(ledger, nobody(), req).map_err(in_flags)?;
     Ok(Outcome::ok(take!(logged, Reply::Logged)))
@@ -28,7 +30,12 @@ pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<App
     }
     // Whoever logs it, as votes know them: the PostgreSQL role, else the operating-system
     // user by uid (never the environment).
-    let logger = ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?;
+    // Over https:// the server puts the token's holder in its place.
+    let logger = if super::is_served() {
+        super::Who::os_user()
+    } else {
+        ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?
+    };
     let approval = Approval::new(
         &a.approvers,
         a.min.unwrap_or(1),

@@ -164,6 +164,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         return Err(Error::usage(clash));
     }
     let json = cli.json;
+    if cli.db.as_deref().is_some_and(is_remote) {
+        return remote(cli);
+    }
     let (location, found_by, also_found) = match Location::find(cli.db.as_deref(), cli.db_from_env)
     {
         Ok(found) => found,
@@ -241,6 +244,137 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
     outcome
 }
 
+/// Whether `--db` names a server (§15).
+fn is_remote(db: &std::ffi::OsStr) -> bool {
+    #[cfg(feature = "remote")]
+    return crate::remote::is_remote(db);
+    #[cfg(not(feature = "remote"))]
+    {
+        let lower = db.to_string_lossy().trim().to_ascii_lowercase();
+        lower.starts_with("https://") || lower.starts_with("http://")
+    }
+}
+
+#[cfg(feature = "remote")]
+thread_local! {
+    /// The server this invocation's requests go to (`--db https://…`), and the document
+    /// it answered with. A command builds its request as for a file; `door` sends it
+    /// there instead, and `remote` prints the server's document as it came.
+    static REMOTE: std::cell::RefCell<Option<crate::remote::Remote>> =
+        const { std::cell::RefCell::new(None) };
+    static ANSWERED: std::cell::RefCell<Option<serde_json::Value>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs a command against a ledger `questions serve` serves: the commands on the door
+/// (what a token's holder may do, §15) send their request there; the others need the
+/// ledger itself and say so.
+fn remote(cli: Cli) -> Result<Outcome> {
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = cli;
+        Err(not_built("remote"))
+    }
+    #[cfg(feature = "remote")]
+    {
+        let name = cli.command.procedure().as_str();
+        let db = cli.db.clone().unwrap_or_default();
+        let direct = || {
+            Error::usage(format!(
+                "'{name}' needs the ledger itself, not its server: run it where the ledger \
+                 is (its file, or its PostgreSQL database); over https:// a token's holder \
+                 runs log, ingest, list, check, answers, history, info, clear, answer, skip, \
+                 decline, approve and reject"
+            ))
+        };
+        // What each command does on the server is the door's: only they go there.
+        let on_door = matches!(
+            cli.command,
+            Command::Log(_)
+                | Command::Answer(_)
+                | Command::Skip(_)
+                | Command::Decline(_)
+                | Command::List(_)
+                | Command::Check(_)
+                | Command::Clear(_)
+                | Command::History(_)
+                | Command::Ingest(_)
+                | Command::Answers(_)
+                | Command::Info
+                | Command::Approve(_)
+                | Command::Reject(_)
+        );
+        match cli.command {
+            Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
+            Command::Completions(args) => return completions::completions(args),
+            Command::Man => return completions::man(),
+            Command::Hook(args) if args.harness != crate::cli::Harness::Pi => {
+                return Ok(hook::failed(&direct()))
+            }
+            _ if !on_door => return Err(direct()),
+            _ => {}
+        }
+        if let Command::List(args) = &cli.command {
+            if args.format != crate::cli::ListFormat::Json {
+                return Err(Error::usage(
+                    "over https:// 'list' prints its JSON document only: leave out --format",
+                ));
+            }
+        }
+        let server = crate::remote::Remote::new(&db)?;
+        let url = server.url().to_string();
+        REMOTE.with(|r| *r.borrow_mut() = Some(server));
+        ANSWERED.with(|a| *a.borrow_mut() = None);
+        // No ledger is opened here: every request of these commands goes through `door`,
+        // and a ledger opened by mistake fails (no folder holds it) rather than make a file.
+        let mut ledger = Ledger::new(Location::File {
+            path: std::path::PathBuf::from("/dev/null/questions-remote"),
+            make_folder: false,
+        });
+        let l = &mut ledger;
+        let by_from_flag = cli.by_from_flag;
+        let who = Who::new(cli.by);
+        let w = &who;
+        let found_by = if cli.db_from_env {
+            ops::FoundBy::Env
+        } else {
+            ops::FoundBy::Flag
+        };
+        let ran = match cli.command {
+            Command::Log(args) => log::run(l, args),
+            Command::Answer(args) => answer::run(l, w, args),
+            Command::Skip(args) => skip::run(l, w, args),
+            Command::Decline(args) => decline::run(l, w, args),
+            Command::List(args) => list::run(l, args),
+            Command::Check(args) => check::run(l, args),
+            Command::Clear(args) => clear::run(l, w, args),
+            Command::History(args) => history::run(l, args),
+            Command::Ingest(args) => ingest::run(l, args),
+            Command::Answers(args) => answers::run(l, args),
+            Command::Info => info::run(l, found_by, &[]),
+            Command::Approve(args) => approve::approve(l, by_from_flag, args),
+            Command::Reject(args) => approve::reject(l, by_from_flag, args),
+            _ => Err(direct()),
+        };
+        let answered = ANSWERED.with(|a| a.borrow_mut().take());
+        REMOTE.with(|r| *r.borrow_mut() = None);
+        match (answered, ran) {
+            (Some(mut doc), _) => {
+                if doc["procedure"] == "info" {
+                    // The server's own location is none of the caller's business.
+                    doc["ledger"]["engine"] = "https".into();
+                    doc["ledger"]["location"] = url.into();
+                }
+                let mut outcome = Outcome::text(output::pretty(&doc));
+                outcome.exit = u8::from(doc["ok"] != serde_json::Value::Bool(true));
+                Ok(outcome)
+            }
+            (None, Err(e)) => Err(e),
+            (None, Ok(_)) => Err(unexpected()),
+        }
+    }
+}
+
 /// Takes the reply of the kind a request gets from `door`; another kind is a bug.
 macro_rules! take {
     ($reply:expr, $kind:path) => {
@@ -254,12 +388,33 @@ pub(crate) use take;
 
 /// Sends `req` through the core's one door, as the command line: direct access to the
 /// ledger, recorded as `caller`. The server sends a token's requests through the same.
+/// Over https:// (§15) the request goes to the server instead, which answers as the
+/// token's holder: its document is kept for `remote` to print, and the command goes no
+/// further (`Forwarded`).
 fn door(
     ledger: &mut Ledger,
     caller: questions_core::ops::Caller,
     req: ops::Request,
 ) -> Result<ops::Reply> {
+    #[cfg(feature = "remote")]
+    if let Some(sent) = REMOTE.with(|r| r.borrow().as_ref().map(|server| server.call(req.clone())))
+    {
+        let doc = sent?;
+        ANSWERED.with(|a| *a.borrow_mut() = Some(doc));
+        return Err(Error::new(
+            questions_core::error::ErrorCode::Usage,
+            "the server answered",
+        ));
+    }
     ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// Whether this invocation's requests go to a server (`--db https://…`).
+fn is_served() -> bool {
+    #[cfg(feature = "remote")]
+    return REMOTE.with(|r| r.borrow().is_some());
+    #[cfg(not(feature = "remote"))]
+    false
 }
 
 /// Who a request that records no person is sent as (a read, a question logged): nobody

@@ -29,6 +29,7 @@ pub(super) fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::InvalidAnswer => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::Usage | ErrorCode::ParseError => StatusCode::BAD_REQUEST,
         ErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Cancelled
         | ErrorCode::DbError
         | ErrorCode::SchemaTooNew
@@ -41,7 +42,17 @@ fn json(status: StatusCode, text: String) -> Response {
 }
 
 pub(super) fn success(procedure: Procedure, result: &impl serde::Serialize) -> Response {
-    let body = crate::output::pretty(&ops::document(true, procedure, result));
+    success_with(true, procedure, result)
+}
+
+/// A document with a verdict of its own (`ok` false for a gate that fails), sent with
+/// 200: the call itself succeeded.
+pub(super) fn success_with(
+    ok: bool,
+    procedure: Procedure,
+    result: &impl serde::Serialize,
+) -> Response {
+    let body = crate::output::pretty(&ops::document(ok, procedure, result));
     json(StatusCode::OK, body)
 }
 

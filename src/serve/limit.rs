@@ -5,6 +5,15 @@
 //! (no token is needed to connect) holds a quarter of the places at most: everyone else's
 //! requests are still served.
 //!
+//! A connection whose request carries a token the ledger issued (`/v1/call`) leaves its
+//! client's count for its token's: at most `MAX_PER_TOKEN` per token, `MAX_WITH_TOKEN` in
+//! all, so a CI runner's thousand waiters behind one address are served while the
+//! unauthenticated keep the limits above. Tokens refused are counted per client too:
+//! after `MAX_REFUSED` in a minute, its next calls are refused at once (429) until the
+//! minute is over. So are a token's requests refused as `forbidden`, each of which
+//! writes a `refused` event: past `MAX_REFUSED` a minute, the token waits (429) and the
+//! history does not fill.
+//!
 //! A client is the address a connection comes from: an IPv4 address, or an IPv6 address's
 //! /64 (one machine's usual share; the IPv6 form of an IPv4 address counts as that IPv4
 //! address). Everyone who reaches the inbox through one address shares its limit: on
@@ -17,36 +26,72 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The most connections served at once; more are closed as they arrive.
+/// The most connections served at once without a ledger's token; more are closed as
+/// they arrive.
 pub(super) const MAX_CONNECTIONS: usize = 256;
 /// The most connections served at once from one client (see the module's comment).
 pub(super) const MAX_PER_CLIENT: usize = 64;
+/// The most connections served at once with a ledger's token, in all and per token.
+pub(super) const MAX_WITH_TOKEN: usize = 4096;
+pub(super) const MAX_PER_TOKEN: usize = 2048;
+/// The most tokens refused from one client in `REFUSED_WINDOW`.
+pub(super) const MAX_REFUSED: u32 = 20;
+pub(super) const REFUSED_WINDOW: Duration = Duration::from_mins(1);
 /// How long a request's header may take to arrive (a connection kept open between
 /// requests waits as long for the next one).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The connections open: in all, and by client.
+/// The connections open: in all, by client and by token; and the tokens refused by
+/// client.
 pub(super) struct Limits {
     all: Arc<Semaphore>,
+    with_token: Arc<Semaphore>,
     by_client: Mutex<HashMap<IpAddr, usize>>,
+    by_token: Mutex<HashMap<String, usize>>,
+    refused: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+    /// Requests refused (`forbidden`) by token: each is a `refused` event in the history.
+    forbidden: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
-/// A connection's place, given back when it is dropped.
+/// Whose count a connection is in.
+enum Holder {
+    Client {
+        client: IpAddr,
+        _permit: OwnedSemaphorePermit,
+    },
+    Token {
+        token: String,
+        _permit: OwnedSemaphorePermit,
+    },
+    /// Between the two, for a moment.
+    Leaving,
+}
+
+/// A connection's place, given back when it is dropped. Shared by the connection's
+/// requests (see `Conn`).
 pub(super) struct Place {
     limits: Arc<Limits>,
     client: IpAddr,
-    _permit: OwnedSemaphorePermit,
+    holder: Mutex<Holder>,
 }
+
+/// What a request knows of its connection: where it comes from, and its place.
+#[derive(Clone)]
+pub(super) struct Conn(pub(super) Arc<Place>);
 
 impl Limits {
     pub(super) fn new() -> Arc<Limits> {
         Arc::new(Limits {
             all: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            with_token: Arc::new(Semaphore::new(MAX_WITH_TOKEN)),
             by_client: Mutex::new(HashMap::new()),
+            by_token: Mutex::new(HashMap::new()),
+            refused: Mutex::new(HashMap::new()),
+            forbidden: Mutex::new(HashMap::new()),
         })
     }
 
@@ -54,7 +99,7 @@ impl Limits {
     /// open already, or the server `MAX_CONNECTIONS`.
     pub(super) fn admit(self: &Arc<Self>, peer: IpAddr) -> Option<Place> {
         let client = client(peer);
-        let mut open = self.open();
+        let mut open = lock(&self.by_client);
         if open.get(&client).is_some_and(|&n| n >= MAX_PER_CLIENT) {
             return None;
         }
@@ -63,33 +108,136 @@ impl Limits {
         Some(Place {
             limits: Arc::clone(self),
             client,
-            _permit: permit,
+            holder: Mutex::new(Holder::Client {
+                client,
+                _permit: permit,
+            }),
         })
     }
 
     /// Waits until every place is given back, or `within` has passed.
     pub(super) async fn drained(&self, within: Duration) {
-        let _ = tokio::time::timeout(within, self.all.acquire_many(MAX_CONNECTIONS as u32)).await;
+        let _ = tokio::time::timeout(within, async {
+            let _all = self.all.acquire_many(MAX_CONNECTIONS as u32).await;
+            let _with = self.with_token.acquire_many(MAX_WITH_TOKEN as u32).await;
+        })
+        .await;
     }
 
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
-        // The map is whole after every change: a panic elsewhere leaves nothing half done.
-        self.by_client
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// Whether `peer`'s client may try a token now: fewer than `MAX_REFUSED` refused in
+    /// the last `REFUSED_WINDOW`.
+    pub(super) fn may_try(&self, peer: IpAddr) -> bool {
+        below(&self.refused, &client(peer))
+    }
+
+    /// Counts a token refused from `peer`.
+    pub(super) fn refused(&self, peer: IpAddr) {
+        count(&self.refused, client(peer));
+    }
+
+    /// Whether `token` may send a request now: fewer than `MAX_REFUSED` of its requests
+    /// were `forbidden` in the last `REFUSED_WINDOW` (each wrote a `refused` event).
+    pub(super) fn may_ask(&self, token: &str) -> bool {
+        below(&self.forbidden, &token.to_string())
+    }
+
+    /// Counts a request of `token` refused as `forbidden`.
+    pub(super) fn forbidden(&self, token: &str) {
+        count(&self.forbidden, token.to_string());
+    }
+
+    fn leave_client(&self, client: IpAddr) {
+        let mut open = lock(&self.by_client);
+        if let Some(n) = open.get_mut(&client) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&client);
+            }
+        }
+    }
+
+    fn leave_token(&self, token: &str) {
+        let mut open = lock(&self.by_token);
+        if let Some(n) = open.get_mut(token) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(token);
+            }
+        }
+    }
+}
+
+impl Place {
+    /// The client the connection comes from.
+    pub(super) fn client(&self) -> IpAddr {
+        self.client
+    }
+
+    /// Moves the connection into `token`'s count (once: later calls on it keep it
+    /// there); false when `token` has `MAX_PER_TOKEN` connections open already, or the
+    /// server `MAX_WITH_TOKEN`, and the connection stays where it was.
+    pub(super) fn carries(&self, token: &str) -> bool {
+        let mut holder = lock(&self.holder);
+        match &*holder {
+            Holder::Token { token: held, .. } => return held == token,
+            Holder::Leaving => return false,
+            Holder::Client { .. } => {}
+        }
+        let limits = &self.limits;
+        let mut open = lock(&limits.by_token);
+        if open.get(token).is_some_and(|&n| n >= MAX_PER_TOKEN) {
+            return false;
+        }
+        let Ok(permit) = Arc::clone(&limits.with_token).try_acquire_owned() else {
+            return false;
+        };
+        *open.entry(token.to_string()).or_insert(0) += 1;
+        drop(open);
+        if let Holder::Client { client, .. } = std::mem::replace(
+            &mut *holder,
+            Holder::Token {
+                token: token.to_string(),
+                _permit: permit,
+            },
+        ) {
+            limits.leave_client(client);
+        }
+        true
     }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
-        let mut open = self.limits.open();
-        if let Some(n) = open.get_mut(&self.client) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.client);
-            }
+        match std::mem::replace(&mut *lock(&self.holder), Holder::Leaving) {
+            Holder::Client { client, .. } => self.limits.leave_client(client),
+            Holder::Token { token, .. } => self.limits.leave_token(&token),
+            Holder::Leaving => {}
         }
     }
+}
+
+/// Whether `key` has fewer than `MAX_REFUSED` in the current window (older ones are
+/// forgotten).
+fn below<K: std::hash::Hash + Eq>(counts: &Mutex<HashMap<K, (Instant, u32)>>, key: &K) -> bool {
+    let mut counts = lock(counts);
+    let now = Instant::now();
+    counts.retain(|_, (since, _)| now.duration_since(*since) < REFUSED_WINDOW);
+    counts.get(key).is_none_or(|&(_, n)| n < MAX_REFUSED)
+}
+
+fn count<K: std::hash::Hash + Eq>(counts: &Mutex<HashMap<K, (Instant, u32)>>, key: K) {
+    let mut counts = lock(counts);
+    let now = Instant::now();
+    let entry = counts.entry(key).or_insert((now, 0));
+    if now.duration_since(entry.0) >= REFUSED_WINDOW {
+        *entry = (now, 0);
+    }
+    entry.1 += 1;
+}
+
+/// Every map here is whole after every change: a panic elsewhere leaves nothing half done.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The client an address belongs to (see the module's comment).
@@ -137,7 +285,10 @@ mod tests {
             .expect("another client's place");
         // Places given back are forgotten.
         drop(flood);
-        assert!(limits.open().get(&ip("127.0.0.2")).is_none(), "forgotten");
+        assert!(
+            lock(&limits.by_client).get(&ip("127.0.0.2")).is_none(),
+            "forgotten"
+        );
         let mut rest = vec![other];
         for n in 1..MAX_CONNECTIONS {
             let peer = IpAddr::V4([10, 0, (n / 250) as u8, (n % 250) as u8].into());
@@ -146,5 +297,47 @@ mod tests {
         assert!(limits.admit(ip("10.9.9.9")).is_none(), "the server is full");
         rest.pop();
         assert!(limits.admit(ip("10.9.9.9")).is_some());
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    #[test]
+    fn a_token_s_connections_leave_their_client_s_count() {
+        let limits = Limits::new();
+        let peer: IpAddr = "127.0.0.3".parse().unwrap();
+        let waiters: Vec<Place> = (0..MAX_PER_CLIENT * 4)
+            .map(|_| {
+                let place = limits.admit(peer).expect("a place");
+                assert!(place.carries("ci"));
+                place
+            })
+            .collect();
+        assert_eq!(
+            lock(&limits.by_token).get("ci"),
+            Some(&(MAX_PER_CLIENT * 4))
+        );
+        assert!(lock(&limits.by_client).get(&peer).is_none());
+        // Its first token holds: a second on the same connection does not move it.
+        assert!(!waiters[0].carries("other"));
+        drop(waiters);
+        assert!(lock(&limits.by_token).is_empty());
+    }
+
+    #[test]
+    fn refused_tokens_are_counted_by_client() {
+        let limits = Limits::new();
+        let peer: IpAddr = "192.0.2.1".parse().unwrap();
+        for _ in 0..MAX_REFUSED {
+            assert!(limits.may_try(peer));
+            limits.refused(peer);
+        }
+        assert!(!limits.may_try(peer), "over its share of refusals");
+        assert!(
+            limits.may_try("192.0.2.2".parse().unwrap()),
+            "another client"
+        );
     }
 }

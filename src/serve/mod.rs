@@ -6,6 +6,7 @@
 
 mod api;
 mod guard;
+mod ledger_api;
 mod limit;
 mod page;
 pub(crate) mod votes;
@@ -56,6 +57,8 @@ pub(crate) struct App {
     seq: watch::Receiver<(Option<String>, i64)>,
     /// Becomes true when the server is asked to stop: long polls end at once.
     stopping: watch::Receiver<bool>,
+    /// The connections open, and the tokens refused, by client (see `limit`).
+    limits: Arc<Limits>,
 }
 
 impl App {
@@ -107,6 +110,7 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     // The inbox records answers: open the ledger for writing now (creating it if it is
     // missing), so every reader sees the real ledger from the first request on.
     ops::create(ledger)?;
+    raise_open_files();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_io()
@@ -154,6 +158,7 @@ async fn serve(
         bound,
         seq,
         stopping,
+        limits: Limits::new(),
     });
     let router = routes(Arc::clone(&app));
 
@@ -167,7 +172,7 @@ async fn serve(
         .unwrap_or_default();
     crate::output::text_out(&format!("{line}\n"));
 
-    accept(listener, router, stop, stop_tx).await;
+    accept(listener, router, Arc::clone(&app.limits), stop, stop_tx).await;
     Ok(crate::bridge::close())
 }
 
@@ -176,14 +181,15 @@ async fn serve(
 /// header must arrive within `HEADER_TIMEOUT`, at most `MAX_CONNECTIONS` are open and at
 /// most `MAX_PER_CLIENT` from one client, so that half-sent requests cannot use up the
 /// process's files, and one address that keeps sending them cannot lock others out.
+/// Each request carries its connection's place (`limit::Conn`).
 async fn accept(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: Arc<Limits>,
     stop: impl std::future::Future<Output = ()>,
     stopping: watch::Sender<bool>,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    let limits = Limits::new();
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
@@ -200,7 +206,15 @@ async fn accept(
             drop(stream);
             continue;
         };
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let conn = limit::Conn(Arc::new(place));
+        let inner = hyper_util::service::TowerToHyperService::new(router.clone());
+        let held = conn.clone();
+        let service = hyper::service::service_fn(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(held.clone());
+                hyper::service::Service::call(&inner, request)
+            },
+        );
         let mut ending = stopping.subscribe();
         tokio::spawn(async move {
             let ended = async move {
@@ -218,7 +232,7 @@ async fn accept(
                     let _ = connection.await;
                 }
             }
-            drop(place);
+            drop(conn);
         });
     }
     let _ = stopping.send(true);
@@ -259,6 +273,7 @@ fn routes(app: Arc<App>) -> Router {
         .route("/api/questions/{id}/approve", post(votes::approve))
         .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
+        .route("/v1/call", post(ledger_api::call))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
             guard::guard,
@@ -297,6 +312,25 @@ fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) 
             return;
         }
     });
+}
+
+/// Lets the process open as many files as its hard limit allows: the connections of
+/// tokens' waiters (`limit::MAX_WITH_TOKEN`) are more than the usual soft limit of 1024.
+/// Where it cannot, accepting waits for connections to end (see `accept`).
+fn raise_open_files() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: both calls read or write the one struct given, which outlives them.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) == 0
+            && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &raw const limit);
+        }
+    }
 }
 
 /// 32 random bytes from the kernel, as hex.

@@ -32,6 +32,8 @@ mod import;
 mod info;
 mod ingest;
 mod init;
+#[cfg(feature = "serve")]
+mod ledger_api;
 mod list;
 mod load;
 mod location;
@@ -55,6 +57,8 @@ mod relay_email;
 mod relay_harness;
 #[cfg(feature = "relay")]
 mod relay_slack;
+#[cfg(all(feature = "serve", feature = "remote"))]
+mod remote;
 mod render;
 mod reset;
 mod schema;

@@ -23,11 +23,22 @@ pub enum ErrorCode {
     /// No credential, or one the ledger does not honour (§15): missing, unknown, expired
     /// or revoked, all said alike.
     Unauthorized,
+    /// The ledger's server could not be reached, or did not answer in time (§15).
+    Unavailable,
 }
 
 impl ErrorCode {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+
+    /// The code a failure document names (`error_code`).
+    pub fn parse(text: &str) -> Option<ErrorCode> {
+        use strum::VariantArray;
+        ErrorCode::VARIANTS
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == text)
     }
 
     /// 2 for a call whose words are wrong, 1 for everything that went wrong while doing it.

@@ -34,6 +34,38 @@ pub fn log(ledger: &mut Ledger, new: &NewQuestion, allow_duplicate: bool) -> Res
     })
 }
 
+/// `log`, once per `key` (§15, exactly once): a question this key logged already is
+/// returned as the first call returned it (`created` as it said then), in the same
+/// transaction that would otherwise log it. The key is found with the question's text,
+/// as a harness's call is (`log_call`): a key sent again with another question logs
+/// that one.
+pub(super) fn log_once(
+    ledger: &mut Ledger,
+    new: &NewQuestion,
+    allow_duplicate: bool,
+    key: Option<&str>,
+) -> Result<Logged> {
+    let Some(key) = key else {
+        return log(ledger, new, allow_duplicate);
+    };
+    let now = clock::now();
+    let (question, created) = ledger.write(|tx| {
+        if let Some(first) = tx.find_in_call(key, new.group_name.as_deref(), &new.question)? {
+            return Ok((first, true));
+        }
+        let keyed = NewQuestion {
+            harness_call: Some(key.to_string()),
+            ..new.clone()
+        };
+        log_in(tx, &keyed, allow_duplicate, &now)
+    })?;
+    Ok(Logged {
+        question_id: question.id,
+        created,
+        question,
+    })
+}
+
 /// Logs `new` inside a write under way; true when it was created.
 fn log_in(
     tx: &Tx,
@@ -304,6 +336,11 @@ pub struct PersonsChange {
     pub within: Option<String>,
     /// Replace (or skip, or decline) an answer on record: the command line's `--force`.
     pub force: bool,
+    /// The caller's own key for this change (§15, exactly once), as the ledger keeps it
+    /// (its holder's, `door::once_key`): a change whose key is in the question's history
+    /// already was made, and is not made again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl PersonsChange {
@@ -315,6 +352,7 @@ impl PersonsChange {
             shown: Shown::default(),
             within: None,
             force: false,
+            key: None,
         }
     }
 }
@@ -326,7 +364,24 @@ pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Resu
     let actor = caller.actor(&clock::now());
     let outcome = ledger.write(|tx| {
         expire_due(tx, &actor.at)?;
-        change_in(tx, &actor, req, None)
+        let Some(key) = &req.key else {
+            return change_in(tx, &actor, req, None);
+        };
+        // Sent again after its reply was lost: the question as the change left it.
+        let made = tx
+            .events(&crate::store::EventFilter::Question(req.id))?
+            .iter()
+            .any(|e| {
+                e.detail
+                    .as_ref()
+                    .and_then(|d| d.get("key"))
+                    .and_then(|k| k.as_str())
+                    == Some(key)
+            });
+        if made {
+            return Ok(Ok(existing(tx, req.id)?));
+        }
+        change_in(tx, &actor, req, Some(&serde_json::json!({ "key": key })))
     })?;
     let question = outcome?;
     Ok(Recorded {

@@ -97,6 +97,11 @@ pub enum Request {
         expiry: Expiry,
         #[serde(default)]
         allow_duplicate: bool,
+        /// The caller's own key for this change (§15, exactly once): the same key and
+        /// question again, from the same holder, is the question the first call logged,
+        /// never a second one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     Ingest {
         stage: String,
@@ -278,10 +283,17 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             draft,
             expiry,
             allow_duplicate,
+            key,
         } => {
             let mut new = NewQuestion::build(draft)?;
             expiry.apply(&mut new, &clock::now())?;
-            Reply::Logged(change::log(ledger, &new, allow_duplicate)?)
+            let once = key.map(|k| once_key(caller, &k)).transpose()?;
+            Reply::Logged(change::log_once(
+                ledger,
+                &new,
+                allow_duplicate,
+                once.as_deref(),
+            )?)
         }
         Request::Ingest {
             stage,
@@ -314,7 +326,10 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             also_found,
         } => Reply::Info(info(ledger, found_by, &also_found)?),
         Request::Clear { stage } => Reply::Cleared(change::clear(ledger, caller, &stage)?),
-        Request::Change(req) => Reply::Recorded(change::change(ledger, caller, &req)?),
+        Request::Change(mut req) => {
+            req.key = req.key.map(|k| once_key(caller, &k)).transpose()?;
+            Reply::Recorded(change::change(ledger, caller, &req)?)
+        }
         Request::AcceptDefaults {
             stage,
             include_required,
@@ -363,6 +378,18 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             Reply::Reset(reset(&location, confirmed)?)
         }
     })
+}
+
+/// A change's key as the ledger keeps it: its holder's, so that no one else's key ever
+/// finds it (`api:<who>:<key>`; a harness's calls are `<harness>:…`).
+fn once_key(caller: &Caller, key: &str) -> Result<String> {
+    let key = key.trim();
+    if key.is_empty() || key.len() > 128 || !key.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(Error::usage(
+            "an idempotency key is 1 to 128 visible ASCII characters",
+        ));
+    }
+    Ok(format!("api:{}:{key}", caller.by.as_deref().unwrap_or("-")))
 }
 
 fn as_agent(
@@ -418,6 +445,7 @@ fn as_agent(
             mut draft,
             expiry,
             allow_duplicate,
+            key,
         } => {
             logged_by(&mut draft, &agent.name)?;
             run(
@@ -427,6 +455,7 @@ fn as_agent(
                     draft,
                     expiry,
                     allow_duplicate,
+                    key,
                 },
             )
         }
@@ -581,6 +610,7 @@ fn as_person(
             mut draft,
             expiry,
             allow_duplicate,
+            key,
         } => {
             logged_by(&mut draft, &token.person)?;
             run(
@@ -590,6 +620,7 @@ fn as_person(
                     draft,
                     expiry,
                     allow_duplicate,
+                    key,
                 },
             )
         }

@@ -148,6 +148,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             draft: draft("prod", "Skip the canary?"),
             expiry: Expiry::default(),
             allow_duplicate: false,
+            key: None,
         },
         Request::Ingest {
             stage: "prod".into(),
@@ -239,6 +240,7 @@ on_every_engine!(
                 draft: draft("ci-test", "Run the slow suite?"),
                 expiry: Expiry::default(),
                 allow_duplicate: false,
+                key: None,
             },
         )
         .unwrap() else {
@@ -431,6 +433,7 @@ on_every_engine!(
                 draft: q.clone(),
                 expiry: Expiry::default(),
                 allow_duplicate: false,
+                key: None,
             },
         )
         .unwrap_err();
@@ -449,6 +452,7 @@ on_every_engine!(
                 draft: q,
                 expiry: Expiry::default(),
                 allow_duplicate: false,
+                key: None,
             },
         )
         .unwrap() else {
@@ -665,6 +669,7 @@ fn every_request_reads_back_as_it_was_written() {
                 on_expiry: crate::model::OnExpiry::Default,
             },
             allow_duplicate: true,
+            key: None,
         },
         Request::Check(CheckRequest {
             stage: Some("ci-x".into()),

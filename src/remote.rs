@@ -1,0 +1,415 @@
+//! A ledger served by `questions serve` (§15): `--db https://HOST[:PORT][/PREFIX]`. The
+//! command line sends the very requests of the core's door (`ops::Request`) to the
+//! server's `POST /v1/call` with a token the ledger issued, and prints the document the
+//! server answers with: the server runs the operation, so no rule is written twice.
+//!
+//! - The token comes from `QUESTIONS_TOKEN`, or the file `QUESTIONS_TOKEN_FILE` names
+//!   (which only its owner may read): never a flag, never printed.
+//! - The server's certificate is verified against the webpki roots, or, when
+//!   `QUESTIONS_CA` names a PEM file, against that file's certificates; nothing turns the
+//!   check off. `http://` is accepted for a loopback host only.
+//! - `HTTPS_PROXY`, `https_proxy`, `ALL_PROXY` (and `HTTP_PROXY`) and `NO_PROXY` are read
+//!   as ureq reads them.
+//! - Every invocation draws a key of its own (`Idempotency-Key`) and sends it with each
+//!   attempt: a change sent again after a lost reply gets the first result.
+//! - A wait is a long poll of at most `LONGEST_WAIT`, sent again until the call's own
+//!   `--timeout`.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use questions_core::error::{Error, ErrorCode, Result};
+use questions_core::ops::{CheckRequest, Request, Wait};
+
+/// The longest one call waits on the server (its own bound is the same): a wait is sent
+/// again until its `--timeout`.
+const LONGEST_WAIT: Duration = Duration::from_secs(50);
+/// How long a call that does not wait may take, connecting included.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Attempts of one call when the connection fails (a reply lost on the way among them).
+const ATTEMPTS: u32 = 4;
+/// The largest reply read: a long `list` or `history`.
+const REPLY_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// Whether `--db` names a server rather than a file or a database.
+pub(crate) fn is_remote(db: &std::ffi::OsStr) -> bool {
+    let text = db.to_string_lossy();
+    let lower = text.trim().get(..8).unwrap_or("").to_ascii_lowercase();
+    lower.starts_with("https://") || lower.starts_with("http://")
+}
+
+/// A server's ledger, and how this invocation reaches it.
+pub(crate) struct Remote {
+    /// `scheme://host[:port][/prefix]`, no trailing slash.
+    base: String,
+    /// `host[:port]`, as errors name it.
+    host: String,
+    token: String,
+    agent: ureq::Agent,
+    /// This invocation's idempotency key.
+    key: String,
+}
+
+impl Remote {
+    /// The server `db` names, with the token of the environment.
+    pub(crate) fn new(db: &std::ffi::OsStr) -> Result<Remote> {
+        let text = db.to_str().map(str::trim).ok_or_else(|| {
+            Error::usage("the ledger's URL is not valid UTF-8: write https://HOST[:PORT][/PREFIX]")
+        })?;
+        let (base, host) = parse(text)?;
+        let token = token()?;
+        Ok(Remote {
+            base,
+            host,
+            token,
+            agent: agent()?,
+            key: hex(&random(16)?),
+        })
+    }
+
+    /// The URL this ledger is named by (no token in it, ever).
+    pub(crate) fn url(&self) -> &str {
+        &self.base
+    }
+
+    /// Sends `req` and returns the server's document: a success (`"ok"` may still be
+    /// false: a gate that fails), or its failure as the error it names. A wait is sent
+    /// again, in polls of at most `LONGEST_WAIT`, until its own limit.
+    pub(crate) fn call(&self, mut req: Request) -> Result<Value> {
+        match &mut req {
+            Request::Log { key, .. } => *key = Some(self.key.clone()),
+            Request::Change(change) => change.key = Some(self.key.clone()),
+            _ => {}
+        }
+        let Request::Check(CheckRequest {
+            wait: Wait::Until(limit),
+            ..
+        }) = &req
+        else {
+            return self.send(&req, CALL_TIMEOUT);
+        };
+        let deadline = limit.map(|l| Instant::now() + l);
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let poll = left.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT));
+            if let Request::Check(check) = &mut req {
+                check.wait = Wait::Until(Some(poll));
+            }
+            let doc = self.send(&req, poll + CALL_TIMEOUT)?;
+            let timed_out = doc["timed_out"] == Value::Bool(true);
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            if doc["ok"] == Value::Bool(true) || !timed_out || over {
+                return Ok(doc);
+            }
+        }
+    }
+
+    /// One request, sent again (with the same key) when the connection fails.
+    fn send(&self, req: &Request, within: Duration) -> Result<Value> {
+        let body = serde_json::to_string(req)
+            .map_err(|e| Error::usage(format!("cannot write the request: {e}")))?;
+        let url = format!("{}/v1/call", self.base);
+        let mut pause = Duration::from_millis(250);
+        let mut attempt = 1;
+        loop {
+            let sent = self
+                .agent
+                .post(&url)
+                .config()
+                .timeout_global(Some(within))
+                .build()
+                .header("Authorization", &format!("Bearer {}", self.token))
+                .header("Content-Type", "application/json")
+                .header("Idempotency-Key", &self.key)
+                .send(body.as_str());
+            match sent {
+                Ok(mut reply) => {
+                    let status = reply.status().as_u16();
+                    let mut text = String::new();
+                    reply
+                        .body_mut()
+                        .as_reader()
+                        .take(REPLY_LIMIT)
+                        .read_to_string(&mut text)
+                        .map_err(|e| self.unavailable(&e.to_string()))?;
+                    return self.document(status, &text);
+                }
+                Err(e) if attempt < ATTEMPTS && again(&e) => {
+                    std::thread::sleep(pause);
+                    pause *= 2;
+                    attempt += 1;
+                }
+                Err(e) => return Err(self.failed(&e)),
+            }
+        }
+    }
+
+    /// The server's document, or the error it names.
+    fn document(&self, status: u16, text: &str) -> Result<Value> {
+        let Ok(doc) = serde_json::from_str::<Value>(text) else {
+            return Err(self.unavailable(&format!(
+                "it answered HTTP {status} with something that is not the ledger's JSON \
+                 (is it 'questions serve', and is the URL's path right?)"
+            )));
+        };
+        if let Some(code) = doc["error_code"].as_str() {
+            let message = doc["error"]
+                .as_str()
+                .unwrap_or("the server refused the call");
+            let code = ErrorCode::parse(code).unwrap_or(ErrorCode::DbError);
+            return Err(Error::new(code, message));
+        }
+        if doc.get("ok").is_none() {
+            return Err(self.unavailable(&format!(
+                "it answered HTTP {status} without a document of the ledger"
+            )));
+        }
+        Ok(doc)
+    }
+
+    fn failed(&self, e: &ureq::Error) -> Error {
+        match e {
+            ureq::Error::Timeout(_) => self.unavailable("it did not answer in time"),
+            _ if refused_tls(e) => self.unavailable(&format!(
+                "its certificate is not trusted ({e}); for a private CA, set QUESTIONS_CA \
+                 to its PEM file"
+            )),
+            _ => self.unavailable(&e.to_string()),
+        }
+    }
+
+    fn unavailable(&self, why: &str) -> Error {
+        Error::new(
+            ErrorCode::Unavailable,
+            format!("the ledger's server {} cannot be reached: {why}", self.host),
+        )
+    }
+}
+
+/// Whether a failed attempt may be sent again: the connection failed or was cut; a
+/// certificate refused, or a timeout, is not tried again.
+fn again(e: &ureq::Error) -> bool {
+    !refused_tls(e)
+        && matches!(
+            e,
+            ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound
+        )
+}
+
+/// Whether the TLS handshake failed: rustls reports a certificate it does not trust as
+/// invalid data read; nothing of the request was sent.
+fn refused_tls(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Tls(_) | ureq::Error::Rustls(_) => true,
+        ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
+        _ => false,
+    }
+}
+
+/// `https://HOST[:PORT][/PREFIX]` as the base of the API, and `HOST[:PORT]`.
+fn parse(text: &str) -> Result<(String, String)> {
+    let usage = |why: &str| {
+        Error::usage(format!(
+            "the ledger's URL {why}: write https://HOST[:PORT][/PREFIX] (http:// only for \
+             127.0.0.1, ::1 or localhost)"
+        ))
+    };
+    let (scheme, rest) = text
+        .split_once("://")
+        .ok_or_else(|| usage("has no scheme"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if rest.contains(['?', '#']) {
+        return Err(usage("may not hold a query or a fragment"));
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if authority.contains('@') {
+        // A password in a URL ends up in logs: the token has its own variables.
+        return Err(usage(
+            "may not hold a user or a password (the token goes in QUESTIONS_TOKEN)",
+        ));
+    }
+    let name = match authority.rsplit_once(':') {
+        Some((name, port)) if !port.contains(']') => {
+            if port.parse::<u16>().is_err() {
+                return Err(usage("has a port that is not a number"));
+            }
+            name
+        }
+        _ => authority,
+    };
+    if name.is_empty() {
+        return Err(usage("names no host"));
+    }
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    let loopback = bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match scheme.as_str() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(usage(
+                "is http:// to a host that is not this machine: the token would travel in \
+                 plain text; use https://",
+            ))
+        }
+        _ => return Err(usage("has a scheme other than https://")),
+    }
+    let path = path.trim_end_matches('/');
+    let base = if path.is_empty() {
+        format!("{scheme}://{authority}")
+    } else {
+        format!("{scheme}://{authority}/{path}")
+    };
+    Ok((base, authority.to_string()))
+}
+
+/// The token: `QUESTIONS_TOKEN`, else the file `QUESTIONS_TOKEN_FILE` names.
+fn token() -> Result<String> {
+    let unset = || {
+        Error::new(
+            ErrorCode::Unauthorized,
+            "a ledger served over HTTPS needs a token: set QUESTIONS_TOKEN, or \
+             QUESTIONS_TOKEN_FILE to a file only you may read ('questions token create' \
+             where the ledger is makes one)",
+        )
+    };
+    if let Some(token) = std::env::var("QUESTIONS_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+    {
+        return valid(token);
+    }
+    let Some(file) = std::env::var_os("QUESTIONS_TOKEN_FILE").filter(|f| !f.is_empty()) else {
+        return Err(unset());
+    };
+    let path = std::path::Path::new(&file);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::usage(format!(
+            "cannot read QUESTIONS_TOKEN_FILE {}: {e}",
+            path.display()
+        ))
+    })?;
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        if meta.permissions().mode() & 0o077 != 0 || uid.is_some_and(|u| u != meta.uid()) {
+            return Err(Error::usage(format!(
+                "QUESTIONS_TOKEN_FILE {} may be read by others: it must be yours, mode 600 \
+                 (chmod 600 it)",
+                path.display()
+            )));
+        }
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::usage(format!(
+            "cannot read QUESTIONS_TOKEN_FILE {}: {e}",
+            path.display()
+        ))
+    })?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        return Err(unset());
+    }
+    valid(token)
+}
+
+/// A token goes into a header as it is: anything else is refused before it is sent
+/// (and never repeated in the message).
+fn valid(token: String) -> Result<String> {
+    if token.chars().all(|c| c.is_ascii_graphic()) {
+        Ok(token)
+    } else {
+        Err(Error::usage(
+            "the token holds spaces or characters a header cannot carry: copy it again from \
+             'questions token create'",
+        ))
+    }
+}
+
+/// The client: proxies from the environment, and the roots it trusts.
+fn agent() -> Result<ureq::Agent> {
+    use ureq::tls::{RootCerts, TlsConfig};
+    let roots = match std::env::var_os("QUESTIONS_CA").filter(|f| !f.is_empty()) {
+        None => RootCerts::WebPki,
+        Some(file) => {
+            let path = std::path::Path::new(&file);
+            let pem = std::fs::read(path).map_err(|e| {
+                Error::usage(format!("cannot read QUESTIONS_CA {}: {e}", path.display()))
+            })?;
+            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if certs.is_empty() {
+                return Err(Error::usage(format!(
+                    "QUESTIONS_CA {} holds no PEM certificate",
+                    path.display()
+                )));
+            }
+            RootCerts::new_with_certs(&certs)
+        }
+    };
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(10)))
+        .proxy(ureq::Proxy::try_from_env())
+        .tls_config(TlsConfig::builder().root_certs(roots).build())
+        .user_agent(concat!("questions/", env!("CARGO_PKG_VERSION")))
+        .build();
+    Ok(config.into())
+}
+
+/// Random bytes from the operating system.
+fn random(n: usize) -> Result<Vec<u8>> {
+    let mut bytes = vec![0u8; n];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::io(format!("cannot read random bytes: {e}")))?;
+    Ok(bytes)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_s_url_is_https_or_http_to_this_machine() {
+        let base = |t: &str| parse(t).map(|(b, _)| b).map_err(|e| e.code);
+        assert_eq!(
+            base("https://q.example.com").unwrap(),
+            "https://q.example.com"
+        );
+        assert_eq!(
+            base("HTTPS://q.example.com:8443/team/").unwrap(),
+            "https://q.example.com:8443/team"
+        );
+        assert_eq!(
+            base("http://127.0.0.1:8466").unwrap(),
+            "http://127.0.0.1:8466"
+        );
+        assert_eq!(base("http://[::1]:8466").unwrap(), "http://[::1]:8466");
+        assert_eq!(base("http://localhost:1").unwrap(), "http://localhost:1");
+        for wrong in [
+            "http://q.example.com",
+            "http://10.0.0.1:8466",
+            "https://user:pw@q.example.com",
+            "https://q.example.com/?token=x",
+            "https://:80",
+            "https://q.example.com:http",
+            "ftp://q.example.com",
+        ] {
+            assert_eq!(base(wrong), Err(ErrorCode::Usage), "{wrong}");
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The ledger's own API on `serve` (§15): `POST /v1/call` with a token the ledger issued,
+//! through real HTTP.
+
+use serde_json::{json, Value};
+
+use crate::common::Ledger;
+use crate::serve::Served;
+
+fn token(l: &Ledger, args: &[&str]) -> String {
+    let mut all = vec!["token", "create"];
+    all.extend_from_slice(args);
+    l.ok(all)["token"].as_str().unwrap().to_string()
+}
+
+/// One call: its HTTP status and its document.
+fn call(s: &Served, token: Option<&str>, body: &Value) -> (u16, Value) {
+    let bearer = token.map(|t| format!("Authorization: Bearer {t}"));
+    let mut headers = vec!["Content-Type: application/json"];
+    if let Some(b) = &bearer {
+        headers.push(b);
+    }
+    let reply = s.request("POST", "/v1/call", &headers, &body.to_string());
+    (reply.status, reply.json())
+}
+
+fn log(stage: &str, text: &str) -> Value {
+    json!({"op": "log", "args": {"draft": {
+        "stage": stage, "group": null, "question": text, "proposed": null,
+        "required": true, "header": null, "context": null, "options": [],
+        "multi_select": false, "allow_freeform": true, "source": "cli", "approval": null
+    }}})
+}
+
+fn answer(id: i64, text: &str) -> Value {
+    json!({"op": "change", "args": {
+        "id": id, "act": {"answer": {"text": text, "select": []}},
+        "shown": {"ledger": null, "questions": {}}, "within": null, "force": false
+    }})
+}
+
+#[test]
+fn an_agent_token_asks_and_a_person_token_answers_over_http() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = Served::start(&l, &[]);
+
+    let (status, logged) = call(&s, Some(&agent), &log("ci-deploy", "Ship it?"));
+    assert_eq!(status, 200, "{logged}");
+    assert_eq!(logged["procedure"], "log");
+    let id = logged["question_id"].as_i64().unwrap();
+    let check = json!({"op": "check", "args": {"stage": "ci-deploy", "ids": null,
+        "strict": false, "wait": "no", "allow_unknown_stage": false}});
+    let (status, gate) = call(&s, Some(&agent), &check);
+    assert_eq!(
+        (status, gate["ok"].clone(), gate["gate"].clone()),
+        (200, json!(false), json!("fail"))
+    );
+
+    // The agent's token never answers: refused, recorded, nothing changed.
+    let (status, refused) = call(&s, Some(&agent), &answer(id, "yes"));
+    assert_eq!(status, 403, "{refused}");
+    assert_eq!(refused["error_code"], "forbidden");
+    assert_eq!(l.question(id)["status"], "pending");
+    let history = l.ok(["history", "--id", &id.to_string()]);
+    let last = history["events"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["event"], "refused");
+    assert_eq!(last["answered_by"], "ci-runner");
+
+    // Nor reads outside its stages.
+    let (status, _) = call(
+        &s,
+        Some(&agent),
+        &json!({"op": "answers", "args": {"stage": "prod"}}),
+    );
+    assert_eq!(status, 403);
+
+    let (status, answered) = call(&s, Some(&dana), &answer(id, "yes"));
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["question"]["answered_by"], "dana");
+    assert_eq!(answered["question"]["channel"], "api");
+    let (_, gate) = call(&s, Some(&agent), &check);
+    assert_eq!(gate["gate"], "pass");
+    assert_eq!(l.ok(["check", "--stage", "ci-deploy"])["gate"], "pass");
+}
+
+#[test]
+fn missing_wrong_and_revoked_tokens_are_refused_alike() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let list =
+        json!({"op": "list", "args": {"stage": null, "status": null, "group": null, "ids": null}});
+    assert_eq!(call(&s, Some(&agent), &list).0, 200);
+    l.ok(["token", "revoke", "ci-runner"]);
+    let mut messages = Vec::new();
+    for given in [
+        None,
+        Some("qtok_nope"),
+        Some(crate::serve::TOKEN),
+        Some(agent.as_str()),
+    ] {
+        let (status, doc) = call(&s, given, &list);
+        assert_eq!(status, 401, "{given:?}: {doc}");
+        assert_eq!(doc["error_code"], "unauthorized");
+        assert!(!doc.to_string().contains(&agent));
+        messages.push(doc["error"].clone());
+    }
+    messages.dedup();
+    assert_eq!(messages.len(), 1, "one message for all: {messages:?}");
+}
+
+#[test]
+fn a_body_that_is_not_a_request_is_a_usage_error() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    for body in [
+        json!({"op": "drop_tables"}),
+        json!([1, 2]),
+        json!({"op": "log", "args": {}}),
+    ] {
+        let (status, doc) = call(&s, Some(&agent), &body);
+        assert_eq!(status, 400, "{body}: {doc}");
+        assert_eq!(doc["error_code"], "usage");
+    }
+    assert_eq!(l.ok(["list"])["count"], 0);
+}
+
+#[test]
+fn refused_tokens_from_one_address_are_cut_off_after_twenty_a_minute() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let list =
+        json!({"op": "list", "args": {"stage": null, "status": null, "group": null, "ids": null}});
+    for n in 0..20 {
+        let (status, doc) = call(&s, Some(&format!("qtok_guess{n}")), &list);
+        assert_eq!(status, 401, "{doc}");
+    }
+    // Now even the right token waits: the address is cut off before any is looked up.
+    let (status, doc) = call(&s, Some(&agent), &list);
+    assert_eq!(status, 429, "{doc}");
+    assert!(!doc.to_string().contains(&agent));
+}
+
+#[test]
+fn a_call_from_another_site_or_too_large_is_refused() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let bearer = format!("Authorization: Bearer {agent}");
+    let body = log("ci", "From a page elsewhere?").to_string();
+    let reply = s.request(
+        "POST",
+        "/v1/call",
+        &[
+            "Content-Type: application/json",
+            &bearer,
+            "Sec-Fetch-Site: cross-site",
+        ],
+        &body,
+    );
+    assert_eq!(reply.status, 403);
+    let big = log("ci", &"x".repeat(70 * 1024)).to_string();
+    let reply = s.request(
+        "POST",
+        "/v1/call",
+        &["Content-Type: application/json", &bearer],
+        &big,
+    );
+    assert_eq!(reply.status, 413);
+    assert_eq!(l.ok(["list"])["count"], 0);
+}
+
+#[test]
+fn a_token_refused_twenty_times_a_minute_waits_and_the_history_stops_growing() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let id = l.log("ci", "Ship?");
+    let s = Served::start(&l, &[]);
+    for _ in 0..20 {
+        let (status, doc) = call(&s, Some(&agent), &answer(id, "yes"));
+        assert_eq!(status, 403, "{doc}");
+    }
+    let before = l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let (status, doc) = call(&s, Some(&agent), &answer(id, "yes"));
+    assert_eq!(status, 429, "{doc}");
+    let after = l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "a refusal past the limit is not recorded");
+    assert_eq!(l.question(id)["status"], "pending");
+}
