@@ -75,28 +75,15 @@ fn gemini_fits(args: &mut HookArgs) -> Option<String> {
     if args.harness != Harness::Gemini || args.wait == 0 {
         return None;
     }
-    let mut files = Vec::new();
-    if let Ok(here) = std::env::current_dir() {
-        if let Some(found) = here
-            .ancestors()
-            .map(|d| d.join(".gemini/settings.json"))
-            .find(|f| f.is_file())
-        {
-            files.push(found);
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        files.push(std::path::PathBuf::from(home).join(".gemini/settings.json"));
-    }
-    let wait = args.wait.to_string();
-    let runs_this = |command: &str| {
-        super::init::is_our_hook(command, "gemini")
-            && command
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == ["--wait", wait.as_str()])
-    };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| std::path::PathBuf::from(h).join(".gemini"));
+    let files = configs(
+        ".gemini/settings.json",
+        home.map(|h| h.join("settings.json")),
+    );
+    let wait = args.wait;
+    let ours = |command: &str| runs_this(command, "gemini", wait);
     let mut shortest: Option<(u64, std::path::PathBuf)> = None;
     for file in files {
         let Some(settings) = std::fs::read_to_string(&file)
@@ -114,7 +101,7 @@ fn gemini_fits(args: &mut HookArgs) -> Option<String> {
                 .filter_map(|g| g["hooks"].as_array())
                 .flatten()
             {
-                if !hook["command"].as_str().is_some_and(runs_this) {
+                if !hook["command"].as_str().is_some_and(ours) {
                     continue;
                 }
                 let ms = hook["timeout"]
@@ -137,6 +124,32 @@ fn gemini_fits(args: &mut HookArgs) -> Option<String> {
         ),
         "gemini",
     )
+}
+
+/// A harness's config files that may run this hook: the project's `project` (a path below
+/// the nearest folder upwards from here that has it), then the user's.
+fn configs(project: &str, user: Option<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    if let Ok(here) = std::env::current_dir() {
+        files.extend(
+            here.ancestors()
+                .map(|d| d.join(project))
+                .find(|f| f.is_file()),
+        );
+    }
+    files.extend(user);
+    files
+}
+
+/// Whether a hook entry's `command` runs this hook: ours, for `harness`, with `--wait`.
+fn runs_this(command: &str, harness: &str, wait: u64) -> bool {
+    let wait = wait.to_string();
+    super::init::is_our_hook(command, harness)
+        && command
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| w == ["--wait", wait.as_str()])
 }
 
 /// The wait cut to what a harness's `timeout` of `seconds` leaves after the hook's grace,
@@ -162,16 +175,6 @@ fn codex_fits(args: &mut HookArgs) -> Option<String> {
     if args.harness != Harness::Codex || args.wait == 0 {
         return None;
     }
-    let mut files = Vec::new();
-    if let Ok(here) = std::env::current_dir() {
-        if let Some(found) = here
-            .ancestors()
-            .map(|d| d.join(".codex/config.toml"))
-            .find(|f| f.is_file())
-        {
-            files.push(found);
-        }
-    }
     let home = std::env::var_os("CODEX_HOME")
         .filter(|h| !h.is_empty())
         .map(std::path::PathBuf::from)
@@ -180,16 +183,9 @@ fn codex_fits(args: &mut HookArgs) -> Option<String> {
                 .filter(|h| !h.is_empty())
                 .map(|h| std::path::PathBuf::from(h).join(".codex"))
         });
-    files.extend(home.map(|h| h.join("config.toml")));
-    let wait = args.wait.to_string();
-    let runs_this = |command: &str| {
-        super::init::is_our_hook(command, "codex")
-            && command
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .windows(2)
-                .any(|w| w == ["--wait", wait.as_str()])
-    };
+    let files = configs(".codex/config.toml", home.map(|h| h.join("config.toml")));
+    let wait = args.wait;
+    let ours = |command: &str| runs_this(command, "codex", wait);
     let mut shortest: Option<(u64, std::path::PathBuf)> = None;
     for file in files {
         let Some(doc) = std::fs::read_to_string(&file)
@@ -213,7 +209,7 @@ fn codex_fits(args: &mut HookArgs) -> Option<String> {
                 if !hook
                     .get("command")
                     .and_then(toml_edit::Item::as_str)
-                    .is_some_and(runs_this)
+                    .is_some_and(ours)
                 {
                     continue;
                 }
