@@ -469,15 +469,6 @@ impl Pause {
         self.reached();
     }
 
-    /// Waits until the call arrives at the point again after this: for `wait`, it has
-    /// read the ledger once more since.
-    // The watcher's tests use it (the `watch` feature).
-    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
-    pub(crate) fn again(&self) {
-        self.forget();
-        self.reached();
-    }
-
     /// Forgets the arrivals so far: `reached` then waits for one after this.
     pub(crate) fn forget(&self) {
         let _ = std::fs::remove_file(&self.reached);
