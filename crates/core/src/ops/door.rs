@@ -459,28 +459,7 @@ fn as_agent(
                 },
             )
         }
-        Request::Ingest {
-            stage,
-            text,
-            only,
-            expiry,
-            approval,
-        } => {
-            let approval = approval
-                .map(|a| as_logged_by(&a, &agent.name))
-                .transpose()?;
-            run(
-                ledger,
-                &caller,
-                Request::Ingest {
-                    stage,
-                    text,
-                    only,
-                    expiry,
-                    approval,
-                },
-            )
-        }
+        ingest @ Request::Ingest { .. } => run(ledger, &caller, ingested_by(ingest, &agent.name)?),
         Request::List(filter) => {
             let mut found = list(ledger, &filter)?;
             found.retain(|q| agent.may_see(&q.stage));
@@ -632,27 +611,8 @@ fn as_person(
                 also_found: Vec::new(),
             },
         ),
-        Request::Ingest {
-            stage,
-            text,
-            only,
-            expiry,
-            approval,
-        } => {
-            let approval = approval
-                .map(|a| as_logged_by(&a, &token.person))
-                .transpose()?;
-            run(
-                ledger,
-                &caller,
-                Request::Ingest {
-                    stage,
-                    text,
-                    only,
-                    expiry,
-                    approval,
-                },
-            )
+        ingest @ Request::Ingest { .. } => {
+            run(ledger, &caller, ingested_by(ingest, &token.person)?)
         }
         req @ (Request::People { .. } | Request::Token(_) | Request::Reset { .. }) => {
             let what = req.name();
@@ -675,6 +635,26 @@ fn logged_by(draft: &mut Draft, logger: &str) -> Result<()> {
         draft.approval = Some(as_logged_by(approval, logger)?);
     }
     Ok(())
+}
+
+/// An `Ingest` whose approval, if any, names `logger` as who logged it (see `logged_by`).
+fn ingested_by(request: Request, logger: &str) -> Result<Request> {
+    Ok(match request {
+        Request::Ingest {
+            stage,
+            text,
+            only,
+            expiry,
+            approval,
+        } => Request::Ingest {
+            stage,
+            text,
+            only,
+            expiry,
+            approval: approval.map(|a| as_logged_by(&a, logger)).transpose()?,
+        },
+        other => other,
+    })
 }
 
 /// `approval` as `logger` logs it: the requester it names stays (none named: the logger
