@@ -608,6 +608,29 @@ impl<'a> Tx<'a> {
         Ok(rows.each(|r| Ok(r.text("who")), &["who"])?.pop().flatten())
     }
 
+    /// Whether a SQLite ledger has the tables a feature makes only when first used (their
+    /// first, `probe`, looked up); with `make`, in a write, makes `tables` when it has
+    /// not. SQLite parses the whole schema at every open, so tables most ledgers never
+    /// use cost every call; PostgreSQL makes them in its migrations.
+    fn lazy_tables(&self, probe: &str, tables: &[&str], make: bool) -> Result<bool> {
+        if self.conn.dialect() == Dialect::Postgres {
+            return Ok(true);
+        }
+        let found = self.conn.query(
+            "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = $1",
+            &[probe.into()],
+        )?;
+        if !found.cells.is_empty() {
+            return Ok(true);
+        }
+        if make {
+            for table in tables {
+                self.conn.execute(table, &[])?;
+            }
+        }
+        Ok(make)
+    }
+
     /// The members of the groups named, by group (a group without members is absent).
     pub(crate) fn groups<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Groups> {
         let mut groups = Groups::new();

@@ -3,7 +3,7 @@
 //! position and lease and the key that signs buttons. Only `ops::relay` and `ops::people` call these, inside their
 //! own transactions.
 
-use super::{to_json, Dialect, Param, Row, Tx};
+use super::{to_json, Param, Row, Tx};
 use crate::error::{Error, Result};
 use crate::model::{Actor, EventKind};
 
@@ -97,22 +97,7 @@ impl Tx<'_> {
     /// Whether the ledger has the relay's tables; with `make`, in a write, makes them
     /// when it has not (see `SQLITE_TABLES`).
     fn relay_tables(&self, make: bool) -> Result<bool> {
-        if self.conn.dialect() == Dialect::Postgres {
-            return Ok(true);
-        }
-        let found = self.conn.query(
-            "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'relay_state'",
-            &[],
-        )?;
-        if !found.cells.is_empty() {
-            return Ok(true);
-        }
-        if make {
-            for table in SQLITE_TABLES {
-                self.conn.execute(table, &[])?;
-            }
-        }
-        Ok(make)
+        self.lazy_tables("relay_state", &SQLITE_TABLES, make)
     }
 
     fn deliveries_where(&self, clause: &str, params: &[Param]) -> Result<Vec<Delivery>> {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{to_json, Dialect, Param, Row, Tx};
+use super::{to_json, Param, Row, Tx};
 use crate::error::Result;
 use crate::model::{Actor, EventKind};
 
@@ -69,20 +69,7 @@ impl Tx<'_> {
     /// Whether the ledger has the tokens' table; with `make`, in a write, makes it when
     /// it has not.
     fn token_table(&self, make: bool) -> Result<bool> {
-        if self.conn.dialect() == Dialect::Postgres {
-            return Ok(true);
-        }
-        let found = self.conn.query(
-            "SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = 'api_tokens'",
-            &[],
-        )?;
-        if !found.cells.is_empty() {
-            return Ok(true);
-        }
-        if make {
-            self.conn.execute(SQLITE_TABLE, &[])?;
-        }
-        Ok(make)
+        self.lazy_tables("api_tokens", &[SQLITE_TABLE], make)
     }
 
     fn tokens_where(&self, clause: &str, params: &[Param]) -> Result<Vec<StoredToken>> {
