@@ -103,7 +103,7 @@ pub fn channel_identity(text: &str) -> Result<String> {
 }
 
 /// Random bytes from the operating system.
-fn random(n: usize) -> Result<Vec<u8>> {
+pub(super) fn random(n: usize) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = vec![0u8; n];
     std::fs::File::open("/dev/urandom")
@@ -112,11 +112,11 @@ fn random(n: usize) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn sha256_hex(text: &str) -> String {
+pub(super) fn sha256_hex(text: &str) -> String {
     use sha2::{Digest, Sha256};
     hex(&Sha256::digest(text.as_bytes()))
 }

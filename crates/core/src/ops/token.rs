@@ -8,6 +8,9 @@ use serde::Serialize;
 
 use super::door::{AgentToken, PersonToken, Principal};
 use super::Caller;
+// The secrets are made and hashed as pairing codes are (`relay`): random bytes from the
+// operating system, and their SHA-256 in hex.
+use super::relay::{hex, random, sha256_hex};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::check_name;
@@ -267,23 +270,4 @@ pub fn authenticate(ledger: &mut Ledger, secret: Option<&str>) -> Result<Princip
             person: token.person.unwrap_or_default(),
         }),
     })
-}
-
-/// Random bytes from the operating system.
-fn random(n: usize) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| Error::io(format!("cannot read random bytes: {e}")))?;
-    Ok(bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(text.as_bytes()))
 }
