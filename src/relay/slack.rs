@@ -58,6 +58,10 @@ const READ_FOR: Duration = Duration::from_secs(5);
 /// Block Kit's limits: a section's text, a button's label.
 const TEXT_LIMIT: usize = 2900;
 const LABEL_LIMIT: usize = 70;
+/// How a connection shared with another program is said, and how many `hello`s in a row
+/// must say so.
+const OTHERS: &str = "Slack counts";
+const OTHERS_TRIES: u32 = 3;
 /// The methods that read their arguments from a form, not from JSON.
 const FORM_METHODS: &[&str] = &["apps.connections.open", "conversations.replies"];
 
@@ -174,7 +178,36 @@ impl Slack {
 
     /// Opens the Socket Mode connection: `apps.connections.open`, the websocket, its
     /// `hello`; then the open cards' threads are read for what came while away.
+    ///
+    /// Slack spreads an app's events over all its open connections, so a second program
+    /// holding one (a relay of another ledger with the same app) would take and refuse
+    /// half of this ledger's clicks, and this relay its. Each `hello` says how many
+    /// connections the app holds: more than this one, a few seconds apart (a connection
+    /// of ours just closed may still be counted), and the relay ends saying so before it
+    /// reads any event.
     fn connect(&self, ledger: &mut Ledger) -> Res<WebSocket<Box<dyn Stream>>> {
+        let mut tries = 0;
+        let socket = loop {
+            let (mut socket, open) = self.open()?;
+            if open <= 1 {
+                break socket;
+            }
+            let _ = socket.close(None);
+            let _ = socket.flush();
+            tries += 1;
+            if tries == OTHERS_TRIES {
+                return Err(format!(
+                    "{OTHERS} {open} Socket Mode connections of this app, {tries} times in a row"
+                ));
+            }
+            std::thread::sleep(Duration::from_secs(2 * u64::from(tries)));
+        };
+        self.catch_up(ledger)?;
+        Ok(socket)
+    }
+
+    /// One Socket Mode connection up to its `hello`, with the app's connections it counts.
+    fn open(&self) -> Res<(WebSocket<Box<dyn Stream>>, u64)> {
         let opened = self.call("apps.connections.open", &json!({}), true)?;
         let url = opened["url"]
             .as_str()
@@ -186,7 +219,8 @@ impl Slack {
                 Ok(Message::Text(text)) => {
                     let frame: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
                     if frame["type"] == "hello" {
-                        break;
+                        let open = frame["num_connections"].as_u64().unwrap_or(1);
+                        return Ok((socket, open));
                     }
                 }
                 Ok(_) => {}
@@ -198,8 +232,6 @@ impl Slack {
                 Err(e) => return Err(format!("the Socket Mode connection: {e}")),
             }
         }
-        self.catch_up(ledger)?;
-        Ok(socket)
     }
 
     /// Replies in open cards' threads since the read position, each through the core (a
@@ -460,6 +492,10 @@ impl super::Channel for Slack {
             }
             Err(why) => Err(why),
         }
+    }
+
+    fn read_by_another(&self, why: &str) -> bool {
+        why.starts_with(OTHERS)
     }
 
     fn poll(&self, ledger: &mut Ledger, key: &ButtonKey) -> Res<()> {

@@ -868,3 +868,53 @@ fn relay_slack_a_thread_reply_also_sent_to_the_channel_is_recorded() {
     assert_eq!(q["answered_by"], me.as_str());
     assert_eq!(q["answer"], "Ledger");
 }
+
+#[test]
+fn relay_slack_one_app_on_two_ledgers_relays_ends_the_second_before_it_reads_an_event() {
+    let t = StandIn::start();
+    let first_ledger = Ledger::new();
+    let second_ledger = Ledger::new();
+    people(&first_ledger);
+    people(&second_ledger);
+    let id = options(&first_ledger, "design", "Which database?");
+    let mut first = Relay::slack(&first_ledger, &t.url, &[]);
+    let card = card(&t, ME, id);
+    t.until("the first relay's connection", |s| {
+        (s.open == 1).then_some(())
+    });
+    // Slack would spread the app's events over both connections: each relay would take
+    // and refuse the other's clicks. The second sees two in its `hello`, and ends.
+    let mut second = Relay::slack(&second_ledger, &t.url, &[]);
+    let end = Instant::now() + Duration::from_secs(30);
+    let (status, stdout) = loop {
+        if let Some(ended) = second.ended() {
+            break ended;
+        }
+        assert!(first.ended().is_none(), "the first relay ended");
+        assert!(Instant::now() < end, "both relays hold the one app");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    let error: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error["error_code"], "conflict", "{error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(message.contains("another program reads"), "{message}");
+    assert!(
+        message.contains("Slack counts 2 Socket Mode connections"),
+        "{message}"
+    );
+    // The first relay kept its connection and its clicks.
+    t.until("the second connection closed", |s| {
+        (s.open == 1).then_some(())
+    });
+    let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
+    assert!(t.answer_to(&click).starts_with("recorded"));
+    assert_eq!(first_ledger.question(id)["answer"], "SQLite");
+    assert!(first.ended().is_none(), "the first relay ended");
+    let none = second_ledger.command().arg("events").output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&none.stdout).contains("\"refused\""),
+        "the second relay heard an event"
+    );
+    assert_eq!(first.stop().code(), Some(0));
+}

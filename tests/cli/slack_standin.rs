@@ -6,7 +6,9 @@
 //! Mode on a websocket: `hello` on connecting, envelopes (`events_api`, `interactive`) with
 //! `envelope_id` and `retry_attempt`, redelivered with `retry_attempt` + 1 when not
 //! acknowledged (`{"envelope_id": …}`) within 3 s, and `disconnect` with
-//! `reason: refresh_requested` on demand. Envelopes go to the newest connection.
+//! `reason: refresh_requested` on demand. As Slack does, an app may hold several
+//! connections at once: each `hello` says how many (`num_connections`), and an envelope
+//! goes to whichever open connection takes it first.
 //! `chat.postMessage` to a user the app cannot write to answers as Slack does, HTTP 200
 //! with `ok: false` and its error (`cannot_dm_bot` for a bot user, `channel_not_found`
 //! for an id the workspace does not know); a section's text over 3000 characters is
@@ -52,8 +54,9 @@ pub(crate) struct State {
     /// `channel_not_found`), and the posts refused so.
     pub undeliverable: Vec<(String, String)>,
     pub refused_posts: Vec<String>,
-    /// Websocket connections made so far; the newest gets the envelopes.
+    /// Websocket connections made so far, and those open now.
     pub connections: u64,
+    pub open: usize,
     /// Control frames for the newest connection (`disconnect`).
     outbox: Vec<Value>,
     next_ts: u64,
@@ -318,14 +321,25 @@ fn socket(stream: TcpStream, shared: &Shared) {
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(30)));
     let (lock, cv) = &**shared;
-    let mine = {
+    let (mine, open) = {
         let mut s = lock.lock().unwrap();
         s.connections += 1;
+        s.open += 1;
         s.outbox.clear();
         cv.notify_all();
-        s.connections
+        (s.connections, s.open)
     };
-    let hello = json!({"type": "hello", "num_connections": 1,
+    /// Counts the connection closed however its thread ends.
+    struct Open<'a>(&'a Shared);
+    impl Drop for Open<'_> {
+        fn drop(&mut self) {
+            let (lock, cv) = &**self.0;
+            lock.lock().unwrap_or_else(|p| p.into_inner()).open -= 1;
+            cv.notify_all();
+        }
+    }
+    let _open = Open(shared);
+    let hello = json!({"type": "hello", "num_connections": open,
         "debug_info": {"host": "applink-stand-in"}, "connection_info": {"app_id": "A0TEST"}});
     if ws
         .send(tungstenite::Message::text(hello.to_string()))
@@ -336,12 +350,12 @@ fn socket(stream: TcpStream, shared: &Shared) {
     loop {
         let out: Vec<Value> = {
             let mut s = lock.lock().unwrap();
-            if s.connections != mine {
-                drop(s);
-                let _ = ws.close(None);
-                return;
-            }
-            let mut out = std::mem::take(&mut s.outbox);
+            // Control frames are for the newest connection.
+            let mut out = if s.connections == mine {
+                std::mem::take(&mut s.outbox)
+            } else {
+                Vec::new()
+            };
             let now = Instant::now();
             for e in &mut s.envelopes {
                 let due = !e.acked
