@@ -219,7 +219,12 @@ fn deliver(
         }
         match channel.send_card(&card) {
             Ok(reference) => {
-                relay::card_sent(ledger, card.delivery.id, &reference)?;
+                if let Err(e) = relay::card_sent(ledger, card.delivery.id, &reference) {
+                    // Unrecorded, the card would stay live beside the copy sent next time,
+                    // which alone is closed when its question settles: it is closed now.
+                    let _ = channel.close_card(&unrecorded(card, reference));
+                    return Err(e);
+                }
                 reached(failing, kind, who);
             }
             Err(why) => failed(failing, who, || {
@@ -257,6 +262,19 @@ fn deliver(
         }
     }
     Ok(())
+}
+
+/// The closing of a card sent but not recorded in the ledger: its buttons go, and it
+/// says a copy follows.
+fn unrecorded(card: relay::Card, reference: String) -> relay::Closing {
+    let mut delivery = card.delivery;
+    delivery.message_ref = Some(reference);
+    relay::Closing {
+        delivery,
+        question: Some(card.question),
+        words: "not recorded in the ledger, so this card answers nothing; a new card follows"
+            .to_string(),
+    }
 }
 
 /// Holds the channel's lease (waiting while another relay holds it) and reads it.

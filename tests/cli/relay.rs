@@ -1191,3 +1191,53 @@ fn relay_one_bot_on_two_ledgers_relays_ends_one_with_a_clear_error() {
     assert!(message.contains("another program reads"), "{message}");
     assert!(message.contains("409"), "{message}");
 }
+
+#[test]
+fn relay_a_card_sent_but_not_recorded_is_closed_so_that_one_copy_alone_is_live() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    let id = options(&l, "design", "Which database?");
+    // The first card goes out and the ledger cannot record it: the relay ends (to be
+    // started again), and the copy it could not record is closed first.
+    let mut first = Relay::telegram(&l, &t.url, &[("QUESTIONS_TEST_FAIL", "card-sent")]);
+    let end = Instant::now() + Duration::from_secs(15);
+    let (status, _) = loop {
+        if let Some(ended) = first.ended() {
+            break ended;
+        }
+        assert!(Instant::now() < end, "the relay went on without its record");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{}", first.stderr());
+    let sent = t.with(|s| s.messages.clone());
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["edited"], true, "{sent:?}");
+    assert!(sent[0].get("reply_markup").is_none(), "{sent:?}");
+    assert!(
+        sent[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("answers nothing"),
+        "{sent:?}"
+    );
+    // Started again, it sends the cards anew: one live copy each for me and bob.
+    let _second = Relay::telegram(&l, &t.url, &[]);
+    let live = |s: &crate::telegram_standin::State, chat: i64| -> Option<Value> {
+        s.messages
+            .iter()
+            .find(|m| m["chat"]["id"] == chat && m.get("reply_markup").is_some())
+            .cloned()
+    };
+    let (mine, _) = t.until("both cards sent again", |s| {
+        Some((live(s, ME)?, live(s, BOB)?))
+    });
+    let click = t.click(ME, &mine, &button(&mine, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
+    // Every copy anyone holds is closed: none is left with buttons.
+    t.until("every copy closed", |s| {
+        (s.messages.len() == 3 && s.messages.iter().all(|m| m.get("reply_markup").is_none()))
+            .then_some(())
+    });
+}

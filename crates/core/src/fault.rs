@@ -40,6 +40,18 @@ pub fn point(point: &str) {
     let _ = point;
 }
 
+/// Whether the suite makes the call fail at `point`, as on a ledger that cannot be
+/// written for a moment: `QUESTIONS_TEST_FAIL` names the point. Never in a release build.
+pub fn fails(point: &str) -> bool {
+    #[cfg(debug_assertions)]
+    return std::env::var_os("QUESTIONS_TEST_FAIL").is_some_and(|p| p == point);
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = point;
+        false
+    }
+}
+
 /// Whether a write of this call has committed (see `committed`).
 pub fn has_committed() -> bool {
     COMMITTED.load(Ordering::SeqCst)

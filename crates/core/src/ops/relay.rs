@@ -1096,6 +1096,11 @@ pub fn cards_to_send(
 
 /// A card was sent: the provider's reference to its message.
 pub fn card_sent(ledger: &mut Ledger, delivery: i64, message_ref: &str) -> Result<()> {
+    if crate::fault::fails("card-sent") {
+        return Err(Error::db(
+            "the ledger could not be written (QUESTIONS_TEST_FAIL)",
+        ));
+    }
     let now = clock::now();
     ledger.write(|tx| tx.set_delivery(delivery, "open", Some(message_ref), &now))
 }
