@@ -111,15 +111,6 @@ function must(ctx, args) {
   return run.json;
 }
 
-/** The person the run's initiator is, through `people link NAME github:LOGIN`; else the
- *  `github:<login>` identity itself, which names no approver. */
-function requesterFor(ctx, login) {
-  const identity = `github:${login.toLowerCase()}`;
-  const people = must(ctx, ["people", "list"]);
-  const link = (people.links ?? []).find((l) => l.identity === identity);
-  return link ? link.person : identity;
-}
-
 /** The inputs, checked, and the `questions log` arguments they make. */
 function logArgs(env, inputs, requester) {
   const args = ["log", "--stage", inputs.stage, "--question", inputs.question];
@@ -309,10 +300,14 @@ export async function run(env = process.env) {
     // Only GitHub's logins have an identity kind (github:<login>); elsewhere the
     // requester is whoever logs the approval, as on the command line.
     const login = platform === "github" ? env.GITHUB_ACTOR || "" : "";
-    const requester = inputs.approvers.length > 0 && login ? requesterFor(ctx, login) : "";
-    if (requester) console.log(`questions gate: ${login} started the run, so ${requester} may not approve it`);
+    // The ledger names the person `people link NAME github:LOGIN` links the login to as
+    // the requester (else the identity itself, which names no approver): the action
+    // needs no read of the people, which an agent token may not make.
+    const requester = inputs.approvers.length > 0 && login ? `github:${login.toLowerCase()}` : "";
 
     const logged = must(ctx, logArgs(env, inputs, requester));
+    const asked = logged.question?.approval?.requester;
+    if (requester && asked) console.log(`questions gate: ${login} started the run, so ${asked} may not approve it`);
     const id = String(logged.question_id);
     console.log(`questions gate: question ${id} in stage '${inputs.stage}'; waiting up to ${inputs.timeout}s`);
 

@@ -749,3 +749,137 @@ fn the_workflow_examples_pass_actionlint() {
         );
     }
 }
+
+/// `who`'s command line against the ledger's server, holding `token`.
+fn over_the_wire(l: &Ledger, base: &str, token: &str, args: &[&str]) -> (i32, Value) {
+    let out = bare_command(l.dir.path())
+        .env("QUESTIONS_DB", base)
+        .env("QUESTIONS_TOKEN", token)
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("HTTP_PROXY")
+        .env_remove("ALL_PROXY")
+        .args(args)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json)
+}
+
+#[test]
+fn unpooled_the_action_on_the_ledgers_server_with_an_agent_token_keeps_the_initiator_from_approving(
+) {
+    crate::unpooled!();
+    let l = Ledger::new();
+    l.ok(["group", "create", "people", "--admins", &me(&l)]);
+    l.ok(["people", "link", "alice", "github:OctoCat"]);
+    let token = |args: &[&str]| -> String {
+        let mut all = vec!["token", "create"];
+        all.extend_from_slice(args);
+        l.ok(all)["token"].as_str().unwrap().to_string()
+    };
+    let agent = token(&["ci-runner", "--agent", "--stages", "ci-*"]);
+    let phones: Vec<String> = ["alice", "bob", "carol"]
+        .iter()
+        .map(|p| token(&[&format!("{p}-phone"), "--person", p]))
+        .collect();
+    let s = crate::serve::Served::start(&l, &[]);
+    let base = s.base();
+    // The job reaches nothing but the ledger's server, with a token that can never vote;
+    // it reads no people (an agent token may not), yet the initiator's person is named.
+    let Some(mut job) = start_action(
+        &l,
+        &[
+            ("ledger", &base),
+            ("token", &agent),
+            ("stage", "ci-deploy"),
+            ("question", "Deploy v2?"),
+            ("approvers", "alice,bob,carol"),
+            ("min", "2"),
+            ("timeout", "120"),
+        ],
+        &[("GITHUB_ACTOR", "octocat"), ("NO_PROXY", "127.0.0.1")],
+    ) else {
+        return;
+    };
+    let q = job.logged(&l, "ci-deploy");
+    assert_eq!(q["approval"]["requester"], "alice", "{q}");
+    let id = q["id"].as_i64().unwrap().to_string();
+    let (code, json) = over_the_wire(&l, &base, &phones[0], &["approve", "--id", &id]);
+    assert_eq!(
+        (code, &json["error_code"]),
+        (2, &"forbidden".into()),
+        "{json}"
+    );
+    for phone in &phones[1..] {
+        let (code, json) = over_the_wire(&l, &base, phone, &["approve", "--id", &id]);
+        assert_eq!(code, 0, "{json}");
+    }
+    let done = job.finish();
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    assert!(
+        done.stdout
+            .contains("octocat started the run, so alice may not approve it"),
+        "{}",
+        done.stdout
+    );
+    let out = done.outputs();
+    assert_eq!(out["decision"], "approved");
+    assert_eq!(out["answered-by"], "bob,carol");
+    assert_eq!(out["channel"], "api");
+    // The token: masked, and nowhere else in the log.
+    assert_eq!(
+        done.stdout.matches(agent.as_str()).count(),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert!(done.stdout.contains(&format!("::add-mask::{agent}")));
+}
+
+#[test]
+fn the_action_fails_on_a_decline_with_its_reason_and_passes_on_a_skip() {
+    let l = Ledger::new();
+    for (stage, act, code) in [
+        (
+            "declined",
+            ["decline", "--reason", "ask after the freeze"],
+            1,
+        ),
+        ("skipped", ["skip", "--reason", "not needed this time"], 0),
+    ] {
+        let Some(mut job) = start_action(
+            &l,
+            &[
+                ("stage", stage),
+                ("question", "Run the migration?"),
+                ("options", "yes,no"),
+                ("timeout", "120"),
+            ],
+            &[],
+        ) else {
+            return;
+        };
+        let id = job.logged(&l, stage)["id"].as_i64().unwrap().to_string();
+        l.ok([act[0], "--id", &id, act[1], act[2]]);
+        let done = job.finish();
+        assert_eq!(done.code, code, "{}", done.stdout);
+        let out = done.outputs();
+        assert_eq!(out["decision"], stage, "{out:?}");
+        assert_eq!(out["reason"], act[2]);
+        assert_eq!(out["question-id"], id);
+        let summary = done.file("summary");
+        assert!(
+            summary.contains(&format!("{stage} “Run the migration?”")),
+            "{summary}"
+        );
+        if code == 1 {
+            assert!(
+                done.stdout
+                    .contains(&format!("::error::declined: {}", act[2])),
+                "{}",
+                done.stdout
+            );
+        }
+    }
+}

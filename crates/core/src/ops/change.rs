@@ -73,6 +73,8 @@ fn log_in(
     allow_duplicate: bool,
     now: &str,
 ) -> Result<(Question, bool)> {
+    let linked = requester_linked(tx, new)?;
+    let new = linked.as_ref().unwrap_or(new);
     if !allow_duplicate {
         if let Some(same) = tx.find_same(&new.stage, new.group_name.as_deref(), &new.question)? {
             same_kind(&same, new)?;
@@ -97,6 +99,35 @@ fn log_in(
         q.ok_or_else(|| Error::db("a logged question was not written"))?,
         true,
     ))
+}
+
+/// `new` with its approval's requester named as the person a channel identity is linked
+/// to (`github:octocat` → `alice`, through `people link`), so that a CI job's initiator,
+/// known to it only by login, never votes on what their run asked; none when there is
+/// nothing to change. An identity linked to nobody stays the requester, and names no
+/// approver.
+fn requester_linked(tx: &Tx, new: &NewQuestion) -> Result<Option<NewQuestion>> {
+    let Some(approval) = &new.approval else {
+        return Ok(None);
+    };
+    if !approval.requester.contains(':') {
+        return Ok(None);
+    }
+    let Ok(identity) = super::relay::channel_identity(&approval.requester) else {
+        return Ok(None);
+    };
+    let Some(person) = tx.person_of(&identity)? else {
+        return Ok(None);
+    };
+    let mut linked = approval.clone();
+    if linked.logged_by.as_deref() == Some(person.as_str()) {
+        linked.logged_by = None;
+    }
+    linked.requester = person;
+    Ok(Some(NewQuestion {
+        approval: Some(linked),
+        ..new.clone()
+    }))
 }
 
 /// An approval is never merged with a question that is not the same approval (its
