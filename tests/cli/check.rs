@@ -1,3 +1,4 @@
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -374,4 +375,56 @@ fn postgres_only_a_waiting_check_behind_a_locked_table_ends_on_its_timeout() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(took < Duration::from_secs(20), "took {took:?}: {run:?}");
     assert!(run.stderr.contains("lock"), "{run:?}");
+}
+
+#[test]
+fn a_wait_on_ids_ends_when_they_are_declined_and_a_stage_wait_goes_on() {
+    let l = Ledger::new();
+    let declined = l.log("release", "Ship on Friday?");
+    let other = l.log("release", "Which changelog?");
+    // The named question is waited for while pending; declined, the wait ends: only an
+    // answer forced over the decline could change what was asked by these ids.
+    let wait = Pause::new(l.dir.path(), "wait");
+    let waiter = std::process::Command::new(BIN)
+        .env("QUESTIONS_TEST_PAUSE", &wait.env)
+        .env_remove("QUESTIONS_DB")
+        .args(["--db"])
+        .arg(l.db())
+        .args([
+            "check",
+            "--ids",
+            &declined.to_string(),
+            "--wait",
+            "--timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait.reached();
+    l.ok([
+        "decline",
+        "--id",
+        &declined.to_string(),
+        "--reason",
+        "not on a Friday",
+    ]);
+    wait.release();
+    let out = waiter.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{doc}");
+    assert_eq!(doc["gate"], "fail");
+    assert_eq!(doc["timed_out"], Value::Null, "{doc}");
+    assert_eq!(doc["declined"][0]["reason"], "not on a Friday");
+    // A stage's wait goes on: its questions may be asked again under new ids. Answered
+    // but still declined, it times out.
+    l.ok([
+        "answer",
+        "--id",
+        &other.to_string(),
+        "--answer",
+        "the short one",
+    ]);
+    let run = l.run(["check", "--stage", "release", "--wait", "--timeout", "0.5"]);
+    assert_eq!(run.json["timed_out"], true, "{run:?}");
 }

@@ -145,8 +145,18 @@ pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
             return unknown_stage(ledger, req, considered, &names).map(Step::Done);
         }
         let gate = Gate::over(&considered);
-        // A rejected approval never passes: waiting longer cannot help.
-        let settled_fail = approvals.iter().any(|a| a.state == ApprovalState::Rejected);
+        // A rejected approval never passes: waiting longer cannot help. Nor can it for
+        // questions named by id, none pending, one declined: a question asked again is
+        // another id, so only an answer forced over the decline would change the gate.
+        let declined_for_good = req.ids.is_some()
+            && !considered
+                .iter()
+                .any(|q| q.required && q.state.status == Status::Pending)
+            && considered
+                .iter()
+                .any(|q| q.required && q.state.status == Status::Declined);
+        let settled_fail =
+            declined_for_good || approvals.iter().any(|a| a.state == ApprovalState::Rejected);
         // A stage never heard of does not pass a wait: nothing in it was settled.
         let passes = gate.passes() && known != Some(false);
         let done = passes || !waits || settled_fail;
