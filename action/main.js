@@ -2,8 +2,10 @@
 // person's answer with `questions check --wait`, and reports the decision as the CI
 // system's outputs. The gate itself is the binary's: this file only translates inputs
 // into its arguments and its JSON into outputs, so it needs no npm package and no build
-// step. It makes no network call of its own (it imports no HTTP module): the binary is the
-// only thing that reaches the ledger, and it never calls GitHub's API.
+// step. The binary is the only thing that reaches the ledger, and it never calls GitHub's
+// API. The action's one network call of its own comes first, before anything is logged:
+// with no `questions` on PATH (nor QUESTIONS_BINARY), it downloads the release's static
+// binary for the runner and checks it against the release's SHA-256.
 //
 // One file serves three CI systems, told apart by their environments:
 //   GitHub Actions  inputs INPUT_*, outputs to $GITHUB_OUTPUT, a line in $GITHUB_STEP_SUMMARY
@@ -11,8 +13,9 @@
 //   Buildkite       inputs QUESTIONS_GATE_*, outputs as `buildkite-agent meta-data set`
 
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { appendFileSync, realpathSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { appendFileSync, chmodSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 /** The decisions that fail the step; `answered`, `approved` and `skipped` pass it. */
@@ -109,6 +112,74 @@ function must(ctx, args) {
     throw new GateError(`questions ${args[0]} failed: ${why}`);
   }
   return run.json;
+}
+
+/** The release targets, by Node's platform and architecture. */
+const TARGETS = {
+  "linux x64": "x86_64-unknown-linux-musl",
+  "linux arm64": "aarch64-unknown-linux-musl",
+  "darwin x64": "x86_64-apple-darwin",
+  "darwin arm64": "aarch64-apple-darwin",
+};
+
+/** Whether `name` is an executable on the PATH of `env`. */
+function onPath(env, name) {
+  return (env.PATH ?? "").split(delimiter).some((dir) => dir !== "" && existsSync(join(dir, name)));
+}
+
+/**
+ * The binary to run: QUESTIONS_BINARY, else `questions` on PATH, else the release's static
+ * binary for this runner, downloaded once into the runner's temporary folder and checked
+ * against the SHA-256 the release publishes beside it. The release is the action's own
+ * (`GITHUB_ACTION_REPOSITORY`, the version of its ref or the `version` input), or
+ * QUESTIONS_RELEASE_URL (a mirror: the folder holding the archive and its .sha256).
+ */
+async function binaryFor(env) {
+  if (env.QUESTIONS_BINARY) return env.QUESTIONS_BINARY;
+  if (onPath(env, "questions")) return "questions";
+  const target = TARGETS[`${process.platform} ${process.arch}`];
+  if (!target) {
+    throw new GateError(`no release binary for ${process.platform} ${process.arch}: put questions on PATH, or set QUESTIONS_BINARY`);
+  }
+  const version = (input(env, "version") || env.GITHUB_ACTION_REF || "").replace(/^v/, "");
+  if (!/^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$/.test(version)) {
+    throw new GateError(`the version '${version}' names no release: set the action's version input (e.g. 0.1.0), or put questions on PATH`);
+  }
+  const base = env.QUESTIONS_RELEASE_URL
+    || (env.GITHUB_ACTION_REPOSITORY
+      ? `https://github.com/${env.GITHUB_ACTION_REPOSITORY}/releases/download/v${version}`
+      : "");
+  if (!base) throw new GateError("no release to download from: put questions on PATH, or set QUESTIONS_BINARY");
+  const name = `questions-${version}-${target}`;
+  const folder = join(env.RUNNER_TEMP || env.TMPDIR || "/tmp", name);
+  const binary = join(folder, name, "questions");
+  if (existsSync(binary)) return binary;
+  const get = async (file) => {
+    let reply;
+    try {
+      reply = await fetch(`${base.replace(/\/$/, "")}/${file}`);
+    } catch (e) {
+      throw new GateError(`cannot download ${file}: ${e.cause?.message ?? e.message}`);
+    }
+    if (!reply.ok) throw new GateError(`cannot download ${file}: HTTP ${reply.status}`);
+    return Buffer.from(await reply.arrayBuffer());
+  };
+  const archive = await get(`${name}.tar.gz`);
+  const published = (await get(`${name}.tar.gz.sha256`)).toString("utf8").trim().split(/\s+/)[0].toLowerCase();
+  const actual = createHash("sha256").update(archive).digest("hex");
+  if (published !== actual) {
+    throw new GateError(`${name}.tar.gz does not match its published SHA-256 (${published || "none"}, the download is ${actual}): not run`);
+  }
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, `${name}.tar.gz`);
+  writeFileSync(file, archive);
+  const unpacked = spawnSync("tar", ["-xzf", file, "-C", folder], { encoding: "utf8" });
+  if (unpacked.status !== 0 || !existsSync(binary)) {
+    throw new GateError(`cannot unpack ${name}.tar.gz: ${unpacked.stderr || unpacked.error?.message || "no questions in it"}`);
+  }
+  chmodSync(binary, 0o755);
+  console.log(`questions gate: questions ${version} for ${target}, its SHA-256 checked`);
+  return binary;
 }
 
 /** The inputs, checked, and the `questions log` arguments they make. */
@@ -282,7 +353,7 @@ function fail(ctx, message) {
 /** The gate: log, wait, report. Sets process.exitCode to 1 when the step fails. */
 export async function run(env = process.env) {
   const platform = platformOf(env);
-  const ctx = { env, platform, binary: env.QUESTIONS_BINARY || "questions" };
+  const ctx = { env, platform, binary: "questions" };
   try {
     const ledger = input(env, "ledger");
     const token = input(env, "token");
@@ -297,6 +368,7 @@ export async function run(env = process.env) {
     if (token) ctx.childEnv.QUESTIONS_TOKEN = token;
 
     const inputs = readInputs(env);
+    ctx.binary = await binaryFor(env);
     // Only GitHub's logins have an identity kind (github:<login>); elsewhere the
     // requester is whoever logs the approval, as on the command line.
     const login = platform === "github" ? env.GITHUB_ACTOR || "" : "";

@@ -883,3 +883,158 @@ fn the_action_fails_on_a_decline_with_its_reason_and_passes_on_a_skip() {
         }
     }
 }
+
+/// A release folder on loopback, as GitHub serves one: `questions-VERSION-TARGET.tar.gz`
+/// holding this build's binary, and its `.sha256` (`sha256` in place of the true one when
+/// given); the URL, and the paths asked for.
+fn release(sha256: Option<&str>) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, Write};
+    let version = env!("CARGO_PKG_VERSION");
+    let target = match std::env::consts::ARCH {
+        "aarch64" => "aarch64-unknown-linux-musl",
+        _ => "x86_64-unknown-linux-musl",
+    };
+    let name = format!("questions-{version}-{target}");
+    let dir = tempfile::tempdir().unwrap().keep();
+    std::fs::create_dir(dir.join(&name)).unwrap();
+    std::fs::copy(BIN, dir.join(&name).join("questions")).unwrap();
+    let archive = format!("{name}.tar.gz");
+    let packed = Command::new("tar")
+        .current_dir(&dir)
+        .args(["-czf", &archive, &name])
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    let bytes = std::fs::read(dir.join(&archive)).unwrap();
+    let sum = sha256.map_or_else(
+        || {
+            use sha2::Digest;
+            sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        },
+        str::to_string,
+    );
+    let files = std::collections::HashMap::from([
+        (format!("/v{version}/{archive}"), bytes),
+        (
+            format!("/v{version}/{archive}.sha256"),
+            format!("{sum}  {archive}\n").into_bytes(),
+        ),
+    ]);
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v{version}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::clone(&asked);
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+            seen.lock().unwrap().push(path.clone());
+            let reply = match files.get(&path) {
+                Some(body) => {
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend_from_slice(body);
+                    r
+                }
+                None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = stream.write_all(&reply);
+        }
+    });
+    (url, asked)
+}
+
+/// PATH with node (and tar) but no `questions`.
+fn path_without_questions() -> String {
+    let node = Command::new("sh")
+        .args(["-c", "command -v node"])
+        .output()
+        .unwrap();
+    let node = PathBuf::from(String::from_utf8_lossy(&node.stdout).trim());
+    format!("{}:/usr/bin:/bin", node.parent().unwrap().display())
+}
+
+#[test]
+fn sqlite_only_the_action_downloads_the_release_binary_checked_against_its_sha256() {
+    crate::sqlite_only!();
+    let l = Ledger::new();
+    let (url, asked) = release(None);
+    let path = path_without_questions();
+    let temp = tempfile::tempdir().unwrap();
+    let runner_temp = temp.path().to_str().unwrap();
+    let Some(mut job) = start_action(
+        &l,
+        &[("stage", "fetch"), ("question", "Go?"), ("timeout", "120")],
+        &[
+            ("QUESTIONS_BINARY", ""),
+            ("QUESTIONS_RELEASE_URL", &url),
+            ("GITHUB_ACTION_REF", concat!("v", env!("CARGO_PKG_VERSION"))),
+            ("PATH", &path),
+            ("RUNNER_TEMP", runner_temp),
+        ],
+    ) else {
+        return;
+    };
+    let id = job.logged(&l, "fetch")["id"].as_i64().unwrap();
+    l.ok(["answer", "--id", &id.to_string(), "--answer", "yes"]);
+    let done = job.finish();
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    assert!(
+        done.stdout.contains("its SHA-256 checked"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(done.outputs()["decision"], "answered");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked.iter().all(|p| p.contains("-linux-musl.tar.gz")),
+        "{asked:?}"
+    );
+
+    // A download that is not what the release published is never run.
+    let (url, _) = release(Some(&"0".repeat(64)));
+    let Some(job) = start_action(
+        &l,
+        &[
+            ("stage", "tampered"),
+            ("question", "Go?"),
+            ("timeout", "120"),
+        ],
+        &[
+            ("QUESTIONS_BINARY", ""),
+            ("QUESTIONS_RELEASE_URL", &url),
+            ("INPUT_VERSION", env!("CARGO_PKG_VERSION")),
+            ("PATH", &path),
+            ("RUNNER_TEMP", &format!("{runner_temp}/another")),
+        ],
+    ) else {
+        return;
+    };
+    let done = job.finish();
+    assert_eq!(done.code, 1, "{}", done.stdout);
+    assert!(
+        done.stdout.contains("does not match its published SHA-256"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        l.ok(["list", "--stage", "tampered"])["questions"],
+        serde_json::json!([])
+    );
+}
