@@ -77,15 +77,15 @@ impl Api {
 }
 
 /// One run of a gate: its files and its process.
-struct Job {
+pub(crate) struct Job {
     dir: tempfile::TempDir,
     child: Child,
     api: Api,
 }
 
-struct Finished {
-    code: i32,
-    stdout: String,
+pub(crate) struct Finished {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
     dir: tempfile::TempDir,
 }
 
@@ -95,7 +95,7 @@ impl Finished {
     }
 
     /// $GITHUB_OUTPUT, read as the runner reads it (NAME<<DELIMITER, lines, DELIMITER).
-    fn outputs(&self) -> BTreeMap<String, String> {
+    pub(crate) fn outputs(&self) -> BTreeMap<String, String> {
         let text = self.file("output");
         let mut out = BTreeMap::new();
         let mut lines = text.lines();
@@ -134,7 +134,11 @@ fn job_command(program: &Path, api: &Api) -> Command {
 }
 
 /// The action, started by GitHub's local runner with `inputs` (INPUT_*) and `env`.
-fn start_action(l: &Ledger, inputs: &[(&str, &str)], env: &[(&str, &str)]) -> Option<Job> {
+pub(crate) fn start_action(
+    l: &Ledger,
+    inputs: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> Option<Job> {
     let local_action = installed(clients().join("local-action/node_modules/.bin/local-action"))?;
     let dir = tempfile::tempdir().unwrap();
     let api = Api::new();
@@ -176,7 +180,7 @@ fn spawn(mut cmd: Command, dir: tempfile::TempDir, api: Api) -> Job {
 
 impl Job {
     /// The question the gate logged in `stage`, once it is there.
-    fn logged(&mut self, l: &Ledger, stage: &str) -> Value {
+    pub(crate) fn logged(&mut self, l: &Ledger, stage: &str) -> Value {
         let deadline = Instant::now() + Duration::from_mins(2);
         loop {
             let listed = l.ok(["list", "--stage", stage]);
@@ -197,7 +201,7 @@ impl Job {
         }
     }
 
-    fn finish(mut self) -> Finished {
+    pub(crate) fn finish(mut self) -> Finished {
         let deadline = Instant::now() + Duration::from_mins(3);
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {
