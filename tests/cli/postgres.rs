@@ -383,3 +383,70 @@ fn a_server_that_stops_answering_after_start_up_fails_within_the_statement_bound
         .unwrap()
         .contains("QUESTIONS_PG_QUERY_TIMEOUT"));
 }
+
+/// A forwarder on loopback to the server at `port`, counting the connections made
+/// through it.
+fn counted(port: u16) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    });
+    (proxy, count)
+}
+
+/// A call that does not wait opened a second connection, a LISTEN for the waiters'
+/// herald, and took twice as long: a look costs one connection, and only a wait joins
+/// the herald.
+#[test]
+fn postgres_only_a_call_that_does_not_wait_opens_one_connection() {
+    crate::postgres_only!();
+    use std::sync::atomic::Ordering;
+    let l = Ledger::new();
+    let id = l.log("release", "Ship?");
+    let url = l.url.clone().unwrap();
+    let (head, rest) = url.split_once("@127.0.0.1:").unwrap();
+    let (port, tail) = rest.split_once('/').unwrap();
+    let (proxy, count) = counted(port.parse().unwrap());
+    let through = format!("{head}@127.0.0.1:{proxy}/{tail}");
+    let id = id.to_string();
+    let calls: [&[&str]; 7] = [
+        &["check", "--stage", "release"],
+        &["check", "--ids", &id],
+        &["list", "--stage", "release"],
+        &["answers", "--stage", "release"],
+        &["history", "--id", &id],
+        &["log", "--stage", "release", "--question", "Ship on Monday?"],
+        &["answer", "--id", &id, "--answer", "yes"],
+    ];
+    for args in calls {
+        let before = count.load(Ordering::SeqCst);
+        let run = run_against(&through, args, &[]);
+        assert!(
+            run.code <= 1 && run.json["procedure"].is_string(),
+            "{run:?}"
+        );
+        assert_eq!(
+            count.load(Ordering::SeqCst) - before,
+            1,
+            "{args:?} opened more than its own connection"
+        );
+    }
+}
