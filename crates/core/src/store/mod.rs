@@ -274,15 +274,7 @@ impl Ledger {
                 }
             }
             let engine = open_for_reading(&self.location, self.lock_wait, self.waiter.is_none())?;
-            #[cfg(feature = "postgres")]
-            let engine = match engine {
-                Engine::Postgres(mut pg) => {
-                    pg.remember(self.server_id.clone());
-                    Engine::Postgres(pg)
-                }
-                other => other,
-            };
-            self.open = Some(Open::Reading(engine));
+            self.open = Some(Open::Reading(self.known(engine)));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(engine) | Open::Writing(engine) => engine.read(f),
@@ -307,14 +299,14 @@ impl Ledger {
 
     fn write_once<T>(&mut self, f: &impl Fn(&Tx) -> Result<T>) -> Result<T> {
         if !matches!(self.open, Some(Open::Writing(_))) {
-            self.open = None;
+            self.forget_connection();
             // Nothing is written while the ledger is opened (a migration, if one runs, is
             // made again whole).
             let engine = open_for_writing(&self.location, self.lock_wait).map_err(|mut e| {
                 e.uncommitted = true;
                 e
             })?;
-            self.open = Some(Open::Writing(engine));
+            self.open = Some(Open::Writing(self.known(engine)));
         }
         crate::fault::point("before-write");
         let Some(Open::Writing(engine)) = self.open.as_mut() else {
@@ -333,11 +325,8 @@ impl Ledger {
     /// and the newest migration it has applied (0 when it does not exist).
     pub fn schema(&mut self) -> Result<(bool, i64)> {
         if self.open.is_none() {
-            self.open = Some(Open::Reading(open_for_reading(
-                &self.location,
-                self.lock_wait,
-                self.waiter.is_none(),
-            )?));
+            let engine = open_for_reading(&self.location, self.lock_wait, self.waiter.is_none())?;
+            self.open = Some(Open::Reading(self.known(engine)));
         }
         match self.open.as_mut().expect("opened just above") {
             Open::Reading(Engine::Sqlite(e)) | Open::Writing(Engine::Sqlite(e)) => {
@@ -471,23 +460,21 @@ impl Ledger {
         self.follow()?;
         match &mut self.waiter {
             #[cfg(unix)]
-            Some(Waiter::Herald(herald)) => {
-                if let Some(
-                    Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg)),
-                ) = &self.open
-                {
-                    self.server_id = pg.id();
-                }
+            Some(Waiter::Herald(_)) => {
                 // No connection held while waiting, nor a turn at one.
-                self.open = None;
-                self.turn = None;
-                herald.wait(timeout);
+                self.forget_connection();
+                if let Some(Waiter::Herald(herald)) = &mut self.waiter {
+                    herald.wait(timeout);
+                }
             }
             _ => match self.open.as_mut() {
                 Some(Open::Reading(engine) | Open::Writing(engine)) => engine.wait(timeout)?,
                 None => std::thread::sleep(timeout.min(POLL)),
             },
         }
+        // Woken by a reset (it notifies) or a change after one: the reader's next step
+        // reads the ledger there now knowing that it is another.
+        self.follow()?;
         Ok(())
     }
 
@@ -497,6 +484,13 @@ impl Ledger {
     /// found none), forgets the one open here, so that the next read or write opens the
     /// ledger there now. True when it did. A stat for a file, one query for PostgreSQL.
     pub fn follow(&mut self) -> Result<bool> {
+        // On PostgreSQL the id is a connection's to note: one is opened to note it (at a
+        // follower's first look, before anything was read) or to compare it with the id a
+        // connection closed since saw (a waiter's, or one a pooler dropped).
+        #[cfg(feature = "postgres")]
+        if self.open.is_none() && matches!(self.location, Location::Postgres { .. }) {
+            self.read_once(&|_| Ok(()))?;
+        }
         let stale = match self.open.as_mut() {
             None => false,
             Some(Open::Reading(engine) | Open::Writing(engine)) => match engine {
@@ -512,6 +506,8 @@ impl Ledger {
         };
         if stale {
             self.open = None;
+            // The ledger there now is learned anew.
+            self.server_id = None;
             self.generation += 1;
         }
         Ok(stale)
@@ -558,9 +554,31 @@ impl Ledger {
         }
     }
 
+    /// A connection opened in place of an earlier one, told the ledger's id that one saw,
+    /// so that `follow` tells a reset between the two (on PostgreSQL each connection
+    /// learns the id anew; through a pooler a reader changes connections often).
+    fn known(&self, engine: Engine) -> Engine {
+        match engine {
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(mut pg) => {
+                pg.remember(self.server_id.clone());
+                Engine::Postgres(pg)
+            }
+            other => other,
+        }
+    }
+
     /// Closes the connection (after the server dropped it, say): the next read or write
-    /// opens one anew.
+    /// opens one anew, keeping the ledger's id it saw (see `known`).
     pub fn forget_connection(&mut self) {
+        #[cfg(feature = "postgres")]
+        if let Some(Open::Reading(Engine::Postgres(pg)) | Open::Writing(Engine::Postgres(pg))) =
+            &self.open
+        {
+            if let Some(id) = pg.id() {
+                self.server_id = Some(id);
+            }
+        }
         self.open = None;
         #[cfg(all(feature = "postgres", unix))]
         {
