@@ -283,8 +283,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Error::usage(format!(
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
-                 runs log, ingest, list, check, answers, history, info, clear, answer, skip, \
-                 decline, approve and reject"
+                 runs log, ingest, list, check, answers, history, events, info, clear, \
+                 answer, skip, decline, approve and reject"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -301,6 +301,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 | Command::Ingest(_)
                 | Command::Answers(_)
                 | Command::Info
+                | Command::Events(_)
                 | Command::Approve(_)
                 | Command::Reject(_)
         );
@@ -335,6 +336,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let by_from_flag = cli.by_from_flag;
         let who = Who::new(cli.by);
         let w = &who;
+        let followed = matches!(cli.command, Command::Events(_));
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
         } else {
@@ -352,6 +354,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Ingest(args) => ingest::run(l, args),
             Command::Answers(args) => answers::run(l, args),
             Command::Info => info::run(l, found_by, &[]),
+            Command::Events(args) => events::run(l, args),
             Command::Approve(args) => approve::approve(l, by_from_flag, args),
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
             _ => Err(direct()),
@@ -370,6 +373,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 Ok(outcome)
             }
             (None, Err(e)) => Err(e),
+            // A follower printed what it read as it came (`served`).
+            (None, Ok(outcome)) if followed => Ok(outcome),
             (None, Ok(_)) => Err(unexpected()),
         }
     }
@@ -407,6 +412,21 @@ fn door(
         ));
     }
     ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// Over https:// (§15), for a command that reads more than one reply (a follower): sends
+/// `req` to the server, sent again while the server is out of reach after it answered
+/// (until `deadline`), and gives its document as it came.
+#[cfg(feature = "remote")]
+fn served(
+    req: &ops::Request,
+    deadline: Option<std::time::Instant>,
+    reach: &mut crate::remote::Reach,
+) -> Result<serde_json::Value> {
+    REMOTE.with(|r| match r.borrow().as_ref() {
+        Some(server) => server.follow(req, deadline, reach),
+        None => Err(unexpected()),
+    })
 }
 
 /// Whether this invocation's requests go to a server (`--db https://…`).

@@ -137,7 +137,7 @@ fn remote_tokens_locations_and_commands_off_the_door_fail_clearly() {
     for args in [
         &["token", "list"][..],
         &["reset", "--yes"],
-        &["events"],
+        &["accept-defaults", "--stage", "x"],
         &["render", "--stage", "x"],
     ] {
         let run = over(&l, &base, Some(&agent), args);
@@ -1027,4 +1027,236 @@ fn remote_an_answer_whose_reply_is_lost_is_sent_again_and_gets_the_first_result(
         "{again:?}"
     );
     assert_eq!(l.question(id.parse().unwrap())["answer"], "yes");
+}
+
+/// A command over `base` running in the background, its stdout read line by line.
+struct Background {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// What it has said on stderr so far.
+    said: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Background {
+    fn start(l: &Ledger, base: &str, token: &str, ca: &std::path::Path, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(BIN)
+            .current_dir(l.dir.path())
+            .env("QUESTIONS_NOW", NOW)
+            .env("QUESTIONS_DB", base)
+            .env("QUESTIONS_TOKEN", token)
+            .env("QUESTIONS_CA", ca)
+            .env_remove("QUESTIONS_TOKEN_FILE")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(std::result::Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let kept = std::sync::Arc::clone(&said);
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Background { child, lines, said }
+    }
+
+    /// Waits until it has said `text` on stderr (within a minute).
+    fn wait_to_say(&self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+        while !self.said.lock().unwrap().contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never said {text:?}: {}",
+                self.said.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The next line it prints, parsed (within a minute).
+    fn next(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_mins(1))
+            .expect("a line within a minute");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Waits for it to end: its exit code, stdout and stderr.
+    fn output(mut self) -> (Option<i32>, String, String) {
+        let status = self.child.wait().unwrap();
+        let out: Vec<String> = self.lines.iter().collect();
+        let err = self.said.lock().unwrap().clone();
+        (status.code(), out.join("\n"), err)
+    }
+
+    /// Stops it; what it said on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let said = self.said.lock().unwrap().clone();
+        said
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Kills `s` at once (SIGKILL: a crash, not a clean stop); its port.
+fn crash(s: Served) -> u16 {
+    let port = s.port;
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &s.pid().to_string()])
+        .status();
+    drop(s);
+    port
+}
+
+/// Serves the ledger on `port` again with `cert` and `key`.
+fn restart(l: &Ledger, port: u16, cert: &std::path::Path, key: &std::path::Path) -> Served {
+    served_tls(l, cert, key, &["--bind", &format!("127.0.0.1:{port}")])
+}
+
+#[test]
+fn remote_events_follow_over_https_sees_answers_given_elsewhere_and_survives_a_restart() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let first = l.log("ci-a", "Ship build 1?");
+    l.log("docs", "Outside the token's stages?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let follower = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &["events", "--follow", "--timeout", "300"],
+    );
+    let logged = follower.next();
+    assert_eq!(
+        (logged["event"].clone(), logged["question_id"].as_i64()),
+        (json!("logged"), Some(first)),
+        "{logged}"
+    );
+    assert!(logged["ledger"].is_string(), "{logged}");
+
+    // Answered by the person's token, elsewhere: the follower, waiting in a long poll,
+    // prints it (and never the question outside its stages).
+    let answered = over_tls(
+        &l,
+        &base,
+        &dana,
+        Some(&ca),
+        &["answer", "--id", &first.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let seen = follower.next();
+    assert_eq!(
+        (seen["event"].clone(), seen["answered_by"].clone()),
+        (json!("answered"), json!("dana")),
+        "{seen}"
+    );
+
+    // The server crashes and comes back at once: the follower goes on from where it was.
+    let s = restart(&l, crash(s), &leaf, &key);
+    let second = l.log("ci-a", "Ship build 2?");
+    let seen = follower.next();
+    assert_eq!(
+        (seen["event"].clone(), seen["question_id"].as_i64()),
+        (json!("logged"), Some(second)),
+        "{seen}"
+    );
+    let said = follower.stop();
+    assert!(!said.contains(&agent), "{said}");
+    drop(s);
+}
+
+#[test]
+fn remote_a_check_wait_over_https_survives_a_server_restart_and_passes_on_the_answer() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let id = l.log("ci-deploy", "Deploy?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let waiter = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &[
+            "check",
+            "--stage",
+            "ci-deploy",
+            "--wait",
+            "--timeout",
+            "300",
+        ],
+    );
+    // The waiter's first poll has reached the server once its token was used.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["token", "list"])["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["name"] != "ci-runner" || t["last_used_at"].is_null())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiter never called"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The server crashes, and is back only after the waiter has said it is out of reach.
+    let port = crash(s);
+    waiter.wait_to_say("waiting on, and trying again");
+    let s = restart(&l, port, &leaf, &key);
+    let answered = over_tls(
+        &l,
+        &s.base(),
+        &dana,
+        Some(&ca),
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let (code, out, err) = waiter.output();
+    let gate: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        (code, gate["gate"].clone()),
+        (Some(0), json!("pass")),
+        "{gate} {err}"
+    );
+    assert!(err.contains("within reach again"), "{err}");
+    assert!(!err.contains(&agent) && !out.contains(&agent));
 }

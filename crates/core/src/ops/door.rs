@@ -18,7 +18,7 @@ use super::change::{self, Act, Cleared, Defaulted, Logged, PersonsChange, Record
 use super::gate::{answers, check, AnswersReport, CheckRequest, GateReport};
 use super::interop::{import, ingest, Expiry, Imported, Ingested};
 use super::relay::{people_link, PeopleChanged};
-use super::stream::{events, Page};
+use super::stream::{events, events_after, Page};
 use super::token::{self, TokenReply, TokenRequest};
 use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
 use crate::clock;
@@ -121,11 +121,14 @@ pub enum Request {
         stage: String,
     },
     History(EventFilter),
-    /// A page of the history after `since` (`events`).
+    /// A page of the history after `since` (`events`); with `wait`, the first page that
+    /// goes past it within that time (`events --follow` over HTTPS, a long poll).
     Events {
         since: i64,
         stage: Option<String>,
         limit: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait: Option<std::time::Duration>,
     },
     Info {
         found_by: FoundBy,
@@ -320,7 +323,8 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             since,
             stage,
             limit,
-        } => Reply::Events(events(ledger, since, stage.as_deref(), limit)?),
+            wait,
+        } => Reply::Events(page(ledger, since, stage.as_deref(), limit, wait)?),
         Request::Info {
             found_by,
             also_found,
@@ -378,6 +382,20 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             Reply::Reset(reset(&location, confirmed)?)
         }
     })
+}
+
+/// A page of events, at once or within `wait`.
+fn page(
+    ledger: &mut Ledger,
+    since: i64,
+    stage: Option<&str>,
+    limit: u32,
+    wait: Option<std::time::Duration>,
+) -> Result<Page> {
+    match wait {
+        None => events(ledger, since, stage, limit),
+        Some(wait) => events_after(ledger, since, stage, limit, wait),
+    }
 }
 
 /// A change's key as the ledger keeps it: its holder's, so that no one else's key ever
@@ -496,8 +514,9 @@ fn as_agent(
             since,
             stage,
             limit,
+            wait,
         } => {
-            let mut page = events(ledger, since, stage.as_deref(), limit)?;
+            let mut page = page(ledger, since, stage.as_deref(), limit, wait)?;
             page.events.retain(|e| visible(agent, e));
             Ok(Reply::Events(page))
         }

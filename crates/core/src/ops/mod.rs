@@ -43,7 +43,8 @@ pub use crate::store::{
     Ledger, Link, Location, LockWait, StoredTask, StoredToken, TaskState, TokenRole,
 };
 pub use stream::{
-    events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,
+    events, events_after, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume,
+    Started,
 };
 
 use serde::Serialize;

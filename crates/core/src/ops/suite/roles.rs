@@ -192,6 +192,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             since: 0,
             stage: Some("prod".into()),
             limit: 100,
+            wait: None,
         },
         // A pattern is a prefix only where it ends in *.
         Request::Answers {
@@ -264,6 +265,7 @@ on_every_engine!(
                 since: 0,
                 stage: None,
                 limit: 1000,
+                wait: None,
             },
         )
         .unwrap() else {
