@@ -309,9 +309,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
             Command::Completions(args) => return completions::completions(args),
             Command::Man => return completions::man(),
-            Command::Hook(args) if args.harness != crate::cli::Harness::Pi => {
-                return Ok(hook::failed(&direct()))
-            }
+            Command::Hook(args) if args.harness == crate::cli::Harness::Pi => return Err(direct()),
+            Command::Hook(_) => {}
             _ if !on_door => return Err(direct()),
             _ => {}
         }
@@ -336,7 +335,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let by_from_flag = cli.by_from_flag;
         let who = Who::new(cli.by);
         let w = &who;
-        let followed = matches!(cli.command, Command::Events(_));
+        let followed = matches!(cli.command, Command::Events(_) | Command::Hook(_));
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
         } else {
@@ -355,6 +354,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Answers(args) => answers::run(l, args),
             Command::Info => info::run(l, found_by, &[]),
             Command::Events(args) => events::run(l, args),
+            Command::Hook(args) => Ok(hook::run(l, w, args)),
             Command::Approve(args) => approve::approve(l, by_from_flag, args),
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
             _ => Err(direct()),
@@ -373,7 +373,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 Ok(outcome)
             }
             (None, Err(e)) => Err(e),
-            // A follower printed what it read as it came (`served`).
+            // A follower printed what it read as it came, and a hook has its harness's
+            // reply (`served`, `door_reply`).
             (None, Ok(outcome)) if followed => Ok(outcome),
             (None, Ok(_)) => Err(unexpected()),
         }
@@ -427,6 +428,42 @@ fn served(
         Some(server) => server.follow(req, deadline, reach),
         None => Err(unexpected()),
     })
+}
+
+/// Sends `req` through the door and gives its reply, over https:// too (the server's
+/// document read back into it), for a command that goes on from what a request returned
+/// (the hook). Over https://, a request is sent again while its server is out of reach
+/// after it answered, until `until`.
+fn door_reply(
+    ledger: &mut Ledger,
+    caller: questions_core::ops::Caller,
+    req: ops::Request,
+    until: Option<std::time::Instant>,
+) -> Result<ops::Reply> {
+    #[cfg(feature = "remote")]
+    if is_served() {
+        let mut reach = crate::remote::Reach::default();
+        let doc = served(&req, until, &mut reach)?;
+        let read = |e: serde_json::Error| {
+            Error::new(
+                questions_core::error::ErrorCode::Unavailable,
+                format!(
+                    "the ledger's server answered with a document this version cannot read: {e}"
+                ),
+            )
+        };
+        return match req {
+            ops::Request::HarnessCall { .. } => serde_json::from_value(doc)
+                .map(ops::Reply::Call)
+                .map_err(read),
+            ops::Request::Delivered { .. } => serde_json::from_value(doc)
+                .map(ops::Reply::Delivered)
+                .map_err(read),
+            _ => Err(unexpected()),
+        };
+    }
+    let _ = until;
+    ops::call(ledger, &ops::Principal::Direct(caller), req)
 }
 
 /// Whether this invocation's requests go to a server (`--db https://…`).

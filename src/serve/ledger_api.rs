@@ -5,7 +5,7 @@
 //! what each role may do is the core's, not this file's. The answer is the request's
 //! §2 document, with the HTTP status of its error code.
 //!
-//! A wait (`check --wait`, `events --follow`) is cut at `LONGEST_WAIT`: the client sends
+//! A wait (`check --wait`, `events --follow`, `hook --wait`) is cut at `LONGEST_WAIT`: the client sends
 //! it again.
 //!
 //! A refused token is counted against the client it came from (see `limit`): past
@@ -74,6 +74,9 @@ pub(super) async fn call(
             };
         }
         Request::Events {
+            wait: Some(wait), ..
+        }
+        | Request::HarnessCall {
             wait: Some(wait), ..
         } => *wait = (*wait).min(LONGEST_WAIT),
         _ => {}

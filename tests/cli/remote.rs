@@ -1035,6 +1035,8 @@ struct Background {
     lines: std::sync::mpsc::Receiver<String>,
     /// What it has said on stderr so far.
     said: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The reader of its stderr, done at its end.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Background {
@@ -1068,14 +1070,19 @@ impl Background {
         let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
         let kept = std::sync::Arc::clone(&said);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut line = String::new();
             while err.read_line(&mut line).is_ok_and(|n| n > 0) {
                 kept.lock().unwrap().push_str(&line);
                 line.clear();
             }
         });
-        Background { child, lines, said }
+        Background {
+            child,
+            lines,
+            said,
+            reader: Some(reader),
+        }
     }
 
     /// Waits until it has said `text` on stderr (within a minute).
@@ -1104,6 +1111,9 @@ impl Background {
     fn output(mut self) -> (Option<i32>, String, String) {
         let status = self.child.wait().unwrap();
         let out: Vec<String> = self.lines.iter().collect();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
         let err = self.said.lock().unwrap().clone();
         (status.code(), out.join("\n"), err)
     }
@@ -1259,4 +1269,101 @@ fn remote_a_check_wait_over_https_survives_a_server_restart_and_passes_on_the_an
     );
     assert!(err.contains("within reach again"), "{err}");
     assert!(!err.contains(&agent) && !out.contains(&agent));
+}
+
+#[test]
+fn remote_a_hook_waits_over_https_with_an_agent_token_and_hands_over_the_person_s_answers() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "claude-code"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let event = crate::common::fixture("hooks/claude-code-2.1.330/pre_tool_use.json");
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("QUESTIONS_CA", &ca)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(["hook", "claude-code", "--wait", "120"])
+        .write_stdin(event);
+    let waiting = std::thread::spawn(move || finish(cmd));
+    // Its questions are logged by the same request that waits for them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["list"])["count"] != 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook logged nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let listed = l.ok(["list"]);
+    let ids: Vec<String> = listed["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].to_string())
+        .collect();
+    for (id, answer) in ids
+        .iter()
+        .zip([["--answer", "sqlite"], ["--select", "Search"]])
+    {
+        let run = over_tls(
+            &l,
+            &base,
+            &dana,
+            Some(&ca),
+            &["answer", "--id", id, answer[0], answer[1]],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let run = waiting.join().unwrap();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains(&agent) && !run.stderr.contains(&agent));
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    assert_eq!(
+        reply["hookSpecificOutput"]["updatedInput"]["answers"],
+        json!({
+            "Which database should we use?": "SQLite",
+            "Which features do you want?": "Search"
+        }),
+        "{reply}"
+    );
+    // The delivery is in the history, by the token.
+    let history = l.ok(["history", "--id", &ids[0]]);
+    let delivered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "delivered")
+        .unwrap_or_else(|| panic!("{history}"));
+    assert_eq!(delivered["answered_by"], "sandbox", "{delivered}");
+
+    // Outside its stages, a hook logs nothing: refused, and the harness asks itself.
+    let outside = token(&l, &["ci-only", "--agent", "--stages", "ci-*"]);
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env("QUESTIONS_TOKEN", &outside)
+        .env("QUESTIONS_CA", &ca)
+        .args(["hook", "claude-code", "--stage", "prod"])
+        .write_stdin(crate::common::fixture(
+            "hooks/claude-code-2.1.330/pre_tool_use.json",
+        ));
+    let refused = finish(cmd);
+    assert_eq!(
+        (refused.code, refused.stdout.as_str()),
+        (0, ""),
+        "{refused:?}"
+    );
+    assert!(
+        refused.stderr.contains("outside this token's stages"),
+        "{refused:?}"
+    );
+    assert_eq!(l.ok(["list", "--stage", "prod"])["count"], 0);
 }

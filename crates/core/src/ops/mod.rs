@@ -23,7 +23,9 @@ pub use change::{
     record_delivery, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll,
     NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
-pub use door::{call, AgentToken, PersonToken, Principal, Reply, Request};
+pub use door::{
+    call, AgentToken, CallKey, CallQuestions, Delivered, PersonToken, Principal, Reply, Request,
+};
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, on_notice, Seen, Step, READ_AGAIN_AFTER};
 pub use gate::{
