@@ -332,6 +332,12 @@ fn refused_tls(e: &ureq::Error) -> bool {
     }
 }
 
+/// The server's URL as a config carries it (`init`): `https://HOST[:PORT][/PREFIX]`,
+/// checked as a call checks it.
+pub(crate) fn base_of(text: &str) -> Result<String> {
+    parse(text.trim()).map(|(base, _)| base)
+}
+
 /// `https://HOST[:PORT][/PREFIX]` as the base of the API, and `HOST[:PORT]`.
 fn parse(text: &str) -> Result<(String, String)> {
     let usage = |why: &str| {

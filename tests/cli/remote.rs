@@ -1367,3 +1367,125 @@ fn remote_a_hook_waits_over_https_with_an_agent_token_and_hands_over_the_person_
     );
     assert_eq!(l.ok(["list", "--stage", "prod"])["count"], 0);
 }
+
+/// Every file under `dir`, with its text.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .unwrap()
+        .map_while(std::result::Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            found.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    found
+}
+
+#[test]
+fn remote_init_writes_hooks_that_reach_the_server_with_the_environment_s_token_and_no_file_holds_it(
+) {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "claude-code"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.path().join("questions")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let init = |args: &[&str]| -> Run {
+        let mut cmd = bare_command(project.path());
+        cmd.env("HOME", home.path())
+            .env("PATH", &path)
+            .env("QUESTIONS_TOKEN", &agent)
+            .arg("init")
+            .args(args);
+        finish(cmd)
+    };
+    for client in ["claude-code", "codex", "gemini"] {
+        let run = init(&[client, "--db", &format!("{base}/"), "--wait", "600"]);
+        assert_eq!(run.code, 0, "{client}: {run:?}");
+        let said = format!("{} {}", run.stdout, run.stderr);
+        assert!(said.contains("QUESTIONS_TOKEN"), "{client}: {said}");
+        assert!(
+            said.contains("MCP server entry is left out"),
+            "{client}: {said}"
+        );
+        assert!(!said.contains(&agent), "{client}: {said}");
+    }
+    let written = files_under(project.path())
+        .into_iter()
+        .chain(files_under(home.path()))
+        .filter(|(p, _)| !p.starts_with(project.path().join(".git")))
+        .collect::<Vec<_>>();
+    assert!(written.len() >= 3, "{written:?}");
+    for (file, text) in &written {
+        assert!(!text.contains(&agent), "{} holds the token", file.display());
+        assert!(!text.contains("mcp"), "{}: {text}", file.display());
+    }
+    let command = format!("questions --db {base} hook claude-code --wait 600");
+    let settings = std::fs::read_to_string(project.path().join(".claude/settings.json")).unwrap();
+    assert!(settings.contains(&command), "{settings}");
+    assert!(!project.path().join(".mcp.json").exists());
+    let codex = std::fs::read_to_string(project.path().join(".codex/config.toml")).unwrap();
+    assert!(
+        codex.contains(&format!("questions --db {base} hook codex --wait 600")),
+        "{codex}"
+    );
+
+    // The hook as written, run as the harness runs it: it reaches the server with the
+    // token of its environment.
+    let event = l.dir.path().join("event.json");
+    std::fs::write(
+        &event,
+        crate::common::fixture("hooks/claude-code-2.1.330/pre_tool_use.json"),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(project.path())
+        .env("PATH", &path)
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("QUESTIONS_CA", &ca)
+        .env("QUESTIONS_NOW", NOW)
+        .env_remove("QUESTIONS_DB")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(["-c", &command.replace("--wait 600", "--wait 0")])
+        .stdin(std::fs::File::open(&event).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let ran = cmd.output().unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    assert_eq!(
+        l.ok(["list", "--stage", "claude-code"])["count"],
+        2,
+        "{ran:?}"
+    );
+
+    // What cannot reach a server is refused, writing nothing.
+    for args in [
+        &["cursor", "--db", base.as_str()][..],
+        &["pi", "--db", base.as_str()],
+        &["claude-code", "--db", "https://u:p@q.example.com"],
+        &["claude-code", "--db", "http://192.0.2.1:8466"],
+    ] {
+        let run = init(args);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (2, "usage"),
+            "{args:?}: {run:?}"
+        );
+    }
+    assert!(!project.path().join(".cursor").exists());
+}
