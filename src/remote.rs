@@ -107,16 +107,28 @@ impl Remote {
         }
     }
 
-    /// One long poll of a follower (`events --follow`): a request that waits at most
-    /// `LONGEST_WAIT` on the server, sent again while the server is out of reach (a
-    /// restart, a dropped connection: said once on stderr) until `deadline`.
+    /// One request of a follower or a waiter (`events --follow`, a hook's wait), the
+    /// server's wait (at most `LONGEST_WAIT`) its own. A `patient` one is sent again
+    /// while the server is out of reach (a restart, a dropped connection: said once on
+    /// stderr) until `deadline`; another fails as any call does.
     pub(crate) fn follow(
         &self,
         req: &Request,
         deadline: Option<Instant>,
         reach: &mut Reach,
+        patient: bool,
     ) -> Result<Value> {
-        self.poll(req, poll_within(deadline), deadline, reach)
+        let wait = match req {
+            Request::Events { wait, .. } | Request::HarnessCall { wait, .. } => {
+                wait.unwrap_or_default().min(LONGEST_WAIT)
+            }
+            _ => Duration::ZERO,
+        };
+        if patient {
+            self.poll(req, wait, deadline, reach)
+        } else {
+            self.send(req, wait + CALL_TIMEOUT)
+        }
     }
 
     fn poll(

@@ -118,7 +118,7 @@ fn served(args: &EventsArgs, deadline: Option<Instant>) -> Result<Outcome> {
             limit: PAGE,
             wait,
         };
-        let page = super::served(&req, deadline, &mut reach)?;
+        let page = super::served(&req, deadline, &mut reach, args.follow)?;
         if of.as_ref().is_some_and(|of| *of != page["ledger"]) {
             if first {
                 output::note(&format!(

@@ -415,25 +415,26 @@ fn door(
     ops::call(ledger, &ops::Principal::Direct(caller), req)
 }
 
-/// Over https:// (§15), for a command that reads more than one reply (a follower): sends
-/// `req` to the server, sent again while the server is out of reach after it answered
-/// (until `deadline`), and gives its document as it came.
+/// Over https:// (§15), for a command that reads more than one reply (a follower, a
+/// waiter): sends `req` to the server, and when `patient`, again while the server is out
+/// of reach after it answered (until `deadline`); gives its document as it came.
 #[cfg(feature = "remote")]
 fn served(
     req: &ops::Request,
     deadline: Option<std::time::Instant>,
     reach: &mut crate::remote::Reach,
+    patient: bool,
 ) -> Result<serde_json::Value> {
     REMOTE.with(|r| match r.borrow().as_ref() {
-        Some(server) => server.follow(req, deadline, reach),
+        Some(server) => server.follow(req, deadline, reach, patient),
         None => Err(unexpected()),
     })
 }
 
 /// Sends `req` through the door and gives its reply, over https:// too (the server's
 /// document read back into it), for a command that goes on from what a request returned
-/// (the hook). Over https://, a request is sent again while its server is out of reach
-/// after it answered, until `until`.
+/// (the hook). Over https://, a request with an `until` is sent again while its server
+/// is out of reach after it answered, until then.
 fn door_reply(
     ledger: &mut Ledger,
     caller: questions_core::ops::Caller,
@@ -443,7 +444,7 @@ fn door_reply(
     #[cfg(feature = "remote")]
     if is_served() {
         let mut reach = crate::remote::Reach::default();
-        let doc = served(&req, until, &mut reach)?;
+        let doc = served(&req, until, &mut reach, until.is_some())?;
         let read = |e: serde_json::Error| {
             Error::new(
                 questions_core::error::ErrorCode::Unavailable,
