@@ -319,7 +319,7 @@ pub enum Command {
     Mcp(McpArgs),
     /// Serve the inbox: a page where people answer pending questions, and its JSON API
     #[command(
-        after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
+        after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\nWith --tls-cert and --tls-key it speaks HTTPS itself on the same port, and reads the two\nfiles again when they change (a renewed certificate needs no restart).\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
     )]
     Serve(ServeArgs),
     /// Approve an approval (a vote; you must be among its approvers, never its requester)
@@ -857,6 +857,12 @@ pub struct ServeArgs {
     /// only): a request with one counts as that person, and only they may vote
     #[arg(long, value_name = "FILE")]
     pub users: Option<std::path::PathBuf>,
+    /// Speak HTTPS with this certificate chain (PEM), read again when it changes
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert's certificate, read again when it changes
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// The body a webhook gets (`watch --format`; the variants' comments are not doc

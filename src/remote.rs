@@ -13,7 +13,8 @@
 //! - Every invocation draws a key of its own (`Idempotency-Key`) and sends it with each
 //!   attempt: a change sent again after a lost reply gets the first result.
 //! - A wait is a long poll of at most `LONGEST_WAIT`, sent again until the call's own
-//!   `--timeout`.
+//!   `--timeout`; a waiter whose server goes out of reach after it answered (a restart)
+//!   tries again, saying so once, until it is back or the timeout.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -91,13 +92,13 @@ impl Remote {
             return self.send(&req, CALL_TIMEOUT);
         };
         let deadline = limit.map(|l| Instant::now() + l);
+        let mut reach = Reach::default();
         loop {
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let poll = left.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT));
+            let poll = poll_within(deadline);
             if let Request::Check(check) = &mut req {
                 check.wait = Wait::Until(Some(poll));
             }
-            let doc = self.send(&req, poll + CALL_TIMEOUT)?;
+            let doc = self.poll(&req, poll, deadline, &mut reach)?;
             let timed_out = doc["timed_out"] == Value::Bool(true);
             let over = deadline.is_some_and(|d| Instant::now() >= d);
             if doc["ok"] == Value::Bool(true) || !timed_out || over {
@@ -106,13 +107,92 @@ impl Remote {
         }
     }
 
+    /// One request of a follower or a waiter (`events --follow`, a hook's wait), the
+    /// server's wait (at most `LONGEST_WAIT`) its own. A `patient` one is sent again
+    /// while the server is out of reach (a restart, a dropped connection: said once on
+    /// stderr) until `deadline`; another fails as any call does.
+    pub(crate) fn follow(
+        &self,
+        req: &Request,
+        deadline: Option<Instant>,
+        reach: &mut Reach,
+        patient: bool,
+    ) -> Result<Value> {
+        let wait = match req {
+            Request::Events { wait, .. } | Request::HarnessCall { wait, .. } => {
+                wait.unwrap_or_default().min(LONGEST_WAIT)
+            }
+            _ => Duration::ZERO,
+        };
+        if patient {
+            self.poll(req, wait, deadline, reach)
+        } else {
+            self.send(req, wait + CALL_TIMEOUT)
+        }
+    }
+
+    fn poll(
+        &self,
+        req: &Request,
+        wait: Duration,
+        deadline: Option<Instant>,
+        reach: &mut Reach,
+    ) -> Result<Value> {
+        loop {
+            let error = match self.attempt(req, wait + CALL_TIMEOUT) {
+                Ok(doc) => {
+                    if let Some((since, _)) = reach.lost.take() {
+                        crate::output::note(&format!(
+                            "the ledger's server {} is within reach again (after {:.0} s); \
+                             still waiting",
+                            self.host,
+                            since.elapsed().as_secs_f64()
+                        ));
+                    }
+                    reach.reached = true;
+                    return Ok(doc);
+                }
+                // A server that was there comes back (one that took the request and cut
+                // it, a restart, was there); one that never answered is more likely a
+                // wrong URL, and a certificate refused is refused again.
+                Err(Attempt::Cut(e)) => e,
+                Err(Attempt::Lost(e)) if reach.reached => e,
+                Err(Attempt::Lost(e) | Attempt::Final(e)) => return Err(e),
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(error);
+            }
+            let pause = match reach.lost {
+                None => {
+                    crate::output::note(&format!(
+                        "{}; waiting on, and trying again until it is back",
+                        error.message
+                    ));
+                    Duration::from_millis(250)
+                }
+                Some((_, pause)) => (pause * 2).min(MOST_BETWEEN_TRIES),
+            };
+            reach.lost = Some((reach.lost.map_or(now, |(since, _)| since), pause));
+            std::thread::sleep(deadline.map_or(pause, |d| pause.min(d - now)));
+        }
+    }
+
     /// One request, sent again (with the same key) when the connection fails.
     fn send(&self, req: &Request, within: Duration) -> Result<Value> {
+        self.attempt(req, within)
+            .map_err(|(Attempt::Cut(e) | Attempt::Lost(e) | Attempt::Final(e))| e)
+    }
+
+    /// `send`, saying whether a failure may pass when the server is back.
+    fn attempt(&self, req: &Request, within: Duration) -> std::result::Result<Value, Attempt> {
         let body = serde_json::to_string(req)
-            .map_err(|e| Error::usage(format!("cannot write the request: {e}")))?;
+            .map_err(|e| Attempt::Final(Error::usage(format!("cannot write the request: {e}"))))?;
         let url = format!("{}/v1/call", self.base);
         let mut pause = Duration::from_millis(250);
         let mut attempt = 1;
+        // Whether a try reached the server and was cut.
+        let mut cut = false;
         loop {
             let sent = self
                 .agent
@@ -133,15 +213,26 @@ impl Remote {
                         .as_reader()
                         .take(REPLY_LIMIT)
                         .read_to_string(&mut text)
-                        .map_err(|e| self.unavailable(&e.to_string()))?;
-                    return self.document(status, &text);
+                        .map_err(|e| Attempt::Lost(self.unavailable(&e.to_string())))?;
+                    // Unavailable (a server whose database is out of reach, a proxy's
+                    // page while it restarts) may pass; any other refusal is final.
+                    return self.document(status, &text).map_err(|e| {
+                        if e.code == ErrorCode::Unavailable {
+                            Attempt::Lost(e)
+                        } else {
+                            Attempt::Final(e)
+                        }
+                    });
                 }
                 Err(e) if attempt < ATTEMPTS && again(&e) => {
+                    cut |= taken_and_cut(&e);
                     std::thread::sleep(pause);
                     pause *= 2;
                     attempt += 1;
                 }
-                Err(e) => return Err(self.failed(&e)),
+                Err(e) if refused_tls(&e) => return Err(Attempt::Final(self.failed(&e))),
+                Err(e) if cut || taken_and_cut(&e) => return Err(Attempt::Cut(self.failed(&e))),
+                Err(e) => return Err(Attempt::Lost(self.failed(&e))),
             }
         }
     }
@@ -188,6 +279,51 @@ impl Remote {
     }
 }
 
+/// How a request failed: `Cut` and `Lost` may pass once the server is back (`Cut`: the
+/// server took it and the connection was cut, or did not answer in time; `Lost`: it could
+/// not be reached); `Final` will not (a certificate refused, a refusal).
+enum Attempt {
+    Cut(Error),
+    Lost(Error),
+    Final(Error),
+}
+
+/// Whether a waiter's server has answered it yet, and since when, and after what pause it
+/// is out of reach.
+#[derive(Default)]
+pub(crate) struct Reach {
+    reached: bool,
+    lost: Option<(Instant, Duration)>,
+}
+
+/// The longest pause between tries while a waiter's server is out of reach.
+const MOST_BETWEEN_TRIES: Duration = Duration::from_secs(5);
+
+/// How long the next poll waits on the server: `LONGEST_WAIT`, or what is left.
+pub(crate) fn poll_within(deadline: Option<Instant>) -> Duration {
+    deadline.map_or(LONGEST_WAIT, |d| {
+        d.saturating_duration_since(Instant::now())
+            .min(LONGEST_WAIT)
+    })
+}
+
+/// Whether the server had the connection when it failed: cut, or no answer in time
+/// (not a connection that never came about).
+fn taken_and_cut(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Io(io) => !matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused
+                | std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::AddrNotAvailable
+                | std::io::ErrorKind::HostUnreachable
+                | std::io::ErrorKind::NetworkUnreachable
+        ),
+        ureq::Error::Timeout(t) => !matches!(t, ureq::Timeout::Connect | ureq::Timeout::Resolve),
+        _ => false,
+    }
+}
+
 /// Whether a failed attempt may be sent again: the connection failed or was cut; a
 /// certificate refused, or a timeout, is not tried again.
 fn again(e: &ureq::Error) -> bool {
@@ -206,6 +342,12 @@ fn refused_tls(e: &ureq::Error) -> bool {
         ureq::Error::Io(io) => io.kind() == std::io::ErrorKind::InvalidData,
         _ => false,
     }
+}
+
+/// The server's URL as a config carries it (`init`): `https://HOST[:PORT][/PREFIX]`,
+/// checked as a call checks it.
+pub(crate) fn base_of(text: &str) -> Result<String> {
+    parse(text.trim()).map(|(base, _)| base)
 }
 
 /// `https://HOST[:PORT][/PREFIX]` as the base of the API, and `HOST[:PORT]`.

@@ -15,6 +15,10 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
     let deadline = args
         .timeout
         .map(|s| Instant::now() + Duration::from_secs_f64(s));
+    #[cfg(feature = "remote")]
+    if super::is_served() {
+        return served(&args, deadline);
+    }
     // The ledger the position belongs to: a page of another one (a reset the location's
     // watch did not wake this reader for) is read from its first event.
     let mut of: Option<Option<String>> = None;
@@ -57,6 +61,7 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             since,
             stage: args.stage.clone(),
             limit: PAGE,
+            wait: None,
         };
         Ok(take!(door(ledger, nobody(), req)?, Reply::Events))
     };
@@ -83,5 +88,71 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
             (true, true) => Step::Wait(()),
         })
     })?;
+    Ok(Outcome::text(String::new()))
+}
+
+/// `events` over https:// (§15): the server's pages, and with --follow long polls of at
+/// most 50 s, sent again until --timeout (and while a restarting server is out of reach).
+/// A page of another ledger than the one read so far (a reset there) is read again from
+/// its first event, as on a file.
+#[cfg(feature = "remote")]
+fn served(args: &EventsArgs, deadline: Option<Instant>) -> Result<Outcome> {
+    use serde_json::Value;
+    let mut reach = crate::remote::Reach::default();
+    let mut since = args.since.as_ref().map_or(0, |s| s.seq);
+    let mut of: Option<Value> = args
+        .since
+        .as_ref()
+        .and_then(|s| s.ledger.clone())
+        .map(Value::from);
+    let mut at_end = false;
+    let mut first = true;
+    loop {
+        let wait = (args.follow && at_end).then(|| crate::remote::poll_within(deadline));
+        if wait.is_some_and(|w| w.is_zero()) {
+            break;
+        }
+        let req = Request::Events {
+            since,
+            stage: args.stage.clone(),
+            limit: PAGE,
+            wait,
+        };
+        let page = super::served(&req, deadline, &mut reach, args.follow)?;
+        if of.as_ref().is_some_and(|of| *of != page["ledger"]) {
+            if first {
+                output::note(&format!(
+                    "--since names the ledger {}, and the server's ledger is another ({}): it \
+                     was reset or replaced since; printing its events from the first",
+                    output::sanitize(of.as_ref().and_then(Value::as_str).unwrap_or(""), false),
+                    output::sanitize(page["ledger"].as_str().unwrap_or("none yet"), false),
+                ));
+            }
+            of = Some(page["ledger"].clone());
+            first = false;
+            since = 0;
+            at_end = false;
+            continue;
+        }
+        of = Some(page["ledger"].clone());
+        first = false;
+        let mut lines = String::new();
+        for event in page["events"].as_array().into_iter().flatten() {
+            // As `Page::stamped` prints it: the ledger's id, then the event.
+            let mut stamped = serde_json::Map::new();
+            stamped.insert("ledger".into(), page["ledger"].clone());
+            if let Value::Object(fields) = event {
+                stamped.extend(fields.clone());
+            }
+            lines.push_str(&serde_json::to_string(&stamped).unwrap_or_default());
+            lines.push('\n');
+        }
+        output::text_out(&lines);
+        since = page["last"].as_i64().unwrap_or(since);
+        at_end = page["at_end"] == Value::Bool(true);
+        if at_end && !args.follow || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+    }
     Ok(Outcome::text(String::new()))
 }

@@ -424,15 +424,68 @@ fn call_questions(
     call: &Call,
     step: CallStep,
 ) -> Result<Vec<Option<Question>>> {
-    let news: Vec<_> = call
+    ask(ledger, harness, stage, call, step, None)
+}
+
+/// The call's questions through the door (over https:// too, §15): found, logged when
+/// `step` says so, and with `until`, waited for until none is pending or it passes (long
+/// polls of at most 50 s over https://, sent again).
+fn ask(
+    ledger: &mut Ledger,
+    harness: Harness,
+    stage: &str,
+    call: &Call,
+    step: CallStep,
+    until: Option<std::time::Instant>,
+) -> Result<Vec<Option<Question>>> {
+    let drafts: Vec<_> = call
         .questions
         .iter()
-        .map(|q| questions_core::model::NewQuestion {
+        .map(|q| questions_core::model::Draft {
             stage: stage.to_string(),
-            ..q.new.clone()
+            ..q.new.draft()
         })
         .collect();
-    ops::log_call(ledger, &call.key(harness.channel()), step, &news)
+    let key = ops::CallKey::from(&call.key(harness.channel()));
+    loop {
+        let wait = until.map(|u| u.saturating_duration_since(std::time::Instant::now()));
+        let req = ops::Request::HarnessCall {
+            call: key.clone(),
+            step,
+            questions: drafts.clone(),
+            wait,
+        };
+        let asked = super::take!(
+            super::door_reply(ledger, super::nobody(), req, until)?,
+            ops::Reply::Call
+        );
+        let pending = asked
+            .questions
+            .iter()
+            .flatten()
+            .any(|q| q.state.status == questions_core::model::Status::Pending);
+        let over = until.is_none_or(|u| std::time::Instant::now() >= u);
+        if !pending || over {
+            return Ok(asked.questions);
+        }
+    }
+}
+
+/// The call is over, its answers handed to the agent through its tool (`ids`; none: the
+/// person answered its card), said in the history as `who`.
+fn end(
+    ledger: &mut Ledger,
+    caller: questions_core::ops::Caller,
+    harness: Harness,
+    call: &Call,
+    ids: Vec<i64>,
+) -> Result<()> {
+    let req = ops::Request::Delivered {
+        call: ops::CallKey::from(&call.key(harness.channel())),
+        ids,
+        detail: serde_json::json!({ "harness": harness.name() }),
+    };
+    super::door_reply(ledger, caller, req, None).map(|_| ())
 }
 
 /// The call's questions, logged when they are not yet (see `call_questions`).
@@ -458,16 +511,12 @@ fn asking(
     args: &HookArgs,
     call: Call,
 ) -> Result<Option<Value>> {
-    let mut questions = logged(ledger, args.harness, stage, &call, CallStep::Asking)?;
-    if hook::all_answered(&call, &questions).is_none() && args.wait > 0 {
-        let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
-        ids.dedup();
-        let now = ops::wait_settled(ledger, &ids, Duration::from_secs(args.wait))?;
-        questions = questions
-            .iter()
-            .filter_map(|q| now.iter().find(|n| n.id == q.id).cloned())
+    let until = (args.wait > 0).then(|| std::time::Instant::now() + Duration::from_secs(args.wait));
+    let questions: Vec<Question> =
+        ask(ledger, args.harness, stage, &call, CallStep::Asking, until)?
+            .into_iter()
+            .flatten()
             .collect();
-    }
     let Some(answers) = hook::all_answered(&call, &questions) else {
         return Ok(None);
     };
@@ -481,9 +530,13 @@ fn asking(
     // say so does not keep them from it (the hook fails open).
     let mut ids: Vec<i64> = questions.iter().map(|q| q.id).collect();
     ids.dedup();
-    let detail = serde_json::json!({ "harness": args.harness.name() });
-    let delivered = ops::record_delivery(ledger, &who.via(args.harness.channel()), &ids, &detail)
-        .and_then(|()| ops::end_call(ledger, &call.key(args.harness.channel())));
+    let delivered = end(
+        ledger,
+        who.via(args.harness.channel()),
+        args.harness,
+        &call,
+        ids,
+    );
     if let Err(e) = delivered {
         crate::output::note(&format!(
             "hook: the delivery was not recorded: {}",
@@ -535,7 +588,16 @@ fn answered(
         })
         .collect();
     if choices.is_empty() {
-        return ops::end_call(ledger, &call.key(harness.channel()));
+        return end(ledger, caller, harness, call, Vec::new());
+    }
+    if super::is_served() {
+        // What the person chose in the card is an answer, which only a person's token
+        // records; the agent has it from its own tool.
+        end(ledger, caller, harness, call, Vec::new())?;
+        return Err(Error::usage(
+            "the answers from the harness's card are not recorded over https://: an \
+             agent's token never answers (the agent has them from its own tool)",
+        ));
     }
     // The card showed these questions: the call's own, found by its key just now.
     let shown = ops::Shown::all(None, &questions);
@@ -547,7 +609,7 @@ fn answered(
         &shown,
         ops::Together::Each,
     )?;
-    ops::end_call(ledger, &call.key(harness.channel()))?;
+    end(ledger, caller, harness, call, Vec::new())?;
     if asked.not_recorded.is_empty() {
         return Ok(());
     }

@@ -283,8 +283,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Error::usage(format!(
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
-                 runs log, ingest, list, check, answers, history, info, clear, answer, skip, \
-                 decline, approve and reject"
+                 runs log, ingest, list, check, answers, history, events, info, clear, \
+                 answer, skip, decline, approve and reject"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -301,6 +301,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 | Command::Ingest(_)
                 | Command::Answers(_)
                 | Command::Info
+                | Command::Events(_)
                 | Command::Approve(_)
                 | Command::Reject(_)
         );
@@ -308,9 +309,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
             Command::Completions(args) => return completions::completions(args),
             Command::Man => return completions::man(),
-            Command::Hook(args) if args.harness != crate::cli::Harness::Pi => {
-                return Ok(hook::failed(&direct()))
-            }
+            Command::Hook(args) if args.harness == crate::cli::Harness::Pi => return Err(direct()),
+            Command::Hook(_) => {}
             _ if !on_door => return Err(direct()),
             _ => {}
         }
@@ -335,6 +335,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let by_from_flag = cli.by_from_flag;
         let who = Who::new(cli.by);
         let w = &who;
+        let followed = matches!(cli.command, Command::Events(_) | Command::Hook(_));
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
         } else {
@@ -352,6 +353,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Ingest(args) => ingest::run(l, args),
             Command::Answers(args) => answers::run(l, args),
             Command::Info => info::run(l, found_by, &[]),
+            Command::Events(args) => events::run(l, args),
+            Command::Hook(args) => Ok(hook::run(l, w, args)),
             Command::Approve(args) => approve::approve(l, by_from_flag, args),
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
             _ => Err(direct()),
@@ -370,6 +373,9 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 Ok(outcome)
             }
             (None, Err(e)) => Err(e),
+            // A follower printed what it read as it came, and a hook has its harness's
+            // reply (`served`, `door_reply`).
+            (None, Ok(outcome)) if followed => Ok(outcome),
             (None, Ok(_)) => Err(unexpected()),
         }
     }
@@ -406,6 +412,58 @@ fn door(
             "the server answered",
         ));
     }
+    ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// Over https:// (§15), for a command that reads more than one reply (a follower, a
+/// waiter): sends `req` to the server, and when `patient`, again while the server is out
+/// of reach after it answered (until `deadline`); gives its document as it came.
+#[cfg(feature = "remote")]
+fn served(
+    req: &ops::Request,
+    deadline: Option<std::time::Instant>,
+    reach: &mut crate::remote::Reach,
+    patient: bool,
+) -> Result<serde_json::Value> {
+    REMOTE.with(|r| match r.borrow().as_ref() {
+        Some(server) => server.follow(req, deadline, reach, patient),
+        None => Err(unexpected()),
+    })
+}
+
+/// Sends `req` through the door and gives its reply, over https:// too (the server's
+/// document read back into it), for a command that goes on from what a request returned
+/// (the hook). Over https://, a request with an `until` is sent again while its server
+/// is out of reach after it answered, until then.
+fn door_reply(
+    ledger: &mut Ledger,
+    caller: questions_core::ops::Caller,
+    req: ops::Request,
+    until: Option<std::time::Instant>,
+) -> Result<ops::Reply> {
+    #[cfg(feature = "remote")]
+    if is_served() {
+        let mut reach = crate::remote::Reach::default();
+        let doc = served(&req, until, &mut reach, until.is_some())?;
+        let read = |e: serde_json::Error| {
+            Error::new(
+                questions_core::error::ErrorCode::Unavailable,
+                format!(
+                    "the ledger's server answered with a document this version cannot read: {e}"
+                ),
+            )
+        };
+        return match req {
+            ops::Request::HarnessCall { .. } => serde_json::from_value(doc)
+                .map(ops::Reply::Call)
+                .map_err(read),
+            ops::Request::Delivered { .. } => serde_json::from_value(doc)
+                .map(ops::Reply::Delivered)
+                .map_err(read),
+            _ => Err(unexpected()),
+        };
+    }
+    let _ = until;
     ops::call(ledger, &ops::Principal::Direct(caller), req)
 }
 

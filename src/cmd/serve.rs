@@ -29,6 +29,10 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Out
                 Some(path) => serve::votes::read_users(path)?,
                 None => Vec::new(),
             },
+            tls: match (args.tls_cert, args.tls_key) {
+                (Some(cert), Some(key)) => Some(serve::tls::Files { cert, key }),
+                _ => None,
+            },
         },
     )?;
     Ok(Outcome::text(String::new()))

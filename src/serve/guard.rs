@@ -136,8 +136,10 @@ fn welcome(app: &App, request: &Request) -> Response {
     }
     // The token given: the server's, or a person's (`--users`).
     let given = query_token(request.uri().query()).unwrap_or_else(|| app.token.clone());
+    // Over TLS, the browser never sends it back in plain text.
+    let secure = if app.tls { "; Secure" } else { "" };
     let cookie = format!(
-        "{}={}; HttpOnly; SameSite=Strict; Path=/",
+        "{}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
         cookie_name(app),
         given
     );
@@ -176,7 +178,8 @@ fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        let expected = format!("http://{host}");
+        let scheme = if app.tls { "https" } else { "http" };
+        let expected = format!("{scheme}://{host}");
         if origin.to_str().ok() != Some(expected.as_str()) || !host_is_allowed(app, host) {
             return Err(refused());
         }
@@ -198,15 +201,18 @@ fn host_allowed(app: &App, headers: &HeaderMap) -> bool {
 /// The Host a request names must be this server: `localhost` or the address bound, on
 /// the bound port. Bound to every address (`--allow-remote` on 0.0.0.0), any address
 /// literal is accepted, never a name: a rebound DNS name is exactly what this refuses.
+/// Over TLS (`--tls-cert`) a name is accepted too: a browser sent to this address under
+/// another site's name refuses the certificate, so no page of that site gets here. A
+/// port left out is the scheme's own (443 over TLS).
 fn host_is_allowed(app: &App, host: &str) -> bool {
     let (name, port) = match host.rsplit_once(':') {
-        Some((name, port)) if !port.contains(']') => (name, Some(port)),
-        _ => (host, None),
+        Some((name, port)) if !port.contains(']') => (name, port.parse::<u16>().ok()),
+        _ => (host, Some(if app.tls { 443 } else { 80 })),
     };
-    if port.and_then(|p| p.parse::<u16>().ok()) != Some(app.bound.port()) {
+    if port != Some(app.bound.port()) {
         return false;
     }
-    if name.eq_ignore_ascii_case("localhost") {
+    if name.eq_ignore_ascii_case("localhost") || (app.tls && !name.is_empty()) {
         return true;
     }
     let Ok(ip) = name

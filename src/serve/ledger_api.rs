@@ -5,6 +5,9 @@
 //! what each role may do is the core's, not this file's. The answer is the request's
 //! §2 document, with the HTTP status of its error code.
 //!
+//! A wait (`check --wait`, `events --follow`, `hook --wait`) is cut at `LONGEST_WAIT`: the client sends
+//! it again.
+//!
 //! A refused token is counted against the client it came from (see `limit`): past
 //! `MAX_REFUSED` a minute, its calls are answered 429 before any token is looked up. A
 //! connection whose token is honoured counts against the token, not the address.
@@ -61,13 +64,22 @@ pub(super) async fn call(
         _ => {}
     }
     let procedure = req.procedure();
-    if let Request::Check(check) = &mut req {
-        check.wait = match check.wait {
-            Wait::No => Wait::No,
-            Wait::Until(limit) => {
-                Wait::Until(Some(limit.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT))))
-            }
-        };
+    match &mut req {
+        Request::Check(check) => {
+            check.wait = match check.wait {
+                Wait::No => Wait::No,
+                Wait::Until(limit) => {
+                    Wait::Until(Some(limit.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT))))
+                }
+            };
+        }
+        Request::Events {
+            wait: Some(wait), ..
+        }
+        | Request::HarnessCall {
+            wait: Some(wait), ..
+        } => *wait = (*wait).min(LONGEST_WAIT),
+        _ => {}
     }
     let who = app
         .ledger(move |l| ops::authenticate(l, token.as_deref()))

@@ -9,6 +9,7 @@ mod guard;
 mod ledger_api;
 mod limit;
 mod page;
+pub(crate) mod tls;
 pub(crate) mod votes;
 
 use std::net::SocketAddr;
@@ -41,6 +42,8 @@ pub(crate) struct Config {
     /// People and their own tokens (`--users FILE`): their answers and votes count as
     /// them.
     pub users: Vec<(String, String)>,
+    /// `--tls-cert`, `--tls-key`: HTTPS on the same port.
+    pub tls: Option<tls::Files>,
 }
 
 /// What every request shares.
@@ -53,6 +56,8 @@ pub(crate) struct App {
     users: Vec<(String, String)>,
     /// The address actually bound (port 0 resolved).
     bound: SocketAddr,
+    /// Whether it speaks TLS (`https://` is its origin).
+    tls: bool,
     /// The ledger's id and its newest event's seq, as the watcher thread last saw them.
     seq: watch::Receiver<(Option<String>, i64)>,
     /// Becomes true when the server is asked to stop: long polls end at once.
@@ -91,7 +96,7 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         Some(t) => t.trim().to_string(),
         None => new_token()?,
     };
-    if config.allow_remote && !config.bind.ip().is_loopback() {
+    if config.allow_remote && !config.bind.ip().is_loopback() && config.tls.is_none() {
         crate::output::note(&format!(
             "warning: the inbox listens on {} and answers anyone who can reach it and \
              holds the token; the token travels in plain HTTP. Prefer a loopback address \
@@ -107,6 +112,8 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
              (it goes into a URL and a cookie as it is)",
         ));
     }
+    // A pair that cannot be served is said before anything else happens.
+    let acceptor = config.tls.map(tls::acceptor).transpose()?;
     // The inbox records answers: open the ledger for writing now (creating it if it is
     // missing), so every reader sees the real ledger from the first request on.
     ops::create(ledger)?;
@@ -124,6 +131,7 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         config.caller,
         token,
         config.users,
+        acceptor,
     ))?;
     // A PostgreSQL client blocks on a runtime of its own when it closes, which it may not
     // do inside this one: the pool's ledgers close here, after it.
@@ -139,6 +147,7 @@ async fn serve(
     caller: Caller,
     token: String,
     users: Vec<(String, String)>,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
 ) -> Result<Vec<Ledger>> {
     let listener = tokio::net::TcpListener::bind(bind)
         .await
@@ -156,6 +165,7 @@ async fn serve(
         token,
         users,
         bound,
+        tls: acceptor.is_some(),
         seq,
         stopping,
         limits: Limits::new(),
@@ -167,12 +177,21 @@ async fn serve(
         _ => bound,
     };
     let stop = stop_signal()?;
-    let url = serde_json::json!({ "url": format!("http://{shown}/?token={}", app.token) });
+    let scheme = if app.tls { "https" } else { "http" };
+    let url = serde_json::json!({ "url": format!("{scheme}://{shown}/?token={}", app.token) });
     let line = serde_json::to_string(&ops::document(true, ops::Procedure::Serve, &url))
         .unwrap_or_default();
     crate::output::text_out(&format!("{line}\n"));
 
-    accept(listener, router, Arc::clone(&app.limits), stop, stop_tx).await;
+    accept(
+        listener,
+        router,
+        acceptor,
+        Arc::clone(&app.limits),
+        stop,
+        stop_tx,
+    )
+    .await;
     Ok(crate::bridge::close())
 }
 
@@ -181,10 +200,12 @@ async fn serve(
 /// header must arrive within `HEADER_TIMEOUT`, at most `MAX_CONNECTIONS` are open and at
 /// most `MAX_PER_CLIENT` from one client, so that half-sent requests cannot use up the
 /// process's files, and one address that keeps sending them cannot lock others out.
-/// Each request carries its connection's place (`limit::Conn`).
+/// Each request carries its connection's place (`limit::Conn`). With `tls`, the
+/// handshake too must end within `HEADER_TIMEOUT`.
 async fn accept(
     listener: tokio::net::TcpListener,
     router: Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     limits: Arc<Limits>,
     stop: impl std::future::Future<Output = ()>,
     stopping: watch::Sender<bool>,
@@ -216,9 +237,20 @@ async fn accept(
             },
         );
         let mut ending = stopping.subscribe();
+        let acceptor = tls.clone();
         tokio::spawn(async move {
             let ended = async move {
                 let _ = ending.wait_for(|s| *s).await;
+            };
+            let stream: Box<dyn tls::Stream> = match acceptor {
+                None => Box::new(stream),
+                Some(acceptor) => {
+                    match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => Box::new(stream),
+                        // A handshake that fails or takes too long ends the connection.
+                        _ => return,
+                    }
+                }
             };
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())

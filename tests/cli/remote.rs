@@ -137,7 +137,7 @@ fn remote_tokens_locations_and_commands_off_the_door_fail_clearly() {
     for args in [
         &["token", "list"][..],
         &["reset", "--yes"],
-        &["events"],
+        &["accept-defaults", "--stage", "x"],
         &["render", "--stage", "x"],
     ] {
         let run = over(&l, &base, Some(&agent), args);
@@ -327,7 +327,12 @@ fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() 
     let l = Ledger::new();
     let agent = token(&l, &["sandbox", "--agent", "--stages", "deploy"]);
     let dana = token(&l, &["dana-phone", "--person", "dana"]);
-    let s = Served::start(&l, &[]);
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let s = served_tls(&l, &leaf, &key, &[]);
+    assert!(s.base().starts_with("https://"));
     let Some(proxy) = Proxy::start(l.dir.path(), s.port) else {
         crate::common::skip("Debian's tinyproxy is not installed");
         return;
@@ -336,6 +341,7 @@ fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() 
         let mut cmd = bare_command(l.dir.path());
         cmd.env("QUESTIONS_DB", s.base())
             .env("QUESTIONS_TOKEN", token)
+            .env("QUESTIONS_CA", &ca)
             .env("HTTPS_PROXY", format!("http://127.0.0.1:{}", proxy.port))
             .env_remove("ALL_PROXY")
             .env_remove("all_proxy")
@@ -378,13 +384,16 @@ fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() 
 }
 
 /// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
-/// `dir`: (the CA's PEM, the leaf's PEM, its key).
+/// `dir/name`: (the CA's PEM, the leaf's PEM, its key).
 fn throwaway_ca(
     dir: &std::path::Path,
+    name: &str,
 ) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let dir = dir.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
     let openssl = |args: &[&str]| {
         std::process::Command::new("openssl")
-            .current_dir(dir)
+            .current_dir(&dir)
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -397,6 +406,7 @@ fn throwaway_ca(
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
+    let subject = format!("/CN=throw-away CA {name}");
     let made = openssl(&[
         "req",
         "-x509",
@@ -410,7 +420,7 @@ fn throwaway_ca(
         "-days",
         "2",
         "-subj",
-        "/CN=throw-away CA",
+        &subject,
         "-addext",
         "basicConstraints=critical,CA:TRUE",
         "-addext",
@@ -452,93 +462,69 @@ fn throwaway_ca(
     })
 }
 
-/// openssl's s_server on loopback with `cert`, answering its one connection with
-/// `reply`; `seen` gives what it read.
-struct TlsServer {
-    port: u16,
-    child: std::process::Child,
-    out: std::io::BufReader<std::process::ChildStdout>,
+/// `serve --tls-cert cert --tls-key key` (and `more`).
+fn served_tls(l: &Ledger, cert: &std::path::Path, key: &std::path::Path, more: &[&str]) -> Served {
+    let mut args = vec![
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    Served::start(l, &args)
 }
 
-impl TlsServer {
-    fn start(cert: &std::path::Path, key: &std::path::Path, reply: &str) -> TlsServer {
-        use std::io::{BufRead, Write};
-        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = free.local_addr().unwrap().port();
-        drop(free);
-        let mut child = std::process::Command::new("openssl")
-            .args(["s_server", "-naccept", "1", "-accept"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("-cert")
-            .arg(cert)
-            .arg("-key")
-            .arg(key)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(reply.as_bytes()).unwrap();
-        // Kept open: s_server ends its connection when its input does.
-        std::mem::forget(stdin);
-        // It says ACCEPT once it listens.
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        while !line.starts_with("ACCEPT") {
-            line.clear();
-            assert!(
-                out.read_line(&mut line).unwrap() > 0,
-                "s_server did not start"
-            );
-        }
-        TlsServer { port, child, out }
-    }
-
-    /// Everything it printed after it started listening (the request it read among it).
-    fn seen(mut self) -> String {
-        use std::io::Read;
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut text = String::new();
-        let _ = self.out.read_to_string(&mut text);
-        text
-    }
+/// The binary against `base`, holding `token` and trusting `ca` (none: the webpki roots
+/// alone).
+fn over_tls(
+    l: &Ledger,
+    base: &str,
+    token: &str,
+    ca: Option<&std::path::Path>,
+    args: &[&str],
+) -> Run {
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", base)
+        .env("QUESTIONS_TOKEN", token)
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(args);
+    match ca {
+        Some(ca) => cmd.env("QUESTIONS_CA", ca),
+        None => cmd.env_remove("QUESTIONS_CA"),
+    };
+    let run = finish(cmd);
+    assert!(
+        !run.stdout.contains(token) && !run.stderr.contains(token),
+        "the token was printed: {run:?}"
+    );
+    run
 }
 
 #[test]
-fn remote_tls_a_private_ca_is_trusted_only_when_named_and_nothing_goes_to_an_untrusted_server() {
+fn remote_tls_serve_speaks_https_to_a_client_that_trusts_its_ca_and_to_no_other() {
     let l = Ledger::new();
-    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path()) else {
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
         crate::common::skip("openssl cannot make a throw-away CA here");
         return;
     };
-    let body = r#"{"ok": true, "procedure": "list", "count": 0, "questions": []}"#;
-    let reply = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let secret = "qtok_0000000000000000000000000000000000000000000000000000000000000000";
-    let ask = |port: u16, ca: Option<&std::path::Path>| -> Run {
-        let mut cmd = bare_command(l.dir.path());
-        cmd.env("QUESTIONS_DB", format!("https://127.0.0.1:{port}"))
-            .env("QUESTIONS_TOKEN", secret)
-            .env_remove("HTTPS_PROXY")
-            .env_remove("https_proxy")
-            .env_remove("ALL_PROXY")
-            .env_remove("all_proxy")
-            .arg("list");
-        match ca {
-            Some(ca) => cmd.env("QUESTIONS_CA", ca),
-            None => cmd.env_remove("QUESTIONS_CA"),
-        };
-        finish(cmd)
-    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    assert!(s.url.starts_with("https://127.0.0.1:"), "{}", s.url);
+    let base = s.base();
 
-    // Not among the webpki roots: refused in the handshake, the request never sent.
-    let server = TlsServer::start(&leaf, &key, &reply);
-    let refused = ask(server.port, None);
+    // Not among the webpki roots: refused in the handshake, the request never sent (the
+    // token was never presented: the server has not seen it used).
+    let refused = over_tls(
+        &l,
+        &base,
+        &agent,
+        None,
+        &["log", "--stage", "ci-a", "--question", "Q?"],
+    );
     assert_eq!(
         (refused.code, refused.error_code()),
         (1, "unavailable"),
@@ -549,20 +535,297 @@ fn remote_tls_a_private_ca_is_trusted_only_when_named_and_nothing_goes_to_an_unt
         message.contains("certificate") && message.contains("QUESTIONS_CA"),
         "{message}"
     );
-    assert!(!refused.stdout.contains(secret) && !refused.stderr.contains(secret));
-    let seen = server.seen();
-    assert!(
-        !seen.contains("POST") && !seen.contains(secret),
-        "sent to an untrusted server: {seen}"
+    assert_eq!(l.ok(["list"])["count"], 0);
+    assert_eq!(
+        l.ok(["token", "list"])["tokens"][0]["last_used_at"],
+        Value::Null
     );
 
-    // Named by QUESTIONS_CA: trusted, and the request goes through.
-    let server = TlsServer::start(&leaf, &key, &reply);
-    let trusted = ask(server.port, Some(&ca));
-    assert_eq!(trusted.code, 0, "{trusted:?}");
-    assert_eq!(trusted.json["procedure"], "list");
-    let seen = server.seen();
-    assert!(seen.contains("POST /v1/call HTTP/1.1"), "{seen}");
+    // Named by QUESTIONS_CA: trusted; the inbox, its API and /v1/call all on that port.
+    let logged = over_tls(
+        &l,
+        &base,
+        &agent,
+        Some(&ca),
+        &["log", "--stage", "ci-a", "--question", "Q?"],
+    );
+    assert_eq!(logged.code, 0, "{logged:?}");
+    assert_eq!(l.ok(["list"])["count"], 1);
+    let listed = over_tls(&l, &base, &agent, Some(&ca), &["list"]);
+    assert_eq!(listed.json["count"], 1, "{listed:?}");
+
+    // Plain HTTP to the TLS port is answered by no route.
+    let mut plain = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    plain
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut plain,
+        format!(
+            "GET /api/questions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\r\n",
+            s.port,
+            crate::serve::TOKEN
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut plain, &mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!text.contains("HTTP/1.1") && !text.contains("Q?"), "{text}");
+}
+
+#[test]
+fn remote_tls_files_that_cannot_be_served_are_a_usage_error_at_start() {
+    let l = Ledger::new();
+    let (Some((_, leaf, key)), Some((_, other_leaf, _))) = (
+        throwaway_ca(l.dir.path(), "a"),
+        throwaway_ca(l.dir.path(), "b"),
+    ) else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let garbage = l.dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "not a certificate\n").unwrap();
+    let missing = l.dir.path().join("missing.pem");
+    let start = |args: &[&std::ffi::OsStr]| -> Run {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.env_remove("QUESTIONS_DB")
+            .arg("--db")
+            .arg(l.db())
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(args);
+        finish(cmd)
+    };
+    let os = |p: &std::path::Path| p.as_os_str().to_owned();
+    let flag = |f: &str| std::ffi::OsString::from(f);
+    for (args, says) in [
+        (
+            vec![
+                flag("--tls-cert"),
+                os(&missing),
+                flag("--tls-key"),
+                os(&key),
+            ],
+            "cannot read --tls-cert",
+        ),
+        (
+            vec![
+                flag("--tls-cert"),
+                os(&leaf),
+                flag("--tls-key"),
+                os(&missing),
+            ],
+            "cannot read --tls-key",
+        ),
+        (
+            vec![
+                flag("--tls-cert"),
+                os(&garbage),
+                flag("--tls-key"),
+                os(&key),
+            ],
+            "holds no PEM certificate",
+        ),
+        (
+            vec![
+                flag("--tls-cert"),
+                os(&leaf),
+                flag("--tls-key"),
+                os(&garbage),
+            ],
+            "holds no PEM private key",
+        ),
+        (
+            vec![flag("--tls-cert"), os(&key), flag("--tls-key"), os(&key)],
+            "holds no PEM certificate",
+        ),
+        (
+            vec![
+                flag("--tls-cert"),
+                os(&other_leaf),
+                flag("--tls-key"),
+                os(&key),
+            ],
+            "is not the key of the certificate",
+        ),
+        (vec![flag("--tls-cert"), os(&leaf)], "--tls-key"),
+        (vec![flag("--tls-key"), os(&key)], "--tls-cert"),
+    ] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsString::as_os_str).collect();
+        let run = start(&args);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (2, "usage"),
+            "{args:?}: {run:?}"
+        );
+        let message = run.json["error"].as_str().unwrap();
+        assert!(message.contains(says), "{args:?}: {message}");
+        assert!(!message.contains("PRIVATE KEY-----"), "{message}");
+    }
+    // Nothing was created for a server that never started.
+    assert!(!l.dir.path().join("ledger.db").exists());
+}
+
+/// One request over TLS through openssl's s_client, trusting `ca`: what came back.
+fn tls_request(port: u16, ca: &std::path::Path, request: &str) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("openssl")
+        .args(["s_client", "-quiet", "-verify_return_error", "-connect"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-CAfile")
+        .arg(ca)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned()
+}
+
+#[test]
+fn remote_tls_the_inbox_over_https_sets_a_secure_cookie_and_takes_https_origins_and_names() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let id = l.log("design", "Which database?").to_string();
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let port = s.port;
+    let token = crate::serve::TOKEN;
+    let first = tls_request(
+        port,
+        &ca,
+        &format!(
+            "GET /?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        ),
+    );
+    assert!(first.starts_with("HTTP/1.1 303"), "{first}");
+    let cookie = first
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(cookie.contains("; Secure"), "{cookie}");
+
+    let post = |host: &str, origin: &str| {
+        let body = "answer=SQLite";
+        tls_request(
+            port,
+            &ca,
+            &format!(
+                "POST /q/{id}/answer HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\n\
+                 Authorization: Bearer {token}\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let here = format!("127.0.0.1:{port}");
+    // A plain-HTTP origin is another site's.
+    let refused = post(&here, &format!("http://{here}"));
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    assert_eq!(l.question(id.parse().unwrap())["status"], "pending");
+    // The server's DNS name (the certificate vouches for it), its own https origin.
+    let named = format!("questions.example.com:{port}");
+    let answered = post(&named, &format!("https://{named}"));
+    assert!(answered.starts_with("HTTP/1.1 303"), "{answered}");
+    assert_eq!(l.question(id.parse().unwrap())["status"], "answered");
+}
+
+/// Whether `list` over `base` passes when only `ca` is trusted.
+fn trusted_by(l: &Ledger, base: &str, token: &str, ca: &std::path::Path) -> bool {
+    over_tls(l, base, token, Some(ca), &["list"]).code == 0
+}
+
+/// Puts `from` in place of `to` at once, as a renewal does.
+fn replace(from: &std::path::Path, to: &std::path::Path) {
+    let next = to.with_extension("next");
+    std::fs::copy(from, &next).unwrap();
+    std::fs::rename(&next, to).unwrap();
+}
+
+#[test]
+fn remote_tls_a_renewed_certificate_is_served_from_the_next_connection_and_a_bad_one_never() {
+    let l = Ledger::new();
+    let (Some((ca_a, leaf_a, key_a)), Some((ca_b, leaf_b, key_b))) = (
+        throwaway_ca(l.dir.path(), "a"),
+        throwaway_ca(l.dir.path(), "b"),
+    ) else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let cert = l.dir.path().join("served.pem");
+    let key = l.dir.path().join("served.key");
+    replace(&leaf_a, &cert);
+    replace(&key_a, &key);
+    let log = l.dir.path().join("serve.stderr");
+    let s = Served::start_logged(
+        &l,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        Some(crate::serve::TOKEN),
+        std::fs::File::create(&log).unwrap().into(),
+    );
+    let base = s.base();
+    assert!(trusted_by(&l, &base, &agent, &ca_a));
+    assert!(!trusted_by(&l, &base, &agent, &ca_b));
+
+    // Renewed (the key first, then the certificate, as a renewal may): served with no
+    // restart, from a connection within a few seconds on.
+    replace(&key_b, &key);
+    replace(&leaf_b, &cert);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !trusted_by(&l, &base, &agent, &ca_b) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the renewed certificate was never served"
+        );
+    }
+    assert!(!trusted_by(&l, &base, &agent, &ca_a));
+
+    // A broken renewal: the pair in use is kept, and stderr says so once.
+    std::fs::write(
+        l.dir.path().join("broken.pem"),
+        "-----BEGIN CERTIFICATE-----\n",
+    )
+    .unwrap();
+    replace(&l.dir.path().join("broken.pem"), &cert);
+    let said = || {
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .matches("was not reloaded")
+            .count()
+    };
+    while said() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed reload was never said"
+        );
+        assert!(trusted_by(&l, &base, &agent, &ca_b));
+    }
+    // Handshakes over more than the second between two looks at the files: each still
+    // gets the pair in use, and the failure is not said again.
+    let since = std::time::Instant::now();
+    while since.elapsed() < std::time::Duration::from_millis(2500) {
+        assert!(trusted_by(&l, &base, &agent, &ca_b));
+    }
+    assert_eq!(said(), 1, "{}", std::fs::read_to_string(&log).unwrap());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("served.pem"), "{text}");
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
 }
 
 /// One HTTP request as it came, read to the end of its body.
@@ -764,4 +1027,465 @@ fn remote_an_answer_whose_reply_is_lost_is_sent_again_and_gets_the_first_result(
         "{again:?}"
     );
     assert_eq!(l.question(id.parse().unwrap())["answer"], "yes");
+}
+
+/// A command over `base` running in the background, its stdout read line by line.
+struct Background {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// What it has said on stderr so far.
+    said: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The reader of its stderr, done at its end.
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    fn start(l: &Ledger, base: &str, token: &str, ca: &std::path::Path, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(BIN)
+            .current_dir(l.dir.path())
+            .env("QUESTIONS_NOW", NOW)
+            .env("QUESTIONS_DB", base)
+            .env("QUESTIONS_TOKEN", token)
+            .env("QUESTIONS_CA", ca)
+            .env_remove("QUESTIONS_TOKEN_FILE")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in out.lines().map_while(std::result::Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let kept = std::sync::Arc::clone(&said);
+        let reader = std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Background {
+            child,
+            lines,
+            said,
+            reader: Some(reader),
+        }
+    }
+
+    /// Waits until it has said `text` on stderr (within a minute).
+    fn wait_to_say(&self, text: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+        while !self.said.lock().unwrap().contains(text) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never said {text:?}: {}",
+                self.said.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The next line it prints, parsed (within a minute).
+    fn next(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_mins(1))
+            .expect("a line within a minute");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// Waits for it to end: its exit code, stdout and stderr.
+    fn output(mut self) -> (Option<i32>, String, String) {
+        let status = self.child.wait().unwrap();
+        let out: Vec<String> = self.lines.iter().collect();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        let err = self.said.lock().unwrap().clone();
+        (status.code(), out.join("\n"), err)
+    }
+
+    /// Stops it; what it said on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let said = self.said.lock().unwrap().clone();
+        said
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Kills `s` at once (SIGKILL: a crash, not a clean stop); its port.
+fn crash(s: Served) -> u16 {
+    let port = s.port;
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &s.pid().to_string()])
+        .status();
+    drop(s);
+    port
+}
+
+/// Serves the ledger on `port` again with `cert` and `key`.
+fn restart(l: &Ledger, port: u16, cert: &std::path::Path, key: &std::path::Path) -> Served {
+    served_tls(l, cert, key, &["--bind", &format!("127.0.0.1:{port}")])
+}
+
+#[test]
+fn remote_events_follow_over_https_sees_answers_given_elsewhere_and_survives_a_restart() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let first = l.log("ci-a", "Ship build 1?");
+    l.log("docs", "Outside the token's stages?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let follower = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &["events", "--follow", "--timeout", "300"],
+    );
+    let logged = follower.next();
+    assert_eq!(
+        (logged["event"].clone(), logged["question_id"].as_i64()),
+        (json!("logged"), Some(first)),
+        "{logged}"
+    );
+    assert!(logged["ledger"].is_string(), "{logged}");
+
+    // Answered by the person's token, elsewhere: the follower, waiting in a long poll,
+    // prints it (and never the question outside its stages).
+    let answered = over_tls(
+        &l,
+        &base,
+        &dana,
+        Some(&ca),
+        &["answer", "--id", &first.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let seen = follower.next();
+    assert_eq!(
+        (seen["event"].clone(), seen["answered_by"].clone()),
+        (json!("answered"), json!("dana")),
+        "{seen}"
+    );
+
+    // The server crashes and comes back at once: the follower goes on from where it was.
+    let s = restart(&l, crash(s), &leaf, &key);
+    let second = l.log("ci-a", "Ship build 2?");
+    let seen = follower.next();
+    assert_eq!(
+        (seen["event"].clone(), seen["question_id"].as_i64()),
+        (json!("logged"), Some(second)),
+        "{seen}"
+    );
+    let said = follower.stop();
+    assert!(!said.contains(&agent), "{said}");
+    drop(s);
+}
+
+#[test]
+fn remote_a_check_wait_over_https_survives_a_server_restart_and_passes_on_the_answer() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let id = l.log("ci-deploy", "Deploy?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let waiter = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &[
+            "check",
+            "--stage",
+            "ci-deploy",
+            "--wait",
+            "--timeout",
+            "300",
+        ],
+    );
+    // The waiter's first poll has reached the server once its token was used.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["token", "list"])["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["name"] != "ci-runner" || t["last_used_at"].is_null())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiter never called"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The server crashes, and is back only after the waiter has said it is out of reach.
+    let port = crash(s);
+    waiter.wait_to_say("waiting on, and trying again");
+    let s = restart(&l, port, &leaf, &key);
+    let answered = over_tls(
+        &l,
+        &s.base(),
+        &dana,
+        Some(&ca),
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let (code, out, err) = waiter.output();
+    let gate: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        (code, gate["gate"].clone()),
+        (Some(0), json!("pass")),
+        "{gate} {err}"
+    );
+    assert!(err.contains("within reach again"), "{err}");
+    assert!(!err.contains(&agent) && !out.contains(&agent));
+}
+
+#[test]
+fn remote_a_hook_waits_over_https_with_an_agent_token_and_hands_over_the_person_s_answers() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "claude-code"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let event = crate::common::fixture("hooks/claude-code-2.1.330/pre_tool_use.json");
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("QUESTIONS_CA", &ca)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(["hook", "claude-code", "--wait", "120"])
+        .write_stdin(event);
+    let waiting = std::thread::spawn(move || finish(cmd));
+    // Its questions are logged by the same request that waits for them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["list"])["count"] != 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook logged nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let listed = l.ok(["list"]);
+    let ids: Vec<String> = listed["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].to_string())
+        .collect();
+    for (id, answer) in ids
+        .iter()
+        .zip([["--answer", "sqlite"], ["--select", "Search"]])
+    {
+        let run = over_tls(
+            &l,
+            &base,
+            &dana,
+            Some(&ca),
+            &["answer", "--id", id, answer[0], answer[1]],
+        );
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let run = waiting.join().unwrap();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains(&agent) && !run.stderr.contains(&agent));
+    let reply: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    assert_eq!(
+        reply["hookSpecificOutput"]["updatedInput"]["answers"],
+        json!({
+            "Which database should we use?": "SQLite",
+            "Which features do you want?": "Search"
+        }),
+        "{reply}"
+    );
+    // The delivery is in the history, by the token.
+    let history = l.ok(["history", "--id", &ids[0]]);
+    let delivered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "delivered")
+        .unwrap_or_else(|| panic!("{history}"));
+    assert_eq!(delivered["answered_by"], "sandbox", "{delivered}");
+
+    // Outside its stages, a hook logs nothing: refused, and the harness asks itself.
+    let outside = token(&l, &["ci-only", "--agent", "--stages", "ci-*"]);
+    let mut cmd = bare_command(l.dir.path());
+    cmd.env("QUESTIONS_DB", &base)
+        .env("QUESTIONS_TOKEN", &outside)
+        .env("QUESTIONS_CA", &ca)
+        .args(["hook", "claude-code", "--stage", "prod"])
+        .write_stdin(crate::common::fixture(
+            "hooks/claude-code-2.1.330/pre_tool_use.json",
+        ));
+    let refused = finish(cmd);
+    assert_eq!(
+        (refused.code, refused.stdout.as_str()),
+        (0, ""),
+        "{refused:?}"
+    );
+    assert!(
+        refused.stderr.contains("outside this token's stages"),
+        "{refused:?}"
+    );
+    assert_eq!(l.ok(["list", "--stage", "prod"])["count"], 0);
+}
+
+/// Every file under `dir`, with its text.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .unwrap()
+        .map_while(std::result::Result::ok)
+    {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            found.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    found
+}
+
+#[test]
+fn remote_init_writes_hooks_that_reach_the_server_with_the_environment_s_token_and_no_file_holds_it(
+) {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "claude-code"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join(".git")).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.path().join("questions")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let init = |args: &[&str]| -> Run {
+        let mut cmd = bare_command(project.path());
+        cmd.env("HOME", home.path())
+            .env("PATH", &path)
+            .env("QUESTIONS_TOKEN", &agent)
+            .arg("init")
+            .args(args);
+        finish(cmd)
+    };
+    for client in ["claude-code", "codex", "gemini"] {
+        let run = init(&[client, "--db", &format!("{base}/"), "--wait", "600"]);
+        assert_eq!(run.code, 0, "{client}: {run:?}");
+        let said = format!("{} {}", run.stdout, run.stderr);
+        assert!(said.contains("QUESTIONS_TOKEN"), "{client}: {said}");
+        assert!(
+            said.contains("MCP server entry is left out"),
+            "{client}: {said}"
+        );
+        assert!(!said.contains(&agent), "{client}: {said}");
+    }
+    let written = files_under(project.path())
+        .into_iter()
+        .chain(files_under(home.path()))
+        .filter(|(p, _)| !p.starts_with(project.path().join(".git")))
+        .collect::<Vec<_>>();
+    assert!(written.len() >= 3, "{written:?}");
+    for (file, text) in &written {
+        assert!(!text.contains(&agent), "{} holds the token", file.display());
+        assert!(!text.contains("mcp"), "{}: {text}", file.display());
+    }
+    let command = format!("questions --db {base} hook claude-code --wait 600");
+    let settings = std::fs::read_to_string(project.path().join(".claude/settings.json")).unwrap();
+    assert!(settings.contains(&command), "{settings}");
+    assert!(!project.path().join(".mcp.json").exists());
+    let codex = std::fs::read_to_string(project.path().join(".codex/config.toml")).unwrap();
+    assert!(
+        codex.contains(&format!("questions --db {base} hook codex --wait 600")),
+        "{codex}"
+    );
+
+    // The hook as written, run as the harness runs it: it reaches the server with the
+    // token of its environment.
+    let event = l.dir.path().join("event.json");
+    std::fs::write(
+        &event,
+        crate::common::fixture("hooks/claude-code-2.1.330/pre_tool_use.json"),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(project.path())
+        .env("PATH", &path)
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("QUESTIONS_CA", &ca)
+        .env("QUESTIONS_NOW", NOW)
+        .env_remove("QUESTIONS_DB")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .args(["-c", &command.replace("--wait 600", "--wait 0")])
+        .stdin(std::fs::File::open(&event).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let ran = cmd.output().unwrap();
+    assert_eq!(ran.status.code(), Some(0), "{ran:?}");
+    assert_eq!(
+        l.ok(["list", "--stage", "claude-code"])["count"],
+        2,
+        "{ran:?}"
+    );
+
+    // What cannot reach a server is refused, writing nothing.
+    for args in [
+        &["cursor", "--db", base.as_str()][..],
+        &["pi", "--db", base.as_str()],
+        &["claude-code", "--db", "https://u:p@q.example.com"],
+        &["claude-code", "--db", "http://192.0.2.1:8466"],
+    ] {
+        let run = init(args);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (2, "usage"),
+            "{args:?}: {run:?}"
+        );
+    }
+    assert!(!project.path().join(".cursor").exists());
 }

@@ -45,6 +45,16 @@ impl Served {
     }
 
     pub(crate) fn start_with(ledger: &Ledger, more: &[&str], token: Option<&str>) -> Served {
+        Served::start_logged(ledger, more, token, Stdio::inherit())
+    }
+
+    /// As `start_with`, its stderr going to `stderr`.
+    pub(crate) fn start_logged(
+        ledger: &Ledger,
+        more: &[&str],
+        token: Option<&str>,
+        stderr: Stdio,
+    ) -> Served {
         let mut cmd = std::process::Command::new(BIN);
         cmd.current_dir(ledger.dir.path())
             .env("QUESTIONS_NOW", NOW)
@@ -55,7 +65,8 @@ impl Served {
             .arg(ledger.db())
             .arg("serve")
             .args(more)
-            .stdout(Stdio::piped());
+            .stdout(Stdio::piped())
+            .stderr(stderr);
         if !more.contains(&"--bind") {
             cmd.args(["--bind", "127.0.0.1:0"]);
         }
@@ -73,6 +84,7 @@ impl Served {
         assert_eq!(start["procedure"], "serve");
         let url = start["url"].as_str().unwrap().to_string();
         let port = url
+            .trim_start_matches("https://127.0.0.1:")
             .trim_start_matches("http://127.0.0.1:")
             .split('/')
             .next()
@@ -86,8 +98,14 @@ impl Served {
         self.child.id()
     }
 
+    /// `http(s)://127.0.0.1:PORT`, as it serves.
     pub(crate) fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.url.starts_with("https:") {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// A raw request: the test says every header, Host included.

@@ -1035,6 +1035,26 @@ impl NewQuestion {
         })
     }
 
+    /// The draft this question is built from again (`build` of it gives it back, its
+    /// expiry and harness call aside): what crosses a wire, so that the side that logs it
+    /// keeps the rules.
+    pub fn draft(&self) -> Draft {
+        Draft {
+            stage: self.stage.clone(),
+            group: self.group_name.clone(),
+            question: self.question.clone(),
+            proposed: self.proposed.clone(),
+            required: self.required,
+            header: self.header.clone(),
+            context: self.context.clone(),
+            options: self.options.clone(),
+            multi_select: self.multi_select,
+            allow_freeform: self.allow_freeform,
+            source: self.source,
+            approval: self.approval.clone(),
+        }
+    }
+
     /// The question as the ledger will hold it once logged at `now` (its id not known yet).
     /// This question as an approval, under the one rule `build` keeps (an ingested
     /// question is parsed first, then made one).

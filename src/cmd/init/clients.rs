@@ -38,30 +38,40 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
             } else {
                 base.join(".mcp.json")
             };
-            vec![json_edit(mcp_file, json_server("mcpServers", server)), {
-                let hooks = json_hooks(CLAUDE_HOOKS, "claude-code", how.clone());
-                json_edit(
-                    base.join(".claude/settings.json"),
-                    move |doc, remove, warnings| {
-                        hooks(doc, remove, warnings)?;
-                        claude_grant(doc, remove, warnings)
-                    },
-                )
-            }]
+            let mut edits = Vec::new();
+            if how.mcp {
+                edits.push(json_edit(mcp_file, json_server("mcpServers", server)));
+            }
+            let hooks = json_hooks(CLAUDE_HOOKS, "claude-code", how.clone());
+            let grant = how.mcp;
+            edits.push(json_edit(
+                base.join(".claude/settings.json"),
+                move |doc, remove, warnings| {
+                    hooks(doc, remove, warnings)?;
+                    if grant {
+                        claude_grant(doc, remove, warnings)?;
+                    }
+                    Ok(())
+                },
+            ));
+            edits
         }
         Client::Gemini => {
             let servers = json_server("mcpServers", server);
             let hooks = json_hooks(GEMINI_HOOKS, "gemini", how.clone());
+            let mcp = how.mcp;
             let mut edits = vec![json_edit(
                 base.join(".gemini/settings.json"),
                 move |doc, remove, warnings| {
-                    servers(doc, remove, warnings)?;
+                    if mcp {
+                        servers(doc, remove, warnings)?;
+                    }
                     hooks(doc, remove, warnings)
                 },
             )];
             // Headless Gemini CLI lists an MCP tool to the model only when a policy allows
             // it, and only the user's policies can: `--user` writes that rule too.
-            if user {
+            if user && how.mcp {
                 edits.push(Edit {
                     path: base.join(GEMINI_POLICY),
                     kind: Kind::Toml(Box::new(gemini_policy)),
@@ -99,7 +109,9 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
             vec![Edit {
                 path: base.join(".codex/config.toml"),
                 kind: Kind::Toml(Box::new(move |doc, remove, warnings| {
-                    codex_server(doc, &how, remove)?;
+                    if how.mcp {
+                        codex_server(doc, &how, remove)?;
+                    }
                     for event in CODEX_EVENTS {
                         codex_hook(doc, event, &how, remove, warnings)?;
                     }

@@ -79,6 +79,9 @@ pub(super) struct Invocation {
     program: String,
     db: Option<String>,
     wait: Option<u64>,
+    /// Whether the MCP server entry is written: not for a ledger over https://, which
+    /// `questions mcp` cannot use.
+    mcp: bool,
 }
 
 impl Invocation {
@@ -159,10 +162,32 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         }
         None => None,
     };
+    let remote = db
+        .as_deref()
+        .is_some_and(|d| super::is_remote(std::ffi::OsStr::new(d)));
+    if remote {
+        if matches!(args.client, Client::Cursor | Client::Vscode | Client::Pi) {
+            return Err(Error::usage(format!(
+                "init {} --db https://… would write {}, which runs on the ledger itself, not \
+                 over https://: run it where the ledger is, or give the hooks of claude-code, \
+                 codex or gemini the server",
+                args.client.name(),
+                if args.client == Client::Pi {
+                    "pi's package"
+                } else {
+                    "an MCP server only"
+                }
+            )));
+        }
+        if !args.remove {
+            warnings.push(REMOTE_WITHOUT_MCP.to_string());
+        }
+    }
     let how = Invocation {
         program: program.clone(),
         db,
         wait: args.wait,
+        mcp: !remote,
     };
     if args.client == Client::Pi {
         let report = pi::run(args.user, &base, &how, args.remove, args.dry_run, warnings)?;
@@ -218,6 +243,9 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         if args.client == Client::Codex && how.db.is_none() {
             next.push(CODEX_PIN_THE_LEDGER);
         }
+        if remote {
+            next.push(REMOTE_TOKEN);
+        }
         next
     };
     note.extend(next.iter().map(|n| format!("then: {n}")));
@@ -236,6 +264,16 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
     }
     Ok(outcome)
 }
+
+/// What `init` with `--db https://…` says of the MCP server it leaves out.
+const REMOTE_WITHOUT_MCP: &str = "the MCP server entry is left out: `questions mcp` runs on \
+     the ledger itself, not over https://; the hooks reach the server";
+
+/// What `init` with `--db https://…` adds to the next steps: the token is the
+/// environment's, never a file's.
+const REMOTE_TOKEN: &str = "set QUESTIONS_TOKEN to an agent token ('questions token create \
+     NAME --agent --stages …' where the ledger is) in the environment the harness runs in, as \
+     a secret of the sandbox or the job: init writes no token into any file";
 
 /// What `init codex` without `--db` adds to the next steps.
 const CODEX_PIN_THE_LEDGER: &str = "Codex's TUI runs hooks in a background process that \
@@ -333,6 +371,13 @@ fn carried_db(db: &std::ffi::OsStr, user: bool, base: &Path) -> Result<String> {
              give the location without it and put the password in a password file \
              (PGPASSFILE), or set QUESTIONS_DB in the client's environment instead",
         ));
+    }
+    if super::is_remote(db) {
+        // Written as given (no user, password or query: the token is the environment's).
+        #[cfg(feature = "remote")]
+        return crate::remote::base_of(text);
+        #[cfg(not(feature = "remote"))]
+        return Err(super::not_built("remote"));
     }
     let (location, _, _) = Location::find(Some(db), false)?;
     match location {
@@ -575,6 +620,7 @@ mod tests {
             program: "/opt/it's here/questions".into(),
             db: Some("my ledger.db".into()),
             wait: Some(30),
+            mcp: true,
         };
         assert!(is_our_hook(&how.hook_command("gemini"), "gemini"));
     }

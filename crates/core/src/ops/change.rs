@@ -206,7 +206,8 @@ pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedA
 }
 
 /// Where a harness's call is when its hook runs (see `log_call`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CallStep {
     /// The agent is about to ask: the call's questions, logged when they are not yet.
     Asking,

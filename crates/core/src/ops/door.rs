@@ -14,17 +14,17 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{group, GroupChange, GroupChanged, Identity};
-use super::change::{self, Act, Cleared, Defaulted, Logged, PersonsChange, Recorded};
-use super::gate::{answers, check, AnswersReport, CheckRequest, GateReport};
+use super::change::{self, Act, CallStep, Cleared, Defaulted, Logged, PersonsChange, Recorded};
+use super::gate::{answers, check, wait_settled, AnswersReport, CheckRequest, GateReport};
 use super::interop::{import, ingest, Expiry, Imported, Ingested};
 use super::relay::{people_link, PeopleChanged};
-use super::stream::{events, Page};
+use super::stream::{events, events_after, Page};
 use super::token::{self, TokenReply, TokenRequest};
 use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::formats::answers::ImportFormat;
-use crate::model::{Approval, Channel, Draft, Event, NewQuestion};
+use crate::model::{Approval, Channel, Draft, Event, HarnessCall, NewQuestion, Status};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger};
 
 /// Who calls.
@@ -121,11 +121,14 @@ pub enum Request {
         stage: String,
     },
     History(EventFilter),
-    /// A page of the history after `since` (`events`).
+    /// A page of the history after `since` (`events`); with `wait`, the first page that
+    /// goes past it within that time (`events --follow` over HTTPS, a long poll).
     Events {
         since: i64,
         stage: Option<String>,
         limit: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait: Option<std::time::Duration>,
     },
     Info {
         found_by: FoundBy,
@@ -165,6 +168,61 @@ pub enum Request {
     Reset {
         confirmed: bool,
     },
+    /// A call of an agent harness's own ask tool (`questions hook`, §11): its questions,
+    /// found by the call's key and logged when `step` says so; with `wait`, once none of
+    /// them is pending or the time is up (a long poll over HTTPS).
+    HarnessCall {
+        call: CallKey,
+        step: CallStep,
+        questions: Vec<Draft>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait: Option<std::time::Duration>,
+    },
+    /// The call's answers went to the agent through its own tool: a `delivered` event for
+    /// each of `ids` (none: the person answered the call's card), and the call is over.
+    Delivered {
+        call: CallKey,
+        ids: Vec<i64>,
+        detail: serde_json::Value,
+    },
+}
+
+/// A harness call's key as it crosses a wire (see `HarnessCall`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallKey {
+    pub key: String,
+    pub by_input: bool,
+}
+
+impl From<&HarnessCall> for CallKey {
+    fn from(call: &HarnessCall) -> Self {
+        CallKey {
+            key: call.key.clone(),
+            by_input: call.by_input,
+        }
+    }
+}
+
+impl From<CallKey> for HarnessCall {
+    fn from(call: CallKey) -> Self {
+        HarnessCall {
+            key: call.key,
+            by_input: call.by_input,
+        }
+    }
+}
+
+/// A harness call's questions, one per question of the call, in its order (none where a
+/// look found none).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CallQuestions {
+    pub questions: Vec<Option<crate::model::Question>>,
+}
+
+/// How many `delivered` events were recorded.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Delivered {
+    pub delivered: usize,
 }
 
 impl Request {
@@ -194,6 +252,7 @@ impl Request {
             Request::People { .. } => "people",
             Request::Token(_) => "token",
             Request::Reset { .. } => "reset",
+            Request::HarnessCall { .. } | Request::Delivered { .. } => "hook",
         }
     }
 }
@@ -227,6 +286,7 @@ impl Request {
             Request::People { .. } => Procedure::People,
             Request::Token(_) => Procedure::Token,
             Request::Reset { .. } => Procedure::Reset,
+            Request::HarnessCall { .. } | Request::Delivered { .. } => Procedure::Hook,
         }
     }
 }
@@ -253,6 +313,8 @@ pub enum Reply {
     People(PeopleChanged),
     Token(TokenReply),
     Reset(Reset),
+    Call(CallQuestions),
+    Delivered(Delivered),
 }
 
 impl Reply {
@@ -320,7 +382,8 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             since,
             stage,
             limit,
-        } => Reply::Events(events(ledger, since, stage.as_deref(), limit)?),
+            wait,
+        } => Reply::Events(page(ledger, since, stage.as_deref(), limit, wait)?),
         Request::Info {
             found_by,
             also_found,
@@ -377,7 +440,69 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             ledger.forget_connection();
             Reply::Reset(reset(&location, confirmed)?)
         }
+        Request::HarnessCall {
+            call,
+            step,
+            questions,
+            wait,
+        } => Reply::Call(harness_call(ledger, &call.into(), step, questions, wait)?),
+        Request::Delivered { call, ids, detail } => {
+            if !ids.is_empty() {
+                change::record_delivery(ledger, caller, &ids, &detail)?;
+            }
+            change::end_call(ledger, &call.into())?;
+            Reply::Delivered(Delivered {
+                delivered: ids.len(),
+            })
+        }
     })
+}
+
+/// A harness call's questions (see `Request::HarnessCall`): each made a question by the
+/// model's rules, found or logged, and waited for.
+fn harness_call(
+    ledger: &mut Ledger,
+    call: &HarnessCall,
+    step: CallStep,
+    drafts: Vec<Draft>,
+    wait: Option<std::time::Duration>,
+) -> Result<CallQuestions> {
+    let news = drafts
+        .into_iter()
+        .map(NewQuestion::build)
+        .collect::<Result<Vec<_>>>()?;
+    let mut questions = change::log_call(ledger, call, step, &news)?;
+    if let Some(wait) = wait.filter(|w| !w.is_zero()) {
+        let pending = questions
+            .iter()
+            .flatten()
+            .any(|q| q.state.status == Status::Pending);
+        if pending {
+            let mut ids: Vec<i64> = questions.iter().flatten().map(|q| q.id).collect();
+            ids.dedup();
+            let now = wait_settled(ledger, &ids, wait)?;
+            for q in questions.iter_mut().flatten() {
+                if let Some(n) = now.iter().find(|n| n.id == q.id) {
+                    q.clone_from(n);
+                }
+            }
+        }
+    }
+    Ok(CallQuestions { questions })
+}
+
+/// A page of events, at once or within `wait`.
+fn page(
+    ledger: &mut Ledger,
+    since: i64,
+    stage: Option<&str>,
+    limit: u32,
+    wait: Option<std::time::Duration>,
+) -> Result<Page> {
+    match wait {
+        None => events(ledger, since, stage, limit),
+        Some(wait) => events_after(ledger, since, stage, limit, wait),
+    }
 }
 
 /// A change's key as the ledger keeps it: its holder's, so that no one else's key ever
@@ -496,8 +621,9 @@ fn as_agent(
             since,
             stage,
             limit,
+            wait,
         } => {
-            let mut page = events(ledger, since, stage.as_deref(), limit)?;
+            let mut page = page(ledger, since, stage.as_deref(), limit, wait)?;
             page.events.retain(|e| visible(agent, e));
             Ok(Reply::Events(page))
         }
@@ -535,6 +661,80 @@ fn as_agent(
         req @ (Request::Pending { .. }
         | Request::Answers { .. }
         | Request::History(EventFilter::Stage(_))) => run(ledger, &caller, req),
+        Request::HarnessCall {
+            call,
+            step,
+            mut questions,
+            wait,
+        } => {
+            let refused = |stage: &str| {
+                format!(
+                    "stage '{}' is outside this token's stages ({})",
+                    stage.trim(),
+                    agent.stages.join(", ")
+                )
+            };
+            if let Some(draft) = questions.iter().find(|d| outside(&d.stage)) {
+                let why = refused(&draft.stage);
+                let req = Request::HarnessCall {
+                    call,
+                    step,
+                    questions,
+                    wait,
+                };
+                return refuse(ledger, who, &req, 0, &why);
+            }
+            for draft in &mut questions {
+                logged_by(draft, &agent.name)?;
+            }
+            // The call's key finds questions whatever their stage: one found outside the
+            // token's stages (another call's, by a key guessed) is not shown.
+            let key = call.clone();
+            let asked = harness_call(
+                ledger,
+                &call.into(),
+                CallStep::Looking,
+                questions.clone(),
+                None,
+            )?;
+            if let Some(q) = asked.questions.iter().flatten().find(|q| outside(&q.stage)) {
+                let (id, why) = (q.id, refused(&q.stage));
+                let req = Request::HarnessCall {
+                    call: key,
+                    step,
+                    questions,
+                    wait,
+                };
+                return refuse(ledger, who, &req, id, &why);
+            }
+            run(
+                ledger,
+                &caller,
+                Request::HarnessCall {
+                    call: key,
+                    step,
+                    questions,
+                    wait,
+                },
+            )
+        }
+        Request::Delivered { call, ids, detail } => {
+            let found = named(ledger, None, Some(&ids))?;
+            if let Some(q) = found.iter().find(|q| outside(&q.stage)) {
+                let (id, why) = (
+                    q.id,
+                    format!("question {} is outside this token's stages", q.id),
+                );
+                return refuse(
+                    ledger,
+                    who,
+                    &Request::Delivered { call, ids, detail },
+                    id,
+                    &why,
+                );
+            }
+            run(ledger, &caller, Request::Delivered { call, ids, detail })
+        }
         other => {
             let id = match &other {
                 Request::Change(c) => c.id,
@@ -622,6 +822,26 @@ fn as_person(
                 &req,
                 0,
                 &format!("a person token may not {what}: that takes direct access to the ledger"),
+            )
+        }
+        Request::HarnessCall {
+            call,
+            step,
+            mut questions,
+            wait,
+        } => {
+            for draft in &mut questions {
+                logged_by(draft, &token.person)?;
+            }
+            run(
+                ledger,
+                &caller,
+                Request::HarnessCall {
+                    call,
+                    step,
+                    questions,
+                    wait,
+                },
             )
         }
         other => run(ledger, &caller, other),

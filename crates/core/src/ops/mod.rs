@@ -23,7 +23,9 @@ pub use change::{
     record_delivery, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll,
     NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
-pub use door::{call, AgentToken, PersonToken, Principal, Reply, Request};
+pub use door::{
+    call, AgentToken, CallKey, CallQuestions, Delivered, PersonToken, Principal, Reply, Request,
+};
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, on_notice, Seen, Step, READ_AGAIN_AFTER};
 pub use gate::{
@@ -43,7 +45,8 @@ pub use crate::store::{
     Ledger, Link, Location, LockWait, StoredTask, StoredToken, TaskState, TokenRole,
 };
 pub use stream::{
-    events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,
+    events, events_after, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume,
+    Started,
 };
 
 use serde::Serialize;

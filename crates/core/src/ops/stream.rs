@@ -4,9 +4,11 @@
 //! ledger's id, and a reader that finds another ledger starts again from its first event
 //! rather than skipping as many as the old one had.
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 
-use super::settle;
+use super::{settle, Step};
 use crate::clock;
 use crate::error::Result;
 use crate::model::Event;
@@ -67,6 +69,34 @@ pub fn events(ledger: &mut Ledger, since: i64, stage: Option<&str>, limit: u32) 
         at_end,
         ledger: id,
     })
+}
+
+/// As `events`, waiting up to `wait` for the history to go past `since` (a long poll of
+/// `events --follow` over HTTPS, §15): the first page that goes further, a page of
+/// another ledger (a reset: the reader starts again), or an empty page when the time is up.
+pub fn events_after(
+    ledger: &mut Ledger,
+    since: i64,
+    stage: Option<&str>,
+    limit: u32,
+    wait: Duration,
+) -> Result<Page> {
+    let mut of: Option<Option<String>> = None;
+    super::follow(
+        ledger,
+        Some(Instant::now() + wait),
+        super::READ_AGAIN_AFTER,
+        |ledger, seen| {
+            let page = events(ledger, since, stage, limit)?;
+            let replaced = seen.replaced(ledger) || of.as_ref().is_some_and(|o| *o != page.ledger);
+            of = Some(page.ledger.clone());
+            Ok(if page.last != since || !page.at_end || replaced {
+                Step::Done(page)
+            } else {
+                Step::Wait(page)
+            })
+        },
+    )
 }
 
 /// Where a reader that names a position (`events --since`) goes on from.

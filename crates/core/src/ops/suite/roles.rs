@@ -2,7 +2,7 @@
 //! `forbidden`, recorded as one `refused` event, and changes nothing else in the ledger.
 
 use super::*;
-use crate::model::{Channel, EventKind, Status};
+use crate::model::{Channel, EventKind, HarnessCall, Status};
 
 const TOKEN: &str = "ci-bot";
 
@@ -77,12 +77,27 @@ fn ledger_for_attacks(l: &mut Ledger) -> (i64, i64, i64) {
         }),
     )
     .unwrap();
+    // A harness call's question outside the agent's stages, under a key it may guess.
+    let guessed = HarnessCall {
+        key: GUESSED.into(),
+        by_input: false,
+    };
+    let news = [NewQuestion::build(draft("prod", HOOKED)).unwrap()];
+    change::log_call(l, &guessed, CallStep::Asking, &news).unwrap();
     (inside, outside, approval)
 }
+
+/// The key and text of the harness call's question above.
+const GUESSED: &str = "claude-code:session:toolu_prod";
+const HOOKED: &str = "Roll back production?";
 
 /// Every request an agent token may never make, given the ledger above.
 fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request> {
     let change = |id, act| Request::Change(PersonsChange::of(id, act));
+    let call = |key: &str| CallKey {
+        key: key.into(),
+        by_input: false,
+    };
     let vote = |verdict| {
         Act::Vote(
             Identity::Person("dana".into()),
@@ -108,6 +123,25 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             text: format!("{{\"{inside}\": \"yes\"}}"),
             format: None,
             force: true,
+        },
+        // A harness call outside its stages; another stage's call found by its key; a
+        // delivery of another stage's question.
+        Request::HarnessCall {
+            call: call("claude-code:session:toolu_new"),
+            step: CallStep::Asking,
+            questions: vec![draft("prod", "Which region?")],
+            wait: None,
+        },
+        Request::HarnessCall {
+            call: call(GUESSED),
+            step: CallStep::Looking,
+            questions: vec![draft("ci-build", HOOKED)],
+            wait: Some(Duration::from_secs(1)),
+        },
+        Request::Delivered {
+            call: call(GUESSED),
+            ids: vec![outside],
+            detail: serde_json::json!({ "harness": "claude-code" }),
         },
         // A stage whose gate a required question still holds.
         Request::Clear {
@@ -192,6 +226,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             since: 0,
             stage: Some("prod".into()),
             limit: 100,
+            wait: None,
         },
         // A pattern is a prefix only where it ends in *.
         Request::Answers {
@@ -264,6 +299,7 @@ on_every_engine!(
                 since: 0,
                 stage: None,
                 limit: 1000,
+                wait: None,
             },
         )
         .unwrap() else {
