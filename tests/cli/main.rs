@@ -45,6 +45,7 @@ mod mcp_clients;
 mod migration;
 mod people;
 mod pi;
+mod policy;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "watch")]

@@ -1144,6 +1144,8 @@ pub enum EventKind {
     People,
     /// A token made or revoked (§15; question_id 0). Its secret is never in it.
     Token,
+    /// A stage pattern's routing policy set or unset (§14a; question_id 0).
+    Policy,
 }
 
 impl EventKind {
@@ -1798,6 +1800,6 @@ mod vocabulary_tests {
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
         assert_eq!(Channel::ALL.len(), 16);
-        assert_eq!(EventKind::ALL.len(), 17);
+        assert_eq!(EventKind::ALL.len(), 18);
     }
 }

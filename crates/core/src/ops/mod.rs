@@ -11,6 +11,7 @@ mod follow;
 mod gate;
 mod interop;
 pub mod relay;
+mod routing;
 mod stream;
 #[cfg(test)]
 mod suite;
@@ -31,6 +32,10 @@ pub use gate::{
     Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use routing::{
+    duration_text, policy_for, Policies, PolicyChanged, PolicyReply, PolicyRequest, PolicySet,
+    PolicyUnset, REMIND_MAX_LIMIT,
+};
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
     authenticate, Grant, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
@@ -40,7 +45,7 @@ pub use token::{
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, Delivery, EventFilter, Filter, FoundBy,
-    Ledger, Link, Location, LockWait, StoredTask, StoredToken, TaskState, TokenRole,
+    Ledger, Link, Location, LockWait, Policy, StoredTask, StoredToken, TaskState, TokenRole,
 };
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,

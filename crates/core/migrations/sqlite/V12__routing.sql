@@ -1,0 +1,3 @@
+-- Routing policy (§14a): its table (routing_policies) is made by the first `policy set`
+-- (store/sql/routing.rs, SQLITE_TABLE), not here, as the relay's and the tokens' are (see
+-- V10, V11): a ledger that routes nothing does not pay for it in every `check`.

@@ -1,0 +1,328 @@
+//! Routing policy (§14a): who gets a stage's cards first, when they are reminded and when
+//! a card is escalated to more people. Set, listed and unset only with direct access to
+//! the ledger (the door refuses every token); every change is a `policy` event.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::token::check_pattern;
+use super::Caller;
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::model::{check_name, GROUP_PREFIX};
+use crate::store::{Ledger, Policy, Tx};
+
+/// How many reminders a policy gives when it names none.
+const REMIND_MAX_DEFAULT: u32 = 3;
+/// The most reminders a policy may give: each comes after twice the gap before it, so
+/// the last of 20 is a million first gaps after the question.
+pub const REMIND_MAX_LIMIT: u32 = 20;
+/// The longest delay a policy may name: a card unanswered for a month is a card to clear.
+const LONGEST_DELAY: Duration = Duration::from_hours(30 * 24);
+
+/// A stage pattern's policy, as a front end read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicySet {
+    pub stage: String,
+    #[serde(default)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    pub remind_after: Option<Duration>,
+    #[serde(default)]
+    pub remind_max: Option<u32>,
+    #[serde(default)]
+    pub escalate_after: Option<Duration>,
+    #[serde(default)]
+    pub escalate_to: Vec<String>,
+}
+
+/// A change or a read of the ledger's routing policies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum PolicyRequest {
+    Set(PolicySet),
+    List,
+    Unset { stage: String },
+}
+
+/// What `policy set` did.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PolicyChanged {
+    pub policy: Policy,
+    /// Whether the ledger changed (setting the policy there is changes nothing and
+    /// records nothing).
+    pub changed: bool,
+    /// The pattern's policy before, when it had one.
+    pub replaced: Option<Policy>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Policies {
+    pub count: usize,
+    pub policies: Vec<Policy>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PolicyUnset {
+    pub stage: String,
+    pub unset: bool,
+}
+
+/// What a policy request returns.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum PolicyReply {
+    Set(Box<PolicyChanged>),
+    Listed(Policies),
+    Unset(PolicyUnset),
+}
+
+/// Runs a policy request for a caller with direct access (the door refuses every other).
+pub(super) fn run(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    req: &PolicyRequest,
+) -> Result<PolicyReply> {
+    match req {
+        PolicyRequest::Set(set) => {
+            self::set(ledger, caller, set).map(|c| PolicyReply::Set(Box::new(c)))
+        }
+        PolicyRequest::List => {
+            let policies = ledger.read(|tx| tx.policies())?;
+            Ok(PolicyReply::Listed(Policies {
+                count: policies.len(),
+                policies,
+            }))
+        }
+        PolicyRequest::Unset { stage } => unset(ledger, caller, stage).map(PolicyReply::Unset),
+    }
+}
+
+fn set(ledger: &mut Ledger, caller: &Caller, req: &PolicySet) -> Result<PolicyChanged> {
+    let stage = req.stage.trim().to_string();
+    check_pattern(&stage)?;
+    let to = recipients(&req.to, "--to")?;
+    let escalate_to = recipients(&req.escalate_to, "--escalate-to")?;
+    if req.remind_max.is_some() && req.remind_after.is_none() {
+        return Err(Error::usage(
+            "--remind-max needs --remind-after: how long after a question its first \
+             reminder comes",
+        ));
+    }
+    if let Some(n) = req.remind_max {
+        if n == 0 || n > REMIND_MAX_LIMIT {
+            return Err(Error::usage(format!(
+                "--remind-max is 1 to {REMIND_MAX_LIMIT} (for no reminders, leave out \
+                 --remind-after)"
+            )));
+        }
+    }
+    match (req.escalate_after, escalate_to.is_empty()) {
+        (Some(_), true) => {
+            return Err(Error::usage(
+                "--escalate-after needs --escalate-to: who the card goes to then",
+            ))
+        }
+        (None, false) => {
+            return Err(Error::usage(
+                "--escalate-to needs --escalate-after: how long after a question it is \
+                 escalated",
+            ))
+        }
+        _ => {}
+    }
+    for (flag, d) in [
+        ("--remind-after", req.remind_after),
+        ("--escalate-after", req.escalate_after),
+    ] {
+        if let Some(d) = d {
+            if d.as_secs() == 0 || d > LONGEST_DELAY {
+                return Err(Error::usage(format!(
+                    "{flag} is 1s to 30d, written like 90s, 30m, 2h or 1d"
+                )));
+            }
+        }
+    }
+    if to.is_empty() && req.remind_after.is_none() && req.escalate_after.is_none() {
+        return Err(Error::usage(
+            "a policy says something: --to, --remind-after or --escalate-after (to remove \
+             a stage's policy: questions policy unset --stage PATTERN)",
+        ));
+    }
+    let now = clock::now();
+    let actor = caller.actor(&now);
+    let policy = Policy {
+        stage,
+        to,
+        remind_after: req.remind_after.map(duration_text),
+        remind_max: req
+            .remind_after
+            .map(|_| req.remind_max.unwrap_or(REMIND_MAX_DEFAULT)),
+        escalate_after: req.escalate_after.map(duration_text),
+        escalate_to,
+        set_by: actor.by.clone(),
+        set_at: now,
+    };
+    ledger.write(|tx| {
+        known_groups(tx, policy.to.iter().chain(&policy.escalate_to))?;
+        let replaced = tx.policies()?.into_iter().find(|p| p.stage == policy.stage);
+        let same = replaced.as_ref().is_some_and(|r| same_rules(r, &policy));
+        if same {
+            return Ok(PolicyChanged {
+                policy: replaced.clone().unwrap_or_else(|| policy.clone()),
+                changed: false,
+                replaced,
+            });
+        }
+        tx.put_policy(&policy)?;
+        tx.policy_event(
+            &actor,
+            &serde_json::json!({
+                "policy": policy.stage,
+                "set": true,
+                "to": policy.to,
+                "remind_after": policy.remind_after,
+                "remind_max": policy.remind_max,
+                "escalate_after": policy.escalate_after,
+                "escalate_to": policy.escalate_to,
+            }),
+        )?;
+        Ok(PolicyChanged {
+            policy: policy.clone(),
+            changed: true,
+            replaced,
+        })
+    })
+}
+
+fn unset(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<PolicyUnset> {
+    let stage = stage.trim();
+    check_pattern(stage)?;
+    let actor = caller.actor(&clock::now());
+    ledger.write(|tx| {
+        if !tx.delete_policy(stage)? {
+            return Err(Error::not_found(format!(
+                "there is no policy for '{stage}': 'questions policy list' shows them"
+            )));
+        }
+        tx.policy_event(&actor, &serde_json::json!({"policy": stage, "unset": true}))
+    })?;
+    Ok(PolicyUnset {
+        stage: stage.to_string(),
+        unset: true,
+    })
+}
+
+/// Whether two policies route alike (who set them, and when, aside).
+fn same_rules(a: &Policy, b: &Policy) -> bool {
+    Policy {
+        set_by: None,
+        set_at: String::new(),
+        ..a.clone()
+    } == Policy {
+        set_by: None,
+        set_at: String::new(),
+        ..b.clone()
+    }
+}
+
+/// People and `group:NAME`s, trimmed, each once, in the order given.
+fn recipients(names: &[String], flag: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for given in names {
+        let name = given.trim();
+        let checked = match name.strip_prefix(GROUP_PREFIX) {
+            Some(group) => check_name(group, "group"),
+            None => check_name(name, "person"),
+        };
+        checked.map_err(|why| Error::usage(format!("{flag}: {why} (or group:NAME)")))?;
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses a group that does not exist: one named before it is made could be made by
+/// anyone, who would then decide who gets the cards (as an approval's groups, §12).
+fn known_groups<'a>(tx: &Tx, names: impl Iterator<Item = &'a String>) -> Result<()> {
+    for name in names {
+        if let Some(group) = name.strip_prefix(GROUP_PREFIX) {
+            if tx.group_admins(group)?.is_empty() && tx.groups([group])?.is_empty() {
+                return Err(Error::usage(format!(
+                    "there is no group {group}: create it first, naming who may change its \
+                     members (questions group create {group} --admins NAME,…); nothing was \
+                     set"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A duration as `policy set` reads it back: `1d2h`, `90s`, `45m`.
+pub fn duration_text(d: Duration) -> String {
+    let mut left = d.as_secs();
+    let mut out = String::new();
+    for (unit, secs) in [('d', 86_400), ('h', 3600), ('m', 60), ('s', 1)] {
+        if left >= secs {
+            out.push_str(&format!("{}{unit}", left / secs));
+            left %= secs;
+        }
+    }
+    if out.is_empty() {
+        out.push_str("0s");
+    }
+    out
+}
+
+/// The policy that routes `stage`: the one named for it exactly, else the one of the
+/// longest prefix that matches (`ci-deploy-*` before `ci-*` before `*`).
+pub fn policy_for<'p>(policies: &'p [Policy], stage: &str) -> Option<&'p Policy> {
+    let stage = stage.trim();
+    policies
+        .iter()
+        .filter_map(|p| match p.stage.strip_suffix('*') {
+            Some(prefix) => stage.starts_with(prefix).then_some((prefix.len(), p)),
+            None => (p.stage == stage).then_some((usize::MAX, p)),
+        })
+        .max_by_key(|(rank, _)| *rank)
+        .map(|(_, p)| p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_duration_reads_back_as_it_is_shown() {
+        for secs in [1, 59, 60, 90, 3600, 5400, 86_400, 93_784, 30 * 86_400] {
+            let text = duration_text(Duration::from_secs(secs));
+            assert_eq!(
+                clock::parse_duration(&text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        assert_eq!(duration_text(Duration::from_mins(90)), "1h30m");
+    }
+
+    #[test]
+    fn the_exact_stage_wins_then_the_longest_prefix() {
+        let p = |stage: &str| Policy {
+            stage: stage.into(),
+            ..Policy::default()
+        };
+        let all = [p("*"), p("ci-*"), p("ci-deploy-*"), p("ci-deploy-prod")];
+        let found = |stage| policy_for(&all, stage).map(|p| p.stage.as_str());
+        assert_eq!(found("ci-deploy-prod"), Some("ci-deploy-prod"));
+        assert_eq!(found("ci-deploy-stage"), Some("ci-deploy-*"));
+        assert_eq!(found("ci-test"), Some("ci-*"));
+        assert_eq!(found("docs"), Some("*"));
+        assert_eq!(policy_for(&all[1..], "docs"), None);
+    }
+}
