@@ -179,3 +179,12 @@ fn a_bad_policy_is_a_usage_error_and_changes_nothing() {
     assert_eq!(l.ok(["policy", "list"])["count"], 0);
     assert!(policy_events(&l).is_empty());
 }
+
+#[test]
+fn a_reset_forgets_the_policies() {
+    let l = Ledger::new();
+    l.ok(["policy", "set", "--stage", "*", "--remind-after", "1h"]);
+    l.ok(["reset", "--yes"]);
+    l.log("s", "Anew?");
+    assert_eq!(l.ok(["policy", "list"])["count"], 0);
+}
