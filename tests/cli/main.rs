@@ -57,6 +57,8 @@ mod relay_email;
 #[cfg(feature = "relay")]
 mod relay_harness;
 #[cfg(feature = "relay")]
+mod relay_routing;
+#[cfg(feature = "relay")]
 mod relay_slack;
 #[cfg(all(feature = "serve", feature = "remote"))]
 mod remote;

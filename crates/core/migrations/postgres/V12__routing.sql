@@ -5,3 +5,14 @@ CREATE TABLE IF NOT EXISTS routing_policies (
   policy TEXT NOT NULL,
   set_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS routing_slots (
+  question_id BIGINT NOT NULL,
+  slot TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (question_id, slot)
+);
+CREATE TABLE IF NOT EXISTS routing_reminders (
+  delivery_id BIGINT PRIMARY KEY,
+  reminder BIGINT NOT NULL,
+  at TEXT NOT NULL
+);

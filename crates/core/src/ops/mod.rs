@@ -33,8 +33,8 @@ pub use gate::{
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
 pub use routing::{
-    duration_text, policy_for, Policies, PolicyChanged, PolicyReply, PolicyRequest, PolicySet,
-    PolicyUnset, REMIND_MAX_LIMIT,
+    duration_text, policy_for, route, Policies, PolicyChanged, PolicyReply, PolicyRequest,
+    PolicySet, PolicyUnset, REMIND_MAX_LIMIT,
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{

@@ -997,6 +997,16 @@ pub struct Card {
     pub delivery: Delivery,
     pub question: Question,
     pub key: ButtonKey,
+    /// A repost by the question's policy (§14a): its reminder, and of how many.
+    pub reminder: Option<(u32, u32)>,
+}
+
+impl Card {
+    /// What a reposted card says above the question.
+    pub fn note(&self) -> Option<String> {
+        self.reminder
+            .map(|(n, of)| format!("Still waiting for your answer (reminder {n} of {of})"))
+    }
 }
 
 /// The cards a channel has to send: one per pending question (of `stages`, when given)
@@ -1029,9 +1039,17 @@ pub fn cards_to_send(
             .map(|d| (d.identity, d.question_id, d.fingerprint))
             .collect();
         let voters = super::approval::voters(tx, pending.iter())?;
+        let policies = tx.policies()?;
+        let slots = if policies.is_empty() {
+            Vec::new()
+        } else {
+            tx.routing_slots()?
+        };
         let mut missing = Vec::new();
         for q in &pending {
             let fingerprint = q.fingerprint();
+            // Its policy's people (and, once escalated, its backups), when it names any.
+            let routed = super::routing::routed_to(tx, &policies, &slots, q)?;
             for l in &links {
                 let may = match (&q.state.approval, voters.get(&q.id)) {
                     (Some(a), Some(eligible)) => {
@@ -1039,7 +1057,7 @@ pub fn cards_to_send(
                     }
                     (Some(_), None) => false,
                     (None, _) => true,
-                };
+                } && routed.as_ref().is_none_or(|r| r.contains(&l.person));
                 if may && !known.contains(&(l.identity.clone(), q.id, fingerprint.clone())) {
                     missing.push(Delivery {
                         id: 0,
@@ -1084,6 +1102,7 @@ pub fn cards_to_send(
                         delivery: d,
                         question: q,
                         key: key.clone(),
+                        reminder: None,
                     });
                 }
                 // Settled before it was sent: nothing to send or close.
@@ -1091,6 +1110,65 @@ pub fn cards_to_send(
             }
         }
         Ok(cards)
+    })
+}
+
+/// The open cards of a channel to repost as reminders (§14a): those whose question is
+/// still pending as delivered, at a reminder the card has not been reposted for. The
+/// cards sent this round are among them only from the next reminder on.
+pub fn reminders_to_send(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Card>> {
+    let now = clock::now();
+    ledger.read(|tx| {
+        let policies = tx.policies()?;
+        if policies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let slots = tx.routing_slots()?;
+        let Some(key) = key_in(tx)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for d in tx.deliveries_in(channel.as_str(), "open")? {
+            let Some(q) = tx.question(d.question_id)? else {
+                continue;
+            };
+            if q.state.status != Status::Pending
+                || q.fingerprint() != d.fingerprint
+                || q.is_expired(&now)
+            {
+                continue;
+            }
+            let (n, of) = super::routing::reminder_of(&policies, &slots, &q);
+            if n == 0 || i64::from(n) <= tx.reminded(d.id)? {
+                continue;
+            }
+            out.push(Card {
+                delivery: d,
+                question: q,
+                key: key.clone(),
+                reminder: Some((n, of)),
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// A reminder was reposted: the card is the new message from now on (a reply or a
+/// button of either still answers it, bound to the same delivery), and it is not
+/// reposted again for this reminder. The card as it was, whose old message the channel
+/// retires.
+pub fn reminder_sent(
+    ledger: &mut Ledger,
+    card: &Card,
+    message_ref: &str,
+) -> Result<Option<Delivery>> {
+    let now = clock::now();
+    let n = i64::from(card.reminder.map_or(0, |(n, _)| n));
+    ledger.write(|tx| {
+        let before = tx.delivery(card.delivery.id)?;
+        tx.set_delivery(card.delivery.id, "open", Some(message_ref), &now)?;
+        tx.set_reminded(card.delivery.id, n, &now)?;
+        Ok(before)
     })
 }
 

@@ -10,8 +10,8 @@ use super::token::check_pattern;
 use super::Caller;
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::model::{check_name, GROUP_PREFIX};
-use crate::store::{Ledger, Policy, Tx};
+use crate::model::{check_name, EventKind, Question, Status, GROUP_PREFIX};
+use crate::store::{Filter, Ledger, Policy, Tx};
 
 /// How many reminders a policy gives when it names none.
 const REMIND_MAX_DEFAULT: u32 = 3;
@@ -294,6 +294,170 @@ pub fn policy_for<'p>(policies: &'p [Policy], stage: &str) -> Option<&'p Policy>
         .map(|(_, p)| p)
 }
 
+/// The slot of a question's escalation, and of its reminder `n` (`remind:2`).
+const ESCALATE: &str = "escalate";
+const REMIND: &str = "remind:";
+
+/// A reminder or an escalation due and not yet recorded.
+struct Due {
+    question_id: i64,
+    stage: String,
+    slot: String,
+    kind: EventKind,
+    detail: serde_json::Value,
+}
+
+/// Records the reminders and escalations due at this moment, each once per question and
+/// slot however many relays call this at once (a unique key on the two, in the
+/// transaction that writes its event). A reminder whose slot passed while no relay ran is
+/// not made up for: only the latest due is recorded, so a relay started late reminds
+/// once, not once for each slot it missed. The number recorded.
+pub fn route(ledger: &mut Ledger) -> Result<usize> {
+    route_at(ledger, &clock::now())
+}
+
+/// `route` as at `now`.
+pub(super) fn route_at(ledger: &mut Ledger, now: &str) -> Result<usize> {
+    let now = now.to_string();
+    if ledger.read(|tx| due(tx, &now))?.is_empty() {
+        return Ok(0);
+    }
+    ledger.write(|tx| {
+        let mut recorded = 0;
+        for d in due(tx, &now)? {
+            if tx.insert_slot(d.question_id, &d.slot, &now)? {
+                tx.routing_event(d.kind, d.question_id, &d.stage, &now, &d.detail)?;
+                recorded += 1;
+            }
+        }
+        Ok(recorded)
+    })
+}
+
+fn due(tx: &Tx, now: &str) -> Result<Vec<Due>> {
+    let policies = tx.policies()?;
+    if policies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let pending = tx.questions(&Filter {
+        status: Some(Status::Pending),
+        ..Filter::default()
+    })?;
+    let slots = tx.routing_slots()?;
+    let recorded = |id: i64| slots.iter().filter(move |(q, _)| *q == id).map(|(_, s)| s);
+    let mut out = Vec::new();
+    for q in pending.iter().filter(|q| !q.is_expired(now)) {
+        let Some(p) = policy_for(&policies, &q.stage) else {
+            continue;
+        };
+        let at = |d: Duration| clock::after(&q.created_at, d);
+        let due = |slot: String, kind, detail: serde_json::Value| Due {
+            question_id: q.id,
+            stage: q.stage.clone(),
+            slot,
+            kind,
+            detail,
+        };
+        if let Some(after) = delay(p.escalate_after.as_deref()) {
+            if at(after).as_str() <= now && !recorded(q.id).any(|s| s == ESCALATE) {
+                out.push(due(
+                    ESCALATE.into(),
+                    EventKind::Escalated,
+                    serde_json::json!({
+                        "slot": ESCALATE,
+                        "policy": p.stage,
+                        "to": p.escalate_to,
+                        "after": p.escalate_after,
+                    }),
+                ));
+            }
+        }
+        if let (Some(gap), Some(max)) = (delay(p.remind_after.as_deref()), p.remind_max) {
+            let latest = reminder_due(gap, max, |d| at(d).as_str() <= now);
+            let done = recorded(q.id)
+                .filter_map(|s| s.strip_prefix(REMIND)?.parse::<u32>().ok())
+                .max()
+                .unwrap_or(0);
+            if latest > done {
+                out.push(due(
+                    format!("{REMIND}{latest}"),
+                    EventKind::Reminded,
+                    serde_json::json!({
+                        "slot": format!("{REMIND}{latest}"),
+                        "policy": p.stage,
+                        "reminder": latest,
+                        "of": max,
+                    }),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The latest reminder due (0: none yet): reminder `n` comes `(2ⁿ − 1) × gap` after the
+/// question, each after twice the gap before it.
+fn reminder_due(gap: Duration, max: u32, passed: impl Fn(Duration) -> bool) -> u32 {
+    (1..=max.min(REMIND_MAX_LIMIT))
+        .take_while(|n| passed(gap * ((1u32 << n) - 1)))
+        .last()
+        .unwrap_or(0)
+}
+
+fn delay(text: Option<&str>) -> Option<Duration> {
+    text.and_then(|t| clock::parse_duration(t).ok())
+}
+
+/// Who may get `q`'s cards by its stage's policy, when the policy names anyone: its
+/// `--to`, and once the question was escalated its `--escalate-to`, groups as their
+/// members now. None: the policy narrows nothing (everyone who may answer, §14).
+pub(super) fn routed_to(
+    tx: &Tx,
+    policies: &[Policy],
+    slots: &[(i64, String)],
+    q: &Question,
+) -> Result<Option<std::collections::BTreeSet<String>>> {
+    let Some(p) = policy_for(policies, &q.stage).filter(|p| !p.to.is_empty()) else {
+        return Ok(None);
+    };
+    let escalated = slots.iter().any(|(id, s)| *id == q.id && s == ESCALATE);
+    let names =
+        p.to.iter()
+            .chain(p.escalate_to.iter().filter(|_| escalated));
+    let mut people = std::collections::BTreeSet::new();
+    for name in names {
+        match name.strip_prefix(GROUP_PREFIX) {
+            Some(group) => {
+                for members in tx.groups([group])?.into_values() {
+                    people.extend(members);
+                }
+            }
+            None => {
+                people.insert(name.clone());
+            }
+        }
+    }
+    Ok(Some(people))
+}
+
+/// The reminder a question is at (0: none), and of how many.
+pub(super) fn reminder_of(
+    policies: &[Policy],
+    slots: &[(i64, String)],
+    q: &Question,
+) -> (u32, u32) {
+    let n = slots
+        .iter()
+        .filter(|(id, _)| *id == q.id)
+        .filter_map(|(_, s)| s.strip_prefix(REMIND)?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    let max = policy_for(policies, &q.stage)
+        .and_then(|p| p.remind_max)
+        .unwrap_or(n);
+    (n, max.max(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +473,18 @@ mod tests {
             );
         }
         assert_eq!(duration_text(Duration::from_mins(90)), "1h30m");
+    }
+
+    #[test]
+    fn reminders_come_after_doubling_gaps_and_stop_at_the_most() {
+        let gap = Duration::from_mins(30);
+        let at = |elapsed: Duration| reminder_due(gap, 3, |d| d <= elapsed);
+        assert_eq!(at(Duration::from_mins(29)), 0);
+        assert_eq!(at(Duration::from_mins(30)), 1);
+        assert_eq!(at(Duration::from_mins(89)), 1);
+        assert_eq!(at(Duration::from_mins(90)), 2);
+        assert_eq!(at(Duration::from_mins(210)), 3);
+        assert_eq!(at(Duration::from_hours(1000)), 3, "at most remind-max");
     }
 
     #[test]

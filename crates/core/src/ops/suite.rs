@@ -837,6 +837,7 @@ mod relay_ops {
 mod routing_ops {
     use super::*;
     use crate::model::{Channel, EventKind};
+    use crate::ops::routing;
 
     fn root() -> Principal {
         Principal::Direct(Caller {
@@ -973,6 +974,76 @@ mod routing_ops {
                 events[3],
                 serde_json::json!({"policy": "deploy-*", "unset": true})
             );
+        }
+    );
+
+    on_every_engine!(
+        reminders_and_escalations_are_recorded_once_however_many_look,
+        |l: &mut Ledger| {
+            set(
+                l,
+                PolicySet {
+                    stage: "s".into(),
+                    remind_after: Some(Duration::from_mins(30)),
+                    remind_max: Some(3),
+                    escalate_after: Some(Duration::from_hours(1)),
+                    escalate_to: vec!["carol".into()],
+                    ..PolicySet::default()
+                },
+            )
+            .unwrap();
+            let id = logged(l, "s", "Deploy?");
+            let other = logged(l, "t", "Not routed?");
+            let created = l.read(|tx| tx.question(id)).unwrap().unwrap().created_at;
+            let at = |mins: u64| clock::after(&created, Duration::from_mins(mins));
+            assert_eq!(routing::route_at(l, &at(29)).unwrap(), 0);
+            // Eight handles at once, as relays of several machines would: each slot once.
+            let location = l.location().clone();
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let when = at(61);
+            let recorded: usize = (0..8)
+                .map(|_| {
+                    let (location, barrier, when) =
+                        (location.clone(), barrier.clone(), when.clone());
+                    std::thread::spawn(move || {
+                        let mut mine = Ledger::new(location);
+                        barrier.wait();
+                        routing::route_at(&mut mine, &when).unwrap()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .sum();
+            assert_eq!(recorded, 2, "the first reminder and the escalation");
+            let kinds = |l: &mut Ledger, id: i64| -> Vec<(EventKind, serde_json::Value)> {
+                history(l, &EventFilter::Question(id))
+                    .unwrap()
+                    .events
+                    .into_iter()
+                    .filter(|e| matches!(e.event, EventKind::Reminded | EventKind::Escalated))
+                    .map(|e| (e.event, e.detail.unwrap()))
+                    .collect()
+            };
+            let done = kinds(l, id);
+            assert_eq!(done.len(), 2, "{done:?}");
+            assert!(done
+                .iter()
+                .any(|(k, d)| *k == EventKind::Reminded && d["reminder"] == 1));
+            assert!(
+                kinds(l, other).is_empty(),
+                "a stage without policy is left alone"
+            );
+            // Much later: the last reminder only, then nothing more.
+            assert_eq!(routing::route_at(l, &at(6000)).unwrap(), 1);
+            assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
+            let last = kinds(l, id);
+            assert_eq!(last.last().unwrap().1["reminder"], 3, "{last:?}");
+            // An answered question is reminded of nothing.
+            change(l, &person("dana"), &PersonsChange::of(id, answer("no"))).unwrap();
+            let id2 = logged(l, "s", "Roll back?");
+            change(l, &person("dana"), &PersonsChange::of(id2, answer("no"))).unwrap();
+            assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
         }
     );
 

@@ -41,7 +41,110 @@ const SQLITE_TABLE: &str = "CREATE TABLE IF NOT EXISTS routing_policies (
   set_at TEXT NOT NULL
 ) WITHOUT ROWID";
 
+/// What routing did, in SQLite: the slots recorded (a reminder's or an escalation's, one
+/// row a question and slot, so that each is recorded once however many relays look), and
+/// the last reminder each card was reposted for. Made by the first slot recorded.
+const SQLITE_SLOT_TABLES: [&str; 2] = [
+    "CREATE TABLE IF NOT EXISTS routing_slots (
+  question_id INTEGER NOT NULL,
+  slot TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (question_id, slot)
+) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS routing_reminders (
+  delivery_id INTEGER PRIMARY KEY,
+  reminder INTEGER NOT NULL,
+  at TEXT NOT NULL
+)",
+];
+
 impl Tx<'_> {
+    fn slot_tables(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("routing_slots", &SQLITE_SLOT_TABLES, make)
+    }
+
+    /// Every slot recorded: (question, slot).
+    pub(crate) fn routing_slots(&self) -> Result<Vec<(i64, String)>> {
+        if !self.slot_tables(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            "SELECT question_id, slot FROM routing_slots ORDER BY question_id, slot",
+            &[],
+        )?;
+        rows.each(
+            |r| {
+                Ok((
+                    r.take("question_id").int()?,
+                    r.text("slot").unwrap_or_default(),
+                ))
+            },
+            &["question_id", "slot"],
+        )
+    }
+
+    /// Records a question's slot; false when it was recorded already (by this relay or
+    /// another: the key decides, in whichever transaction commits first).
+    pub(crate) fn insert_slot(&self, question_id: i64, slot: &str, at: &str) -> Result<bool> {
+        self.slot_tables(true)?;
+        Ok(self.conn.execute(
+            "INSERT INTO routing_slots (question_id, slot, at) VALUES ($1, $2, $3) \
+             ON CONFLICT (question_id, slot) DO NOTHING",
+            &[question_id.into(), slot.into(), at.into()],
+        )? > 0)
+    }
+
+    /// The last reminder a card was reposted for (0: none).
+    pub(crate) fn reminded(&self, delivery: i64) -> Result<i64> {
+        if !self.slot_tables(false)? {
+            return Ok(0);
+        }
+        let rows = self.conn.query(
+            "SELECT reminder FROM routing_reminders WHERE delivery_id = $1",
+            &[delivery.into()],
+        )?;
+        Ok(rows
+            .each(|r| r.take("reminder").int(), &["reminder"])?
+            .pop()
+            .unwrap_or(0))
+    }
+
+    pub(crate) fn set_reminded(&self, delivery: i64, reminder: i64, at: &str) -> Result<()> {
+        self.slot_tables(true)?;
+        self.conn.execute(
+            "DELETE FROM routing_reminders WHERE delivery_id = $1",
+            &[delivery.into()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO routing_reminders (delivery_id, reminder, at) VALUES ($1, $2, $3)",
+            &[delivery.into(), reminder.into(), at.into()],
+        )?;
+        Ok(())
+    }
+
+    /// Records a reminder or an escalation of `question`: made by no person and through
+    /// no channel (the policy made it), what it was in `detail`.
+    pub(crate) fn routing_event(
+        &self,
+        kind: EventKind,
+        question_id: i64,
+        stage: &str,
+        at: &str,
+        detail: &serde_json::Value,
+    ) -> Result<()> {
+        self.insert_event(&Row {
+            kind,
+            at,
+            question_id,
+            stage: Some(stage),
+            by: None,
+            channel: None,
+            before: None,
+            after: None,
+            detail: Some(to_json(detail)?),
+        })
+    }
+
     fn policy_table(&self, make: bool) -> Result<bool> {
         self.lazy_tables("routing_policies", &[SQLITE_TABLE], make)
     }
