@@ -339,7 +339,7 @@ pub enum Command {
     Group(GroupArgs),
     /// Link people to the channel identities they answer from (Telegram, Slack, email)
     #[command(
-        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789"
+        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel. 'people delegate NAME --to\nOTHER --until INSTANT' sends the cards a routing policy names NAME for to OTHER too\n(following at most 3 delegations; a cycle is refused), and records OTHER's answer on\nNAME's behalf; 'people delegate NAME off' ends it.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789\n  questions people delegate \"$(id -un)\" --to bob --until 2030-01-01T00:00:00Z"
     )]
     People(PeopleArgs),
     /// Put pending questions to people on Telegram and record their answers (pair: a link code)
@@ -604,15 +604,32 @@ pub struct GroupArgs {
 
 #[derive(Debug, Args)]
 pub struct PeopleArgs {
-    /// link, unlink or list
+    /// link, unlink, list or delegate
     #[arg(value_enum)]
     pub action: PeopleAction,
-    /// The person (with link and unlink)
+    /// The person (with link, unlink and delegate)
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
-    /// The channel identity, CHANNEL:ID (with link and unlink)
+    /// The channel identity, CHANNEL:ID (with link and unlink); with delegate, 'off' ends
+    /// NAME's delegation
     #[arg(value_name = "CHANNEL:ID")]
     pub identity: Option<String>,
+    /// With delegate: who gets NAME's cards too, and answers on NAME's behalf
+    #[arg(
+        long,
+        value_name = "OTHER",
+        allow_hyphen_values = true,
+        requires = "until"
+    )]
+    pub to: Option<String>,
+    /// With delegate: until when (RFC 3339: 2026-12-24T18:00:00Z)
+    #[arg(
+        long,
+        value_name = "INSTANT",
+        allow_hyphen_values = true,
+        requires = "to"
+    )]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -620,6 +637,7 @@ pub enum PeopleAction {
     Link,
     Unlink,
     List,
+    Delegate,
 }
 
 #[derive(Debug, Args)]

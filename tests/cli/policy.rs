@@ -188,3 +188,103 @@ fn a_reset_forgets_the_policies() {
     l.log("s", "Anew?");
     assert_eq!(l.ok(["policy", "list"])["count"], 0);
 }
+
+/// `people delegate` (§14a): recorded and listed, guarded as a link is, a cycle and a
+/// delegation to oneself or into the past refused.
+#[cfg(feature = "relay")]
+#[test]
+fn a_delegation_is_recorded_and_a_cycle_refused() {
+    let l = Ledger::new();
+    let me = crate::relay_harness::me(&l);
+    let until = "2026-12-24T18:00:00+01:00";
+    let made = l.ok(["people", "delegate", &me, "--to", "bob", "--until", until]);
+    assert_eq!(made["delegate"], "bob");
+    assert_eq!(made["until"], "2026-12-24T17:00:00.000Z");
+    assert_eq!(made["changed"], true);
+    let again = l.ok(["people", "delegate", &me, "--to", "bob", "--until", until]);
+    assert_eq!(again["changed"], false);
+    // Only bob, or a people admin, delegates bob's cards.
+    let other = l.run([
+        "people", "delegate", "bob", "--to", "carol", "--until", until,
+    ]);
+    assert_eq!((other.code, other.error_code()), (2, "forbidden"));
+    l.ok(["group", "create", "people", "--admins", &me]);
+    l.ok([
+        "people", "delegate", "bob", "--to", "carol", "--until", until,
+    ]);
+    let cycle = l.run(["people", "delegate", "carol", "--to", &me, "--until", until]);
+    assert_eq!(
+        (cycle.code, cycle.error_code()),
+        (1, "conflict"),
+        "{cycle:?}"
+    );
+    assert!(cycle.json["error"].as_str().unwrap().contains("→ carol"));
+    for args in [
+        &[
+            "people", "delegate", "dana", "--to", "dana", "--until", until,
+        ][..],
+        &[
+            "people",
+            "delegate",
+            "dana",
+            "--to",
+            "eve",
+            "--until",
+            "2020-01-01T00:00:00Z",
+        ],
+        &[
+            "people", "delegate", "dana", "--to", "eve", "--until", "tomorrow",
+        ],
+        &["people", "delegate", "dana", "--to", "eve"],
+        &["people", "delegate", "dana"],
+        &["people", "delegate", "dana", "on"],
+        &[
+            "people",
+            "link",
+            &me,
+            "telegram:5",
+            "--to",
+            "eve",
+            "--until",
+            until,
+        ],
+    ] {
+        let run = l.run(args);
+        assert_eq!(
+            (run.code, run.error_code()),
+            (2, "usage"),
+            "{args:?}: {run:?}"
+        );
+    }
+    let listed = l.ok(["people", "list"]);
+    let pairs: Vec<(String, String)> = listed["delegations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["person"].as_str().unwrap().into(),
+                d["delegate"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [("bob".into(), "carol".into()), (me.clone(), "bob".into())]
+    );
+    // Past its time it is listed no more.
+    let later = l.run_at("2027-01-01T00:00:00.000Z", ["people", "list"]);
+    assert_eq!(later.json["delegations"], json!([]));
+    assert_eq!(l.ok(["people", "delegate", &me, "off"])["changed"], true);
+    assert_eq!(l.ok(["people", "delegate", &me, "off"])["changed"], false);
+    let events: Vec<Value> = l
+        .run(["events", "--since", "0"])
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|e| e["event"] == "people")
+        .collect();
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[0]["detail"]["delegate"], "bob");
+    assert_eq!(events[2]["detail"]["delegation_ended"], true);
+}

@@ -134,6 +134,9 @@ fn relay_reminders_come_at_their_slots_and_once_each_across_a_kill() {
     messages(&t, BOB, &head, 1);
     // Routed before its cards were sent: at the moment of logging, nothing is due.
     assert!(events(&l, id, "reminded").is_empty());
+    // Killed once its cards are recorded as sent: a card cut off between its send and its
+    // record is sent again after a restart (§14, at least once), as another message.
+    round_passed(&l, &t, NOW, BOB, "Marker before?");
     kill(first);
 
     // Half an hour on: the first reminder, to each whose card is open.
@@ -281,4 +284,44 @@ fn relay_an_escalation_reaches_the_backup_only_after_its_delay_and_the_first_ans
     assert!(t.answer_to(late).contains("already answered by bob"));
     assert_eq!(l.question(id)["answer"], "PostgreSQL");
     kill(third);
+}
+
+#[test]
+fn relay_a_delegate_gets_the_card_and_answers_on_behalf_of_the_person() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    l.ok(["policy", "set", "--stage", "deploy", "--to", &me]);
+    l.ok([
+        "people",
+        "delegate",
+        &me,
+        "--to",
+        "bob",
+        "--until",
+        &later(7 * 86_400),
+    ]);
+    let id = options(&l, "deploy", "Which region first?");
+    let head = format!("Question {id} ");
+    let _relay = relay_at(&l, &t, NOW);
+    messages(&t, ME, &head, 1);
+    let bobs = messages(&t, BOB, &head, 1).remove(0);
+    let click = t.click(BOB, &bobs, &button(&bobs, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    let q = l.question(id);
+    assert_eq!(q["answered_by"], "bob");
+    let answered = events(&l, id, "answered");
+    assert_eq!(answered.len(), 1);
+    assert_eq!(
+        answered[0]["detail"]["on_behalf_of"],
+        me.as_str(),
+        "{answered:?}"
+    );
+    // Once it ends, the delegate is asked no more.
+    l.ok(["people", "delegate", &me, "off"]);
+    let next = options(&l, "deploy", "Which region next?");
+    let next_head = format!("Question {next} ");
+    messages(&t, ME, &next_head, 1);
+    round_passed(&l, &t, NOW, BOB, "Marker?");
+    assert_eq!(count(&t, BOB, &next_head), 0);
 }

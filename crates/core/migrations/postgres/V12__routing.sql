@@ -16,3 +16,9 @@ CREATE TABLE IF NOT EXISTS routing_reminders (
   reminder BIGINT NOT NULL,
   at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS people_delegations (
+  person TEXT PRIMARY KEY,
+  delegate TEXT NOT NULL,
+  until TEXT NOT NULL,
+  set_at TEXT NOT NULL
+);

@@ -33,8 +33,8 @@ pub use gate::{
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
 pub use routing::{
-    duration_text, policy_for, route, Policies, PolicyChanged, PolicyReply, PolicyRequest,
-    PolicySet, PolicyUnset, REMIND_MAX_LIMIT,
+    delegate, duration_text, policy_for, route, Delegated, Policies, PolicyChanged, PolicyReply,
+    PolicyRequest, PolicySet, PolicyUnset, DELEGATION_HOPS, REMIND_MAX_LIMIT,
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
@@ -44,8 +44,9 @@ pub use token::{
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
-    make_default_folder, refuse_non_ledger, schema_version, Delivery, EventFilter, Filter, FoundBy,
-    Ledger, Link, Location, LockWait, Policy, StoredTask, StoredToken, TaskState, TokenRole,
+    make_default_folder, refuse_non_ledger, schema_version, Delegation, Delivery, EventFilter,
+    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, StoredTask, StoredToken, TaskState,
+    TokenRole,
 };
 pub use stream::{
     events, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume, Started,

@@ -217,13 +217,17 @@ pub fn people_link(
 pub struct People {
     pub count: usize,
     pub links: Vec<Link>,
+    /// Who stands in for whom, and until when (§14a); ended ones are left out.
+    pub delegations: Vec<crate::store::Delegation>,
 }
 
 pub fn people_list(ledger: &mut Ledger) -> Result<People> {
-    let links = ledger.read(|tx| tx.links())?;
+    let now = clock::now();
+    let (links, delegations) = ledger.read(|tx| Ok((tx.links()?, tx.delegations()?)))?;
     Ok(People {
         count: links.len(),
         links,
+        delegations: delegations.into_iter().filter(|d| d.until > now).collect(),
     })
 }
 
@@ -717,7 +721,12 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
         shown: Shown::one(None, q.id, Some(delivery.fingerprint.clone())),
         ..PersonsChange::of(q.id, act)
     };
-    match change_in(tx, &actor, &req, Some(&about))? {
+    // A delegate's answer is theirs, on behalf of the person they stand in for.
+    let mut detail = about.clone();
+    if let Some(person) = super::routing::stands_in_for(tx, &q, &who, now)? {
+        detail["on_behalf_of"] = person.into();
+    }
+    match change_in(tx, &actor, &req, Some(&detail))? {
         Ok(after) => Ok(Heard {
             outcome: Outcome::Recorded,
             question_id: Some(after.id),
@@ -1040,16 +1049,27 @@ pub fn cards_to_send(
             .collect();
         let voters = super::approval::voters(tx, pending.iter())?;
         let policies = tx.policies()?;
-        let slots = if policies.is_empty() {
-            Vec::new()
+        let (slots, delegations) = if policies.is_empty() {
+            (Vec::new(), Vec::new())
         } else {
-            tx.routing_slots()?
+            (tx.routing_slots()?, tx.delegations()?)
         };
+        let now = clock::now();
         let mut missing = Vec::new();
         for q in &pending {
             let fingerprint = q.fingerprint();
-            // Its policy's people (and, once escalated, its backups), when it names any.
-            let routed = super::routing::routed_to(tx, &policies, &slots, q)?;
+            // Its policy's people (and, once escalated, its backups), when it names any,
+            // and their delegates (a vote is a person's own: not an approval's).
+            let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
+                if q.state.approval.is_none() {
+                    let standing_in: Vec<String> = r
+                        .iter()
+                        .flat_map(|p| super::routing::delegates_of(&delegations, p, &now))
+                        .collect();
+                    r.extend(standing_in);
+                }
+                r
+            });
             for l in &links {
                 let may = match (&q.state.approval, voters.get(&q.id)) {
                     (Some(a), Some(eligible)) => {

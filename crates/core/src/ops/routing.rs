@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::approval::{Identity, PEOPLE_ADMINS};
 use super::token::check_pattern;
 use super::Caller;
 use crate::clock;
-use crate::error::{Error, Result};
-use crate::model::{check_name, EventKind, Question, Status, GROUP_PREFIX};
-use crate::store::{Filter, Ledger, Policy, Tx};
+use crate::error::{Error, ErrorCode, Result};
+use crate::model::{check_name, Actor, Channel, EventKind, Question, Status, GROUP_PREFIX};
+use crate::store::{Delegation, Filter, Ledger, Policy, Tx};
 
 /// How many reminders a policy gives when it names none.
 const REMIND_MAX_DEFAULT: u32 = 3;
@@ -458,6 +459,205 @@ pub(super) fn reminder_of(
     (n, max.max(n))
 }
 
+/// How many delegations a card follows from the person it is for: a delegate's
+/// delegate's delegate, and no further.
+pub const DELEGATION_HOPS: usize = 3;
+
+/// What `people delegate` did.
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Delegated {
+    pub person: String,
+    /// The delegate now (none: the delegation ended).
+    pub delegate: Option<String>,
+    pub until: Option<String>,
+    /// Whether the ledger changed (the same again records nothing).
+    pub changed: bool,
+}
+
+/// `people delegate NAME --to OTHER --until INSTANT` (or `off`, `to` none): by NAME
+/// themself or a people admin, as a link is (§14); every change a `people` event. A
+/// delegation that would close a cycle (OTHER, or whom OTHER delegates to, delegating to
+/// NAME) is refused.
+pub fn delegate(
+    ledger: &mut Ledger,
+    identity: &Identity,
+    channel: Channel,
+    name: &str,
+    to: Option<(&str, &str)>,
+) -> Result<Delegated> {
+    let name = name.trim();
+    check_name(name, "person").map_err(Error::usage)?;
+    let now = clock::now();
+    let wanted = match to {
+        Some((other, until)) => {
+            let other = other.trim();
+            check_name(other, "person").map_err(Error::usage)?;
+            if other == name {
+                return Err(Error::usage(format!(
+                    "{name} cannot be their own delegate: name someone else with --to"
+                )));
+            }
+            let until = instant(until)?;
+            if until <= now {
+                return Err(Error::usage(format!(
+                    "--until {until} has passed: a delegation lasts until a time to come"
+                )));
+            }
+            Some((other.to_string(), until))
+        }
+        None => None,
+    };
+    ledger.write(|tx| {
+        let caller = identity.resolve(tx)?;
+        if caller != name && !tx.is_group_admin(PEOPLE_ADMINS, &caller, identity.is_local())? {
+            return Err(Error::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{caller} may not change {name}'s delegation: only {name} themself, or an \
+                     admin of the group '{PEOPLE_ADMINS}'"
+                ),
+            ));
+        }
+        let actor = Actor {
+            by: Some(caller),
+            channel,
+            at: now.clone(),
+        };
+        let all = tx.delegations()?;
+        let before = all.iter().find(|d| d.person == name).cloned();
+        let Some((other, until)) = wanted.clone() else {
+            if !tx.delete_delegation(name)? {
+                return Ok(Delegated {
+                    person: name.to_string(),
+                    delegate: None,
+                    until: None,
+                    changed: false,
+                });
+            }
+            tx.people_event(
+                &actor,
+                &serde_json::json!({"person": name, "delegation_ended": true,
+                    "delegate": before.map(|d| d.delegate)}),
+            )?;
+            return Ok(Delegated {
+                person: name.to_string(),
+                delegate: None,
+                until: None,
+                changed: true,
+            });
+        };
+        if before
+            .as_ref()
+            .is_some_and(|d| d.delegate == other && d.until == until)
+        {
+            return Ok(Delegated {
+                person: name.to_string(),
+                delegate: Some(other),
+                until: Some(until),
+                changed: false,
+            });
+        }
+        // Whom OTHER's cards reach, however far: never back to NAME.
+        let mut at = other.clone();
+        let mut seen = vec![name.to_string()];
+        while let Some(next) = active(&all, &at, &now) {
+            if seen.contains(&next) {
+                return Err(Error::conflict(format!(
+                    "{name} cannot delegate to {other}: {other}'s cards already reach {name} \
+                     through delegation ({}), and a cycle would send them round for ever; \
+                     nothing was changed",
+                    chain(&all, &other, &now).join(" → ")
+                )));
+            }
+            seen.push(at.clone());
+            at = next;
+        }
+        let d = Delegation {
+            person: name.to_string(),
+            delegate: other.clone(),
+            until: until.clone(),
+            set_at: now.clone(),
+        };
+        tx.put_delegation(&d)?;
+        tx.people_event(
+            &actor,
+            &serde_json::json!({"person": name, "delegate": other, "until": until}),
+        )?;
+        Ok(Delegated {
+            person: name.to_string(),
+            delegate: Some(other),
+            until: Some(until),
+            changed: true,
+        })
+    })
+}
+
+/// An instant as the ledger writes them, from RFC 3339.
+fn instant(text: &str) -> Result<String> {
+    chrono::DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        })
+        .map_err(|_| {
+            Error::usage(format!(
+                "--until '{text}' is not an instant: write it as RFC 3339, like \
+                 2026-12-24T18:00:00Z"
+            ))
+        })
+}
+
+/// `person`'s delegate now, if any.
+fn active(all: &[Delegation], person: &str, now: &str) -> Option<String> {
+    all.iter()
+        .find(|d| d.person == person && d.until.as_str() > now)
+        .map(|d| d.delegate.clone())
+}
+
+/// `person` and whom their cards reach by delegation, in order.
+fn chain(all: &[Delegation], person: &str, now: &str) -> Vec<String> {
+    let mut out = vec![person.to_string()];
+    while let Some(next) = active(all, out.last().map_or("", String::as_str), now) {
+        if out.contains(&next) || out.len() > all.len() {
+            break;
+        }
+        out.push(next);
+    }
+    out
+}
+
+/// Whom `person`'s cards reach besides them by the delegations in force: at most
+/// `DELEGATION_HOPS` of them, nearest first.
+pub(super) fn delegates_of(all: &[Delegation], person: &str, now: &str) -> Vec<String> {
+    chain(all, person, now)
+        .into_iter()
+        .skip(1)
+        .take(DELEGATION_HOPS)
+        .collect()
+}
+
+/// The person `who` stands in for on `q` when the question's policy does not name `who`
+/// but names someone whose delegate `who` is: their card, and their answer
+/// `on_behalf_of` that person (§14a). None when `who` is asked in their own right.
+pub(super) fn stands_in_for(tx: &Tx, q: &Question, who: &str, now: &str) -> Result<Option<String>> {
+    if q.state.approval.is_some() {
+        return Ok(None);
+    }
+    let policies = tx.policies()?;
+    let slots = tx.routing_slots()?;
+    let Some(routed) = routed_to(tx, &policies, &slots, q)? else {
+        return Ok(None);
+    };
+    if routed.contains(who) {
+        return Ok(None);
+    }
+    let all = tx.delegations()?;
+    Ok(routed
+        .into_iter()
+        .find(|p| delegates_of(&all, p, now).iter().any(|d| d == who)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +685,29 @@ mod tests {
         assert_eq!(at(Duration::from_mins(90)), 2);
         assert_eq!(at(Duration::from_mins(210)), 3);
         assert_eq!(at(Duration::from_hours(1000)), 3, "at most remind-max");
+    }
+
+    #[test]
+    fn cards_follow_three_delegations_and_none_that_ended() {
+        let d = |person: &str, delegate: &str, until: &str| Delegation {
+            person: person.into(),
+            delegate: delegate.into(),
+            until: until.into(),
+            set_at: String::new(),
+        };
+        let now = "2026-06-01T00:00:00.000Z";
+        let later = "2026-07-01T00:00:00.000Z";
+        let all = [
+            d("ann", "bea", later),
+            d("bea", "cy", later),
+            d("cy", "dot", later),
+            d("dot", "eve", later),
+            d("fay", "gus", "2026-05-01T00:00:00.000Z"),
+        ];
+        assert_eq!(delegates_of(&all, "ann", now), ["bea", "cy", "dot"]);
+        assert_eq!(delegates_of(&all, "cy", now), ["dot", "eve"]);
+        assert!(delegates_of(&all, "fay", now).is_empty(), "ended");
+        assert!(delegates_of(&all, "eve", now).is_empty());
     }
 
     #[test]

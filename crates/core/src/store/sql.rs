@@ -314,7 +314,7 @@ mod routing;
 mod tasks;
 mod tokens;
 pub use relay::{Delivery, Link};
-pub use routing::Policy;
+pub use routing::{Delegation, Policy};
 pub use tasks::{StoredTask, TaskState};
 pub use tokens::{StoredToken, TokenRole};
 

@@ -214,3 +214,80 @@ impl Tx<'_> {
         })
     }
 }
+
+/// A person's delegate (§14a): until `until`, cards for `person` go to `delegate` too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Delegation {
+    pub person: String,
+    pub delegate: String,
+    pub until: String,
+    pub set_at: String,
+}
+
+/// The delegations' table in SQLite, made by the first `people delegate`.
+const SQLITE_DELEGATION_TABLE: &str = "CREATE TABLE IF NOT EXISTS people_delegations (
+  person TEXT PRIMARY KEY,
+  delegate TEXT NOT NULL,
+  until TEXT NOT NULL,
+  set_at TEXT NOT NULL
+) WITHOUT ROWID";
+
+impl Tx<'_> {
+    fn delegation_table(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("people_delegations", &[SQLITE_DELEGATION_TABLE], make)
+    }
+
+    /// Every delegation on record (ended ones too, until replaced or removed), by person.
+    pub(crate) fn delegations(&self) -> Result<Vec<Delegation>> {
+        if !self.delegation_table(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            "SELECT person, delegate, until, set_at FROM people_delegations ORDER BY person",
+            &[],
+        )?;
+        rows.each(
+            |r| {
+                Ok(Delegation {
+                    person: r.text("person").unwrap_or_default(),
+                    delegate: r.text("delegate").unwrap_or_default(),
+                    until: r.text("until").unwrap_or_default(),
+                    set_at: r.text("set_at").unwrap_or_default(),
+                })
+            },
+            &["person", "delegate", "until", "set_at"],
+        )
+    }
+
+    /// Sets `d.person`'s delegate, replacing the one there was.
+    pub(crate) fn put_delegation(&self, d: &Delegation) -> Result<()> {
+        self.delegation_table(true)?;
+        self.conn.execute(
+            "DELETE FROM people_delegations WHERE person = $1",
+            &[d.person.as_str().into()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO people_delegations (person, delegate, until, set_at) \
+             VALUES ($1, $2, $3, $4)",
+            &[
+                d.person.as_str().into(),
+                d.delegate.as_str().into(),
+                d.until.as_str().into(),
+                d.set_at.as_str().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Ends `person`'s delegation; false when there was none.
+    pub(crate) fn delete_delegation(&self, person: &str) -> Result<bool> {
+        if !self.delegation_table(false)? {
+            return Ok(false);
+        }
+        Ok(self.conn.execute(
+            "DELETE FROM people_delegations WHERE person = $1",
+            &[person.into()],
+        )? > 0)
+    }
+}
