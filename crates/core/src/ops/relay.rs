@@ -782,7 +782,8 @@ fn typed(q: &Question, text: String) -> std::result::Result<AnswerInput, String>
         let by_label = |word: &str| q.options.iter().position(|o| o.label.trim() == word);
         let ambiguous = |word: &str, n: usize, other: usize| {
             format!(
-                "'{word}' is both option {n}'s number ({}) and option {}'s label: nothing was                  recorded; reply with the option's whole label, or use the card's buttons",
+                "'{word}' is both option {n}'s number ({}) and option {}'s label: nothing was \
+                 recorded; reply with the option's whole label, or use the card's buttons",
                 q.options[n - 1].label,
                 other + 1
             )
