@@ -339,7 +339,7 @@ pub enum Command {
     Group(GroupArgs),
     /// Link people to the channel identities they answer from (Telegram, Slack, email)
     #[command(
-        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789"
+        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel. 'people delegate NAME --to\nOTHER --until INSTANT' sends the cards a routing policy names NAME for to OTHER too\n(following at most 3 delegations; a cycle is refused), and records OTHER's answer on\nNAME's behalf; 'people delegate NAME off' ends it.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789\n  questions people delegate \"$(id -un)\" --to bob --until 2030-01-01T00:00:00Z"
     )]
     People(PeopleArgs),
     /// Put pending questions to people on Telegram and record their answers (pair: a link code)
@@ -352,6 +352,11 @@ pub enum Command {
         after_help = "Only with direct access to the ledger (its file, or a PostgreSQL role), never over\nHTTPS. An agent token logs, reads and waits within its stages (a name, or a prefix\nending in *) and never answers, votes or administers; a person token acts as its person.\nThe secret is printed once, by create: the ledger keeps only its hash. Revoking takes\neffect on the next request. Every change is in the history; --by is refused.\n\nExample:\n  questions token create ci-runner --agent --stages 'ci-*' --expires 30d\n  questions token create dana-phone --person dana\n  questions token list\n  questions token revoke ci-runner"
     )]
     Token(TokenArgs),
+    /// Say who gets a stage's cards, and when they are reminded and the card escalated
+    #[command(
+        after_help = "Kept in the ledger, so that every relay routes alike. Only with direct access to the\nledger (its file, or a PostgreSQL role), never with a token; --by is refused; every\nchange is a 'policy' event in the history. A PATTERN is a stage's name, or a prefix\nending in * (ci-*; * alone: every stage); a stage follows the policy named for it,\nelse the one of the longest matching prefix. A reminder reposts the card to those who\nhave not answered after D, then after twice that gap, and so on, --remind-max times\n(default 3); an escalation adds the --escalate-to people to who gets the card and may\nanswer. Durations: 90s, 30m, 2h, 1d (at most 30d).\n\nExample:\n  questions policy set --stage 'deploy-*' --to alice --remind-after 30m --remind-max 2 \\\n    --escalate-after 2h --escalate-to carol,dana\n  questions policy list\n  questions policy unset --stage 'deploy-*'"
+    )]
+    Policy(PolicyArgs),
     /// Print the man page (roff)
     #[command(
         after_help = "Example:\n  mkdir -p ~/.local/share/man/man1\n  questions man > ~/.local/share/man/man1/questions.1   # then: man questions"
@@ -398,6 +403,7 @@ impl Command {
             Command::People(_) => Procedure::People,
             Command::Relay(_) => Procedure::Relay,
             Command::Token(_) => Procedure::Token,
+            Command::Policy(_) => Procedure::Policy,
             Command::Completions(_) => Procedure::Completions,
             Command::Man => Procedure::Man,
             Command::Mcp(_) => Procedure::Mcp,
@@ -598,15 +604,32 @@ pub struct GroupArgs {
 
 #[derive(Debug, Args)]
 pub struct PeopleArgs {
-    /// link, unlink or list
+    /// link, unlink, list or delegate
     #[arg(value_enum)]
     pub action: PeopleAction,
-    /// The person (with link and unlink)
+    /// The person (with link, unlink and delegate)
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
-    /// The channel identity, CHANNEL:ID (with link and unlink)
+    /// The channel identity, CHANNEL:ID (with link and unlink); with delegate, 'off' ends
+    /// NAME's delegation
     #[arg(value_name = "CHANNEL:ID")]
     pub identity: Option<String>,
+    /// With delegate: who gets NAME's cards too, and answers on NAME's behalf
+    #[arg(
+        long,
+        value_name = "OTHER",
+        allow_hyphen_values = true,
+        requires = "until"
+    )]
+    pub to: Option<String>,
+    /// With delegate: until when (RFC 3339: 2026-12-24T18:00:00Z)
+    #[arg(
+        long,
+        value_name = "INSTANT",
+        allow_hyphen_values = true,
+        requires = "to"
+    )]
+    pub until: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -614,6 +637,7 @@ pub enum PeopleAction {
     Link,
     Unlink,
     List,
+    Delegate,
 }
 
 #[derive(Debug, Args)]
@@ -660,6 +684,68 @@ pub enum TokenAction {
         #[arg(value_name = "NAME")]
         name: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub action: PolicyAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyAction {
+    /// Set a stage pattern's policy, replacing the one it had
+    Set(PolicySetArgs),
+    /// The policies, by pattern
+    List,
+    /// Remove a stage pattern's policy: its cards go to everyone who may answer, once
+    Unset {
+        /// The stage pattern whose policy goes
+        #[arg(long, value_name = "PATTERN", allow_hyphen_values = true, value_parser = non_blank)]
+        stage: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PolicySetArgs {
+    /// A stage's name, or a prefix ending in * (ci-*)
+    #[arg(long, value_name = "PATTERN", allow_hyphen_values = true, value_parser = non_blank)]
+    pub stage: String,
+    /// Who gets the cards first (people, or group:NAME); default: every linked person who
+    /// may answer
+    #[arg(
+        long,
+        value_name = "NAME,…",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub to: Vec<String>,
+    /// Remind those whose card is still open this long after the question was logged,
+    /// then after twice that gap, and so on: 90s, 30m, 2h, 1d
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = duration)]
+    pub remind_after: Option<std::time::Duration>,
+    /// How many reminders at most (default 3)
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "remind_after",
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(questions_core::ops::REMIND_MAX_LIMIT))
+    )]
+    pub remind_max: Option<u32>,
+    /// Escalate a question still pending this long after it was logged
+    #[arg(long, value_name = "D", requires = "escalate_to", allow_hyphen_values = true, value_parser = duration)]
+    pub escalate_after: Option<std::time::Duration>,
+    /// Who an escalation adds to those who get the card and may answer (people, or
+    /// group:NAME)
+    #[arg(
+        long,
+        value_name = "NAME,…",
+        value_delimiter = ',',
+        requires = "escalate_after",
+        allow_hyphen_values = true
+    )]
+    pub escalate_to: Vec<String>,
 }
 
 #[derive(Debug, Args)]

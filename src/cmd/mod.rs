@@ -22,6 +22,7 @@ mod log;
 mod mcp;
 mod people;
 mod pi;
+mod policy;
 #[cfg(feature = "relay")]
 mod relay;
 mod render;
@@ -237,6 +238,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::People(args) => people::people(l, by_from_flag, args),
         Command::Relay(args) => people::relay(l, by_from_flag, args),
         Command::Token(args) => token::run(l, by_from_flag, args),
+        Command::Policy(args) => policy::run(l, by_from_flag, args),
     };
     if let Some(files) = fresh {
         tracked::warn_if_created_unignored(&files);

@@ -5,7 +5,7 @@ use super::Outcome;
 use crate::cli::{PeopleAction, PeopleArgs, RelayAction, RelayArgs};
 use questions_core::error::{Error, Result};
 use questions_core::model::Channel;
-use questions_core::ops::{relay, Ledger};
+use questions_core::ops::{self, relay, Ledger};
 
 /// `people`: a link decides who answers through a channel, so it is guarded as a group
 /// change is: as the PostgreSQL role, else the operating-system user; `--by` is refused.
@@ -17,6 +17,34 @@ pub(super) fn people(ledger: &mut Ledger, by_from_flag: bool, args: PeopleArgs) 
         return Ok(Outcome::ok(relay::people_list(ledger)?));
     }
     let identity = super::approve::voter(by_from_flag, "people")?;
+    if args.action == PeopleAction::Delegate {
+        let Some(name) = args.name else {
+            return Err(Error::usage(
+                "name the person: questions people delegate NAME --to OTHER --until INSTANT \
+                 (or NAME off)",
+            ));
+        };
+        let to = match (args.identity.as_deref(), args.to, args.until) {
+            (Some("off"), None, None) => None,
+            (None, Some(to), Some(until)) => Some((to, until)),
+            _ => {
+                return Err(Error::usage(
+                    "questions people delegate NAME --to OTHER --until INSTANT, or \
+                     questions people delegate NAME off",
+                ))
+            }
+        };
+        return Ok(Outcome::ok(ops::delegate(
+            ledger,
+            &identity,
+            Channel::Cli,
+            &name,
+            to.as_ref().map(|(t, u)| (t.as_str(), u.as_str())),
+        )?));
+    }
+    if args.to.is_some() || args.until.is_some() {
+        return Err(Error::usage("--to and --until go with 'people delegate'"));
+    }
     let (Some(name), Some(channel_id)) = (args.name, args.identity) else {
         return Err(Error::usage(
             "name the person and the identity: questions people link|unlink NAME CHANNEL:ID",

@@ -397,19 +397,36 @@ impl super::Channel for Email {
             .identity
             .strip_prefix("email:")
             .ok_or("not an email identity")?;
-        let id = self.message_id(&format!("card.{}", card.delivery.id))?;
+        let id = match card.reminder {
+            // A reminder is a message of its own, in the thread of the card before it.
+            Some((n, _)) => self.message_id(&format!("card.{}.r{n}", card.delivery.id))?,
+            None => self.message_id(&format!("card.{}", card.delivery.id))?,
+        };
         let q = &card.question;
+        let (subject, body) = match card.note() {
+            Some(note) => (
+                format!("Still waiting: {}", subject_of(q.id, Some(q))),
+                format!("{note}\n\n{}", card_body(q)),
+            ),
+            None => (subject_of(q.id, Some(q)), card_body(q)),
+        };
         let message = compose(&Compose {
             from: &self.address,
             to,
-            subject: &subject_of(q.id, Some(q)),
+            subject: &subject,
             message_id: &id,
             reply_to: Some(&self.reply_address(card.delivery.id, key)),
-            in_reply_to: None,
-            body: &card_body(q),
+            in_reply_to: card.reminder.and(card.delivery.message_ref.as_deref()),
+            body: &body,
         });
         self.send(to, &message)?;
         Ok(id)
+    }
+
+    /// A mail cannot be edited, and a reminder is in the card's thread: nothing to say
+    /// of the mail before it.
+    fn retire_card(&self, _: &relay::Closing) -> Res<()> {
+        Ok(())
     }
 
     /// A sent email cannot be edited: the card's thread gets one short message saying

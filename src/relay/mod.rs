@@ -26,6 +26,11 @@ pub(crate) trait Channel: Send + Sync {
     fn send_card(&self, card: &relay::Card) -> std::result::Result<String, String>;
     /// Edits a card to say its question is settled, without its buttons.
     fn close_card(&self, closing: &relay::Closing) -> std::result::Result<(), String>;
+    /// The message of a card reposted as a reminder, which the repost replaces: by
+    /// default closed as a settled card is, saying where to answer now.
+    fn retire_card(&self, old: &relay::Closing) -> std::result::Result<(), String> {
+        self.close_card(old)
+    }
     /// One round of reading the provider (a long poll): each event through the core,
     /// buttons checked against `key`, the ledger's as this round began.
     fn poll(&self, ledger: &mut Ledger, key: &relay::ButtonKey) -> std::result::Result<(), String>;
@@ -139,6 +144,16 @@ pub(crate) fn run(
                 ledger.location().display()
             ));
         }
+        // Reminders and escalations due, recorded once whichever relay comes first: only
+        // by one that holds a channel.
+        if held.iter().any(|h| h.load(Ordering::SeqCst)) {
+            if let Err(e) = ops::route(ledger) {
+                if ledger.follow().unwrap_or(false) {
+                    return Ok(Step::More);
+                }
+                return Err(e);
+            }
+        }
         for (channel, held) in channels.iter().zip(&held) {
             if held.load(Ordering::SeqCst) {
                 if let Err(e) = deliver(ledger, channel.as_ref(), stages, &mut failing) {
@@ -230,6 +245,39 @@ fn deliver(
             Err(why) => failed(failing, who, || {
                 format!(
                     "relay: {}: the card of question {} for {} ({}) was not sent ({why}); \
+                     trying again with a growing pause, everyone else's cards go on",
+                    kind.as_str(),
+                    card.question.id,
+                    card.delivery.person,
+                    output::sanitize(who, false)
+                )
+            }),
+        }
+    }
+    for card in relay::reminders_to_send(ledger, kind)? {
+        let who = card.delivery.identity.as_str();
+        if waiting(failing, who)
+            || stages.is_some_and(|s| !s.iter().any(|s| s == card.question.stage.trim()))
+        {
+            continue;
+        }
+        match channel.send_card(&card) {
+            Ok(reference) => {
+                let old = relay::reminder_sent(ledger, &card, &reference)?;
+                reached(failing, kind, who);
+                // The message before loses its buttons; a failure leaves them, which still
+                // answer the same card.
+                if let Some(old) = old.filter(|d| d.state == "open") {
+                    let _ = channel.retire_card(&relay::Closing {
+                        delivery: old,
+                        question: Some(card.question.clone()),
+                        words: "reminded: the newer card below is the one to answer".into(),
+                    });
+                }
+            }
+            Err(why) => failed(failing, who, || {
+                format!(
+                    "relay: {}: the reminder of question {} for {} ({}) was not sent ({why}); \
                      trying again with a growing pause, everyone else's cards go on",
                     kind.as_str(),
                     card.question.id,
@@ -626,6 +674,18 @@ fn card_parts(
         text.push_str(&format!("\n\n{how_to_reply}"));
     }
     text
+}
+
+/// A card's text, `card_text` given the room left: under a reposted card's note (§14a)
+/// when it is one.
+pub(super) fn noted(card: &relay::Card, limit: usize, text: impl Fn(usize) -> String) -> String {
+    match card.note() {
+        Some(note) => {
+            let room = limit.saturating_sub(note.chars().count() + 4);
+            format!("⏰ {note}\n\n{}", text(room))
+        }
+        None => text(limit),
+    }
 }
 
 /// Text as it is: for channels with no markup in their cards.

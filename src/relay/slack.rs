@@ -449,7 +449,9 @@ impl super::Channel for Slack {
         // A user id as the channel: the direct messages between the app and that person.
         let body = json!({
             "channel": user,
-            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn),
+            "text": super::noted(card, TEXT_LIMIT, |room| {
+                card_text(&card.question, HOW_TO_REPLY, room, mrkdwn)
+            }),
             "blocks": blocks(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("chat.postMessage", &body, false)?;

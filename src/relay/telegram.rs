@@ -311,7 +311,9 @@ impl super::Channel for Telegram {
             .ok_or("not a Telegram identity")?;
         let body = json!({
             "chat_id": chat,
-            "text": card_text(&card.question, HOW_TO_REPLY, TEXT_LIMIT, plain),
+            "text": super::noted(card, TEXT_LIMIT, |room| {
+                card_text(&card.question, HOW_TO_REPLY, room, plain)
+            }),
             "reply_markup": keyboard(&card.question, card.delivery.id, key, 0),
         });
         let sent = self.call("sendMessage", &body)?;

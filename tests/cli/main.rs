@@ -45,6 +45,7 @@ mod mcp_clients;
 mod migration;
 mod people;
 mod pi;
+mod policy;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "watch")]
@@ -55,6 +56,8 @@ mod relay;
 mod relay_email;
 #[cfg(feature = "relay")]
 mod relay_harness;
+#[cfg(feature = "relay")]
+mod relay_routing;
 #[cfg(feature = "relay")]
 mod relay_slack;
 #[cfg(all(feature = "serve", feature = "remote"))]

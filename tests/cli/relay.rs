@@ -998,7 +998,7 @@ fn relay_a_typed_reply_is_exactly_a_number_or_a_label_and_an_ambiguous_one_is_re
     };
     // "1" is option 2's label and option 1's number: refused, with the reason.
     let said = reply("1", &numbers_card);
-    assert!(said.contains("both"), "{said}");
+    assert!(said.contains("both") && !said.contains("  "), "{said}");
     // "+2" and "02" are no number of an option.
     for text in ["+2", "02", " 2.0"] {
         let said = reply(text, &numbers_card);

@@ -136,6 +136,7 @@ fn remote_tokens_locations_and_commands_off_the_door_fail_clearly() {
     // What needs the ledger itself says so.
     for args in [
         &["token", "list"][..],
+        &["policy", "list"],
         &["reset", "--yes"],
         &["accept-defaults", "--stage", "x"],
         &["render", "--stage", "x"],

@@ -1164,6 +1164,12 @@ pub enum EventKind {
     People,
     /// A token made or revoked (§15; question_id 0). Its secret is never in it.
     Token,
+    /// A stage pattern's routing policy set or unset (§14a; question_id 0).
+    Policy,
+    /// A question's cards reposted to those who have not answered, by its policy (§14a).
+    Reminded,
+    /// A question's cards sent to more people, by its policy (§14a).
+    Escalated,
 }
 
 impl EventKind {
@@ -1818,6 +1824,6 @@ mod vocabulary_tests {
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
         assert_eq!(Channel::ALL.len(), 16);
-        assert_eq!(EventKind::ALL.len(), 17);
+        assert_eq!(EventKind::ALL.len(), 20);
     }
 }

@@ -9,7 +9,8 @@
 //!   pending. Anything else is `forbidden`, recorded as a `refused` event, and changes
 //!   nothing. What it logs names the token as who logged it.
 //! - A person token: acts as its person (answers, votes and group changes as them,
-//!   channel `api`); it does not link channel identities, make or revoke tokens, or reset.
+//!   channel `api`); it does not link channel identities, make or revoke tokens, set
+//!   routing policy, or reset.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,7 @@ use super::change::{self, Act, CallStep, Cleared, Defaulted, Logged, PersonsChan
 use super::gate::{answers, check, wait_settled, AnswersReport, CheckRequest, GateReport};
 use super::interop::{import, ingest, Expiry, Imported, Ingested};
 use super::relay::{people_link, PeopleChanged};
+use super::routing::{self, PolicyReply, PolicyRequest};
 use super::stream::{events, events_after, Page};
 use super::token::{self, TokenReply, TokenRequest};
 use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
@@ -165,6 +167,8 @@ pub enum Request {
         link: bool,
     },
     Token(TokenRequest),
+    /// Set, list or unset a stage pattern's routing policy (§14a).
+    Policy(PolicyRequest),
     Reset {
         confirmed: bool,
     },
@@ -251,6 +255,7 @@ impl Request {
             Request::Group { .. } => "group",
             Request::People { .. } => "people",
             Request::Token(_) => "token",
+            Request::Policy(_) => "policy",
             Request::Reset { .. } => "reset",
             Request::HarnessCall { .. } | Request::Delivered { .. } => "hook",
         }
@@ -285,6 +290,7 @@ impl Request {
             Request::Group { .. } => Procedure::Group,
             Request::People { .. } => Procedure::People,
             Request::Token(_) => Procedure::Token,
+            Request::Policy(_) => Procedure::Policy,
             Request::Reset { .. } => Procedure::Reset,
             Request::HarnessCall { .. } | Request::Delivered { .. } => Procedure::Hook,
         }
@@ -312,6 +318,7 @@ pub enum Reply {
     Group(GroupChanged),
     People(PeopleChanged),
     Token(TokenReply),
+    Policy(PolicyReply),
     Reset(Reset),
     Call(CallQuestions),
     Delivered(Delivered),
@@ -435,6 +442,7 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             link,
         )?),
         Request::Token(req) => Reply::Token(token::run(ledger, caller, &req)?),
+        Request::Policy(req) => Reply::Policy(routing::run(ledger, caller, &req)?),
         Request::Reset { confirmed } => {
             let location = ledger.location().clone();
             ledger.forget_connection();
@@ -814,7 +822,10 @@ fn as_person(
         ingest @ Request::Ingest { .. } => {
             run(ledger, &caller, ingested_by(ingest, &token.person)?)
         }
-        req @ (Request::People { .. } | Request::Token(_) | Request::Reset { .. }) => {
+        req @ (Request::People { .. }
+        | Request::Token(_)
+        | Request::Policy(_)
+        | Request::Reset { .. }) => {
             let what = req.name();
             refuse(
                 ledger,

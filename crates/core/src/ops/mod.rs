@@ -11,6 +11,7 @@ mod follow;
 mod gate;
 mod interop;
 pub mod relay;
+mod routing;
 mod stream;
 #[cfg(test)]
 mod suite;
@@ -33,6 +34,10 @@ pub use gate::{
     Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use routing::{
+    delegate, duration_text, policy_for, route, Delegated, Policies, PolicyChanged, PolicyReply,
+    PolicyRequest, PolicySet, PolicyUnset, DELEGATION_HOPS, REMIND_MAX_LIMIT,
+};
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
     authenticate, Grant, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
@@ -41,8 +46,9 @@ pub use token::{
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
-    make_default_folder, refuse_non_ledger, schema_version, Delivery, EventFilter, Filter, FoundBy,
-    Ledger, Link, Location, LockWait, StoredTask, StoredToken, TaskState, TokenRole,
+    make_default_folder, refuse_non_ledger, schema_version, Delegation, Delivery, EventFilter,
+    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, StoredTask, StoredToken, TaskState,
+    TokenRole,
 };
 pub use stream::{
     events, events_after, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume,

@@ -217,13 +217,17 @@ pub fn people_link(
 pub struct People {
     pub count: usize,
     pub links: Vec<Link>,
+    /// Who stands in for whom, and until when (§14a); ended ones are left out.
+    pub delegations: Vec<crate::store::Delegation>,
 }
 
 pub fn people_list(ledger: &mut Ledger) -> Result<People> {
-    let links = ledger.read(|tx| tx.links())?;
+    let now = clock::now();
+    let (links, delegations) = ledger.read(|tx| Ok((tx.links()?, tx.delegations()?)))?;
     Ok(People {
         count: links.len(),
         links,
+        delegations: delegations.into_iter().filter(|d| d.until > now).collect(),
     })
 }
 
@@ -717,7 +721,12 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
         shown: Shown::one(None, q.id, Some(delivery.fingerprint.clone())),
         ..PersonsChange::of(q.id, act)
     };
-    match change_in(tx, &actor, &req, Some(&about))? {
+    // A delegate's answer is theirs, on behalf of the person they stand in for.
+    let mut detail = about.clone();
+    if let Some(person) = super::routing::stands_in_for(tx, &q, &who, now)? {
+        detail["on_behalf_of"] = person.into();
+    }
+    match change_in(tx, &actor, &req, Some(&detail))? {
         Ok(after) => Ok(Heard {
             outcome: Outcome::Recorded,
             question_id: Some(after.id),
@@ -773,7 +782,8 @@ fn typed(q: &Question, text: String) -> std::result::Result<AnswerInput, String>
         let by_label = |word: &str| q.options.iter().position(|o| o.label.trim() == word);
         let ambiguous = |word: &str, n: usize, other: usize| {
             format!(
-                "'{word}' is both option {n}'s number ({}) and option {}'s label: nothing was                  recorded; reply with the option's whole label, or use the card's buttons",
+                "'{word}' is both option {n}'s number ({}) and option {}'s label: nothing was \
+                 recorded; reply with the option's whole label, or use the card's buttons",
                 q.options[n - 1].label,
                 other + 1
             )
@@ -997,6 +1007,16 @@ pub struct Card {
     pub delivery: Delivery,
     pub question: Question,
     pub key: ButtonKey,
+    /// A repost by the question's policy (§14a): its reminder, and of how many.
+    pub reminder: Option<(u32, u32)>,
+}
+
+impl Card {
+    /// What a reposted card says above the question.
+    pub fn note(&self) -> Option<String> {
+        self.reminder
+            .map(|(n, of)| format!("Still waiting for your answer (reminder {n} of {of})"))
+    }
 }
 
 /// The cards a channel has to send: one per pending question (of `stages`, when given)
@@ -1029,9 +1049,28 @@ pub fn cards_to_send(
             .map(|d| (d.identity, d.question_id, d.fingerprint))
             .collect();
         let voters = super::approval::voters(tx, pending.iter())?;
+        let policies = tx.policies()?;
+        let (slots, delegations) = if policies.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            (tx.routing_slots()?, tx.delegations()?)
+        };
+        let now = clock::now();
         let mut missing = Vec::new();
         for q in &pending {
             let fingerprint = q.fingerprint();
+            // Its policy's people (and, once escalated, its backups), when it names any,
+            // and their delegates (a vote is a person's own: not an approval's).
+            let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
+                if q.state.approval.is_none() {
+                    let standing_in: Vec<String> = r
+                        .iter()
+                        .flat_map(|p| super::routing::delegates_of(&delegations, p, &now))
+                        .collect();
+                    r.extend(standing_in);
+                }
+                r
+            });
             for l in &links {
                 let may = match (&q.state.approval, voters.get(&q.id)) {
                     (Some(a), Some(eligible)) => {
@@ -1039,7 +1078,7 @@ pub fn cards_to_send(
                     }
                     (Some(_), None) => false,
                     (None, _) => true,
-                };
+                } && routed.as_ref().is_none_or(|r| r.contains(&l.person));
                 if may && !known.contains(&(l.identity.clone(), q.id, fingerprint.clone())) {
                     missing.push(Delivery {
                         id: 0,
@@ -1084,6 +1123,7 @@ pub fn cards_to_send(
                         delivery: d,
                         question: q,
                         key: key.clone(),
+                        reminder: None,
                     });
                 }
                 // Settled before it was sent: nothing to send or close.
@@ -1091,6 +1131,65 @@ pub fn cards_to_send(
             }
         }
         Ok(cards)
+    })
+}
+
+/// The open cards of a channel to repost as reminders (§14a): those whose question is
+/// still pending as delivered, at a reminder the card has not been reposted for. The
+/// cards sent this round are among them only from the next reminder on.
+pub fn reminders_to_send(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Card>> {
+    let now = clock::now();
+    ledger.read(|tx| {
+        let policies = tx.policies()?;
+        if policies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let slots = tx.routing_slots()?;
+        let Some(key) = key_in(tx)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for d in tx.deliveries_in(channel.as_str(), "open")? {
+            let Some(q) = tx.question(d.question_id)? else {
+                continue;
+            };
+            if q.state.status != Status::Pending
+                || q.fingerprint() != d.fingerprint
+                || q.is_expired(&now)
+            {
+                continue;
+            }
+            let (n, of) = super::routing::reminder_of(&policies, &slots, &q);
+            if n == 0 || i64::from(n) <= tx.reminded(d.id)? {
+                continue;
+            }
+            out.push(Card {
+                delivery: d,
+                question: q,
+                key: key.clone(),
+                reminder: Some((n, of)),
+            });
+        }
+        Ok(out)
+    })
+}
+
+/// A reminder was reposted: the card is the new message from now on (a reply or a
+/// button of either still answers it, bound to the same delivery), and it is not
+/// reposted again for this reminder. The card as it was, whose old message the channel
+/// retires.
+pub fn reminder_sent(
+    ledger: &mut Ledger,
+    card: &Card,
+    message_ref: &str,
+) -> Result<Option<Delivery>> {
+    let now = clock::now();
+    let n = i64::from(card.reminder.map_or(0, |(n, _)| n));
+    ledger.write(|tx| {
+        let before = tx.delivery(card.delivery.id)?;
+        tx.set_delivery(card.delivery.id, "open", Some(message_ref), &now)?;
+        tx.set_reminded(card.delivery.id, n, &now)?;
+        Ok(before)
     })
 }
 

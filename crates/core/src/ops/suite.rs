@@ -833,5 +833,287 @@ mod relay_ops {
     });
 }
 
+// Routing policy (§14a): set, replaced, listed and unset, each change an event.
+mod routing_ops {
+    use super::*;
+    use crate::model::{Channel, EventKind};
+    use crate::ops::routing;
+
+    fn root() -> Principal {
+        Principal::Direct(Caller {
+            by: Some("root".into()),
+            channel: Channel::Cli,
+        })
+    }
+
+    fn policy(l: &mut Ledger, req: PolicyRequest) -> Result<PolicyReply> {
+        match call(l, &root(), Request::Policy(req))? {
+            Reply::Policy(reply) => Ok(reply),
+            other => panic!("a policy request replies Policy, not {other:?}"),
+        }
+    }
+
+    fn set(l: &mut Ledger, set: PolicySet) -> Result<PolicyChanged> {
+        match policy(l, PolicyRequest::Set(set))? {
+            PolicyReply::Set(changed) => Ok(*changed),
+            other => panic!("set replies Set, not {other:?}"),
+        }
+    }
+
+    fn listed(l: &mut Ledger) -> Vec<Policy> {
+        match policy(l, PolicyRequest::List).unwrap() {
+            PolicyReply::Listed(all) => all.policies,
+            other => panic!("list replies Listed, not {other:?}"),
+        }
+    }
+
+    fn policy_events(l: &mut Ledger) -> Vec<serde_json::Value> {
+        history(l, &EventFilter::Since { seq: 0, limit: 100 })
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| e.event == EventKind::Policy)
+            .map(|e| {
+                assert_eq!(e.question_id, 0);
+                assert_eq!(e.answered_by.as_deref(), Some("root"));
+                e.detail.unwrap()
+            })
+            .collect()
+    }
+
+    on_every_engine!(
+        a_policy_is_set_replaced_and_unset_in_the_history,
+        |l: &mut Ledger| {
+            assert!(listed(l).is_empty(), "a new ledger routes nothing");
+            let deploy = PolicySet {
+                stage: " deploy-* ".into(),
+                to: vec!["alice".into(), " bob".into(), "alice".into()],
+                remind_after: Some(Duration::from_mins(90)),
+                ..PolicySet::default()
+            };
+            let made = set(l, deploy.clone()).unwrap();
+            assert!(made.changed && made.replaced.is_none());
+            assert_eq!(made.policy.stage, "deploy-*");
+            assert_eq!(made.policy.to, ["alice", "bob"], "trimmed, each once");
+            assert_eq!(made.policy.remind_after.as_deref(), Some("1h30m"));
+            assert_eq!(
+                made.policy.remind_max,
+                Some(3),
+                "three reminders unless told"
+            );
+            assert_eq!(made.policy.escalate_after, None);
+            // The same again changes nothing and records nothing.
+            let again = set(l, deploy.clone()).unwrap();
+            assert!(!again.changed);
+            assert_eq!(policy_events(l).len(), 1);
+            // Another replaces it whole.
+            group(
+                l,
+                &Identity::Person("root".into()),
+                Channel::Cli,
+                "oncall",
+                &GroupChange::Create {
+                    admins: vec!["root".into()],
+                },
+                &["carol".into()],
+            )
+            .unwrap();
+            let replaced = set(
+                l,
+                PolicySet {
+                    stage: "deploy-*".into(),
+                    escalate_after: Some(Duration::from_hours(2)),
+                    escalate_to: vec!["group:oncall".into()],
+                    ..PolicySet::default()
+                },
+            )
+            .unwrap();
+            assert!(replaced.changed);
+            assert_eq!(replaced.replaced.unwrap().to, ["alice", "bob"]);
+            assert!(replaced.policy.to.is_empty() && replaced.policy.remind_after.is_none());
+            set(
+                l,
+                PolicySet {
+                    stage: "*".into(),
+                    to: vec!["dana".into()],
+                    ..PolicySet::default()
+                },
+            )
+            .unwrap();
+            let all = listed(l);
+            let stages: Vec<&str> = all.iter().map(|p| p.stage.as_str()).collect();
+            assert_eq!(stages, ["*", "deploy-*"]);
+            assert_eq!(policy_for(&all, "deploy-prod").unwrap().stage, "deploy-*");
+            assert_eq!(policy_for(&all, "docs").unwrap().stage, "*");
+            let PolicyReply::Unset(gone) = policy(
+                l,
+                PolicyRequest::Unset {
+                    stage: "deploy-*".into(),
+                },
+            )
+            .unwrap() else {
+                panic!("unset replies Unset")
+            };
+            assert!(gone.unset);
+            let err = policy(
+                l,
+                PolicyRequest::Unset {
+                    stage: "deploy-*".into(),
+                },
+            )
+            .unwrap_err();
+            assert_eq!(err.code, ErrorCode::NotFound);
+            assert_eq!(policy_for(&listed(l), "deploy-prod").unwrap().stage, "*");
+            let events = policy_events(l);
+            assert_eq!(events.len(), 4, "{events:?}");
+            assert_eq!(
+                events[1]["escalate_to"],
+                serde_json::json!(["group:oncall"])
+            );
+            assert_eq!(
+                events[3],
+                serde_json::json!({"policy": "deploy-*", "unset": true})
+            );
+        }
+    );
+
+    on_every_engine!(
+        reminders_and_escalations_are_recorded_once_however_many_look,
+        |l: &mut Ledger| {
+            set(
+                l,
+                PolicySet {
+                    stage: "s".into(),
+                    remind_after: Some(Duration::from_mins(30)),
+                    remind_max: Some(3),
+                    escalate_after: Some(Duration::from_hours(1)),
+                    escalate_to: vec!["carol".into()],
+                    ..PolicySet::default()
+                },
+            )
+            .unwrap();
+            let id = logged(l, "s", "Deploy?");
+            let other = logged(l, "t", "Not routed?");
+            let created = l.read(|tx| tx.question(id)).unwrap().unwrap().created_at;
+            let at = |mins: u64| clock::after(&created, Duration::from_mins(mins));
+            assert_eq!(routing::route_at(l, &at(29)).unwrap(), 0);
+            // Eight handles at once, as relays of several machines would: each slot once.
+            let location = l.location().clone();
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let when = at(61);
+            let recorded: usize = (0..8)
+                .map(|_| {
+                    let (location, barrier, when) =
+                        (location.clone(), barrier.clone(), when.clone());
+                    std::thread::spawn(move || {
+                        let mut mine = Ledger::new(location);
+                        barrier.wait();
+                        routing::route_at(&mut mine, &when).unwrap()
+                    })
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .sum();
+            assert_eq!(recorded, 2, "the first reminder and the escalation");
+            let kinds = |l: &mut Ledger, id: i64| -> Vec<(EventKind, serde_json::Value)> {
+                history(l, &EventFilter::Question(id))
+                    .unwrap()
+                    .events
+                    .into_iter()
+                    .filter(|e| matches!(e.event, EventKind::Reminded | EventKind::Escalated))
+                    .map(|e| (e.event, e.detail.unwrap()))
+                    .collect()
+            };
+            let done = kinds(l, id);
+            assert_eq!(done.len(), 2, "{done:?}");
+            assert!(done
+                .iter()
+                .any(|(k, d)| *k == EventKind::Reminded && d["reminder"] == 1));
+            assert!(
+                kinds(l, other).is_empty(),
+                "a stage without policy is left alone"
+            );
+            // Much later: the last reminder only, then nothing more.
+            assert_eq!(routing::route_at(l, &at(6000)).unwrap(), 1);
+            assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
+            let last = kinds(l, id);
+            assert_eq!(last.last().unwrap().1["reminder"], 3, "{last:?}");
+            // An answered question is reminded of nothing.
+            change(l, &person("dana"), &PersonsChange::of(id, answer("no"))).unwrap();
+            let id2 = logged(l, "s", "Roll back?");
+            change(l, &person("dana"), &PersonsChange::of(id2, answer("no"))).unwrap();
+            assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
+        }
+    );
+
+    on_every_engine!(
+        a_bad_policy_is_refused_and_changes_nothing,
+        |l: &mut Ledger| {
+            let minute = Some(Duration::from_mins(1));
+            let bad = [
+                PolicySet {
+                    stage: "a*b".into(),
+                    to: vec!["x".into()],
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    remind_max: Some(2),
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    remind_after: minute,
+                    remind_max: Some(0),
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    remind_after: minute,
+                    remind_max: Some(REMIND_MAX_LIMIT + 1),
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    remind_after: Some(Duration::from_hours(31 * 24)),
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    escalate_after: minute,
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    escalate_to: vec!["carol".into()],
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    to: vec!["two words".into()],
+                    ..PolicySet::default()
+                },
+                PolicySet {
+                    stage: "s".into(),
+                    to: vec!["group:nobody-made-it".into()],
+                    ..PolicySet::default()
+                },
+            ];
+            for req in bad {
+                let what = format!("{req:?}");
+                let err = set(l, req).expect_err(&what);
+                assert_eq!(err.code, ErrorCode::Usage, "{what}: {}", err.message);
+            }
+            assert!(listed(l).is_empty());
+            assert!(policy_events(l).is_empty());
+        }
+    );
+}
+
 // The door (§15): every role against every request.
 mod roles;

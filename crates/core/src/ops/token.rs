@@ -177,7 +177,7 @@ fn create(
 }
 
 /// A stage pattern: a stage's name, or a prefix ending in `*` (`ci-*`).
-fn check_pattern(pattern: &str) -> Result<()> {
+pub(super) fn check_pattern(pattern: &str) -> Result<()> {
     let body = pattern.strip_suffix('*').unwrap_or(pattern);
     if pattern.is_empty()
         || body.contains('*')

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 14] = [
+const LEDGER_TABLES: [&str; 18] = [
     "question_events",
     "questions",
     "watchers",
@@ -32,6 +32,10 @@ const LEDGER_TABLES: [&str; 14] = [
     "relay_events",
     "relay_state",
     "api_tokens",
+    "routing_policies",
+    "routing_slots",
+    "routing_reminders",
+    "people_delegations",
     "ledger_identity",
     "refinery_schema_history",
 ];

@@ -310,9 +310,11 @@ pub(crate) struct Tally {
 
 /// The MCP server's durable tasks.
 mod relay;
+mod routing;
 mod tasks;
 mod tokens;
 pub use relay::{Delivery, Link};
+pub use routing::{Delegation, Policy};
 pub use tasks::{StoredTask, TaskState};
 pub use tokens::{StoredToken, TokenRole};
 

@@ -41,15 +41,38 @@ fn direct() -> Principal {
     Principal::Direct(person("root"))
 }
 
-/// What a refusal must leave as it was: every question, and every token.
-fn state(l: &mut Ledger) -> (Vec<Question>, Vec<crate::store::StoredToken>) {
+/// What a refusal must leave as it was: every question, every token and every policy.
+fn state(
+    l: &mut Ledger,
+) -> (
+    Vec<Question>,
+    Vec<crate::store::StoredToken>,
+    Vec<crate::store::Policy>,
+) {
     let questions = list(l, &Filter::default()).unwrap();
     let tokens = l.read(|tx| tx.tokens()).unwrap();
-    (questions, tokens)
+    let policies = l.read(|tx| tx.policies()).unwrap();
+    (questions, tokens, policies)
+}
+
+/// A routing policy to set (and one there is, to unset).
+fn policy_requests() -> Vec<Request> {
+    vec![
+        Request::Policy(PolicyRequest::Set(PolicySet {
+            stage: "ci-*".into(),
+            to: vec![TOKEN.into()],
+            remind_after: Some(Duration::from_mins(1)),
+            ..PolicySet::default()
+        })),
+        Request::Policy(PolicyRequest::List),
+        Request::Policy(PolicyRequest::Unset {
+            stage: "docs".into(),
+        }),
+    ]
 }
 
 /// A ledger with a question in the agent's stages, one outside them, an approval, a
-/// group and a token, and the ids of the first three.
+/// group, a token and a routing policy, and the ids of the first three.
 fn ledger_for_attacks(l: &mut Ledger) -> (i64, i64, i64) {
     let inside = logged(l, "ci-build", "Deploy to staging?");
     let outside = logged(l, "prod", "Deploy to production?");
@@ -84,6 +107,18 @@ fn ledger_for_attacks(l: &mut Ledger) -> (i64, i64, i64) {
     };
     let news = [NewQuestion::build(draft("prod", HOOKED)).unwrap()];
     change::log_call(l, &guessed, CallStep::Asking, &news).unwrap();
+    call(
+        l,
+        &direct(),
+        Request::Policy(PolicyRequest::Set(PolicySet {
+            stage: "docs".into(),
+            to: vec!["group:release".into()],
+            escalate_after: Some(Duration::from_hours(1)),
+            escalate_to: vec!["rex".into()],
+            ..PolicySet::default()
+        })),
+    )
+    .unwrap();
     (inside, outside, approval)
 }
 
@@ -177,6 +212,10 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             name: "other".into(),
         }),
         Request::Reset { confirmed: true },
+    ]
+    .into_iter()
+    .chain(policy_requests())
+    .chain([
         // Outside its stages.
         Request::Log {
             draft: draft("prod", "Skip the canary?"),
@@ -232,7 +271,8 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
         Request::Answers {
             stage: "docs-internal".into(),
         },
-    ]
+    ])
+    .collect()
 }
 
 on_every_engine!(
@@ -574,7 +614,10 @@ on_every_engine!(a_person_token_acts_as_its_person, |l: &mut Ledger| {
             channel_id: "telegram:7".into(),
             link: true,
         },
-    ] {
+    ]
+    .into_iter()
+    .chain(policy_requests())
+    {
         let what = format!("{req:?}");
         let before = state(l);
         let err = call(l, &dana(), req).expect_err(&what);

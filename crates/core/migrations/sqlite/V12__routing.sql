@@ -1,0 +1,4 @@
+-- Routing policy (§14a): its tables (routing_policies; routing_slots and
+-- routing_reminders, what the relay did by it; people_delegations) are made by the first write that needs them
+-- (store/sql/routing.rs), not here, as the relay's and the tokens' are (see
+-- V10, V11): a ledger that routes nothing does not pay for it in every `check`.

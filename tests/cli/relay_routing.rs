@@ -1,0 +1,327 @@
+//! Routing on the relay (§14a), on Telegram's stand-in: reminders at their slots and no
+//! more, once each across a SIGKILL; an escalation reaching the backup only after its
+//! delay, the first answer winning and every card settled. Hours pass by the pinned clock
+//! (`QUESTIONS_NOW`), one relay after another; nothing is proved by sleeping: a question
+//! of a stage without policy, logged after the fact, is the event that has to come after
+//! the relay looked.
+
+use crate::common::*;
+use crate::relay_harness::{self, Relay};
+use crate::telegram_standin::{StandIn, TOKEN};
+use serde_json::Value;
+
+const ME: i64 = 111;
+const BOB: i64 = 222;
+
+fn relay_at(l: &Ledger, t: &StandIn, now: &str) -> Relay {
+    let config = format!(
+        "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
+        t.url
+    );
+    Relay::run(
+        l,
+        "telegram",
+        &config,
+        &[("TG_TOKEN", TOKEN)],
+        &[("QUESTIONS_NOW", now)],
+    )
+}
+
+/// Killed as by SIGKILL: no lease let go, nothing said.
+fn kill(mut relay: Relay) {
+    relay.child.kill().unwrap();
+    relay.child.wait().unwrap();
+}
+
+fn options(l: &Ledger, stage: &str, text: &str) -> i64 {
+    l.log_with(
+        stage,
+        text,
+        &["--option", "PostgreSQL", "--option", "SQLite"],
+    )
+}
+
+/// The messages in `chat` that start with `head`, once there are `n` of them.
+fn messages(t: &StandIn, chat: i64, head: &str, n: usize) -> Vec<Value> {
+    t.until(&format!("{n} of '{head}' in chat {chat}"), |s| {
+        let found: Vec<Value> = s
+            .messages
+            .iter()
+            .filter(|m| {
+                m["chat"]["id"] == chat && m["text"].as_str().unwrap_or("").starts_with(head)
+            })
+            .cloned()
+            .collect();
+        (found.len() >= n).then_some(found)
+    })
+}
+
+/// How many messages in `chat` name `head` (a card, its reposts, as they stand).
+fn count(t: &StandIn, chat: i64, head: &str) -> usize {
+    t.messages_to(chat)
+        .iter()
+        .filter(|m| m["text"].as_str().unwrap_or("").contains(head))
+        .count()
+}
+
+fn events(l: &Ledger, id: i64, kind: &str) -> Vec<Value> {
+    l.ok(["history", "--id", &id.to_string()])["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .cloned()
+        .collect()
+}
+
+fn button(card: &Value, label: &str) -> String {
+    card["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().clone())
+        .find(|b| b["text"].as_str().unwrap().contains(label))
+        .map_or_else(
+            || panic!("no button {label} on {card}"),
+            |b| b["callback_data"].as_str().unwrap().to_string(),
+        )
+}
+
+/// Logs a question of a stage no policy routes, at `now`, and waits for its card to
+/// reach `chat`, then answers it and waits for that card to be closed: a round of the
+/// relay that began after this call (which routes first, and reposts before it closes)
+/// has run to its end.
+fn round_passed(l: &Ledger, t: &StandIn, now: &str, chat: i64, text: &str) {
+    let id = l
+        .run_at(now, ["log", "--stage", "marker", "--question", text])
+        .json["question_id"]
+        .as_i64()
+        .unwrap();
+    let head = format!("Question {id} ");
+    messages(t, chat, &head, 1);
+    l.run_at(now, ["skip", "--id", &id.to_string(), "--reason", "marker"]);
+    t.until("the marker's card closed", |s| {
+        s.messages
+            .iter()
+            .any(|m| {
+                m["chat"]["id"] == chat
+                    && m["text"].as_str().unwrap_or("").starts_with(&head)
+                    && m["edited"] == true
+            })
+            .then_some(())
+    });
+}
+
+#[test]
+fn relay_reminders_come_at_their_slots_and_once_each_across_a_kill() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    l.ok([
+        "policy",
+        "set",
+        "--stage",
+        "design",
+        "--remind-after",
+        "30m",
+        "--remind-max",
+        "2",
+    ]);
+    let id = options(&l, "design", "Which database?");
+    let head = format!("Question {id} ");
+    let first = relay_at(&l, &t, NOW);
+    let card = messages(&t, ME, &head, 1).remove(0);
+    messages(&t, BOB, &head, 1);
+    // Routed before its cards were sent: at the moment of logging, nothing is due.
+    assert!(events(&l, id, "reminded").is_empty());
+    // Killed once its cards are recorded as sent: a card cut off between its send and its
+    // record is sent again after a restart (§14, at least once), as another message.
+    round_passed(&l, &t, NOW, BOB, "Marker before?");
+    kill(first);
+
+    // Half an hour on: the first reminder, to each whose card is open.
+    let half_hour = later(31 * 60);
+    let second = relay_at(&l, &t, &half_hour);
+    let reminder = "⏰ Still waiting for your answer (reminder 1 of 2)";
+    let reposted = messages(&t, ME, reminder, 1).remove(0);
+    messages(&t, BOB, reminder, 1);
+    let reminded = events(&l, id, "reminded");
+    assert_eq!(reminded.len(), 1, "{reminded:?}");
+    assert_eq!(reminded[0]["detail"]["reminder"], 1);
+    assert_eq!(reminded[0]["detail"]["of"], 2);
+    assert_eq!(reminded[0]["answered_by"], Value::Null);
+    assert_eq!(reminded[0]["at"], half_hour.as_str());
+    // The card before is retired: its buttons gone, saying where to answer.
+    let old = t.until("the first card retired", |s| {
+        s.messages
+            .iter()
+            .find(|m| m["message_id"] == card["message_id"] && m["edited"] == true)
+            .cloned()
+    });
+    assert!(old.get("reply_markup").is_none(), "{old}");
+    assert!(
+        old["text"].as_str().unwrap().contains("newer card"),
+        "{old}"
+    );
+    // Killed once the reposts are recorded as sent (a repost cut off between its send
+    // and its record is sent again: at least once, as a card is).
+    round_passed(&l, &t, &half_hour, BOB, "Marker zero?");
+    kill(second);
+
+    // Killed and started again at the same moment: nothing repeated.
+    let third = relay_at(&l, &t, &half_hour);
+    round_passed(&l, &t, &half_hour, ME, "Marker one?");
+    assert_eq!(events(&l, id, "reminded").len(), 1);
+    assert_eq!(count(&t, ME, &head), 2, "the card and one reminder");
+    assert_eq!(count(&t, BOB, &head), 2);
+    kill(third);
+
+    // Long after: the second and last reminder, once, however many slots passed.
+    let much_later = later(100 * 3600);
+    let fourth = relay_at(&l, &t, &much_later);
+    let last = "⏰ Still waiting for your answer (reminder 2 of 2)";
+    messages(&t, ME, last, 1);
+    messages(&t, BOB, last, 1);
+    round_passed(&l, &t, &much_later, ME, "Marker two?");
+    let reminded = events(&l, id, "reminded");
+    assert_eq!(reminded.len(), 2, "{reminded:?}");
+    assert_eq!(reminded[1]["detail"]["reminder"], 2);
+    assert_eq!(
+        count(&t, ME, &head),
+        3,
+        "the card and two reminders, never a third"
+    );
+    assert_eq!(count(&t, BOB, &head), 3);
+    // The newest card answers it; every card of it is then settled.
+    let newest = messages(&t, ME, last, 1).remove(0);
+    let click = t.click(ME, &newest, &button(&newest, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    assert_eq!(l.question(id)["answer"], "SQLite");
+    t.until("every card of it settled", |s| {
+        s.messages
+            .iter()
+            .filter(|m| {
+                m["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains(&format!("Question {id} "))
+            })
+            .all(|m| m.get("reply_markup").is_none())
+            .then_some(())
+    });
+    assert!(reposted["text"]
+        .as_str()
+        .unwrap()
+        .contains("Which database?"));
+    kill(fourth);
+}
+
+#[test]
+fn relay_an_escalation_reaches_the_backup_only_after_its_delay_and_the_first_answer_wins() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    l.ok([
+        "policy",
+        "set",
+        "--stage",
+        "deploy",
+        "--to",
+        &me,
+        "--escalate-after",
+        "2h",
+        "--escalate-to",
+        "bob",
+    ]);
+    let id = options(&l, "deploy", "Which region first?");
+    let head = format!("Question {id} ");
+    let first = relay_at(&l, &t, NOW);
+    let my_card = messages(&t, ME, &head, 1).remove(0);
+    // The backup got nothing: bob's card of a later question comes, and none of this one.
+    round_passed(&l, &t, NOW, BOB, "Marker one?");
+    assert_eq!(
+        count(&t, BOB, &head),
+        0,
+        "bob is not asked before the escalation"
+    );
+    assert!(events(&l, id, "escalated").is_empty());
+    kill(first);
+
+    let due = later(2 * 3600);
+    let second = relay_at(&l, &t, &due);
+    let bobs = messages(&t, BOB, &head, 1).remove(0);
+    let escalated = events(&l, id, "escalated");
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(escalated[0]["detail"]["to"], serde_json::json!(["bob"]));
+    // Killed once bob's card is recorded as sent (see the reminders' test).
+    round_passed(&l, &t, &due, BOB, "Marker one and a half?");
+    kill(second);
+    // Started again: escalated once, bob's card not sent twice.
+    let third = relay_at(&l, &t, &due);
+    round_passed(&l, &t, &due, BOB, "Marker two?");
+    assert_eq!(events(&l, id, "escalated").len(), 1);
+    assert_eq!(count(&t, BOB, &head), 1);
+    // Bob answers first: recorded as his; the runner's card is settled too.
+    let click = t.click(BOB, &bobs, &button(&bobs, "PostgreSQL"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    assert_eq!(l.question(id)["answered_by"], "bob");
+    let mine = t.until("the runner's card settled", |s| {
+        s.messages
+            .iter()
+            .find(|m| {
+                m["chat"]["id"] == ME
+                    && m["text"].as_str().unwrap_or("").starts_with(&head)
+                    && m["edited"] == true
+            })
+            .cloned()
+    });
+    assert!(mine.get("reply_markup").is_none());
+    assert!(
+        mine["text"].as_str().unwrap().contains("answered by bob"),
+        "{mine}"
+    );
+    let late = t.click(ME, &mine, &button(&my_card, "SQLite"));
+    assert!(t.answer_to(late).contains("already answered by bob"));
+    assert_eq!(l.question(id)["answer"], "PostgreSQL");
+    kill(third);
+}
+
+#[test]
+fn relay_a_delegate_gets_the_card_and_answers_on_behalf_of_the_person() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    l.ok(["policy", "set", "--stage", "deploy", "--to", &me]);
+    l.ok([
+        "people",
+        "delegate",
+        &me,
+        "--to",
+        "bob",
+        "--until",
+        &later(7 * 86_400),
+    ]);
+    let id = options(&l, "deploy", "Which region first?");
+    let head = format!("Question {id} ");
+    let _relay = relay_at(&l, &t, NOW);
+    messages(&t, ME, &head, 1);
+    let bobs = messages(&t, BOB, &head, 1).remove(0);
+    let click = t.click(BOB, &bobs, &button(&bobs, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    let q = l.question(id);
+    assert_eq!(q["answered_by"], "bob");
+    let answered = events(&l, id, "answered");
+    assert_eq!(answered.len(), 1);
+    assert_eq!(
+        answered[0]["detail"]["on_behalf_of"],
+        me.as_str(),
+        "{answered:?}"
+    );
+    // Once it ends, the delegate is asked no more.
+    l.ok(["people", "delegate", &me, "off"]);
+    let next = options(&l, "deploy", "Which region next?");
+    let next_head = format!("Question {next} ");
+    messages(&t, ME, &next_head, 1);
+    round_passed(&l, &t, NOW, BOB, "Marker?");
+    assert_eq!(count(&t, BOB, &next_head), 0);
+}
