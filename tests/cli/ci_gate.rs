@@ -755,6 +755,7 @@ fn the_workflow_examples_pass_actionlint() {
 }
 
 /// `who`'s command line against the ledger's server, holding `token`.
+#[cfg(all(feature = "serve", feature = "remote"))]
 fn over_the_wire(l: &Ledger, base: &str, token: &str, args: &[&str]) -> (i32, Value) {
     let out = bare_command(l.dir.path())
         .env("QUESTIONS_DB", base)
@@ -771,6 +772,7 @@ fn over_the_wire(l: &Ledger, base: &str, token: &str, args: &[&str]) -> (i32, Va
 }
 
 #[test]
+#[cfg(all(feature = "serve", feature = "remote"))]
 fn unpooled_the_action_on_the_ledgers_server_with_an_agent_token_keeps_the_initiator_from_approving(
 ) {
     crate::unpooled!();

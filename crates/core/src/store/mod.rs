@@ -507,7 +507,10 @@ impl Ledger {
         if stale {
             self.open = None;
             // The ledger there now is learned anew.
-            self.server_id = None;
+            #[cfg(feature = "postgres")]
+            {
+                self.server_id = None;
+            }
             self.generation += 1;
         }
         Ok(stale)
@@ -557,6 +560,7 @@ impl Ledger {
     /// A connection opened in place of an earlier one, told the ledger's id that one saw,
     /// so that `follow` tells a reset between the two (on PostgreSQL each connection
     /// learns the id anew; through a pooler a reader changes connections often).
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_self))]
     fn known(&self, engine: Engine) -> Engine {
         match engine {
             #[cfg(feature = "postgres")]
