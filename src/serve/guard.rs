@@ -28,7 +28,31 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/html"));
-    let mut response = match check(&app, &request) {
+    // A token the ledger issued (`token create --person`) opens the inbox as its person,
+    // read anew at every request (a revoked one is refused at once); an agent's never.
+    let presented = query_token(request.uri().query())
+        .or_else(|| bearer(request.headers()))
+        .or_else(|| cookie(request.headers(), &cookie_name(&app)));
+    let issued = match presented.filter(|t| t.starts_with(questions_core::ops::SECRET_PREFIX)) {
+        Some(token) => {
+            let secret = token.clone();
+            match app
+                .ledger(move |l| questions_core::ops::authenticate(l, Some(&secret)))
+                .await
+            {
+                Ok(questions_core::ops::Principal::Person(p)) => Some((token, p.person)),
+                _ => None,
+            }
+        }
+        None => None,
+    };
+    let holder = |given: &str| -> Option<Option<String>> {
+        match &issued {
+            Some((token, person)) if same(given, token) => Some(Some(person.clone())),
+            _ => app.holder(given),
+        }
+    };
+    let mut response = match check(&app, &request, &holder) {
         Err(refused) if page => refused.page(),
         Err(refused) => refused.into_response(),
         Ok(Some(redirect)) => redirect,
@@ -38,7 +62,7 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
             let mut request = request;
             let person = bearer(request.headers())
                 .or_else(|| cookie(request.headers(), &cookie_name(&app)))
-                .and_then(|t| app.holder(&t))
+                .and_then(|t| holder(&t))
                 .flatten();
             request.extensions_mut().insert(Person(person));
             next.run(request).await
@@ -63,7 +87,11 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
 }
 
 /// `Err`: refused. `Ok(Some)`: answered here (the token's first visit). `Ok(None)`: go on.
-fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
+fn check(
+    app: &App,
+    request: &Request,
+    holder: &dyn Fn(&str) -> Option<Option<String>>,
+) -> Result<Option<Response>, Refusal> {
     let headers = request.headers();
     if !host_allowed(app, headers) {
         return Err(refuse(
@@ -97,7 +125,7 @@ fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
         return Ok(None);
     }
     if let Some(given) = query_token(request.uri().query()) {
-        if request.method() != Method::GET || app.holder(&given).is_none() {
+        if request.method() != Method::GET || holder(&given).is_none() {
             return Err(refuse(
                 StatusCode::UNAUTHORIZED,
                 "that token is not this server's: open the URL that 'questions serve' printed",
@@ -106,7 +134,7 @@ fn check(app: &App, request: &Request) -> Result<Option<Response>, Refusal> {
         return Ok(Some(welcome(app, request)));
     }
     let token = bearer(headers).or_else(|| cookie(headers, &cookie_name(app)));
-    if token.is_none_or(|t| app.holder(&t).is_none()) {
+    if token.is_none_or(|t| holder(&t).is_none()) {
         return Err(refuse(
             StatusCode::UNAUTHORIZED,
             "a token is needed: open the URL that 'questions serve' printed, or send \

@@ -201,3 +201,47 @@ fn a_token_refused_twenty_times_a_minute_waits_and_the_history_stops_growing() {
     assert_eq!(before, after, "a refusal past the limit is not recorded");
     assert_eq!(l.question(id)["status"], "pending");
 }
+
+#[test]
+fn a_person_token_opens_the_inbox_as_its_person_and_an_agent_token_never() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let gone = token(&l, &["old-phone", "--person", "dana"]);
+    l.ok(["token", "revoke", "old-phone"]);
+    let id = l.log("ci-deploy", "Ship it?");
+    let s = Served::start(&l, &[]);
+    // The link a person opens on a phone: the token becomes the inbox's cookie.
+    let first = s.request("GET", &format!("/?token={dana}"), &[], "");
+    assert_eq!(first.status, 303, "{first:?}");
+    let set = first.header("set-cookie").unwrap();
+    assert!(set.contains(&dana) && set.contains("HttpOnly"), "{set}");
+    let cookie = format!("Cookie: {}", set.split(';').next().unwrap());
+    let page = s.request("GET", "/", &[&cookie, "Accept: text/html"], "");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("Ship it?"));
+    // An answer from the inbox's API with the person's token is the person's.
+    let path = format!("/api/questions/{id}/answer");
+    let body = json!({"answer": "yes"}).to_string();
+    let json = "Content-Type: application/json";
+    let unknown = format!("qtok_{}", "0".repeat(64));
+    for refused in [&agent, &gone, &unknown] {
+        let bearer = format!("Authorization: Bearer {refused}");
+        let reply = s.request("POST", &path, &[&bearer, json], &body);
+        assert_eq!(reply.status, 401, "{reply:?}");
+        assert!(!reply.body.contains(refused.as_str()));
+        let link = s.request("GET", &format!("/?token={refused}"), &[], "");
+        assert_eq!(link.status, 401, "{link:?}");
+    }
+    assert_eq!(l.question(id)["status"], "pending");
+    let bearer = format!("Authorization: Bearer {dana}");
+    let reply = s.request("POST", &path, &[&bearer, json], &body);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let q = l.question(id);
+    assert_eq!(q["answered_by"], "dana");
+    assert_eq!(q["channel"], "web");
+    // Revoked, it opens nothing from the next request on.
+    l.ok(["token", "revoke", "dana-phone"]);
+    let page = s.request("GET", "/", &[&cookie, "Accept: text/html"], "");
+    assert_eq!(page.status, 401, "{page:?}");
+}
