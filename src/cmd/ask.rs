@@ -51,6 +51,7 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs, json: bool) -> 
             strict: false,
             wait: Wait::No,
             allow_unknown_stage: false,
+            ledger: None,
         },
     )?;
     Ok(Outcome::text(terminal::summary(&asked, &gate, &questions)))

@@ -15,6 +15,7 @@ pub(super) fn run(ledger: &mut Ledger, args: CheckArgs) -> Result<Outcome> {
             (true, limit) => Wait::Until(limit.map(Duration::from_secs_f64)),
         },
         allow_unknown_stage: args.allow_unknown_stage,
+        ledger: None,
     };
     let report = take!(door(ledger, nobody(), Request::Check(req))?, Reply::Gate);
     let passes = report.gate.passes();

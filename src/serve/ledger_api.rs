@@ -5,8 +5,9 @@
 //! what each role may do is the core's, not this file's. The answer is the request's
 //! §2 document, with the HTTP status of its error code.
 //!
-//! A wait (`check --wait`, `events --follow`, `hook --wait`) is cut at `LONGEST_WAIT`: the client sends
-//! it again.
+//! A wait (`check --wait`, `events --follow`, `hook --wait`) is cut at `LONGEST_WAIT`: the
+//! client sends it again. A gate's and a follower's are held as futures between looks
+//! (`long_poll`), not by a thread each.
 //!
 //! A refused token is counted against the client it came from (see `limit`): past
 //! `MAX_REFUSED` a minute, its calls are answered 429 before any token is looked up. A
@@ -64,19 +65,23 @@ pub(super) async fn call(
         _ => {}
     }
     let procedure = req.procedure();
+    // A gate's wait and a follower's are held here, not by a thread (see `long_poll`):
+    // the request looks once each time.
+    let mut held = None;
     match &mut req {
         Request::Check(check) => {
-            check.wait = match check.wait {
-                Wait::No => Wait::No,
-                Wait::Until(limit) => {
-                    Wait::Until(Some(limit.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT))))
-                }
-            };
+            if let Wait::Until(limit) = check.wait {
+                held = Some(limit.map_or(LONGEST_WAIT, |l| l.min(LONGEST_WAIT)));
+                check.wait = Wait::Until(Some(Duration::ZERO));
+            }
         }
         Request::Events {
             wait: Some(wait), ..
+        } => {
+            held = Some((*wait).min(LONGEST_WAIT));
+            *wait = Duration::ZERO;
         }
-        | Request::HarnessCall {
+        Request::HarnessCall {
             wait: Some(wait), ..
         } => *wait = (*wait).min(LONGEST_WAIT),
         _ => {}
@@ -101,15 +106,17 @@ pub(super) async fn call(
             "too many refused requests with this token: wait a minute",
         ));
     }
-    let mut reply = app
-        .ledger(move |l| ops::call(l, &who, req))
-        .await
-        .map_err(|e| {
-            if e.code == ErrorCode::Forbidden {
-                app.limits.forbidden(&name);
-            }
-            Failed::of(procedure)(e)
-        })?;
+    let refused = |e: Error| {
+        if e.code == ErrorCode::Forbidden {
+            app.limits.forbidden(&name);
+        }
+        Failed::of(procedure)(e)
+    };
+    let mut reply = match held {
+        Some(wait) => long_poll(&app, who, req, wait).await,
+        None => app.ledger(move |l| ops::call(l, &who, req)).await,
+    }
+    .map_err(refused)?;
     if let ops::Reply::Info(info) = &mut reply {
         // Where the server keeps the ledger is the server's business: the client names
         // the URL it called.
@@ -117,6 +124,54 @@ pub(super) async fn call(
     }
     Ok(success_with(reply.passes(), procedure, &reply))
 }
+
+/// A wait of up to `wait` that holds no thread and no connection to the ledger: the
+/// request (which looks once) runs on the blocking pool, and between looks the call
+/// awaits the server's watcher's word that the ledger changed (a new event, an expiry
+/// applied, a reset), its deadline, or the server stopping; a look that finds nothing yet
+/// is the core's to say (a gate's report `timed_out`, a page of no events). A thousand
+/// waiters are a thousand futures.
+async fn long_poll(
+    app: &Arc<App>,
+    who: ops::Principal,
+    req: Request,
+    wait: Duration,
+) -> questions_core::error::Result<ops::Reply> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut changed = app.seq.clone();
+    let mut stopping = app.stopping.clone();
+    // Ids name questions of the ledger there now: every look says which, so that a
+    // reset while the wait is held is the core's `conflict`, not another question's gate.
+    let mut req = req;
+    if let Request::Check(check) = &mut req {
+        if check.ids.is_some() && check.ledger.is_none() {
+            check.ledger = app.ledger(|l| l.id()).await?;
+        }
+    }
+    loop {
+        changed.borrow_and_update();
+        let (who_now, once) = (who.clone(), req.clone());
+        let reply = app.ledger(move |l| ops::call(l, &who_now, once)).await?;
+        let nothing_yet = match &reply {
+            ops::Reply::Gate(report) => report.timed_out,
+            ops::Reply::Events(page) => page.events.is_empty(),
+            _ => false,
+        };
+        if !nothing_yet || tokio::time::Instant::now() >= deadline || *stopping.borrow() {
+            return Ok(reply);
+        }
+        // A change missed (none should be) is looked for again after a while.
+        let next = deadline.min(tokio::time::Instant::now() + LOOK_AGAIN);
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = stopping.changed() => {}
+            () = tokio::time::sleep_until(next) => {}
+        }
+    }
+}
+
+/// The longest a held wait goes without looking (see `long_poll`).
+const LOOK_AGAIN: Duration = Duration::from_secs(10);
 
 /// The name a token's connections are counted under.
 fn holder(who: &ops::Principal) -> String {

@@ -245,3 +245,41 @@ fn a_person_token_opens_the_inbox_as_its_person_and_an_agent_token_never() {
     let page = s.request("GET", "/", &[&cookie, "Accept: text/html"], "");
     assert_eq!(page.status, 401, "{page:?}");
 }
+
+#[test]
+fn a_gate_on_ids_of_a_ledger_reset_since_is_a_conflict_never_another_questions_pass() {
+    let l = Ledger::new();
+    let id = l.log("ci-deploy", "Ship build 41?");
+    // The id of the ledger the waiter read its ids from, as a held wait notes it.
+    let events = l.command().arg("events").output().unwrap();
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&events.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let gone = first["ledger"].as_str().unwrap().to_string();
+    l.ok(["reset", "--yes"]);
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let same = l.log("ci-deploy", "Ship build 42?");
+    assert_eq!(same, id, "the new ledger's question has the old one's id");
+    l.ok(["answer", "--id", &same.to_string(), "--answer", "yes"]);
+    let s = Served::start(&l, &[]);
+    let check = |ledger: &str| {
+        json!({"op": "check", "args": {"stage": "ci-deploy", "ids": [id], "strict": false,
+            "wait": "no", "allow_unknown_stage": false, "ledger": ledger}})
+    };
+    let (status, doc) = call(&s, Some(&agent), &check(&gone));
+    assert_eq!(
+        (status, &doc["error_code"]),
+        (409, &json!("conflict")),
+        "{doc}"
+    );
+    // The ledger there now passes its own question.
+    let now = l.command().arg("events").output().unwrap();
+    let line: Value =
+        serde_json::from_str(String::from_utf8_lossy(&now.stdout).lines().next().unwrap()).unwrap();
+    let (status, doc) = call(&s, Some(&agent), &check(line["ledger"].as_str().unwrap()));
+    assert_eq!((status, &doc["gate"]), (200, &json!("pass")), "{doc}");
+}

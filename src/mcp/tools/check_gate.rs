@@ -40,6 +40,7 @@ impl Server {
                 strict: false,
                 wait: Wait::No,
                 allow_unknown_stage: false,
+                ledger: None,
             };
             let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
             document(report.gate.passes(), Procedure::Check, &report)

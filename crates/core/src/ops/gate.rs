@@ -33,6 +33,11 @@ pub struct CheckRequest {
     /// A wait on a stage that has never held a question passes at once, as a look does,
     /// instead of waiting for the stage's questions to be logged and settled.
     pub allow_unknown_stage: bool,
+    /// The id of the ledger the `ids` were read from, when the caller waits across calls
+    /// (a server holding a wait looks once a call): another ledger there now is a
+    /// `conflict`, never a gate over questions that only share the ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<String>,
 }
 
 /// The gate's document. `pending` holds the questions themselves (a large stage can hold
@@ -85,6 +90,15 @@ pub struct Declined {
 /// waited for: ids never (they named the questions of the ledger that is gone), a stage
 /// only if it holds questions there; otherwise it ends with a `conflict`.
 pub fn check(ledger: &mut Ledger, req: &CheckRequest) -> Result<GateReport> {
+    if let (Some(expected), Some(_)) = (&req.ledger, &req.ids) {
+        if ledger.id()?.as_ref() != Some(expected) {
+            return Err(crate::error::Error::conflict(format!(
+                "the ledger {} was reset or replaced while check waited: the ids given \
+                 named questions of the ledger that is gone",
+                ledger.location().display()
+            )));
+        }
+    }
     let deadline = match req.wait {
         Wait::Until(Some(limit)) => Some(Instant::now() + limit),
         _ => None,

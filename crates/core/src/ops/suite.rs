@@ -106,6 +106,7 @@ fn gate(ledger: &mut Ledger, stage: &str) -> Gate {
             strict: false,
             wait: Wait::No,
             allow_unknown_stage: false,
+            ledger: None,
         },
     )
     .unwrap()

@@ -243,6 +243,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             strict: false,
             wait: Wait::No,
             allow_unknown_stage: false,
+            ledger: None,
         }),
         // Every stage at once, from a token of some.
         Request::Check(CheckRequest {
@@ -251,6 +252,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             strict: false,
             wait: Wait::No,
             allow_unknown_stage: false,
+            ledger: None,
         }),
         Request::Pending {
             stage: "prod".into(),
@@ -365,6 +367,7 @@ on_every_engine!(
                     strict,
                     wait: Wait::No,
                     allow_unknown_stage: false,
+                    ledger: None,
                 }),
             );
             let said = match asked {
@@ -422,6 +425,7 @@ on_every_engine!(
                 strict: false,
                 wait: Wait::No,
                 allow_unknown_stage: false,
+                ledger: None,
             }),
         )
         .unwrap() else {
@@ -756,6 +760,7 @@ fn every_request_reads_back_as_it_was_written() {
             strict: true,
             wait: Wait::Until(Some(Duration::from_millis(1500))),
             allow_unknown_stage: true,
+            ledger: None,
         }),
         Request::History(EventFilter::Since { seq: 7, limit: 20 }),
         Request::Info {
