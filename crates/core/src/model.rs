@@ -87,6 +87,8 @@ pub enum Channel {
     Email,
     /// The ledger's API over HTTPS (§15), by a person token's person.
     Api,
+    /// A form an MCP client showed through `serve`'s `/mcp` (§16).
+    Elicitation,
 }
 
 impl Channel {
