@@ -107,7 +107,7 @@ pub(super) async fn call(
 }
 
 /// The name a token's connections are counted under.
-fn holder(who: &ops::Principal) -> String {
+pub(super) fn holder(who: &ops::Principal) -> String {
     match who {
         ops::Principal::Agent(agent) => agent.name.clone(),
         ops::Principal::Person(person) => person.name.clone(),
@@ -116,7 +116,7 @@ fn holder(who: &ops::Principal) -> String {
 }
 
 /// 429, with the failure document of a usage error: the call may be sent again later.
-fn too_many(message: &str) -> Response {
+pub(super) fn too_many(message: &str) -> Response {
     let body = ops::failure(Some(Procedure::Serve), &Error::usage(message));
     (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
 }
