@@ -1799,7 +1799,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 16);
+        assert_eq!(Channel::ALL.len(), 17);
         assert_eq!(EventKind::ALL.len(), 17);
     }
 }
