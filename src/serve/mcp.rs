@@ -72,5 +72,11 @@ async fn authenticate(
         );
     }
     request.extensions_mut().insert(who);
+    let limits = Arc::clone(&app.limits);
+    request
+        .extensions_mut()
+        .insert(crate::mcp::http::Refused(Arc::new(move || {
+            limits.forbidden(&name);
+        })));
     next.run(request).await
 }

@@ -10,12 +10,13 @@ QUESTIONS_TOKEN as `Authorization: Bearer`). The client shows forms: its person 
 first option of each choice and types "from python" into each text field (or, with
 QUESTIONS_TEST_FORM=decline, declines them). A call {"list_tools": true} is answered with
 {"tools": [names]}; one with "progress": true also counts the progress notifications the
-call received ({"progress_count"})."""
+call received ({"progress_count"}) and says how long the call took ({"seconds"})."""
 
 import asyncio
 import json
 import os
 import sys
+import time
 
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
@@ -66,6 +67,7 @@ async def main() -> None:
             async def progress(done, total, message):
                 counted.append(done)
 
+            started = time.monotonic()
             try:
                 if call.get("progress"):
                     result = await client.call_tool(
@@ -83,6 +85,7 @@ async def main() -> None:
                 out = {"is_error": bool(is_error), "structured": structured, "text": text}
                 if call.get("progress"):
                     out["progress_count"] = len(counted)
+                    out["seconds"] = time.monotonic() - started
             except Exception as e:  # the SDK's own refusal: what an agent would see
                 out = {"is_error": True, "structured": None, "text": f"client error: {e}"}
             print(json.dumps(out), flush=True)

@@ -21,10 +21,10 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    DetailedTask, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData as McpError, RoleServer, ServerHandler};
@@ -640,6 +640,34 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    /// The tool's own call, and over HTTP, a refusal told to `serve` (see `http::Refused`).
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        #[cfg(feature = "serve")]
+        let refused = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<super::http::Refused>())
+            .cloned();
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(call).await?;
+        #[cfg(feature = "serve")]
+        if let (Some(refused), CallToolResponse::Complete(result)) = (refused, &response) {
+            let code = result
+                .structured_content
+                .as_ref()
+                .and_then(|body| body.get("error_code"))
+                .and_then(Value::as_str);
+            if result.is_error == Some(true) && code == Some("forbidden") {
+                (refused.0)();
+            }
+        }
+        Ok(response)
+    }
+
     /// Every tool, but the in-chat inbox's for a client that shows no apps (`app::TOOLS`).
     async fn list_tools(
         &self,
