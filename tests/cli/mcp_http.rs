@@ -305,6 +305,32 @@ fn mcp_without_a_valid_token_is_401_and_offers_no_oauth() {
     }
 }
 
+/// A browser on another site may neither call `/mcp` nor open its event stream, even with
+/// a valid token (the §10 checks hold for it), and a Host that is not the server is refused.
+#[test]
+fn mcp_from_another_site_or_another_host_is_refused() {
+    let l = Ledger::new();
+    let agent = token(&l, &["bot", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let bearer = format!("Authorization: Bearer {agent}");
+    for (method, headers) in [
+        ("POST", vec!["Origin: https://evil.example"]),
+        ("POST", vec!["Sec-Fetch-Site: cross-site"]),
+        ("GET", vec!["Sec-Fetch-Site: cross-site"]),
+        ("GET", vec!["Origin: https://evil.example"]),
+        ("POST", vec!["Host: rebound.example"]),
+    ] {
+        let mut all = vec![
+            "Content-Type: application/json",
+            "Accept: application/json, text/event-stream",
+            bearer.as_str(),
+        ];
+        all.extend(headers.iter().copied());
+        let reply = s.request(method, "/mcp", &all, "{}");
+        assert_eq!(reply.status, 403, "{method} {headers:?}: {reply:?}");
+    }
+}
+
 /// An agent asks without a form; a person answers with their own token over the ledger's
 /// API; the agent's wait sees the answer. A server restarted between the calls loses
 /// nothing: the next call, on a new session, sees the answer.
