@@ -37,15 +37,22 @@ pub(crate) fn service(
         .with_max_request_body_bytes(body_limit)
         // A comment on the stream this often, so that proxies see it alive while a wait
         // runs (progress notifications say more when the client asked for them).
-        .with_sse_keep_alive(Some(Duration::from_secs(15)));
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        // No priming event (an event of empty data that names a retry interval, for a
+        // client to resume a stream from): the TypeScript SDK in Gemini CLI 0.61 parses
+        // its empty data as JSON, fails, and drops the server. Without a store of events
+        // a stream cannot be resumed anyway: a call cut off is called again.
+        .with_sse_retry(None);
     let stop = config.cancellation_token.clone();
     tokio::spawn(async move {
         let _ = stopping.wait_for(|s| *s).await;
         stop.cancel();
     });
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.sse_retry = None;
     Ok(StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     ))
 }
