@@ -802,6 +802,97 @@ fn sqlite_only_codex_exec_asks_through_serve_over_http_with_what_init_url_wrote(
     assert!(!project.root().join(".questions").exists());
 }
 
+/// `gemini -p` in a sandbox that cannot start `questions`: it reaches `questions serve`'s
+/// `/mcp` with what `init gemini --url` wrote (`httpUrl`, and a header whose
+/// `${QUESTIONS_TOKEN}` Gemini CLI expands from its environment), the folder trusted and
+/// the policy rule as for the stdio entry; the person answers with their own token, and
+/// the answer reaches the model.
+#[cfg(all(feature = "serve", feature = "remote"))]
+#[test]
+fn sqlite_only_gemini_p_asks_through_serve_over_http_with_what_init_url_wrote() {
+    crate::sqlite_only!();
+    let Some(gemini) = installed("gemini", "@google/gemini-cli@0.61.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start();
+    let base = server.served.base();
+    let project = Project::new(&["gemini", "--url", &base]);
+    let config = std::fs::read_to_string(project.root().join(".gemini/settings.json")).unwrap();
+    assert!(
+        config.contains("Bearer ${QUESTIONS_TOKEN}") && !config.contains(&server.agent),
+        "{config}"
+    );
+    let call = json!({"name": "mcp_questions_ask_questions", "args": {
+        "stage": "build", "wait_seconds": 40,
+        "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(generate(vec![call]));
+    let dot = project.home.path().join(".gemini");
+    std::fs::create_dir_all(dot.join("policies")).unwrap();
+    std::fs::write(
+        dot.join("settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("trustedFolders.json"),
+        json!({project.root().display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("policies/questions.toml"),
+        "[[rule]]\nmcpName = \"questions\"\ntoolName = \"ask_questions\"\n\
+         decision = \"allow\"\npriority = 100\n",
+    )
+    .unwrap();
+    let person = answer_through(&project, &base, &server.dana, "memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&gemini);
+    cmd.env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_TOKEN", &server.agent)
+        .env("GOOGLE_GEMINI_BASE_URL", &model.url)
+        .env("GEMINI_API_KEY", "not-a-key")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "-m",
+            "gemini-2.5-flash",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .unwrap_or_else(|| panic!("the question reached the server's ledger: {stdout}"));
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let response = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["contents"].as_array()?.iter().find_map(|c| {
+                c["parts"].as_array()?.iter().find_map(|p| {
+                    p.get("functionResponse")
+                        .filter(|r| r["name"] == "mcp_questions_ask_questions")
+                        .map(Value::to_string)
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        response.contains(r#"\"status\":\"answered\""#) && response.contains("memcached"),
+        "the answer reached the model: {response}\n{stdout}"
+    );
+    server.answered_by_dana("memcached");
+}
+
 /// `claude -p` in a sandbox that cannot start `questions`: it reaches `questions serve`'s
 /// `/mcp` with what `init claude-code --url` wrote (a `.mcp.json` entry of type http whose
 /// `Authorization` header is `Bearer ${QUESTIONS_TOKEN}`, expanded by Claude Code from its
