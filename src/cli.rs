@@ -468,6 +468,15 @@ pub struct InitArgs {
     /// project trusted, is each hook reviewed), from the files the harness reads
     #[arg(long, conflicts_with_all = ["dry_run", "remove", "user"])]
     pub check: bool,
+    /// A `questions serve` to reach over MCP's HTTP transport (its /mcp) instead of
+    /// starting `questions mcp`: for agents that cannot start a process (https://HOST, or
+    /// http:// on a loopback address)
+    #[arg(long, value_name = "URL", conflicts_with_all = ["wait", "check"])]
+    pub url: Option<String>,
+    /// With --url: the environment variable the host reads the token from, sent as
+    /// `Authorization: Bearer` (default QUESTIONS_TOKEN); the token is never written
+    #[arg(long, value_name = "NAME", requires = "url")]
+    pub token_env: Option<String>,
 }
 
 /// The agent clients `init` writes configs for.

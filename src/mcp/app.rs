@@ -12,8 +12,7 @@ use serde_json::{json, Value};
 
 use questions_core::error::{Error, ErrorCode, Result};
 use questions_core::model::AnswerInput;
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, Caller, Recorded, Shown};
+use questions_core::ops::{self, Shown};
 
 /// The extension's identifier, as servers and hosts declare it.
 pub(super) const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
@@ -127,9 +126,9 @@ fn blank_to_none(text: Option<String>) -> Option<String> {
     text.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
 }
 
-/// Records what a form of the in-chat inbox sent, as the inbox's own forms are recorded:
+/// The change a form of the in-chat inbox sent, as the inbox's own forms are recorded:
 /// refused when the ledger or the question is no longer what the page showed.
-pub(super) fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> Result<Recorded> {
+pub(super) fn change(input: AppInput) -> Result<ops::PersonsChange> {
     let (id, action) = (input.id, input.action.trim().to_string());
     let shown = Shown::one(
         blank_to_none(input.ledger.clone()),
@@ -158,9 +157,8 @@ pub(super) fn record(ledger: &mut Ledger, caller: &Caller, input: AppInput) -> R
             )))
         }
     };
-    let change = ops::PersonsChange {
+    Ok(ops::PersonsChange {
         shown,
         ..ops::PersonsChange::of(id, act)
-    };
-    ops::change(ledger, caller, &change)
+    })
 }

@@ -6,11 +6,13 @@
 
 mod app;
 mod form;
+#[cfg(feature = "serve")]
+pub(crate) mod http;
 mod inbox;
 mod rounds;
 mod stdio;
 mod tasks;
-mod tools;
+pub(crate) mod tools;
 
 use std::time::Duration;
 

@@ -115,14 +115,19 @@ fn check(
         // The stylesheet and script hold nothing of the ledger.
         return Ok(None);
     }
-    if path == "/v1/call" {
-        // The ledger's own API takes the ledger's tokens, which its route reads anew at
-        // every call (a revoked one is refused at once): not this server's. A browser
-        // on another site may not send it one either.
-        if request.method() != Method::GET && request.method() != Method::HEAD {
+    if path == "/v1/call" || path == "/mcp" {
+        // The ledger's own API and MCP take the ledger's tokens, which their routes read
+        // anew at every request (a revoked one is refused at once): not this server's. A
+        // browser on another site may not send one either (nor open MCP's event stream).
+        if request.method() != Method::GET && request.method() != Method::HEAD || path == "/mcp" {
             cross_origin(app, headers)?;
         }
         return Ok(None);
+    }
+    if path.starts_with("/.well-known/") {
+        // No OAuth metadata here (see `mcp`): a host that finds some signs in instead of
+        // sending the token its user configured.
+        return Err(refuse(StatusCode::NOT_FOUND, "nothing here"));
     }
     if let Some(given) = query_token(request.uri().query()) {
         if request.method() != Method::GET || holder(&given).is_none() {

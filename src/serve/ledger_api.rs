@@ -174,7 +174,7 @@ async fn long_poll(
 const LOOK_AGAIN: Duration = Duration::from_secs(10);
 
 /// The name a token's connections are counted under.
-fn holder(who: &ops::Principal) -> String {
+pub(super) fn holder(who: &ops::Principal) -> String {
     match who {
         ops::Principal::Agent(agent) => agent.name.clone(),
         ops::Principal::Person(person) => person.name.clone(),
@@ -183,7 +183,7 @@ fn holder(who: &ops::Principal) -> String {
 }
 
 /// 429, with the failure document of a usage error: the call may be sent again later.
-fn too_many(message: &str) -> Response {
+pub(super) fn too_many(message: &str) -> Response {
     let body = ops::failure(Some(Procedure::Serve), &Error::usage(message));
     (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
 }

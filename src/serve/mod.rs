@@ -8,6 +8,8 @@ mod api;
 mod guard;
 mod ledger_api;
 mod limit;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod page;
 pub(crate) mod tls;
 pub(crate) mod votes;
@@ -170,7 +172,7 @@ async fn serve(
         stopping,
         limits: Limits::new(),
     });
-    let router = routes(Arc::clone(&app));
+    let router = routes(Arc::clone(&app))?;
 
     let shown = match bound.ip() {
         ip if ip.is_unspecified() => SocketAddr::new([127, 0, 0, 1].into(), bound.port()),
@@ -287,8 +289,8 @@ fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     })
 }
 
-fn routes(app: Arc<App>) -> Router {
-    Router::new()
+fn routes(app: Arc<App>) -> Result<Router> {
+    let router = Router::new()
         .route("/", get(page::inbox))
         .route("/q/{id}/answer", post(page::answer))
         .route("/q/{id}/skip", post(page::skip))
@@ -305,13 +307,16 @@ fn routes(app: Arc<App>) -> Router {
         .route("/api/questions/{id}/approve", post(votes::approve))
         .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
-        .route("/v1/call", post(ledger_api::call))
+        .route("/v1/call", post(ledger_api::call));
+    #[cfg(feature = "mcp")]
+    let router = router.merge(mcp::routes(&app)?);
+    Ok(router
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
             guard::guard,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(app)
+        .with_state(app))
 }
 
 /// Follows the ledger on a thread of its own: each new event's seq is published, and

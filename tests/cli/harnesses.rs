@@ -674,6 +674,308 @@ fn sqlite_only_claude_p_asks_through_mcp_with_what_init_wrote() {
     assert_eq!(all[0]["answer"], "memcached");
 }
 
+/// A ledger served by `questions serve`, with an agent token for the sandbox and a person
+/// token for dana.
+#[cfg(all(feature = "serve", feature = "remote"))]
+struct Server {
+    ledger: crate::common::Ledger,
+    served: crate::serve::Served,
+    agent: String,
+    dana: String,
+}
+
+#[cfg(all(feature = "serve", feature = "remote"))]
+impl Server {
+    fn start() -> Server {
+        let ledger = crate::common::Ledger::new();
+        let token = |args: &[&str]| {
+            let mut all = vec!["token", "create"];
+            all.extend_from_slice(args);
+            ledger.ok(all)["token"].as_str().unwrap().to_string()
+        };
+        let agent = token(&["sandbox", "--agent", "--stages", "build"]);
+        let dana = token(&["dana-laptop", "--person", "dana"]);
+        let served = crate::serve::Served::start(&ledger, &[]);
+        Server {
+            ledger,
+            served,
+            agent,
+            dana,
+        }
+    }
+
+    /// What the person answered, through their token, as the ledger records it.
+    fn answered_by_dana(&self, answer: &str) {
+        let all = self.ledger.all();
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0]["answer"], answer);
+        assert_eq!(all[0]["answered_by"], "dana");
+        assert_eq!(all[0]["channel"], "api");
+    }
+}
+
+/// The person, elsewhere, with their own token through the same server (`questions --db
+/// http://…`): once a question is pending, they answer it. Returns when they answered.
+#[cfg(all(feature = "serve", feature = "remote"))]
+fn answer_through(
+    project: &Project,
+    base: &str,
+    token: &str,
+    answer: &'static str,
+) -> std::thread::JoinHandle<Option<Instant>> {
+    let (root, base, token) = (project.root(), base.to_string(), token.to_string());
+    std::thread::spawn(move || {
+        let remote = |args: &[&str]| {
+            let mut cmd = bare_command(&root);
+            cmd.env("QUESTIONS_TOKEN", &token)
+                .args(["--db", &base])
+                .args(args);
+            finish(cmd)
+        };
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while Instant::now() < deadline {
+            let listed = remote(&["list", "--status", "pending"]);
+            if let Some(id) = listed.json["questions"][0]["id"].as_i64() {
+                let run = remote(&["answer", "--id", &id.to_string(), "--answer", answer]);
+                assert_eq!(run.code, 0, "{run:?}");
+                return Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    })
+}
+
+/// `codex exec` in a sandbox that cannot start `questions`: it reaches `questions serve`'s
+/// `/mcp` with what `init codex --url` wrote (`url` and `bearer_token_env_var`, the agent
+/// token in that variable only, and the least grant `approval_mode = "approve"`); the
+/// person answers with their own token, and the answer reaches the model.
+#[cfg(all(feature = "serve", feature = "remote"))]
+#[test]
+fn sqlite_only_codex_exec_asks_through_serve_over_http_with_what_init_url_wrote() {
+    crate::sqlite_only!();
+    let Some(codex) = installed("codex", "@openai/codex@0.169.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start();
+    let base = server.served.base();
+    let project = Project::new(&["codex", "--url", &base]);
+    let config = std::fs::read_to_string(project.root().join(".codex/config.toml")).unwrap();
+    assert!(
+        config.contains("bearer_token_env_var = \"QUESTIONS_TOKEN\"")
+            && !config.contains(&server.agent),
+        "{config}"
+    );
+    let call = json!({"type": "function_call", "id": "fc_http", "call_id": "call_http",
+        "namespace": "mcp__questions", "name": "ask_questions",
+        "arguments": json!({"stage": "build", "wait_seconds": 40, "questions": [
+            {"question": CACHE, "options": ["Redis", "memcached"]}]}).to_string()});
+    let model = Model::start(responses(vec![call]));
+    let home = codex_home(&project, &model);
+    let person = answer_through(&project, &base, &server.dana, "memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&codex);
+    cmd.env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_TOKEN", &server.agent)
+        .env("CODEX_HOME", &home)
+        .env("SCRIPTED_API_KEY", "not-a-key")
+        .args(["exec", "--json", "--trust"])
+        .arg("Set up the project; ask me what you need.");
+    run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the server's ledger");
+    let output = codex_tool_output(&model);
+    assert!(
+        output.contains(r#"\"status\":\"answered\""#) && output.contains("memcached"),
+        "the answer reached the model: {output}"
+    );
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    server.answered_by_dana("memcached");
+    assert!(!project.root().join(".questions").exists());
+}
+
+/// `gemini -p` in a sandbox that cannot start `questions`: it reaches `questions serve`'s
+/// `/mcp` with what `init gemini --url` wrote (`httpUrl`, and a header whose
+/// `${QUESTIONS_TOKEN}` Gemini CLI expands from its environment), the folder trusted and
+/// the policy rule as for the stdio entry; the person answers with their own token, and
+/// the answer reaches the model.
+#[cfg(all(feature = "serve", feature = "remote"))]
+#[test]
+fn sqlite_only_gemini_p_asks_through_serve_over_http_with_what_init_url_wrote() {
+    crate::sqlite_only!();
+    let Some(gemini) = installed("gemini", "@google/gemini-cli@0.61.0") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start();
+    let base = server.served.base();
+    let project = Project::new(&["gemini", "--url", &base]);
+    let config = std::fs::read_to_string(project.root().join(".gemini/settings.json")).unwrap();
+    assert!(
+        config.contains("Bearer ${QUESTIONS_TOKEN}") && !config.contains(&server.agent),
+        "{config}"
+    );
+    let call = json!({"name": "mcp_questions_ask_questions", "args": {
+        "stage": "build", "wait_seconds": 40,
+        "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(generate(vec![call]));
+    let dot = project.home.path().join(".gemini");
+    std::fs::create_dir_all(dot.join("policies")).unwrap();
+    std::fs::write(
+        dot.join("settings.json"),
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("trustedFolders.json"),
+        json!({project.root().display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dot.join("policies/questions.toml"),
+        "[[rule]]\nmcpName = \"questions\"\ntoolName = \"ask_questions\"\n\
+         decision = \"allow\"\npriority = 100\n",
+    )
+    .unwrap();
+    let person = answer_through(&project, &base, &server.dana, "memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&gemini);
+    cmd.env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_TOKEN", &server.agent)
+        .env("GOOGLE_GEMINI_BASE_URL", &model.url)
+        .env("GEMINI_API_KEY", "not-a-key")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "-m",
+            "gemini-2.5-flash",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .unwrap_or_else(|| panic!("the question reached the server's ledger: {stdout}"));
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let response = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["contents"].as_array()?.iter().find_map(|c| {
+                c["parts"].as_array()?.iter().find_map(|p| {
+                    p.get("functionResponse")
+                        .filter(|r| r["name"] == "mcp_questions_ask_questions")
+                        .map(Value::to_string)
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        response.contains(r#"\"status\":\"answered\""#) && response.contains("memcached"),
+        "the answer reached the model: {response}\n{stdout}"
+    );
+    server.answered_by_dana("memcached");
+}
+
+/// `claude -p` in a sandbox that cannot start `questions`: it reaches `questions serve`'s
+/// `/mcp` with what `init claude-code --url` wrote (a `.mcp.json` entry of type http whose
+/// `Authorization` header is `Bearer ${QUESTIONS_TOKEN}`, expanded by Claude Code from its
+/// environment, where an agent token is; no token in any file). The model calls
+/// `ask_questions`, the person answers with their own person token through the same
+/// server (`questions --db http://…`), and the answer reaches the model.
+#[cfg(all(feature = "serve", feature = "remote"))]
+#[test]
+fn sqlite_only_claude_p_asks_through_serve_over_http_with_what_init_url_wrote() {
+    crate::sqlite_only!();
+    let Some(claude) = installed("claude", "@anthropic-ai/claude-code@2.1.330") else {
+        return;
+    };
+    let _one = ONE_HARNESS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start();
+    let (agent, dana) = (server.agent.clone(), server.dana.clone());
+    let base = server.served.base();
+    let project = Project::new(&["claude-code", "--url", &base]);
+    let config = std::fs::read_to_string(project.root().join(".mcp.json")).unwrap();
+    assert!(
+        config.contains("Bearer ${QUESTIONS_TOKEN}") && !config.contains(&agent),
+        "{config}"
+    );
+    let call = json!({"type": "tool_use", "id": "toolu_http", "name": "mcp__questions__ask_questions",
+        "input": {"stage": "build", "wait_seconds": 40,
+                  "questions": [{"question": CACHE, "options": ["Redis", "memcached"]}]}});
+    let model = Model::start(messages(vec![call]));
+    std::fs::write(
+        project.home.path().join(".claude.json"),
+        json!({"projects": {project.root().display().to_string():
+            {"hasTrustDialogAccepted": true}}})
+        .to_string(),
+    )
+    .unwrap();
+    let person = answer_through(&project, &base, &dana, "memcached");
+    let started = Instant::now();
+    let mut cmd = project.harness(&claude);
+    cmd.env_remove("QUESTIONS_DB")
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-test-not-a-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .args([
+            "-p",
+            "Set up the project; ask me what you need.",
+            "--output-format",
+            "json",
+        ]);
+    let stdout = run_to_end(cmd, Duration::from_mins(2));
+    let answered = person
+        .join()
+        .unwrap()
+        .expect("the question reached the server's ledger");
+    assert!(
+        answered.duration_since(started) < Duration::from_secs(40),
+        "answered while the call waited"
+    );
+    let result = model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|(_, request)| {
+            request["messages"].as_array()?.iter().find_map(|m| {
+                m["content"].as_array()?.iter().find_map(|b| {
+                    (b["type"] == "tool_result" && b["tool_use_id"] == "toolu_http")
+                        .then(|| b["content"].to_string())
+                })
+            })
+        })
+        .unwrap_or_default();
+    assert!(
+        result.contains(r#"\"status\":\"answered\""#) && result.contains("memcached"),
+        "the answer reached the model: {result}\n{stdout}"
+    );
+    server.answered_by_dana("memcached");
+    // Nothing in the project: the ledger is the server's.
+    assert!(!project.root().join(".questions").exists());
+}
+
 /// An ask that returns before anyone answered (a short `wait_seconds`, as the 50 s cap
 /// makes of any long one) tells the agent to call `wait_for_answers`; headless, each host
 /// must be allowed that call by what `init` wrote, or the agent never gets its answer.

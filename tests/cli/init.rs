@@ -45,9 +45,14 @@ impl Place {
     }
 
     fn init_with_path(&self, path: &str, args: &[&str]) -> Run {
+        self.init_with_env(path, &[], args)
+    }
+
+    fn init_with_env(&self, path: &str, env: &[(&str, &str)], args: &[&str]) -> Run {
         let mut cmd = bare_command(&self.p("src"));
         cmd.env("HOME", self.home.path())
             .env("PATH", format!("{path}:/usr/bin:/bin"))
+            .envs(env.iter().copied())
             .arg("init")
             .args(args);
         finish(cmd)
@@ -1107,4 +1112,164 @@ fn codex_check_reads_the_project_s_trust_and_each_hook_s_review() {
 
     let other = place.init(&["gemini", "--check"]);
     assert_eq!(other.code, 2, "{other:?}");
+}
+
+/// Every byte under `dir`, file by file (what a secret must not be found in).
+fn all_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(all_bytes(&path));
+        } else {
+            found.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    found
+}
+
+/// `init --url`: each host's HTTP entry for a server's /mcp, the token as a reference to
+/// the variable it is read from (in the host's own syntax), never the token, whatever the
+/// environment holds; the same least grant as the stdio entries, and no hooks; a second
+/// run changes no byte.
+#[test]
+fn url_entries_name_the_token_s_variable_and_never_the_token() {
+    let place = Place::new();
+    let secret = "qtok_0123456789abcdef0123456789abcdef";
+    let env = [("QUESTIONS_TOKEN", secret), ("CI_TOKEN", secret)];
+    let path = place.bin.path().display().to_string();
+    let url = "https://questions.example.com/team/";
+    let mcp = "https://questions.example.com/team/mcp";
+    for (client, more) in [
+        ("claude-code", None),
+        ("codex", Some("CI_TOKEN")),
+        ("gemini", None),
+        ("vscode", None),
+    ] {
+        let mut args = vec![client, "--url", url];
+        if let Some(name) = more {
+            args.extend(["--token-env", name]);
+        }
+        for round in 0..2 {
+            let run = place.init_with_env(&path, &env, &args);
+            assert_eq!(run.code, 0, "{run:?}");
+            assert_eq!(run.json["command"], mcp, "{run:?}");
+            let changed = actions(&run.json).iter().any(|a| a != "unchanged");
+            assert_eq!(changed, round == 0, "{client} round {round}: {run:?}");
+        }
+    }
+    let bearer = |reference: &str| json!({"Authorization": format!("Bearer {reference}")});
+    assert_eq!(
+        read_json(&place.p(".mcp.json"))["mcpServers"]["questions"],
+        json!({"type": "http", "url": mcp, "headers": bearer("${QUESTIONS_TOKEN}")})
+    );
+    let claude = read_json(&place.p(".claude/settings.json"));
+    assert_eq!(
+        claude,
+        json!({"permissions": {"allow": [
+            "mcp__questions__ask_questions", "mcp__questions__wait_for_answers"]}}),
+        "the grant alone, no hooks"
+    );
+    assert_eq!(
+        read_json(&place.p(".gemini/settings.json")),
+        json!({"mcpServers": {"questions": {"httpUrl": mcp,
+                                            "headers": bearer("${QUESTIONS_TOKEN}")}}})
+    );
+    assert_eq!(
+        read_json(&place.p(".vscode/mcp.json"))["servers"]["questions"],
+        json!({"type": "http", "url": mcp, "headers": bearer("${env:QUESTIONS_TOKEN}")})
+    );
+    let codex: toml::Value =
+        toml::from_str(&std::fs::read_to_string(place.p(".codex/config.toml")).unwrap()).unwrap();
+    let server = &codex["mcp_servers"]["questions"];
+    assert_eq!(server["url"].as_str(), Some(mcp));
+    assert_eq!(server["bearer_token_env_var"].as_str(), Some("CI_TOKEN"));
+    assert!(server.get("command").is_none(), "{server:?}");
+    for tool in ["ask_questions", "wait_for_answers"] {
+        assert_eq!(
+            server["tools"][tool]["approval_mode"].as_str(),
+            Some("approve")
+        );
+    }
+    assert!(codex.get("hooks").is_none(), "{codex:?}");
+    for dir in [place.project.path(), place.home.path()] {
+        for (file, bytes) in all_bytes(dir) {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains(secret), "{} holds the token", file.display());
+        }
+    }
+}
+
+/// A stdio entry becomes an HTTP one and back in place: nothing of the other kind stays
+/// (a `command` beside a `url` would start a process the host cannot); `--remove` with
+/// `--url` takes the entry out.
+#[test]
+fn a_url_entry_and_a_stdio_entry_replace_each_other() {
+    let place = Place::new();
+    place.ok(&["claude-code"]);
+    place.ok(&["claude-code", "--url", "https://q.example.com"]);
+    let entry = read_json(&place.p(".mcp.json"))["mcpServers"]["questions"].clone();
+    assert_eq!(
+        entry,
+        json!({"type": "http", "url": "https://q.example.com/mcp",
+               "headers": {"Authorization": "Bearer ${QUESTIONS_TOKEN}"}})
+    );
+    place.ok(&["claude-code"]);
+    let entry = read_json(&place.p(".mcp.json"))["mcpServers"]["questions"].clone();
+    assert!(
+        entry.get("url").is_none() && entry.get("headers").is_none(),
+        "{entry}"
+    );
+    assert_eq!(entry["command"], "questions");
+
+    place.ok(&["codex"]);
+    place.ok(&["codex", "--url", "http://127.0.0.1:8466"]);
+    let text = std::fs::read_to_string(place.p(".codex/config.toml")).unwrap();
+    let codex: toml::Value = toml::from_str(&text).unwrap();
+    let server = &codex["mcp_servers"]["questions"];
+    assert_eq!(server["url"].as_str(), Some("http://127.0.0.1:8466/mcp"));
+    for stdio in ["command", "args", "env_vars"] {
+        assert!(server.get(stdio).is_none(), "{stdio}: {text}");
+    }
+    place.ok(&["codex", "--remove", "--url", "http://127.0.0.1:8466"]);
+    let codex: toml::Value =
+        toml::from_str(&std::fs::read_to_string(place.p(".codex/config.toml")).unwrap()).unwrap();
+    assert!(
+        codex.get("mcp_servers").is_none(),
+        "{codex:?}: the server entry is gone"
+    );
+}
+
+/// What `init --url` refuses, before anything is written: a token that would travel in
+/// clear (http:// off loopback), a variable's name that is not one (a token pasted in its
+/// place, say), a client that takes no HTTP entry here, and --db.
+#[test]
+fn init_url_refuses_clear_text_a_bad_variable_and_other_clients() {
+    let place = Place::new();
+    for (args, words) in [
+        (
+            vec!["codex", "--url", "http://questions.example.com"],
+            "http:// only for a loopback address",
+        ),
+        (vec!["codex", "--url", "ftp://x"], "is not https://HOST"),
+        (
+            vec!["codex", "--url", "https://x", "--token-env", "qtok_abc-123"],
+            "is not the name of an environment variable",
+        ),
+        (vec!["cursor", "--url", "https://x"], "takes no --url"),
+        (
+            vec!["codex", "--url", "https://x", "--db", "x.db"],
+            "takes no --db",
+        ),
+        (vec!["codex", "--token-env", "X"], "--url"),
+    ] {
+        let run = place.init(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.json["error_code"], "usage", "{args:?}: {run:?}");
+        let message = run.json["error"].as_str().unwrap_or_default();
+        assert!(message.contains(words), "{args:?}: {message}");
+    }
+    assert!(all_bytes(place.project.path())
+        .iter()
+        .all(|(f, _)| f.starts_with(place.p(".git"))));
 }

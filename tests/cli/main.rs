@@ -42,6 +42,8 @@ mod log;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_clients;
+#[cfg(all(feature = "mcp", feature = "serve"))]
+mod mcp_http;
 mod migration;
 mod people;
 mod pi;

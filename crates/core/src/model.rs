@@ -87,6 +87,8 @@ pub enum Channel {
     Email,
     /// The ledger's API over HTTPS (§15), by a person token's person.
     Api,
+    /// A form an MCP client showed through `serve`'s `/mcp` (§16).
+    Elicitation,
 }
 
 impl Channel {
@@ -1823,7 +1825,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 16);
+        assert_eq!(Channel::ALL.len(), 17);
         assert_eq!(EventKind::ALL.len(), 20);
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::files::{Edit, Kind};
 use super::json::{Jsonc, Shape, Step};
-use super::{is_our_hook, looks_like_our_hook, runs_questions, Invocation, SERVER};
+use super::{is_our_hook, looks_like_our_hook, runs_questions, Invocation, Remote, SERVER};
 use crate::cli::Client;
 
 /// Where a hook goes: the harness's event, and the tool its matcher names (none: every
@@ -110,7 +110,7 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
                 path: base.join(".codex/config.toml"),
                 kind: Kind::Toml(Box::new(move |doc, remove, warnings| {
                     if how.mcp {
-                        codex_server(doc, &how, remove)?;
+                        codex_server(doc, &Transport::Stdio(&how), remove)?;
                     }
                     for event in CODEX_EVENTS {
                         codex_hook(doc, event, &how, remove, warnings)?;
@@ -120,6 +120,86 @@ pub(super) fn plan(client: Client, user: bool, base: &Path, how: &Invocation) ->
             }]
         }
     }
+}
+
+/// The entries of `init --url`: each host's HTTP server entry, the token read from the
+/// environment variable as the host expands it, and the same least grant as the stdio
+/// entries. No hooks: they run `questions` beside the agent, which a host that reaches
+/// the server over HTTP does not have.
+///
+/// How each host expands a variable in its config: Claude Code `${NAME}` in `.mcp.json`
+/// (url, headers, command, args, env); Gemini CLI `$NAME` or `${NAME}` in every string of
+/// its settings (packages/cli/src/utils/envVarResolver.ts); VS Code `${env:NAME}`; Codex
+/// takes the variable's name (`bearer_token_env_var`) and reads it itself.
+pub(super) fn plan_remote(client: Client, user: bool, base: &Path, remote: &Remote) -> Vec<Edit> {
+    let bearer = |reference: String| json!({ "Authorization": format!("Bearer {reference}") });
+    match client {
+        Client::ClaudeCode => {
+            let mcp_file = if user {
+                base.join(".claude.json")
+            } else {
+                base.join(".mcp.json")
+            };
+            let entry = json!({"type": "http", "url": remote.url,
+                               "headers": bearer(format!("${{{}}}", remote.token_env))});
+            vec![
+                json_edit(mcp_file, json_server("mcpServers", entry)),
+                json_edit(base.join(".claude/settings.json"), claude_grant),
+            ]
+        }
+        Client::Gemini => {
+            let entry = json!({"httpUrl": remote.url,
+                               "headers": bearer(format!("${{{}}}", remote.token_env))});
+            let mut edits = vec![json_edit(
+                base.join(".gemini/settings.json"),
+                json_server("mcpServers", entry),
+            )];
+            if user {
+                edits.push(Edit {
+                    path: base.join(GEMINI_POLICY),
+                    kind: Kind::Toml(Box::new(gemini_policy)),
+                });
+            }
+            edits
+        }
+        Client::Vscode => {
+            let file = if user {
+                let dir = if cfg!(target_os = "macos") {
+                    "Library/Application Support/Code/User"
+                } else {
+                    ".config/Code/User"
+                };
+                base.join(dir).join("mcp.json")
+            } else {
+                base.join(".vscode/mcp.json")
+            };
+            let entry = json!({"type": "http", "url": remote.url,
+                               "headers": bearer(format!("${{env:{}}}", remote.token_env))});
+            vec![json_edit(file, json_server("servers", entry))]
+        }
+        Client::Codex => {
+            let (url, env) = (remote.url.clone(), remote.token_env.clone());
+            vec![Edit {
+                path: base.join(".codex/config.toml"),
+                kind: Kind::Toml(Box::new(move |doc, remove, _| {
+                    codex_server(doc, &Transport::Http(&url, &env), remove)
+                })),
+            }]
+        }
+        Client::Cursor | Client::Uwf | Client::Pi => Vec::new(),
+    }
+}
+
+/// The fields of a server entry that say how it is reached: what one kind of entry holds
+/// and the other must not keep when `init` turns one into the other.
+const TRANSPORT_FIELDS: [&str; 8] = [
+    "type", "command", "args", "cwd", "url", "httpUrl", "headers", "env_vars",
+];
+
+/// Whether a server entry is one `init` wrote: it runs `questions`, or reaches a
+/// server's `/mcp` over HTTP.
+fn is_our_server(command: Option<&str>, url: Option<&str>) -> bool {
+    command.is_some_and(runs_questions) || url.is_some_and(|u| u.ends_with("/mcp"))
 }
 
 fn json_edit(
@@ -325,7 +405,11 @@ fn json_server(
             return Ok(());
         };
         let command = current.get("command").and_then(Value::as_str);
-        if !command.is_some_and(runs_questions) {
+        let url = current
+            .get("url")
+            .or_else(|| current.get("httpUrl"))
+            .and_then(Value::as_str);
+        if !is_our_server(command, url) {
             if remove {
                 return Ok(());
             }
@@ -348,6 +432,11 @@ fn json_server(
         if !current.is_object() {
             doc.set(&servers, SERVER, &entry);
             return Ok(());
+        }
+        for field in TRANSPORT_FIELDS {
+            if current.get(field).is_some() && entry.get(field).is_none() {
+                doc.remove(&ours_at, field);
+            }
         }
         for (field, value) in entry.as_object().into_iter().flatten() {
             doc.set(&ours_at, field, value);
@@ -496,9 +585,16 @@ fn toml_kind(item: &toml_edit::Item) -> &'static str {
 }
 
 /// Codex's `[mcp_servers.questions]`, every other table and comment kept as written.
+/// How Codex reaches our server: it starts `questions mcp`, or it calls a server's `/mcp`
+/// (the URL, and the variable its token is read from).
+enum Transport<'a> {
+    Stdio(&'a Invocation),
+    Http(&'a str, &'a str),
+}
+
 fn codex_server(
     doc: &mut toml_edit::DocumentMut,
-    how: &Invocation,
+    transport: &Transport<'_>,
     remove: bool,
 ) -> Result<(), String> {
     use toml_edit::{value, Array, Item, Table};
@@ -528,7 +624,7 @@ fn codex_server(
         }
         Some(Item::Table(t)) => {
             let command = t.get("command").and_then(Item::as_str);
-            if !command.is_some_and(runs_questions) {
+            if !is_our_server(command, t.get("url").and_then(Item::as_str)) {
                 if remove {
                     return Ok(());
                 }
@@ -557,6 +653,24 @@ fn codex_server(
         .get_mut(SERVER)
         .and_then(Item::as_table_mut)
         .ok_or("`mcp_servers.questions` is not a table")?;
+    let how = match transport {
+        Transport::Stdio(how) => how,
+        Transport::Http(url, env) => {
+            for field in ["command", "args", "env_vars", "cwd"] {
+                ours.remove(field);
+            }
+            if ours.get("url").and_then(Item::as_str) != Some(url) {
+                ours.insert("url", value(*url));
+            }
+            if ours.get("bearer_token_env_var").and_then(Item::as_str) != Some(env) {
+                ours.insert("bearer_token_env_var", value(*env));
+            }
+            return codex_grant(ours);
+        }
+    };
+    for field in ["url", "bearer_token_env_var"] {
+        ours.remove(field);
+    }
     if ours.get("command").and_then(Item::as_str) != Some(how.program.as_str()) {
         ours.insert("command", value(&how.program));
     }
@@ -587,8 +701,13 @@ fn codex_server(
             ours.insert("env_vars", value(vars));
         }
     }
-    // The least grant that lets `codex exec` (approval policy "never") ask and collect the
-    // answers: those two tools are approved; the other read-only tools need none.
+    codex_grant(ours)
+}
+
+/// The least grant that lets `codex exec` (approval policy "never") ask and collect the
+/// answers: those two tools are approved; the other read-only tools need none.
+fn codex_grant(ours: &mut toml_edit::Table) -> Result<(), String> {
+    use toml_edit::{value, Item, Table};
     let tools = ours
         .entry("tools")
         .or_insert_with(|| {

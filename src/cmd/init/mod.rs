@@ -139,6 +139,32 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         }
         return codex_trust::check(&project_root()?);
     }
+    if let Some(url) = &args.url {
+        if db.is_some() && !db_from_env {
+            return Err(Error::usage(
+                "init --url takes no --db: the server at the URL holds the ledger",
+            ));
+        }
+        let remote = Remote::new(url, args.token_env.as_deref())?;
+        if !matches!(
+            args.client,
+            Client::ClaudeCode | Client::Codex | Client::Gemini | Client::Vscode
+        ) {
+            return Err(Error::usage(format!(
+                "init {} takes no --url: claude-code, codex, gemini and vscode reach a \
+                 server over HTTP",
+                args.client.name()
+            )));
+        }
+        let base = if args.user { home()? } else { project_root()? };
+        let edits = clients::plan_remote(args.client, args.user, &base, &remote);
+        let next = if args.remove {
+            Vec::new()
+        } else {
+            remote_next_steps(args.client)
+        };
+        return write_edits(&args, &edits, Vec::new(), remote.url.clone(), next);
+    }
     let native = native_binary()?;
     let base = if args.user { home()? } else { project_root()? };
     let mut warnings = Vec::new();
@@ -206,10 +232,33 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
         return Ok(outcome);
     }
     let edits = clients::plan(args.client, args.user, &base, &how);
+    let next = if args.remove {
+        Vec::new()
+    } else {
+        let mut next = args.client.next_steps();
+        if args.client == Client::Codex && how.db.is_none() {
+            next.push(CODEX_PIN_THE_LEDGER);
+        }
+        if remote {
+            next.push(REMOTE_TOKEN);
+        }
+        next
+    };
+    write_edits(&args, &edits, warnings, program, next)
+}
+
+/// Reads and edits every file, then writes them (unless a dry run), and reports.
+fn write_edits(
+    args: &InitArgs,
+    edits: &[files::Edit],
+    mut warnings: Vec<String>,
+    program: String,
+    next: Vec<&'static str>,
+) -> Result<Outcome> {
     // Every file is read and edited first: one that cannot be, refuses the whole run
     // before anything is written.
     let mut changes = Vec::new();
-    for edit in &edits {
+    for edit in edits {
         changes.push(files::prepare(edit, args.remove, &mut warnings)?);
     }
     let mut reported = Vec::new();
@@ -236,18 +285,6 @@ pub(super) fn run(args: InitArgs, db: Option<OsString>, db_from_env: bool) -> Re
             }
         ));
     }
-    let next = if args.remove {
-        Vec::new()
-    } else {
-        let mut next = args.client.next_steps();
-        if args.client == Client::Codex && how.db.is_none() {
-            next.push(CODEX_PIN_THE_LEDGER);
-        }
-        if remote {
-            next.push(REMOTE_TOKEN);
-        }
-        next
-    };
     note.extend(next.iter().map(|n| format!("then: {n}")));
     let mut outcome = Outcome::ok(Report {
         client: args.client.name(),
@@ -274,6 +311,92 @@ const REMOTE_WITHOUT_MCP: &str = "the MCP server entry is left out: `questions m
 const REMOTE_TOKEN: &str = "set QUESTIONS_TOKEN to an agent token ('questions token create \
      NAME --agent --stages …' where the ledger is) in the environment the harness runs in, as \
      a secret of the sandbox or the job: init writes no token into any file";
+
+/// A server's `/mcp` as `init --url` writes it into a host's config, and the environment
+/// variable the host reads the token from: the token itself is never written.
+pub(super) struct Remote {
+    pub url: String,
+    pub token_env: String,
+}
+
+impl Remote {
+    /// The server's address (its `/mcp`, added when missing): https, or http on a
+    /// loopback address, as `--db https://…` takes it (§15).
+    fn new(url: &str, token_env: Option<&str>) -> Result<Remote> {
+        let url = url.trim().trim_end_matches('/');
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://").filter(|r| loopback(r)))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "--url {url} is not https://HOST (http:// only for a loopback address, \
+                     as the token would travel in clear)"
+                ))
+            })?;
+        let host = rest.split('/').next().unwrap_or_default();
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-._~:[]/%".contains(c);
+        if host.is_empty() || !rest.chars().all(plain) {
+            return Err(Error::usage(format!(
+                "--url {url} names no host, or holds a character a URL does not: give \
+                 https://HOST[:PORT][/PREFIX]"
+            )));
+        }
+        let url = if url.ends_with("/mcp") {
+            url.to_string()
+        } else {
+            format!("{url}/mcp")
+        };
+        let token_env = token_env.unwrap_or(TOKEN_ENV).trim().to_string();
+        let mut chars = token_env.chars();
+        let name_like = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_like {
+            return Err(Error::usage(format!(
+                "--token-env '{token_env}' is not the name of an environment variable \
+                 (letters, digits and _): give the variable's name, never the token"
+            )));
+        }
+        Ok(Remote { url, token_env })
+    }
+}
+
+/// The token's variable unless `--token-env` names another (§15's own).
+const TOKEN_ENV: &str = "QUESTIONS_TOKEN";
+
+/// Whether the authority of `rest` (what follows `http://`) is a loopback address.
+fn loopback(rest: &str) -> bool {
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => host,
+        _ => authority,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// What the host still needs before an agent asks through the server.
+fn remote_next_steps(client: Client) -> Vec<&'static str> {
+    let mut next = vec![
+        "make an agent token where the ledger is (`questions token create NAME --agent`) \
+         and set it in the environment the host runs in, under the variable the entry \
+         names: the host sends it as `Authorization: Bearer`",
+    ];
+    next.extend(match client {
+        Client::Codex => vec![
+            "trust the project in Codex (it reads a project's .codex/config.toml only once \
+             the project is trusted): answer its prompt, or run `codex exec --trust` once in \
+             the project",
+        ],
+        Client::ClaudeCode | Client::Gemini => client.next_steps(),
+        _ => Vec::new(),
+    });
+    next
+}
 
 /// What `init codex` without `--db` adds to the next steps.
 const CODEX_PIN_THE_LEDGER: &str = "Codex's TUI runs hooks in a background process that \

@@ -8,11 +8,12 @@ use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::super::blocking;
-use super::{client_name, complete, enveloped_schema, failure, Input, Outcome, Server, State};
+use super::{
+    client_name, complete, enveloped_schema, failure, unexpected, Input, Outcome, Server, State,
+};
 use questions_core::clock;
 use questions_core::model::Channel;
-use questions_core::ops::{Caller, Procedure};
+use questions_core::ops::{Caller, Principal, Procedure, Reply, Request};
 
 /// What `answer_in_app` recorded.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -42,18 +43,24 @@ impl Server {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, CallToolResult> {
         let run = async {
-            if !super::super::app::shown_by(&context) {
+            let who = self.principal(&context)?;
+            // An agent token's call goes on to the door, which refuses it and records it.
+            if who.answers() && !super::super::app::shown_by(&context) {
                 return Err(super::super::app::not_shown("answer_in_app"));
             }
             let input = input.read()?;
-            let caller = Caller {
-                by: Some(format!("mcp:{}", client_name(&context))),
-                channel: Channel::McpApp,
+            let who = match who {
+                Principal::Direct(_) => Principal::Direct(Caller {
+                    by: Some(format!("mcp:{}", client_name(&context))),
+                    channel: Channel::McpApp,
+                }),
+                token => token,
             };
-            let recorded = blocking(self.location.clone(), move |l| {
-                super::super::app::record(l, &caller, input)
-            })
-            .await?;
+            let change = super::super::app::change(input)?;
+            let reply = self.call(who, Request::Change(change)).await?;
+            let Reply::Recorded(recorded) = reply else {
+                return Err(unexpected(&reply));
+            };
             let q = &recorded.question;
             let outcome = Outcome::of(q, &clock::now());
             complete(

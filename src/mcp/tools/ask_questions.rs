@@ -18,12 +18,12 @@ use serde::{Deserialize, Serialize};
 use super::super::{blocking, form, tasks};
 use super::{
     caller, client_name, complete, enveloped, enveloped_schema, failure, non_blank, number_or_text,
-    outcomes, seconds, takes_tasks, task_deadline, Input, Outcomes, Server,
+    outcomes, seconds, takes_tasks, task_deadline, unexpected, Input, Outcomes, Server,
 };
 use questions_core::error::{Error, Result};
 use questions_core::model::Question;
 use questions_core::model::{Draft, NewQuestion, QuestionOption, Source, Status};
-use questions_core::ops::{self, Procedure};
+use questions_core::ops::{self, Principal, Procedure, Reply, Request};
 
 /// The key of the form among an "input required" result's requests (and of the person's
 /// reply among the client's responses).
@@ -171,9 +171,15 @@ pub(super) struct Asked {
 }
 
 /// A question of `ask_questions`, checked as `log` checks its flags.
-/// `logger` is who logs it (this server's user, else the client): never a voter on an
-/// approval it logs, whatever requester it names.
-fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<NewQuestion> {
+/// `logger` is who logs it (a token's holder; else this server's user, else the client):
+/// never a voter on an approval it logs, whatever requester it names. The draft is what
+/// the door logs; the question, what it checked.
+fn new_question(
+    stage: &str,
+    item: NewItem,
+    at: usize,
+    logger: &str,
+) -> Result<(Draft, NewQuestion)> {
     let place = |e: Error| Error::new(e.code, format!("questions[{at}]: {}", e.message));
     let approval = match item.approval {
         None => None,
@@ -208,7 +214,7 @@ fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<N
             },
         })
         .collect();
-    NewQuestion::build(Draft {
+    let draft = Draft {
         stage: stage.to_string(),
         group: item.group,
         question: item.question,
@@ -221,8 +227,9 @@ fn new_question(stage: &str, item: NewItem, at: usize, logger: &str) -> Result<N
         allow_freeform: item.allow_freeform.unwrap_or(true),
         source: Source::AskUser,
         approval,
-    })
-    .map_err(place)
+    };
+    let new = NewQuestion::build(draft.clone()).map_err(place)?;
+    Ok((draft, new))
 }
 
 /// Whether the client shows forms: an elicitation capability that names form mode, or
@@ -276,17 +283,21 @@ impl Server {
             ));
         }
         let wait = seconds(input.wait_seconds, Duration::ZERO, "wait_seconds")?;
-        let logger = self
-            .user
-            .clone()
-            .or_else(|| caller(context).by)
-            .unwrap_or_default();
-        let new: Vec<NewQuestion> = input
+        let who = self.principal(context)?;
+        let logger = match &who {
+            Principal::Agent(agent) => Some(agent.name.clone()),
+            Principal::Person(person) => Some(person.person.clone()),
+            Principal::Direct(_) => self.user.clone().or_else(|| caller(context).by),
+        }
+        .unwrap_or_default();
+        let (drafts, new): (Vec<Draft>, Vec<NewQuestion>) = input
             .questions
             .into_iter()
             .enumerate()
             .map(|(at, item)| new_question(&stage, item, at, &logger))
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         // The second call of a round trip (the form's reply, under the state we sealed)
         // logged its questions the first time: they must all be on record, and be the ones
         // the state names, or the call is refused before anything is written.
@@ -311,10 +322,10 @@ impl Server {
             (state.question_ids.clone(), state.created_ids.clone())
         } else {
             // All or nothing, in one transaction, as `ingest` logs an envelope.
-            let logged = blocking(self.location.clone(), move |ledger| {
-                ops::log_all(ledger, &new)
-            })
-            .await?;
+            let reply = self.call(who.clone(), Request::LogAll { drafts }).await?;
+            let Reply::LoggedAll(logged) = reply else {
+                return Err(unexpected(&reply));
+            };
             (logged.question_ids, logged.created_ids)
         };
 
@@ -404,7 +415,9 @@ impl Server {
             };
 
         if !wait.is_zero() && takes_tasks(context) {
-            let questions = self.named(None, Some(question_ids.clone())).await?;
+            let questions = self
+                .named(who.clone(), None, Some(question_ids.clone()))
+                .await?;
             if questions.iter().any(|q| q.state.status == Status::Pending) {
                 // The result this call would return, which the task completes from.
                 let template = enveloped(
@@ -554,7 +567,9 @@ impl Server {
             ElicitationAction::Decline => return Ok((Elicited::Declined, Vec::new())),
             _ => return Ok((Elicited::Cancelled, Vec::new())),
         }
-        let caller = caller(context);
+        // Through the door as the session's principal: on an agent token's session the
+        // form is its host's, recorded as no more than that.
+        let who = self.principal(context)?;
         let (stage, ids) = (stage.to_string(), ids.to_vec());
         let content = reply.content;
         let asked = blocking(self.location.clone(), move |ledger| {
@@ -562,14 +577,15 @@ impl Server {
             // `shown` refuses any that is no longer what the form showed.
             let questions = ops::named(ledger, None, Some(&ids))?;
             let chosen = form::read(&questions, content.as_ref())?;
-            ops::record_choices(
-                ledger,
-                &caller,
-                &stage,
-                &chosen,
-                &shown,
-                ops::Together::Each,
-            )
+            let request = Request::Elicited {
+                stage,
+                chosen,
+                shown,
+            };
+            match ops::call(ledger, &who, request)? {
+                Reply::Elicited(asked) => Ok(asked),
+                other => Err(unexpected(&other)),
+            }
         })
         .await?;
         Ok((

@@ -2,13 +2,13 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::blocking;
-use super::{command_schema, document, failure, ids_or_text, non_blank, Input, Server};
-use questions_core::ops::{self, CheckRequest, Procedure, Wait};
+use super::{command_schema, document, failure, ids_or_text, non_blank, unexpected, Input, Server};
+use questions_core::ops::{CheckRequest, Procedure, Reply, Request, Wait};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +31,7 @@ impl Server {
     async fn check_gate(
         &self,
         Parameters(input): Parameters<Input<CheckInput>>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResult, CallToolResult> {
         let run = async {
             let input = input.read()?;
@@ -42,7 +43,12 @@ impl Server {
                 allow_unknown_stage: false,
                 ledger: None,
             };
-            let report = blocking(self.location.clone(), move |l| ops::check(l, &req)).await?;
+            let reply = self
+                .call(self.principal(&context)?, Request::Check(req))
+                .await?;
+            let Reply::Gate(report) = reply else {
+                return Err(unexpected(&reply));
+            };
             document(report.gate.passes(), Procedure::Check, &report)
         };
         run.await.map_err(|e| failure(Procedure::Check, &e))

@@ -2,13 +2,13 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::blocking;
-use super::{command_schema, document, failure, non_blank, Input, Server};
-use questions_core::ops::{self, Procedure};
+use super::{command_schema, document, failure, non_blank, unexpected, Input, Server};
+use questions_core::ops::{Procedure, Reply, Request};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,10 +27,16 @@ impl Server {
     async fn get_answers(
         &self,
         Parameters(input): Parameters<Input<StageInput>>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResult, CallToolResult> {
         let run = async {
             let stage = non_blank(&input.read()?.stage, "stage")?;
-            let report = blocking(self.location.clone(), move |l| ops::answers(l, &stage)).await?;
+            let reply = self
+                .call(self.principal(&context)?, Request::Answers { stage })
+                .await?;
+            let Reply::Answers(report) = reply else {
+                return Err(unexpected(&reply));
+            };
             document(true, Procedure::Answers, &report)
         };
         run.await.map_err(|e| failure(Procedure::Answers, &e))

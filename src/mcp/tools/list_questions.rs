@@ -2,14 +2,14 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::super::blocking;
-use super::{command_schema, document, failure, non_blank, Input, Named, Server};
+use super::{command_schema, document, failure, non_blank, unexpected, Input, Named, Server};
 use questions_core::model::{Question, Status};
-use questions_core::ops::{self, Filter, Procedure};
+use questions_core::ops::{self, Filter, Procedure, Reply, Request};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +30,7 @@ impl Server {
     async fn list_questions(
         &self,
         Parameters(input): Parameters<Input<ListInput>>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResult, CallToolResult> {
         #[derive(Serialize)]
         struct Listed {
@@ -47,7 +48,12 @@ impl Server {
                 status: input.status.map(|Named(s)| s),
                 ..Filter::default()
             };
-            let questions = blocking(self.location.clone(), move |l| ops::list(l, &filter)).await?;
+            let reply = self
+                .call(self.principal(&context)?, Request::List(filter))
+                .await?;
+            let Reply::Listed(ops::Listed { questions, .. }) = reply else {
+                return Err(unexpected(&reply));
+            };
             document(
                 true,
                 Procedure::List,

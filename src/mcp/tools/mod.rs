@@ -21,10 +21,10 @@ use std::time::Duration;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    DetailedTask, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData as McpError, RoleServer, ServerHandler};
@@ -40,10 +40,14 @@ use super::{blocking, MOST_WAIT};
 use questions_core::clock;
 use questions_core::error::{Error, Result};
 use questions_core::model::{Channel, Question, Status, Vocabulary};
-use questions_core::ops::{self, Caller, Location, Procedure};
+use questions_core::ops::{self, Caller, Location, Principal, Procedure, Reply, Request};
+
+/// The tools that record a person's answers or votes: not listed to an agent token's
+/// session.
+const ANSWERING: [&str; 2] = ["vote", "record_answers"];
 
 #[derive(Clone)]
-pub(super) struct Server {
+pub(crate) struct Server {
     location: Location,
     tool_router: ToolRouter<Server>,
     /// The user this server was configured with (`--by`, `QUESTIONS_USER`, else the
@@ -55,6 +59,9 @@ pub(super) struct Server {
     rounds: Rounds,
     /// A running inbox to send the person to (URL-mode elicitation).
     inbox: Inbox,
+    /// Served over HTTP (`serve`'s `/mcp`): every call acts for the token its request
+    /// carried, and a call that carries none is refused.
+    remote: bool,
 }
 
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
@@ -524,24 +531,84 @@ impl Server {
             votes: false,
             rounds: Rounds::new()?,
             inbox: Inbox::default(),
+            remote: false,
         })
     }
+
+    /// A server whose calls act for the token each HTTP request carried (see `principal`).
+    #[cfg(feature = "serve")]
+    pub(super) fn remote(mut self) -> Server {
+        self.remote = true;
+        self
+    }
+
+    /// Who a call acts for: over HTTP, the holder of the token its request carried (the
+    /// route authenticated it and put it in the request); on stdio, the client, with
+    /// direct access to the ledger as `mcp:<client name>`.
+    pub(super) fn principal(&self, context: &RequestContext<RoleServer>) -> Result<Principal> {
+        #[cfg(feature = "serve")]
+        if let Some(who) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+        {
+            return Ok(who.clone());
+        }
+        if self.remote {
+            return Err(Error::new(
+                questions_core::error::ErrorCode::Unauthorized,
+                ops::UNAUTHORIZED,
+            ));
+        }
+        Ok(Principal::Direct(caller(context)))
+    }
+
+    /// Refuses an agent token's session the in-chat inbox, which shows every stage's
+    /// questions for a person to answer.
+    pub(super) fn person_only(&self, context: &RequestContext<RoleServer>) -> Result<()> {
+        if self.principal(context)?.answers() {
+            return Ok(());
+        }
+        Err(Error::new(
+            questions_core::error::ErrorCode::Forbidden,
+            "an agent token's session has no inbox: a person answers in theirs",
+        ))
+    }
+
+    /// Sends `req` through the door as `who` (see `ops::call`).
+    pub(super) async fn call(&self, who: Principal, req: Request) -> Result<Reply> {
+        blocking(self.location.clone(), move |ledger| {
+            ops::call(ledger, &who, req)
+        })
+        .await
+    }
+}
+
+/// A reply of another kind than its request's: never, since the door answers each request
+/// with its own.
+fn unexpected(reply: &Reply) -> Error {
+    Error::db(format!("internal error: an unexpected reply {reply:?}"))
 }
 
 impl Server {
     /// The named questions as they stand; a stage that holds none is not found.
-    async fn named(&self, stage: Option<String>, ids: Option<Vec<i64>>) -> Result<Vec<Question>> {
-        blocking(self.location.clone(), move |ledger| {
-            let questions = ops::named(ledger, stage.as_deref(), ids.as_deref())?;
-            if questions.is_empty() {
-                return Err(Error::not_found(format!(
-                    "stage '{}' holds no question to wait for; ask_questions logs them",
-                    stage.as_deref().unwrap_or("")
-                )));
-            }
-            Ok(questions)
-        })
-        .await
+    async fn named(
+        &self,
+        who: Principal,
+        stage: Option<String>,
+        ids: Option<Vec<i64>>,
+    ) -> Result<Vec<Question>> {
+        let shown = stage.clone().unwrap_or_default();
+        let reply = self.call(who, Request::Named { stage, ids }).await?;
+        let Reply::Named(found) = reply else {
+            return Err(unexpected(&reply));
+        };
+        if found.questions.is_empty() {
+            return Err(Error::not_found(format!(
+                "stage '{shown}' holds no question to wait for; ask_questions logs them"
+            )));
+        }
+        Ok(found.questions)
     }
 
     async fn start_task(&self, new: ops::NewTask) -> Result<CallToolResponse> {
@@ -573,18 +640,53 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    /// The tool's own call, and over HTTP, a refusal told to `serve` (see `http::Refused`).
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, McpError> {
+        #[cfg(feature = "serve")]
+        let refused = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<super::http::Refused>())
+            .cloned();
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(call).await?;
+        #[cfg(feature = "serve")]
+        if let (Some(refused), CallToolResponse::Complete(result)) = (refused, &response) {
+            let code = result
+                .structured_content
+                .as_ref()
+                .and_then(|body| body.get("error_code"))
+                .and_then(Value::as_str);
+            if result.is_error == Some(true) && code == Some("forbidden") {
+                (refused.0)();
+            }
+        }
+        Ok(response)
+    }
+
     /// Every tool, but the in-chat inbox's for a client that shows no apps (`app::TOOLS`).
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
-        let apps = super::app::shown_by(&context);
+        let who = self
+            .principal(&context)
+            .map_err(|e| McpError::invalid_request(e.message, None))?;
+        // An agent token's session is never offered a person's acts (the door refuses
+        // them if called by name).
+        let answers = who.answers();
+        let apps = super::app::shown_by(&context) && answers;
         let tools = self
             .tool_router
             .list_all()
             .into_iter()
             .filter(|t| apps || !super::app::TOOLS.contains(&t.name.as_ref()))
+            .filter(|t| answers || !ANSWERING.contains(&t.name.as_ref()))
             .collect();
         let cache_hints = context
             .protocol_version()
@@ -634,8 +736,10 @@ impl ServerHandler for Server {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<ReadResourceResponse, McpError> {
+        self.person_only(&context)
+            .map_err(|e| McpError::invalid_request(e.message, None))?;
         if request.uri != super::app::URI {
             return Err(McpError::resource_not_found(
                 format!(

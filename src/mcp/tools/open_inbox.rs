@@ -34,6 +34,7 @@ impl Server {
             if !super::super::app::shown_by(&context) {
                 return Err(super::super::app::not_shown("open_inbox"));
             }
+            self.person_only(&context)?;
             let inbox = blocking(self.location.clone(), |l| ops::inbox(l, None)).await?;
             let shown = InboxShown {
                 pending_count: inbox.questions.len(),

@@ -9,10 +9,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::super::blocking;
-use super::{caller, command_schema, document, failure, non_blank, Input, Server};
+use super::{command_schema, document, failure, non_blank, unexpected, Input, Server};
 use questions_core::formats::answers::ImportFormat;
-use questions_core::ops::{self, Procedure};
+use questions_core::ops::{Procedure, Reply, Request};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -40,11 +39,16 @@ impl Server {
             let input = input.read()?;
             let stage = non_blank(&input.stage, "stage")?;
             let text = Value::Object(input.answers).to_string();
-            let caller = caller(&context);
-            let imported = blocking(self.location.clone(), move |l| {
-                ops::import(l, &caller, &stage, &text, Some(ImportFormat::Map), false)
-            })
-            .await?;
+            let request = Request::Import {
+                stage,
+                text,
+                format: Some(ImportFormat::Map),
+                force: false,
+            };
+            let reply = self.call(self.principal(&context)?, request).await?;
+            let Reply::Imported(imported) = reply else {
+                return Err(unexpected(&reply));
+            };
             document(true, Procedure::Import, &imported)
         };
         run.await.map_err(|e| failure(Procedure::Import, &e))

@@ -2,15 +2,15 @@
 
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::super::blocking;
-use super::{command_schema, document, failure, Input, Named, Server};
+use super::{command_schema, document, failure, unexpected, Input, Named, Server};
 use questions_core::error::Error;
 use questions_core::model::Channel;
-use questions_core::ops::{self, Procedure};
+use questions_core::ops::{self, Principal, Procedure, Reply, Request};
 
 /// `vote`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -34,20 +34,35 @@ impl Server {
     async fn vote(
         &self,
         Parameters(input): Parameters<Input<VoteInput>>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResult, CallToolResult> {
         let run = async {
             let input = input.read()?;
             let Named(verdict) = input.vote;
+            let ballot = questions_core::model::Ballot {
+                verdict,
+                comment: input.comment,
+            };
+            let who = self.principal(&context)?;
+            if !matches!(who, Principal::Direct(_)) {
+                // A token's vote is its person's, or refused (and recorded) for an agent:
+                // the door decides, and names the voter.
+                let change = ops::PersonsChange::of(
+                    input.id,
+                    ops::Act::Vote(ops::Identity::Person(String::new()), ballot),
+                );
+                let reply = self.call(who, Request::Change(change)).await?;
+                let Reply::Recorded(recorded) = reply else {
+                    return Err(unexpected(&reply));
+                };
+                return document(true, Procedure::Vote, &recorded);
+            }
             let Some(voter) = self.user.clone().filter(|_| self.votes) else {
                 return Err(Error::new(
                     questions_core::error::ErrorCode::Forbidden,
                     "this MCP server refuses votes (it runs with --no-votes): an agent never \
                      approves a request; a person votes with 'questions approve' or the inbox",
                 ));
-            };
-            let ballot = questions_core::model::Ballot {
-                verdict,
-                comment: input.comment,
             };
             let id = input.id;
             let change =
@@ -56,10 +71,12 @@ impl Server {
                 by: None,
                 channel: Channel::Mcp,
             };
-            let recorded = blocking(self.location.clone(), move |l| {
-                ops::change(l, &caller, &change)
-            })
-            .await?;
+            let reply = self
+                .call(Principal::Direct(caller), Request::Change(change))
+                .await?;
+            let Reply::Recorded(recorded) = reply else {
+                return Err(unexpected(&reply));
+            };
             document(true, Procedure::Vote, &recorded)
         };
         run.await.map_err(|e| failure(Procedure::Vote, &e))

@@ -18,7 +18,7 @@ use super::{
 };
 use questions_core::error::{Error, Result};
 use questions_core::model::{Question, Status};
-use questions_core::ops::{self, Procedure};
+use questions_core::ops::{self, Principal, Procedure};
 
 /// How often a wait tells the client it is still waiting, when nothing changes.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -194,11 +194,18 @@ impl Server {
                 ));
             }
             let limit = seconds(input.timeout_seconds, MOST_WAIT, "timeout_seconds")?;
+            let who = self.principal(&context)?;
+            if !matches!(who, Principal::Direct(_)) {
+                // A token reads only what its role lets it: the door checks the questions
+                // named before the wait reads them again and again.
+                self.named(who.clone(), stage.clone(), input.ids.clone())
+                    .await?;
+            }
             if takes_tasks(&context) {
                 // A wait that outlives the call: a task in the ledger, unless nothing is
                 // left to wait for.
                 let deadline = task_deadline(input.timeout_seconds)?;
-                let questions = self.named(stage.clone(), input.ids.clone()).await?;
+                let questions = self.named(who, stage.clone(), input.ids.clone()).await?;
                 if questions.iter().any(|q| q.state.status == Status::Pending) {
                     // The result this call would return, which the task completes from.
                     let template = enveloped(

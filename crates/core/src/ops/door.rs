@@ -15,7 +15,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::approval::{group, GroupChange, GroupChanged, Identity};
-use super::change::{self, Act, CallStep, Cleared, Defaulted, Logged, PersonsChange, Recorded};
+use super::change::{
+    self, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll, PersonsChange,
+    Recorded, Shown, Together,
+};
 use super::gate::{answers, check, wait_settled, AnswersReport, CheckRequest, GateReport};
 use super::interop::{import, ingest, Expiry, Imported, Ingested};
 use super::relay::{people_link, PeopleChanged};
@@ -69,6 +72,12 @@ pub struct PersonToken {
 }
 
 impl Principal {
+    /// Whether it may answer, vote or import answers: a person's acts, which an agent
+    /// token never makes. A front end hides what it may not do; `call` refuses it.
+    pub fn answers(&self) -> bool {
+        !matches!(self, Principal::Agent(_))
+    }
+
     /// Who a change this principal makes is recorded as.
     pub fn caller(&self) -> Caller {
         match self {
@@ -105,6 +114,11 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key: Option<String>,
     },
+    /// Several questions logged together, all or nothing (an agent's batch, as MCP's
+    /// `ask_questions` sends it).
+    LogAll {
+        drafts: Vec<Draft>,
+    },
     Ingest {
         stage: String,
         text: String,
@@ -114,6 +128,20 @@ pub enum Request {
     },
     List(Filter),
     Check(CheckRequest),
+    /// The questions a stage or a list of ids names, whatever their status (what an MCP
+    /// wait reads).
+    Named {
+        stage: Option<String>,
+        ids: Option<Vec<i64>>,
+    },
+    /// What the person chose in a form a client showed them (MCP elicitation). Off the
+    /// wire: only a front end that showed the form sends it.
+    #[serde(skip)]
+    Elicited {
+        stage: String,
+        chosen: Vec<(i64, Choice)>,
+        shown: Shown,
+    },
     /// The stage's pending questions, narrowed to `ids`: what `render` renders.
     Pending {
         stage: String,
@@ -233,8 +261,10 @@ impl Request {
     /// The request's name, as a refusal records it.
     pub fn name(&self) -> &'static str {
         match self {
-            Request::Log { .. } => "log",
+            Request::Log { .. } | Request::LogAll { .. } => "log",
             Request::Ingest { .. } => "ingest",
+            Request::Named { .. } => "list",
+            Request::Elicited { .. } => "answer",
             Request::List(_) => "list",
             Request::Check(_) => "check",
             Request::Pending { .. } => "render",
@@ -266,8 +296,10 @@ impl Request {
     /// The procedure whose document answers it (§2).
     pub fn procedure(&self) -> Procedure {
         match self {
-            Request::Log { .. } => Procedure::Log,
+            Request::Log { .. } | Request::LogAll { .. } => Procedure::Log,
             Request::Ingest { .. } => Procedure::Ingest,
+            Request::Named { .. } => Procedure::List,
+            Request::Elicited { .. } => Procedure::AskQuestions,
             Request::List(_) => Procedure::List,
             Request::Check(_) => Procedure::Check,
             Request::Pending { .. } => Procedure::Render,
@@ -303,6 +335,9 @@ impl Request {
 #[serde(untagged)]
 pub enum Reply {
     Logged(Logged),
+    LoggedAll(LoggedAll),
+    Named(Listed),
+    Elicited(Asked),
     Ingested(Ingested),
     Listed(Listed),
     Gate(GateReport),
@@ -364,6 +399,30 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
                 once.as_deref(),
             )?)
         }
+        Request::LogAll { drafts } => {
+            let new = drafts
+                .into_iter()
+                .map(NewQuestion::build)
+                .collect::<Result<Vec<_>>>()?;
+            Reply::LoggedAll(change::log_all(ledger, &new)?)
+        }
+        Request::Named { stage, ids } => Reply::Named(Listed::new(named(
+            ledger,
+            stage.as_deref(),
+            ids.as_deref(),
+        )?)),
+        Request::Elicited {
+            stage,
+            chosen,
+            shown,
+        } => Reply::Elicited(change::record_choices(
+            ledger,
+            caller,
+            &stage,
+            &chosen,
+            &shown,
+            Together::Each,
+        )?),
         Request::Ingest {
             stage,
             text,
@@ -536,7 +595,13 @@ fn as_agent(
     // Whether the request stays within the token's stages, where it names them.
     let named_outside: Option<String> = match &req {
         Request::Log { draft, .. } => Some(draft.stage.clone()),
+        Request::LogAll { drafts } => drafts
+            .iter()
+            .map(|d| d.stage.clone())
+            .find(|stage| outside(stage)),
+        Request::Named { stage, .. } => stage.clone(),
         Request::Ingest { stage, .. }
+        | Request::Elicited { stage, .. }
         | Request::Pending { stage, .. }
         | Request::Answers { stage }
         | Request::Clear { stage }
@@ -592,6 +657,37 @@ fn as_agent(
                 },
             )
         }
+        Request::LogAll { mut drafts } => {
+            for draft in &mut drafts {
+                logged_by(draft, &agent.name)?;
+            }
+            run(ledger, &caller, Request::LogAll { drafts })
+        }
+        Request::Named { stage, ids } => {
+            let found = named(ledger, stage.as_deref(), ids.as_deref())?;
+            if let Some(q) = found.iter().find(|q| outside(&q.stage)) {
+                let id = q.id;
+                return refuse(
+                    ledger,
+                    who,
+                    &Request::Named { stage, ids },
+                    id,
+                    &format!("question {id} is outside this token's stages"),
+                );
+            }
+            Ok(Reply::Named(Listed::new(found)))
+        }
+        // A form the agent's host showed proves no more than that: recorded as the host's,
+        // through its own channel; an approval is settled only by its approvers' votes,
+        // which a form never casts (the model refuses a form's answer to one).
+        elicited @ Request::Elicited { .. } => run(
+            ledger,
+            &Caller {
+                by: Some(format!("host:{}", agent.name)),
+                channel: Channel::Elicitation,
+            },
+            elicited,
+        ),
         ingest @ Request::Ingest { .. } => run(ledger, &caller, ingested_by(ingest, &agent.name)?),
         Request::List(filter) => {
             let mut found = list(ledger, &filter)?;
@@ -822,6 +918,21 @@ fn as_person(
         ingest @ Request::Ingest { .. } => {
             run(ledger, &caller, ingested_by(ingest, &token.person)?)
         }
+        Request::LogAll { mut drafts } => {
+            for draft in &mut drafts {
+                logged_by(draft, &token.person)?;
+            }
+            run(ledger, &caller, Request::LogAll { drafts })
+        }
+        // The person's own answers, through the form their host showed them.
+        elicited @ Request::Elicited { .. } => run(
+            ledger,
+            &Caller {
+                by: Some(token.person.clone()),
+                channel: Channel::Elicitation,
+            },
+            elicited,
+        ),
         req @ (Request::People { .. }
         | Request::Token(_)
         | Request::Policy(_)

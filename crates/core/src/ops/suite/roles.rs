@@ -273,9 +273,122 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
         Request::Answers {
             stage: "docs-internal".into(),
         },
+        // MCP's batch, its reads of named questions and its forms, outside its stages.
+        Request::LogAll {
+            drafts: vec![
+                draft("ci-build", "Which runner?"),
+                draft("prod", "Rotate the keys?"),
+            ],
+        },
+        Request::Named {
+            stage: None,
+            ids: Some(vec![inside, outside]),
+        },
+        Request::Named {
+            stage: Some("prod".into()),
+            ids: None,
+        },
+        Request::Elicited {
+            stage: "prod".into(),
+            chosen: vec![(outside, Choice::Answer(text_input("yes")))],
+            shown: Shown::default(),
+        },
     ])
     .collect()
 }
+
+fn text_input(text: &str) -> AnswerInput {
+    AnswerInput {
+        text: Some(text.into()),
+        select: Vec::new(),
+    }
+}
+
+on_every_engine!(
+    a_form_through_an_agent_token_is_its_host_s_and_settles_no_approval,
+    |l: &mut Ledger| {
+        let (inside, _, approval) = ledger_for_attacks(l);
+        let Reply::Elicited(asked) = call(
+            l,
+            &agent(),
+            Request::Elicited {
+                stage: "ci-build".into(),
+                chosen: vec![
+                    (inside, Choice::Answer(text_input("yes"))),
+                    (approval, Choice::Answer(text_input("approve"))),
+                ],
+                shown: Shown::default(),
+            },
+        )
+        .unwrap() else {
+            panic!("a form's reply")
+        };
+        assert_eq!(asked.answered_ids, vec![inside]);
+        assert_eq!(
+            asked
+                .not_recorded
+                .iter()
+                .map(|n| n.question_id)
+                .collect::<Vec<_>>(),
+            vec![approval],
+            "a form never settles an approval"
+        );
+        let q = named(l, None, Some(&[inside])).unwrap().remove(0);
+        assert_eq!(q.state.answered_by.as_deref(), Some("host:ci-bot"));
+        assert_eq!(q.state.channel, Some(Channel::Elicitation));
+        let a = named(l, None, Some(&[approval])).unwrap().remove(0);
+        assert_eq!(a.state.status, Status::Pending);
+        // Through a person's token, the form is the person's.
+        let other = logged(l, "ci-build", "Which runner?");
+        call(
+            l,
+            &dana(),
+            Request::Elicited {
+                stage: "ci-build".into(),
+                chosen: vec![(other, Choice::Answer(text_input("arm")))],
+                shown: Shown::default(),
+            },
+        )
+        .unwrap();
+        let q = named(l, None, Some(&[other])).unwrap().remove(0);
+        assert_eq!(q.state.answered_by.as_deref(), Some("dana"));
+        assert_eq!(q.state.channel, Some(Channel::Elicitation));
+    }
+);
+
+on_every_engine!(
+    an_agent_token_s_batch_names_it_as_the_logger_of_its_approvals,
+    |l: &mut Ledger| {
+        let mut gated = draft("ci-release", "Ship 2.0?");
+        gated.approval = Some(Approval::new(&["dana".into()], 1, Some("rex"), "rex").unwrap());
+        let Reply::LoggedAll(done) = call(
+            l,
+            &agent(),
+            Request::LogAll {
+                drafts: vec![draft("ci-release", "Which tag?"), gated],
+            },
+        )
+        .unwrap() else {
+            panic!("a batch's reply")
+        };
+        assert_eq!(done.created_ids.len(), 2);
+        let approval = done.questions[1].state.approval.clone().unwrap();
+        assert_eq!(approval.requester, "rex");
+        assert_eq!(approval.logged_by.as_deref(), Some(TOKEN));
+        let Reply::Named(found) = call(
+            l,
+            &agent(),
+            Request::Named {
+                stage: Some("ci-release".into()),
+                ids: None,
+            },
+        )
+        .unwrap() else {
+            panic!("the questions named")
+        };
+        assert_eq!(found.count, 2);
+    }
+);
 
 on_every_engine!(
     an_agent_token_is_refused_everything_but_its_own,
@@ -774,7 +887,15 @@ fn every_request_reads_back_as_it_was_written() {
             ..PersonsChange::of(9, answer("x"))
         }),
     ]);
-    for req in all {
+    // A form's answers are the front end's that showed it: never sent over a wire.
+    let (kept, off_the_wire): (Vec<Request>, Vec<Request>) = all
+        .into_iter()
+        .partition(|r| !matches!(r, Request::Elicited { .. }));
+    assert!(!off_the_wire.is_empty());
+    for req in off_the_wire {
+        assert!(serde_json::to_string(&req).is_err(), "{req:?}");
+    }
+    for req in kept {
         let text = serde_json::to_string(&req).unwrap();
         let back: Request = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
@@ -791,6 +912,7 @@ fn every_request_reads_back_as_it_was_written() {
         r#"{"op": "answers"}"#,
         r#"{"op": "answers", "args": {"stage": 5}}"#,
         r#"{"op": "log", "args": {"draft": {"stage": "s"}}}"#,
+        r#"{"op": "elicited", "args": {"stage": "s", "chosen": [], "shown": {}}}"#,
     ] {
         assert!(serde_json::from_str::<Request>(bad).is_err(), "{bad}");
     }

@@ -1,0 +1,82 @@
+//! MCP over HTTP (§16): `/mcp` answers MCP's Streamable HTTP transport with the tools of
+//! `questions mcp` (see `crate::mcp::http`), for agents that cannot start a process. A
+//! request must carry a token the ledger issued (`Authorization: Bearer qtok_…`), read
+//! anew at every request as `/v1/call` reads it: its holder is the principal every tool
+//! call acts for. Without a valid one the answer is 401 with the one message of §15, and
+//! no OAuth metadata: a host that sees it (a `WWW-Authenticate` naming a resource) drops
+//! the bearer header its user configured and starts a sign-in this server does not offer.
+//!
+//! Refused tokens and connections are counted as `/v1/call` counts them (see `limit`).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use axum::Router;
+
+use super::api::Failed;
+use super::limit::Conn;
+use super::{App, BODY_LIMIT};
+use questions_core::error::{ErrorCode, Result};
+use questions_core::ops::{self, Procedure};
+
+/// The `/mcp` route: rmcp's service behind the token check.
+pub(super) fn routes(app: &Arc<App>) -> Result<Router<Arc<App>>> {
+    let service =
+        crate::mcp::http::service(app.location.clone(), BODY_LIMIT, app.stopping.clone())?;
+    Ok(Router::new()
+        .route_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(app),
+            authenticate,
+        )))
+}
+
+/// Puts the request's token holder in the request (`ops::Principal`), or answers 401.
+async fn authenticate(
+    State(app): State<Arc<App>>,
+    Extension(conn): Extension<Conn>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let client = conn.0.client();
+    if !app.limits.may_try(client) {
+        return super::ledger_api::too_many(
+            "too many refused tokens from this address: wait a minute",
+        );
+    }
+    let token = super::guard::bearer(request.headers());
+    let who = app
+        .ledger(move |l| ops::authenticate(l, token.as_deref()))
+        .await;
+    let who = match who {
+        Ok(who) => who,
+        Err(e) => {
+            if e.code == ErrorCode::Unauthorized {
+                app.limits.refused(client);
+            }
+            return Failed::of(Procedure::Serve)(e).into_response();
+        }
+    };
+    let name = super::ledger_api::holder(&who);
+    if !conn.0.carries(&name) {
+        return super::ledger_api::too_many(
+            "too many connections with this token at once: close some, or wait",
+        );
+    }
+    if !app.limits.may_ask(&name) {
+        return super::ledger_api::too_many(
+            "too many refused requests with this token: wait a minute",
+        );
+    }
+    request.extensions_mut().insert(who);
+    let limits = Arc::clone(&app.limits);
+    request
+        .extensions_mut()
+        .insert(crate::mcp::http::Refused(Arc::new(move || {
+            limits.forbidden(&name);
+        })));
+    next.run(request).await
+}
