@@ -151,7 +151,13 @@ async fn long_poll(
     loop {
         changed.borrow_and_update();
         let (who_now, once) = (who.clone(), req.clone());
-        let reply = app.ledger(move |l| ops::call(l, &who_now, once)).await?;
+        // Looks take turns: a change wakes every waiter at once, and each look is a
+        // read (on PostgreSQL a connection): a few at a time leave the blocking pool and
+        // the database's connections to everyone else.
+        let turn = LOOKS.acquire().await;
+        let reply = app.ledger(move |l| ops::call(l, &who_now, once)).await;
+        drop(turn);
+        let reply = reply?;
         let nothing_yet = match &reply {
             ops::Reply::Gate(report) => report.timed_out,
             ops::Reply::Events(page) => page.events.is_empty(),
@@ -169,6 +175,9 @@ async fn long_poll(
         }
     }
 }
+
+/// How many held waits look at once (see `long_poll`).
+static LOOKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(8);
 
 /// The longest a held wait goes without looking (see `long_poll`).
 const LOOK_AGAIN: Duration = Duration::from_secs(10);
