@@ -21,18 +21,39 @@ const IDLE: usize = 16;
 /// The ledgers kept open, of whatever location the process serves.
 static IDLE_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
 
+/// The ledgers of the looks of held waits (`serve`'s long polls), which take turns a few
+/// at a time: kept with their connections, since a thousand waiters woken at once would
+/// otherwise each log in to a PostgreSQL server again.
+static LOOKING_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
+
 /// Runs `op` on a blocking thread with a ledger of `location`.
 pub(crate) async fn run<T: Send + 'static>(
     location: Location,
     op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(move || with_ledger(location, op))
+    tokio::task::spawn_blocking(move || with_ledger(&IDLE_LEDGERS, false, location, op))
         .await
         .map_err(|_| Error::db("internal error: the operation stopped before it finished"))?
 }
 
-fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>) -> Result<T> {
-    let taken = IDLE_LEDGERS.lock().ok().and_then(|mut idle| {
+/// As `run`, for a held wait's look: the callers bound how many run at once, and the
+/// ledgers keep their connections between looks.
+pub(crate) async fn look<T: Send + 'static>(
+    location: Location,
+    op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(move || with_ledger(&LOOKING_LEDGERS, true, location, op))
+        .await
+        .map_err(|_| Error::db("internal error: the operation stopped before it finished"))?
+}
+
+fn with_ledger<T>(
+    kept: &Mutex<Vec<Ledger>>,
+    connected: bool,
+    location: Location,
+    op: impl FnOnce(&mut Ledger) -> Result<T>,
+) -> Result<T> {
+    let taken = kept.lock().ok().and_then(|mut idle| {
         let at = idle.iter().position(|l| *l.location() == location)?;
         Some(idle.swap_remove(at))
     });
@@ -42,8 +63,10 @@ fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>)
     if healthy {
         // Kept idle, it holds no connection to a PostgreSQL server: however many `mcp`
         // and `serve` processes run, they leave the server's connections to writes.
-        ledger.idle();
-        if let Ok(mut idle) = IDLE_LEDGERS.lock() {
+        if !connected {
+            ledger.idle();
+        }
+        if let Ok(mut idle) = kept.lock() {
             if idle.len() < IDLE {
                 idle.push(ledger);
             }
@@ -54,8 +77,11 @@ fn with_ledger<T>(location: Location, op: impl FnOnce(&mut Ledger) -> Result<T>)
 
 /// The ledgers still kept, for the front end to drop once its runtime is gone.
 pub(crate) fn close() -> Vec<Ledger> {
-    IDLE_LEDGERS
-        .lock()
-        .map(|mut idle| std::mem::take(&mut *idle))
-        .unwrap_or_default()
+    let mut all = Vec::new();
+    for kept in [&IDLE_LEDGERS, &LOOKING_LEDGERS] {
+        if let Ok(mut idle) = kept.lock() {
+            all.append(&mut idle);
+        }
+    }
+    all
 }

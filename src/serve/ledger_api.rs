@@ -155,7 +155,8 @@ async fn long_poll(
         // read (on PostgreSQL a connection): a few at a time leave the blocking pool and
         // the database's connections to everyone else.
         let turn = LOOKS.acquire().await;
-        let reply = app.ledger(move |l| ops::call(l, &who_now, once)).await;
+        let reply =
+            crate::bridge::look(app.location.clone(), move |l| ops::call(l, &who_now, once)).await;
         drop(turn);
         let reply = reply?;
         let nothing_yet = match &reply {
@@ -179,8 +180,9 @@ async fn long_poll(
 /// How many held waits look at once (see `long_poll`).
 static LOOKS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(8);
 
-/// The longest a held wait goes without looking (see `long_poll`).
-const LOOK_AGAIN: Duration = Duration::from_secs(10);
+/// The longest a held wait goes without looking (see `long_poll`): the watcher's word is
+/// what wakes it, this is a net for a word missed.
+const LOOK_AGAIN: Duration = Duration::from_secs(30);
 
 /// The name a token's connections are counted under.
 pub(super) fn holder(who: &ops::Principal) -> String {
