@@ -7,6 +7,7 @@ Run from the repository root:  scripts/with-postgres python3 bench/bench.py
 (or python3 bench/bench.py for SQLite alone; python3 bench/bench.py serve measures
 only the web inbox's page, python3 bench/bench.py hook only the harness hook,
 python3 bench/bench.py pi only the time from an answer in the ledger to pi's model,
+python3 bench/bench.py remote the ledger over HTTPS beside the file and 1 000 waiters,
 python3 bench/bench.py startup only the start-up beside a hello-world binary and a
 floor program doing `check`'s read with rusqlite, both built with the same release
 profile, and the sizes of the default and CLI-only binaries)
@@ -697,6 +698,165 @@ def waiters(counts=(100, 300, 1000)):
     return lines
 
 
+def throwaway_tls(work):
+    """A CA of the benchmark's own and a certificate it signs for 127.0.0.1; the paths of
+    the CA, the certificate and its key."""
+    ca_key, ca, key, csr, cert = (os.path.join(work, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    ext = os.path.join(work, "san.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=bench CA",
+       "-keyout", ca_key, "-out", ca, **quiet)
+    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", csr, **quiet)
+    sh("openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-days", "2",
+       "-extfile", ext, "-out", cert, **quiet)
+    return ca, cert, key
+
+
+def start_server(db, cert, key):
+    """`questions serve` over `db` with TLS on a loopback port; its process and URL."""
+    proc = subprocess.Popen([BIN, "--db", db, "serve", "--bind", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    first = json.loads(proc.stdout.readline())
+    url = first["url"]
+    base = url.split("://", 1)[0] + "://" + url.split("://", 1)[1].split("/", 1)[0]
+    return proc, base
+
+
+def remote_waiters(servers, env_agent, env_person, db_for_answer, n):
+    """`n` `check --wait` processes over https (spread over `servers`), one answer by a
+    person token; the servers' idle CPU and memory while they wait, the waiters' own idle
+    CPU, and the time from the answer to the last waiter passing."""
+    stage = f"w{n}-{len(servers)}"
+    base0 = servers[0][1]
+    out = subprocess.run([BIN, "log", "--stage", stage, "--question", "Ship it?"], capture_output=True, check=True,
+                         env={**env_agent, "QUESTIONS_DB": base0})
+    qid = json.loads(out.stdout)["question_id"]
+    procs = [subprocess.Popen([BIN, "check", "--stage", stage, "--wait", "--timeout", "600"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**env_agent, "QUESTIONS_DB": servers[i % len(servers)][1]}) for i in range(n)]
+    spids = [p.pid for p, _ in servers]
+    cpids = [p.pid for p in procs]
+    # Settled: what the servers use every 2 s stops falling (every waiter has sent its
+    # poll), 60 s at most.
+    last, before, end = cpu_ticks(spids + cpids), None, time.monotonic() + 60
+    while time.monotonic() < end:
+        time.sleep(2)
+        now = cpu_ticks(spids + cpids)
+        growth, last = now - last, now
+        if before is not None and growth <= before * 1.2 + 4:
+            break
+        before = growth
+    s0, c0, t0 = cpu_ticks(spids), cpu_ticks(cpids), time.monotonic()
+    time.sleep(10)
+    elapsed = time.monotonic() - t0
+    tck = os.sysconf("SC_CLK_TCK")
+    server_idle = (cpu_ticks(spids) - s0) / tck / elapsed
+    client_idle = (cpu_ticks(cpids) - c0) / tck / elapsed
+    server_mem = [memory_kib(p) for p in spids]
+    t_answer = time.monotonic()
+    a = subprocess.run([BIN, "answer", "--id", str(qid), "--answer", "yes"], capture_output=True,
+                       env={**env_person, "QUESTIONS_DB": db_for_answer})
+    by_pid = {p.pid: p for p in procs}
+    wakes, failed = [], 0
+    while by_pid:
+        pid, status = os.waitpid(-1, 0)
+        if pid in by_pid:
+            wakes.append(time.monotonic() - t_answer)
+            failed += os.waitstatus_to_exitcode(status) != 0
+            by_pid.pop(pid).returncode = os.waitstatus_to_exitcode(status)
+    wakes.sort()
+    return dict(n=n, servers=len(servers), server_idle=server_idle, client_idle=client_idle,
+                server_rss_kib=max(m[0] for m in server_mem), answer_ok=a.returncode == 0, failed=failed,
+                median=wakes[len(wakes) // 2], last=wakes[-1])
+
+
+def remote(n=1000):
+    """`python3 bench/bench.py remote` (under scripts/with-postgres for the PostgreSQL
+    rows): the ledger over HTTPS (§15) on loopback, with a CA of the benchmark's own.
+    `check` and `log` with an agent token against the same calls on the file, as ratios
+    within one hyperfine run; then `n` waiters over HTTPS: the server's idle CPU and
+    memory, and the time from a person's answer to the last waiter passing, on SQLite
+    and (with a server) with two `serve` over one PostgreSQL database."""
+    global RUNS
+    sh("cargo", "build", "--release", "--quiet", cwd=ROOT)
+    work = tempfile.mkdtemp(prefix="questions-bench-")
+    servers = []
+    rows, lines = [], []
+    try:
+        ca, cert, key = throwaway_tls(work)
+        db = os.path.join(work, "ledger.db")
+        for i in range(10):
+            sh(BIN, "--db", db, "log", "--stage", "small", "--question", f"Small {i}?", stdout=subprocess.DEVNULL)
+
+        def tokens(db):
+            make = lambda *a: json.loads(subprocess.run([BIN, "--db", db, "token", "create", *a], capture_output=True,
+                                                        check=True).stdout)["token"]
+            agent = make("bench-agent", "--agent")
+            person = make("bench-phone", "--person", "dana")
+            base = {k: v for k, v in os.environ.items() if not k.startswith("QUESTIONS_") and "proxy" not in k.lower()}
+            return ({**base, "QUESTIONS_TOKEN": agent, "QUESTIONS_CA": ca},
+                    {**base, "QUESTIONS_TOKEN": person, "QUESTIONS_CA": ca})
+        env_agent, env_person = tokens(db)
+        proc, base = start_server(db, cert, key)
+        servers.append(proc)
+        # hyperfine passes its own environment: the token and the CA go through `env`.
+        over = lambda *a: ["env", f"QUESTIONS_TOKEN={env_agent['QUESTIONS_TOKEN']}", f"QUESTIONS_CA={ca}",
+                           f"QUESTIONS_DB={base}", BIN, *a]
+        calls = {
+            "--version (floor)": [BIN, "--version"],
+            "env --version (floor through env)": ["env", BIN, "--version"],
+            # Through `env` too, as the https calls are (it costs about 1 ms).
+            "check, file": ["env", BIN, "--db", db, "check", "--stage", "small"],
+            "check, https": over("check", "--stage", "small"),
+            "log, file": ["env", BIN, "--db", db, "log", "--stage", "small", "--question", "bench?"],
+            "log, https": over("log", "--stage", "small", "--question", "bench?"),
+        }
+        medians = dict(zip(calls, hyperfine([" ".join(shell_quote(a) for a in args) for args in calls.values()])))
+        lines += ["| call | file | https | × file |", "|---|---:|---:|---:|"]
+        for name in ("check", "log"):
+            f, h = medians[f"{name}, file"], medians[f"{name}, https"]
+            lines.append(f"| {name} | {f * 1000:.2f} ms | {h * 1000:.2f} ms | {h / f:.2f} |")
+        lines.append(f"\n(`--version`: {medians['--version (floor)'] * 1000:.2f} ms; through `env`: "
+                     f"{medians['env --version (floor through env)'] * 1000:.2f} ms)")
+        rows.append(("SQLite", remote_waiters([(proc, base)], env_agent, env_person, base, n)))
+        print(rows[-1], flush=True)
+        proc.terminate()
+        proc.wait()
+        servers.clear()
+        pg = os.environ.get("QUESTIONS_TEST_PG")
+        if pg:
+            pgdb = pg.rsplit("/", 1)[0] + "/questions_bench_remote"
+            subprocess.run(["psql", pg, "-qc", "DROP DATABASE IF EXISTS questions_bench_remote WITH (FORCE)"],
+                           check=True, capture_output=True)
+            subprocess.run(["psql", pg, "-qc", "CREATE DATABASE questions_bench_remote"], check=True, capture_output=True)
+            env_agent, env_person = tokens(pgdb)
+            two = [start_server(pgdb, cert, key) for _ in range(2)]
+            servers += [p for p, _ in two]
+            rows.append(("PostgreSQL, two servers", remote_waiters(two, env_agent, env_person, two[1][1], n)))
+            print(rows[-1], flush=True)
+    finally:
+        for p in servers:
+            p.terminate()
+            p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    lines += ["", "| ledger | waiters over https | servers' idle CPU | waiters' idle CPU, all together | server memory (RSS, largest) | passed after the answer: median | last | failed |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for engine, r in rows:
+        lines.append(f"| {engine} | {r['n']} | {r['server_idle'] * 100:.1f} % of a core | {r['client_idle'] * 100:.1f} % of a core | "
+                     f"{r['server_rss_kib'] / 1024:.1f} MiB | {r['median'] * 1000:.0f} ms | {r['last'] * 1000:.0f} ms | {r['failed']} |")
+    verdicts = [(f"{name} over https within 2.5× the file", medians[f"{name}, https"] / medians[f"{name}, file"] <= 2.5)
+                for name in ("check", "log")]
+    for engine, r in rows:
+        verdicts += [(f"{engine}: servers idle under 5 % of a core with {r['n']} waiters", r["server_idle"] <= 0.05),
+                     (f"{engine}: the last waiter passes within 2 s of the answer", r["last"] <= 2.0),
+                     (f"{engine}: no waiter failed", r["failed"] == 0 and r["answer_ok"])]
+    lines += ["", "Targets:", ""] + [f"- {'met' if ok else 'MISSED'}: {what}" for what, ok in verdicts]
+    print("\n".join(lines))
+    return lines
+
+
 def main():
     ensure_tools()
     work = tempfile.mkdtemp(prefix="questions-bench-")
@@ -909,6 +1069,8 @@ def pi_answer_to_model(work, runs=20):
 if __name__ == "__main__":
     if sys.argv[1:] == ["waiters"]:
         waiters()
+    elif sys.argv[1:] == ["remote"]:
+        remote(int(os.environ.get("BENCH_WAITERS", "1000")))
     elif sys.argv[1:] == ["static"]:
         static_beside_glibc()
     elif sys.argv[1:] == ["hook"]:
