@@ -918,3 +918,49 @@ fn relay_slack_one_app_on_two_ledgers_relays_ends_the_second_before_it_reads_an_
     );
     assert_eq!(first.stop().code(), Some(0));
 }
+
+#[test]
+fn relay_slack_a_tap_on_approve_opens_the_github_job_and_the_initiators_is_refused() {
+    // The README's path: the run's initiator is linked by login, the approval's card
+    // reaches the other approver in Slack, and their tap ends the action's wait.
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = people(&l);
+    l.ok(["people", "link", &me, "github:octocat"]);
+    let _relay = Relay::slack(&l, &t.url, &[]);
+    let Some(mut job) = crate::ci_gate::start_action(
+        &l,
+        &[
+            ("stage", "deploy"),
+            ("question", "Deploy build 42?"),
+            ("approvers", &format!("{me},bob")),
+            ("timeout", "120"),
+        ],
+        &[("GITHUB_ACTOR", "octocat")],
+    ) else {
+        return;
+    };
+    let q = job.logged(&l, "deploy");
+    assert_eq!(q["approval"]["requester"], me.as_str(), "{q}");
+    let id = q["id"].as_i64().unwrap();
+    let bobs = card(&t, BOB, id);
+    let approve = button(&bobs, "Approve");
+    // The initiator gets no card, and pressing bob's is refused.
+    assert!(t.with(|s| s.messages.iter().all(|m| m["channel"] != dm(ME).as_str())));
+    let mine = t.click(TEAM, ME, &bobs, &approve);
+    assert!(t.answer_to(&mine).contains("sent to bob"));
+    let his = t.click(TEAM, BOB, &bobs, &approve);
+    assert!(t.answer_to(&his).starts_with("recorded"));
+    let done = job.finish();
+    assert_eq!(done.code, 0, "{}", done.stdout);
+    let out = done.outputs();
+    assert_eq!(
+        (
+            out["decision"].as_str(),
+            out["answered-by"].as_str(),
+            out["channel"].as_str()
+        ),
+        ("approved", "bob", "slack"),
+        "{out:?}"
+    );
+}
