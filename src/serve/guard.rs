@@ -33,19 +33,31 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
     let presented = query_token(request.uri().query())
         .or_else(|| bearer(request.headers()))
         .or_else(|| cookie(request.headers(), &cookie_name(&app)));
-    let issued = match presented.filter(|t| t.starts_with(questions_core::ops::SECRET_PREFIX)) {
-        Some(token) => {
+    // Refused ones count against the client, as on `/v1/call`: past the limit a guess is
+    // not even looked up.
+    let client = request
+        .extensions()
+        .get::<super::limit::Conn>()
+        .map(|conn| conn.0.client());
+    // The ledger's API and MCP read their tokens themselves.
+    let path = request.uri().path();
+    let inbox = path != "/v1/call" && path != "/mcp" && !path.starts_with("/mcp/");
+    let ledger_token =
+        presented.filter(|t| inbox && t.starts_with(questions_core::ops::SECRET_PREFIX));
+    let mut issued = None;
+    if let Some(token) = ledger_token {
+        if client.is_none_or(|c| app.limits.may_try(c)) {
             let secret = token.clone();
-            match app
+            if let Ok(questions_core::ops::Principal::Person(p)) = app
                 .ledger(move |l| questions_core::ops::authenticate(l, Some(&secret)))
                 .await
             {
-                Ok(questions_core::ops::Principal::Person(p)) => Some((token, p.person)),
-                _ => None,
+                issued = Some((token, p.person));
+            } else if let Some(c) = client {
+                app.limits.refused(c);
             }
         }
-        None => None,
-    };
+    }
     let holder = |given: &str| -> Option<Option<String>> {
         match &issued {
             Some((token, person)) if same(given, token) => Some(Some(person.clone())),

@@ -283,3 +283,22 @@ fn a_gate_on_ids_of_a_ledger_reset_since_is_a_conflict_never_another_questions_p
     let (status, doc) = call(&s, Some(&agent), &check(line["ledger"].as_str().unwrap()));
     assert_eq!((status, &doc["gate"]), (200, &json!("pass")), "{doc}");
 }
+
+#[test]
+fn tokens_guessed_at_the_inbox_count_against_the_address_as_on_the_api() {
+    let l = Ledger::new();
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    l.log("ci-deploy", "Ship it?");
+    let s = Served::start(&l, &[]);
+    for n in 0..20 {
+        let guess = format!("qtok_{n:064x}");
+        let reply = s.request("GET", &format!("/?token={guess}"), &[], "");
+        assert_eq!(reply.status, 401, "{reply:?}");
+    }
+    // Past the limit a token is not looked up: even a good one opens nothing from here
+    // until the minute is over, and the ledger's API says why.
+    let reply = s.request("GET", &format!("/?token={dana}"), &[], "");
+    assert_eq!(reply.status, 401, "{reply:?}");
+    let (status, doc) = call(&s, Some(&dana), &json!({"op": "info", "args": {}}));
+    assert_eq!(status, 429, "{doc}");
+}
