@@ -24,6 +24,7 @@ static IDLE_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
 /// The ledgers of the looks of held waits (`serve`'s long polls), which take turns a few
 /// at a time: kept with their connections, since a thousand waiters woken at once would
 /// otherwise each log in to a PostgreSQL server again.
+#[cfg(feature = "serve")]
 static LOOKING_LEDGERS: Mutex<Vec<Ledger>> = Mutex::new(Vec::new());
 
 /// Runs `op` on a blocking thread with a ledger of `location`.
@@ -38,6 +39,7 @@ pub(crate) async fn run<T: Send + 'static>(
 
 /// As `run`, for a held wait's look: the callers bound how many run at once, and the
 /// ledgers keep their connections between looks.
+#[cfg(feature = "serve")]
 pub(crate) async fn look<T: Send + 'static>(
     location: Location,
     op: impl FnOnce(&mut Ledger) -> Result<T> + Send + 'static,
@@ -78,8 +80,12 @@ fn with_ledger<T>(
 /// The ledgers still kept, for the front end to drop once its runtime is gone.
 pub(crate) fn close() -> Vec<Ledger> {
     let mut all = Vec::new();
-    for kept in [&IDLE_LEDGERS, &LOOKING_LEDGERS] {
-        if let Ok(mut idle) = kept.lock() {
+    #[cfg(feature = "serve")]
+    let kept = [&IDLE_LEDGERS, &LOOKING_LEDGERS];
+    #[cfg(not(feature = "serve"))]
+    let kept = [&IDLE_LEDGERS];
+    for ledgers in kept {
+        if let Ok(mut idle) = ledgers.lock() {
             all.append(&mut idle);
         }
     }
