@@ -473,6 +473,22 @@ impl Pg {
     /// flight instead of deadlocking with them; a command waiting behind it then finds the
     /// tables gone and fails.
     pub(super) fn drop_all(url: &str) -> Result<bool> {
+        // A command that takes the tables in another order (the relay's lease, then the
+        // history) can still deadlock with the locks below: the server then rolls the
+        // reset back, and it is made again, whole.
+        let mut tries = 0;
+        loop {
+            match Self::drop_all_once(url) {
+                Err(e) if e.transient && tries < 5 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50 * tries));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn drop_all_once(url: &str) -> Result<bool> {
         let mut client = connect_patiently(url, true)?;
         let mut tx = client.transaction().map_err(pg_error)?;
         // Not in the middle of another process's migration (which may be making the
