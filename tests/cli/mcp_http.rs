@@ -30,12 +30,23 @@ fn python(
     calls: &[Value],
     env: &[(&str, &str)],
 ) -> Option<Vec<Value>> {
+    python_at(&format!("{}/mcp", s.base()), token, mode, calls, env)
+}
+
+/// As `python`, at `url`.
+fn python_at(
+    url: &str,
+    token: &str,
+    mode: &str,
+    calls: &[Value],
+    env: &[(&str, &str)],
+) -> Option<Vec<Value>> {
     let python = client(clients().join("venv/bin/python"))?;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_python.py");
     let mut child = Command::new(python)
         .arg(script)
         .arg(mode)
-        .arg(format!("{}/mcp", s.base()))
+        .arg(url)
         .env("QUESTIONS_TOKEN", token)
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
@@ -447,4 +458,62 @@ fn a_token_refused_twenty_times_a_minute_is_cut_off_and_the_history_stops_growin
         "{}",
     );
     assert_eq!(reply.status, 429, "{reply:?}");
+}
+
+/// Over HTTPS with a throw-away CA, as a sandbox reaches the team's server: the SDK
+/// trusts the CA it is given (`SSL_CERT_FILE`), an agent asks, a person's token answers
+/// over the wire, and the agent's next call sees the answer.
+#[test]
+#[cfg(feature = "remote")]
+fn an_agent_asks_over_https_with_a_private_ca_and_a_person_answers() {
+    let l = Ledger::new();
+    let Some((ca, cert, key)) = crate::remote::throwaway_ca(l.dir.path(), "mcp") else {
+        crate::common::skip("openssl is not installed");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = crate::remote::served_tls(&l, &cert, &key, &[]);
+    let url = format!("https://127.0.0.1:{}/mcp", s.port);
+    let ca_env = ca.to_str().unwrap();
+    for mode in ERAS {
+        let stage = format!("ci-{}", mode.replace('.', "-"));
+        let asked = [call(
+            "ask_questions",
+            json!({"stage": stage, "questions": [{"question": "Ship it?", "options": ["yes", "no"]}]}),
+        )];
+        // The host declines its form: the person answers elsewhere.
+        let env = [
+            ("SSL_CERT_FILE", ca_env),
+            ("QUESTIONS_TEST_FORM", "decline"),
+        ];
+        let Some(results) = python_at(&url, &agent, mode, &asked, &env) else {
+            return;
+        };
+        let id = results[0]["structured"]["question_ids"][0]
+            .as_i64()
+            .unwrap();
+        let answered = crate::common::bare_command(l.dir.path())
+            .env("QUESTIONS_DB", format!("https://127.0.0.1:{}", s.port))
+            .env("QUESTIONS_TOKEN", &dana)
+            .env("QUESTIONS_CA", &ca)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .args(["answer", "--id", &id.to_string(), "--answer", "yes"])
+            .output()
+            .unwrap();
+        assert!(answered.status.success(), "{answered:?}");
+        let got = [call("get_answers", json!({"stage": stage}))];
+        let results = python_at(&url, &agent, mode, &got, &env).unwrap();
+        assert!(
+            results[0]["structured"].to_string().contains("\"yes\""),
+            "{mode}: {}",
+            results[0]
+        );
+        let q = l.question(id);
+        assert_eq!(
+            (&q["answered_by"], &q["channel"]),
+            (&json!("dana"), &json!("api"))
+        );
+    }
 }

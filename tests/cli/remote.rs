@@ -386,7 +386,7 @@ fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() 
 
 /// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
 /// `dir/name`: (the CA's PEM, the leaf's PEM, its key).
-fn throwaway_ca(
+pub(crate) fn throwaway_ca(
     dir: &std::path::Path,
     name: &str,
 ) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
@@ -464,7 +464,12 @@ fn throwaway_ca(
 }
 
 /// `serve --tls-cert cert --tls-key key` (and `more`).
-fn served_tls(l: &Ledger, cert: &std::path::Path, key: &std::path::Path, more: &[&str]) -> Served {
+pub(crate) fn served_tls(
+    l: &Ledger,
+    cert: &std::path::Path,
+    key: &std::path::Path,
+    more: &[&str],
+) -> Served {
     let mut args = vec![
         "--tls-cert",
         cert.to_str().unwrap(),
