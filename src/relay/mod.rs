@@ -243,14 +243,7 @@ fn deliver(
                 reached(failing, kind, who);
             }
             Err(why) => failed(failing, who, || {
-                format!(
-                    "relay: {}: the card of question {} for {} ({}) was not sent ({why}); \
-                     trying again with a growing pause, everyone else's cards go on",
-                    kind.as_str(),
-                    card.question.id,
-                    card.delivery.person,
-                    output::sanitize(who, false)
-                )
+                not_done(kind, "card", "sent", card.question.id, &card.delivery, &why)
             }),
         }
     }
@@ -263,7 +256,14 @@ fn deliver(
         }
         match channel.send_card(&card) {
             Ok(reference) => {
-                let old = relay::reminder_sent(ledger, &card, &reference)?;
+                let old = match relay::reminder_sent(ledger, &card, &reference) {
+                    Ok(old) => old,
+                    Err(e) => {
+                        // As a card's: the copy the ledger does not hold is closed.
+                        let _ = channel.close_card(&unrecorded(card, reference));
+                        return Err(e);
+                    }
+                };
                 reached(failing, kind, who);
                 // The message before loses its buttons; a failure leaves them, which still
                 // answer the same card.
@@ -276,13 +276,13 @@ fn deliver(
                 }
             }
             Err(why) => failed(failing, who, || {
-                format!(
-                    "relay: {}: the reminder of question {} for {} ({}) was not sent ({why}); \
-                     trying again with a growing pause, everyone else's cards go on",
-                    kind.as_str(),
+                not_done(
+                    kind,
+                    "reminder",
+                    "sent",
                     card.question.id,
-                    card.delivery.person,
-                    output::sanitize(who, false)
+                    &card.delivery,
+                    &why,
                 )
             }),
         }
@@ -298,18 +298,30 @@ fn deliver(
                 reached(failing, kind, who);
             }
             Err(why) => failed(failing, who, || {
-                format!(
-                    "relay: {}: the card of question {} for {} ({}) was not closed ({why}); \
-                     trying again with a growing pause, everyone else's cards go on",
-                    kind.as_str(),
-                    closing.delivery.question_id,
-                    closing.delivery.person,
-                    output::sanitize(who, false)
-                )
+                let question = closing.delivery.question_id;
+                not_done(kind, "card", "closed", question, &closing.delivery, &why)
             }),
         }
     }
     Ok(())
+}
+
+/// What stderr says once of a recipient's card (or reminder) that was not sent or closed.
+fn not_done(
+    kind: model::Channel,
+    what: &str,
+    done: &str,
+    question: i64,
+    delivery: &ops::Delivery,
+    why: &str,
+) -> String {
+    format!(
+        "relay: {}: the {what} of question {question} for {} ({}) was not {done} ({why}); \
+         trying again with a growing pause, everyone else's cards go on",
+        kind.as_str(),
+        delivery.person,
+        output::sanitize(&delivery.identity, false)
+    )
 }
 
 /// The closing of a card sent but not recorded in the ledger: its buttons go, and it

@@ -325,3 +325,77 @@ fn relay_a_delegate_gets_the_card_and_answers_on_behalf_of_the_person() {
     round_passed(&l, &t, NOW, BOB, "Marker?");
     assert_eq!(count(&t, BOB, &next_head), 0);
 }
+
+#[test]
+fn relay_a_reminder_sent_but_not_recorded_is_closed_so_that_one_copy_alone_is_live() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    l.ok([
+        "policy",
+        "set",
+        "--stage",
+        "design",
+        "--remind-after",
+        "30m",
+    ]);
+    let id = options(&l, "design", "Which database?");
+    let head = format!("Question {id} ");
+    let first = relay_at(&l, &t, NOW);
+    messages(&t, ME, &head, 1);
+    messages(&t, BOB, &head, 1);
+    round_passed(&l, &t, NOW, BOB, "Marker before?");
+    kill(first);
+    // Half an hour on, the first reminder goes out and the ledger cannot record it: the
+    // relay ends, and the copy it could not record is closed first.
+    let half_hour = later(31 * 60);
+    let config = format!(
+        "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
+        t.url
+    );
+    let env = [
+        ("QUESTIONS_NOW", half_hour.as_str()),
+        ("QUESTIONS_TEST_FAIL", "reminder-sent"),
+    ];
+    let mut failing = Relay::run(&l, "telegram", &config, &[("TG_TOKEN", TOKEN)], &env);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let (status, _) = loop {
+        if let Some(ended) = failing.ended() {
+            break ended;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the relay went on without its record"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1), "{}", failing.stderr());
+    let reminder = "⏰ Still waiting";
+    let orphan = t.with(|s| {
+        s.messages
+            .iter()
+            .find(|m| m["text"].as_str().unwrap_or("").contains("answers nothing"))
+            .cloned()
+    });
+    let orphan = orphan.expect("the reminder closed");
+    assert_eq!(orphan["edited"], true, "{orphan}");
+    assert!(orphan.get("reply_markup").is_none(), "{orphan}");
+    // Started again, the reminders are sent anew: each chat holds one live copy of the
+    // question, the newest.
+    let _second = relay_at(&l, &t, &half_hour);
+    for chat in [ME, BOB] {
+        t.until(&format!("one live copy in chat {chat}"), |s| {
+            let live: Vec<&Value> = s
+                .messages
+                .iter()
+                .filter(|m| {
+                    m["chat"]["id"] == chat
+                        && m["text"].as_str().unwrap_or("").contains(&head)
+                        && m.get("reply_markup").is_some()
+                })
+                .collect();
+            (live.len() == 1 && live[0]["text"].as_str().unwrap_or("").starts_with(reminder))
+                .then_some(())
+        });
+    }
+}

@@ -1183,6 +1183,11 @@ pub fn reminder_sent(
     card: &Card,
     message_ref: &str,
 ) -> Result<Option<Delivery>> {
+    if crate::fault::fails("reminder-sent") {
+        return Err(Error::db(
+            "the ledger could not be written (QUESTIONS_TEST_FAIL)",
+        ));
+    }
     let now = clock::now();
     let n = i64::from(card.reminder.map_or(0, |(n, _)| n));
     ledger.write(|tx| {
