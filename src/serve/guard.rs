@@ -39,9 +39,13 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
         .extensions()
         .get::<super::limit::Conn>()
         .map(|conn| conn.0.client());
-    // The ledger's API and MCP read their tokens themselves.
+    // The ledger's API and MCP read their tokens themselves, and the assets need none:
+    // neither is looked up here.
     let path = request.uri().path();
-    let inbox = path != "/v1/call" && path != "/mcp" && !path.starts_with("/mcp/");
+    let inbox = path != "/v1/call"
+        && path != "/mcp"
+        && !path.starts_with("/mcp/")
+        && !path.starts_with("/assets/");
     let ledger_token =
         presented.filter(|t| inbox && t.starts_with(questions_core::ops::SECRET_PREFIX));
     let mut issued = None;
