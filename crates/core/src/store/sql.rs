@@ -374,7 +374,8 @@ impl<'a> Tx<'a> {
 
     /// The question with this stage, group (or none) and text, whatever its status, among
     /// those not asked through a harness's ask tool (each such call is its own question:
-    /// see `find_in_call`).
+    /// see `find_in_call`). A question logged with a caller's key (`api:…`, §15 exactly
+    /// once) is an ordinary question: the key finds it again, and so does its text.
     pub(crate) fn find_same(
         &self,
         stage: &str,
@@ -386,7 +387,8 @@ impl<'a> Tx<'a> {
         let hash = text_hash(text);
         let mut found = self.questions_where(
             "WHERE trim(stage) = $1 AND text_hash = $2 AND question = $3 \
-             AND group_name IS NOT DISTINCT FROM $4 AND harness_call IS NULL ORDER BY id LIMIT 1",
+             AND group_name IS NOT DISTINCT FROM $4 \
+             AND (harness_call IS NULL OR harness_call LIKE 'api:%') ORDER BY id LIMIT 1",
             &[stage.into(), hash.into(), text.into(), group.into()],
         )?;
         if found.is_empty() {

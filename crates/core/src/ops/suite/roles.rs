@@ -844,6 +844,41 @@ on_every_engine!(
     }
 );
 
+on_every_engine!(
+    a_question_logged_with_a_key_is_still_the_same_question_as_its_text,
+    |l: &mut Ledger| {
+        let log = |l: &mut Ledger, key: Option<&str>| {
+            let Reply::Logged(done) = call(
+                l,
+                &dana(),
+                Request::Log {
+                    draft: draft("ci-build", "Deploy to staging?"),
+                    expiry: Expiry::default(),
+                    allow_duplicate: false,
+                    key: key.map(str::to_string),
+                },
+            )
+            .unwrap() else {
+                panic!("log replies Logged")
+            };
+            (done.question_id, done.created)
+        };
+        // Each invocation over https:// sends a key of its own: two calls logging the
+        // same question are one question, as two calls on a file are.
+        let first = log(l, Some("call-1"));
+        assert!(first.1, "the first call logs it");
+        assert_eq!(
+            log(l, Some("call-2")),
+            (first.0, false),
+            "another key, the same question"
+        );
+        assert_eq!(log(l, None), (first.0, false), "no key, the same question");
+        // The first call's key sent again (its reply lost) gets the first reply.
+        assert_eq!(log(l, Some("call-1")), (first.0, true));
+        assert_eq!(list(l, &Filter::default()).unwrap().len(), 1);
+    }
+);
+
 /// Every request crosses a wire as it is: what is sent reads back as the same request,
 /// named the same, and an unknown or malformed one is refused by the reader.
 #[test]
