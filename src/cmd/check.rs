@@ -40,7 +40,7 @@ fn unknown(report: &GateReport, ledger: &Ledger) -> String {
     let mut line = format!(
         "stage '{stage}' has never held a question in the ledger {}; the gate passes \
          (--strict makes this an error)",
-        ledger.location().display()
+        super::shown_location(ledger)
     );
     line.push_str(&did_you_mean(report));
     line
@@ -53,7 +53,7 @@ fn never_held(report: &GateReport, ledger: &Ledger) -> String {
         "gate fails (timed out): stage '{stage}' has never held a question in the ledger {}; \
          a wait does not pass on a stage nobody logged into (--allow-unknown-stage passes \
          it at once)",
-        ledger.location().display()
+        super::shown_location(ledger)
     );
     line.push_str(&did_you_mean(report));
     line

@@ -34,7 +34,7 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
                     "--since names the ledger {}, and the ledger {} is another ({}): it was \
                      reset or replaced since; printing its events from the first",
                     output::sanitize(&named, false),
-                    ledger.location().display(),
+                    super::shown_location(ledger),
                     current.as_deref().unwrap_or("none yet"),
                 ));
                 0
@@ -47,7 +47,7 @@ pub(super) fn run(ledger: &mut Ledger, args: EventsArgs) -> Result<Outcome> {
                      each event's \"ledger\" and \"seq\" say it (another ledger's is read from \
                      this one's first event), or --since 0",
                     given.seq,
-                    ledger.location().display(),
+                    super::shown_location(ledger),
                     current
                         .as_deref()
                         .map(|id| format!(", ledger {id}"))

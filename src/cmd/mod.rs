@@ -337,7 +337,12 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let by_from_flag = cli.by_from_flag;
         let who = Who::new(cli.by);
         let w = &who;
-        let followed = matches!(cli.command, Command::Events(_) | Command::Hook(_));
+        // A command that goes on from its reply prints its own outcome: a follower what
+        // it read as it came, a hook its harness's reply, a gate its report and line.
+        let followed = matches!(
+            cli.command,
+            Command::Events(_) | Command::Hook(_) | Command::Check(_)
+        );
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
         } else {
@@ -408,6 +413,13 @@ fn door(
     if let Some(sent) = REMOTE.with(|r| r.borrow().as_ref().map(|server| server.call(req.clone())))
     {
         let doc = sent?;
+        // A gate's report reads back, so that `check` goes on as on a file: its exit
+        // code, and its line for a person reading a CI log.
+        if matches!(req, ops::Request::Check(_)) {
+            return serde_json::from_value(doc)
+                .map(ops::Reply::Gate)
+                .map_err(unreadable);
+        }
         ANSWERED.with(|a| *a.borrow_mut() = Some(doc));
         return Err(Error::new(
             questions_core::error::ErrorCode::Usage,
@@ -447,26 +459,37 @@ fn door_reply(
     if is_served() {
         let mut reach = crate::remote::Reach::default();
         let doc = served(&req, until, &mut reach, until.is_some())?;
-        let read = |e: serde_json::Error| {
-            Error::new(
-                questions_core::error::ErrorCode::Unavailable,
-                format!(
-                    "the ledger's server answered with a document this version cannot read: {e}"
-                ),
-            )
-        };
         return match req {
             ops::Request::HarnessCall { .. } => serde_json::from_value(doc)
                 .map(ops::Reply::Call)
-                .map_err(read),
+                .map_err(unreadable),
             ops::Request::Delivered { .. } => serde_json::from_value(doc)
                 .map(ops::Reply::Delivered)
-                .map_err(read),
+                .map_err(unreadable),
             _ => Err(unexpected()),
         };
     }
     let _ = until;
     ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// A server's document that does not read back as the reply its request gets.
+#[cfg(feature = "remote")]
+fn unreadable(e: serde_json::Error) -> Error {
+    Error::new(
+        questions_core::error::ErrorCode::Unavailable,
+        format!("the ledger's server answered with a document this version cannot read: {e}"),
+    )
+}
+
+/// The ledger as a person reading this command's stderr knows it: its file or database,
+/// or over https:// the server's URL.
+pub(crate) fn shown_location(ledger: &Ledger) -> String {
+    #[cfg(feature = "remote")]
+    if let Some(url) = REMOTE.with(|r| r.borrow().as_ref().map(|s| s.url().to_string())) {
+        return url;
+    }
+    ledger.location().display().clone()
 }
 
 /// Whether this invocation's requests go to a server (`--db https://…`).

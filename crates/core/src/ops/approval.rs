@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
@@ -301,7 +301,7 @@ pub fn group(
 }
 
 /// An approval as the gate reports it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ApprovalReport {
     pub id: i64,

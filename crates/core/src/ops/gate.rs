@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{select, settle, Step};
@@ -41,8 +41,9 @@ pub struct CheckRequest {
 }
 
 /// The gate's document. `pending` holds the questions themselves (a large stage can hold
-/// hundreds), serialized straight from the rows.
-#[derive(Debug, Serialize)]
+/// hundreds), serialized straight from the rows. It reads back from the document (what a
+/// server's gate answered over https://).
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GateReport {
     pub gate: Gate,
@@ -55,24 +56,29 @@ pub struct GateReport {
     /// until rephrased (a new question), answered or skipped.
     pub declined: Vec<Declined>,
     /// A pending question's time is up and it is kept pending (`--on-expiry keep`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
     /// Each approval among the questions: its votes, who may still vote, how many more
     /// approvals it needs (or who rejected it and why).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<super::ApprovalReport>,
     /// With a stage: whether it has ever held a question (a typo never has).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub known_stage: Option<bool>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub timed_out: bool,
-    /// For an unknown stage: the known stages nearest to its name, nearest first.
-    #[serde(skip)]
+    /// For an unknown stage: the known stages nearest to its name, nearest first (perhaps
+    /// it was a typo of one).
+    #[serde(
+        default,
+        rename = "nearest_stages",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub nearest: Vec<String>,
 }
 
 /// A declined question as the gate reports it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Declined {
     pub id: i64,
