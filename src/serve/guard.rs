@@ -10,7 +10,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{App, BODY_LIMIT};
+use super::{App, BODY_LIMIT, CALL_BODY_LIMIT};
 
 /// Who made a request: the person whose token it carried; none for the server's token.
 #[derive(Debug, Clone)]
@@ -120,13 +120,16 @@ fn check(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if length.is_some_and(|n| n > BODY_LIMIT as u64) {
-        return Err(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "the request body is larger than 64 KiB",
-        ));
-    }
     let path = request.uri().path();
+    // The ledger's API reads a larger body only for a token the ledger knows (its route).
+    let (limit, said) = if path == "/v1/call" {
+        (CALL_BODY_LIMIT, "the request body is larger than 16 MiB")
+    } else {
+        (BODY_LIMIT, "the request body is larger than 64 KiB")
+    };
+    if length.is_some_and(|n| n > limit as u64) {
+        return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, said));
+    }
     if request.method() == Method::GET && path.starts_with("/assets/") {
         // The stylesheet and script hold nothing of the ledger.
         return Ok(None);

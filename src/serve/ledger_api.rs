@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +24,7 @@ use axum::Extension;
 
 use super::api::{success_with, Failed};
 use super::limit::Conn;
-use super::App;
+use super::{App, BODY_LIMIT, CALL_BODY_LIMIT};
 use questions_core::error::{Error, ErrorCode};
 use questions_core::ops::{self, Procedure, Request, Wait};
 
@@ -37,7 +37,7 @@ pub(super) async fn call(
     State(app): State<Arc<App>>,
     Extension(conn): Extension<Conn>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Response, Failed> {
     let client = conn.0.client();
     if !app.limits.may_try(client) {
@@ -46,6 +46,35 @@ pub(super) async fn call(
         ));
     }
     let token = super::guard::bearer(&headers);
+    // A body beyond what anyone may send (a long subagent output to ingest) is read only
+    // for a token the ledger issued, looked up first.
+    let large = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > BODY_LIMIT as u64);
+    let limit = if large {
+        let given = token.clone();
+        app.ledger(move |l| ops::authenticate(l, given.as_deref()))
+            .await
+            .map_err(|e| {
+                if e.code == ErrorCode::Unauthorized {
+                    app.limits.refused(client);
+                }
+                Failed::of(Procedure::Serve)(e)
+            })?;
+        CALL_BODY_LIMIT
+    } else {
+        BODY_LIMIT
+    };
+    let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Failed::of(Procedure::Serve)(Error::usage(if large {
+            "the request body is larger than 16 MiB, or was cut short"
+        } else {
+            "the request body is larger than 64 KiB (a larger one needs a token the \
+             ledger issued and its Content-Length), or was cut short"
+        }))
+    })?;
     let mut req: Request = serde_json::from_slice(&body).map_err(|e| {
         Failed::of(Procedure::Serve)(Error::usage(format!(
             "the body is not a request of the ledger: {e}; send {{\"op\": \"…\", \"args\": {{…}}}}"

@@ -34,6 +34,11 @@ pub(crate) const DEFAULT_PORT: u16 = 8466;
 /// The largest request body accepted: far beyond any answer a person types.
 pub(crate) const BODY_LIMIT: usize = 64 * 1024;
 
+/// The largest body of a call of the ledger's API (`/v1/call`) from a token the ledger
+/// issued: a subagent's whole output to `ingest` (an unauthenticated body stays within
+/// `BODY_LIMIT`).
+pub(crate) const CALL_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
 pub(crate) struct Config {
     pub bind: SocketAddr,
     pub stage: Option<String>,

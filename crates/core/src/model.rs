@@ -316,7 +316,13 @@ impl Serialize for Question {
     ) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let s = &self.state;
-        let optional = usize::from(s.approval.is_some()) + usize::from(self.harness_call.is_some());
+        // A caller's key of exactly once (`api:…`, §15) is how the ledger finds a call
+        // sent again, not what the question is: it is not printed.
+        let call = self
+            .harness_call
+            .as_ref()
+            .filter(|call| !call.starts_with("api:"));
+        let optional = usize::from(s.approval.is_some()) + usize::from(call.is_some());
         let mut out = serializer.serialize_struct("Question", 25 + optional)?;
         out.serialize_field("id", &self.id)?;
         out.serialize_field("stage", &self.stage)?;
@@ -346,7 +352,7 @@ impl Serialize for Question {
         if let Some(approval) = &s.approval {
             out.serialize_field("approval", approval)?;
         }
-        if let Some(call) = &self.harness_call {
+        if let Some(call) = call {
             out.serialize_field("harness_call", call)?;
         }
         out.end()
