@@ -11,8 +11,14 @@ pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         on_expiry: args.expiry.on_expiry,
     };
     let approval = policy(ledger, &args.approval)?;
+    let draft = draft(args, approval);
+    // Over https:// a refusal comes back as words only: the core's own builder is asked
+    // here first, so that a flag that clashes is named, as on a file.
+    if super::is_served() {
+        questions_core::model::NewQuestion::build(draft.clone()).map_err(in_flags)?;
+    }
     let req = Request::Log {
-        draft: draft(args, approval),
+        draft,
         expiry,
         allow_duplicate,
         // Over https:// the invocation's own key (`remote`); a file needs none.

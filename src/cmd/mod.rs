@@ -316,13 +316,6 @@ fn remote(cli: Cli) -> Result<Outcome> {
             _ if !on_door => return Err(direct()),
             _ => {}
         }
-        if let Command::List(args) = &cli.command {
-            if args.format != crate::cli::ListFormat::Json {
-                return Err(Error::usage(
-                    "over https:// 'list' prints its JSON document only: leave out --format",
-                ));
-            }
-        }
         let server = crate::remote::Remote::new(&db)?;
         let url = server.url().to_string();
         REMOTE.with(|r| *r.borrow_mut() = Some(server));
@@ -338,10 +331,10 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let who = Who::new(cli.by);
         let w = &who;
         // A command that goes on from its reply prints its own outcome: a follower what
-        // it read as it came, a hook its harness's reply, a gate its report and line.
+        // it read as it came, a hook its harness's reply, a gate its report and line, a list its format.
         let followed = matches!(
             cli.command,
-            Command::Events(_) | Command::Hook(_) | Command::Check(_)
+            Command::Events(_) | Command::Hook(_) | Command::Check(_) | Command::List(_)
         );
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
@@ -415,10 +408,19 @@ fn door(
         let doc = sent?;
         // A gate's report reads back, so that `check` goes on as on a file: its exit
         // code, and its line for a person reading a CI log.
-        if matches!(req, ops::Request::Check(_)) {
-            return serde_json::from_value(doc)
-                .map(ops::Reply::Gate)
-                .map_err(unreadable);
+        match req {
+            ops::Request::Check(_) => {
+                return serde_json::from_value(doc)
+                    .map(ops::Reply::Gate)
+                    .map_err(unreadable)
+            }
+            // A list reads back too, to be printed in any --format.
+            ops::Request::List(_) => {
+                return serde_json::from_value(doc)
+                    .map(ops::Reply::Listed)
+                    .map_err(unreadable)
+            }
+            _ => {}
         }
         ANSWERED.with(|a| *a.borrow_mut() = Some(doc));
         return Err(Error::new(

@@ -212,11 +212,8 @@ fn a_stage_that_never_held_a_question_passes_but_says_so_and_strict_refuses_it()
         "{}",
         typo.stderr
     );
-    let ledger_name = match &l.url {
-        Some(_) => "postgres://".to_string(),
-        None => l.path.display().to_string(),
-    };
-    assert!(typo.stderr.contains(&ledger_name), "{}", typo.stderr);
+    assert!(typo.stderr.contains(&l.shown()), "{}", typo.stderr);
+    assert_eq!(typo.json["nearest_stages"], serde_json::json!(["intake"]));
 
     let strict = l.run(["check", "--stage", "intkae", "--strict"]);
     assert_eq!(

@@ -38,6 +38,71 @@ pub(crate) struct Ledger {
     pub dir: TempDir,
     pub path: PathBuf,
     pub url: Option<String>,
+    /// In the pass through the ledger's server (`served()`): that server, once a call
+    /// went there, and the person tokens made for it, by person.
+    server: std::sync::OnceLock<Server>,
+    tokens: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+/// Whether this pass sends the commands a token's holder runs over https:// to the
+/// ledger's server (`QUESTIONS_TEST_SERVED` set, as .ci/run's HTTPS pass does), rather
+/// than to the ledger itself:
+///
+/// - a `questions serve --tls-cert …` of the test's ledger (file or database) is started
+///   at the first such call, with a certificate of a throw-away CA that the calls trust
+///   (`QUESTIONS_CA`);
+/// - each call holds a person token of the person it would be recorded as directly
+///   (`--by`, else `USER`, `LOGNAME` or the system's name for the uid, as the binary reads
+///   them), made with direct access the first time that person calls;
+/// - what only direct access runs (tokens, people, groups, policy, reset, render, import,
+///   …) and calls through `command()`, which set their own environment, stay direct.
+///
+/// A test of what only direct access to the ledger shows (its channel `cli`, `--by` on a
+/// vote refused, the file's location) carries `direct_only` in its name, and the pass
+/// skips it.
+pub(crate) fn served() -> bool {
+    std::env::var_os("QUESTIONS_TEST_SERVED").is_some_and(|v| !v.is_empty())
+}
+
+/// The first line of a `direct_only` test.
+#[macro_export]
+macro_rules! direct_only {
+    () => {
+        $crate::common::only(
+            "direct_only",
+            !$crate::common::served(),
+            "to direct access to the ledger only, not over https://",
+        )
+    };
+}
+
+/// The commands of the door (§15) the HTTPS pass sends to the server.
+const ON_THE_DOOR: &[&str] = &[
+    "log", "answer", "skip", "decline", "list", "check", "clear", "history", "ingest", "answers",
+    "events", "approve", "reject",
+];
+
+/// A ledger's server in the HTTPS pass, stopped with it.
+struct Server {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// This test process's throw-away CA, and the certificate for 127.0.0.1 it signed.
+fn served_ca() -> &'static (PathBuf, PathBuf, PathBuf) {
+    static CA: std::sync::OnceLock<(PathBuf, PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    CA.get_or_init(|| {
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("served-{}", std::process::id()));
+        throwaway_ca(&dir, "served").expect("openssl makes the HTTPS pass's CA")
+    })
 }
 
 /// The admin URL of the PostgreSQL server under test, if the suite runs against one.
@@ -160,7 +225,13 @@ impl Ledger {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ledger.db");
         let url = postgres_server().map(|admin| new_database(&admin));
-        Ledger { dir, path, url }
+        Ledger {
+            dir,
+            path,
+            url,
+            server: std::sync::OnceLock::new(),
+            tokens: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
     }
 
     /// What --db names: the file, or the database.
@@ -178,8 +249,31 @@ impl Ledger {
         cmd
     }
 
+    /// How the binary's messages name this ledger: its file, a database's scheme, or in
+    /// the HTTPS pass its server's.
+    pub(crate) fn shown(&self) -> String {
+        match &self.url {
+            _ if served() => "https://127.0.0.1:".to_string(),
+            Some(_) => "postgres://".to_string(),
+            None => self.path.display().to_string(),
+        }
+    }
+
     /// No ledger was created: no file, or no tables in the database.
     pub(crate) fn assert_not_created(&self) {
+        if served() && !self.tokens.lock().unwrap().is_empty() {
+            // The pass made the ledger to hold the token it calls with: nothing but that
+            // token may be in it.
+            let mut cmd = self.command();
+            cmd.arg("events");
+            let events = finish(cmd);
+            assert_eq!(events.code, 0, "{events:?}");
+            for line in events.stdout.lines() {
+                let event: Value = serde_json::from_str(line).unwrap();
+                assert_eq!(event["event"], "token", "the ledger holds more: {line}");
+            }
+            return;
+        }
         match &self.url {
             None => assert!(!self.path.exists(), "the ledger file was created"),
             Some(url) => {
@@ -226,9 +320,7 @@ impl Ledger {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut cmd = self.command();
-        cmd.args(args);
-        finish(cmd)
+        finish(self.command_for(args))
     }
 
     pub(crate) fn run_stdin<I, S>(&self, args: I, stdin: impl Into<Vec<u8>>) -> Run
@@ -236,9 +328,118 @@ impl Ledger {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut cmd = self.command();
-        cmd.args(args).write_stdin(stdin.into());
+        let mut cmd = self.command_for(args);
+        cmd.write_stdin(stdin.into());
         finish(cmd)
+    }
+
+    /// The binary with `args`, against this ledger: directly, or in the HTTPS pass
+    /// (`served()`) through its server when the command is one of the door's.
+    fn command_for<I, S>(&self, args: I) -> assert_cmd::Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<std::ffi::OsString> =
+            args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let on_door = args
+            .first()
+            .and_then(|a| a.to_str())
+            .is_some_and(|a| ON_THE_DOOR.contains(&a));
+        if !served() || !on_door {
+            if args.first().is_some_and(|a| a == "reset") {
+                // The tokens go with the ledger.
+                self.tokens.lock().unwrap().clear();
+            }
+            let mut cmd = self.command();
+            cmd.args(&args);
+            return cmd;
+        }
+        let by = args
+            .iter()
+            .position(|a| a == "--by")
+            .and_then(|at| args.get(at + 1))
+            .and_then(|a| a.to_str())
+            .map_or_else(default_person, str::to_string);
+        let token = self.person_token(&by);
+        let server = self.server.get_or_init(|| self.start_server());
+        let mut cmd = bare_command(self.dir.path());
+        cmd.env("QUESTIONS_DB", &server.base)
+            .env("QUESTIONS_TOKEN", token)
+            .env("QUESTIONS_CA", &served_ca().0)
+            .env_remove("QUESTIONS_TOKEN_FILE");
+        for proxy in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env_remove(proxy);
+        }
+        cmd.args(&args);
+        cmd
+    }
+
+    /// A person token of `person`, made the first time.
+    fn person_token(&self, person: &str) -> String {
+        let mut tokens = self.tokens.lock().unwrap();
+        if let Some(token) = tokens.get(person) {
+            return token.clone();
+        }
+        let n = tokens.len();
+        let mut cmd = self.command();
+        cmd.args([
+            "token",
+            "create",
+            &format!("served-{n}"),
+            "--person",
+            person,
+        ]);
+        let made = finish(cmd);
+        assert_eq!(made.code, 0, "a person token for the HTTPS pass: {made:?}");
+        let token = made.json["token"].as_str().expect("the token").to_string();
+        tokens.insert(person.to_string(), token.clone());
+        token
+    }
+
+    /// `questions serve --tls-cert …` of this ledger on a port of its own.
+    fn start_server(&self) -> Server {
+        use std::io::BufRead;
+        let (_, cert, key) = served_ca();
+        let mut child = std::process::Command::new(BIN)
+            .current_dir(self.dir.path())
+            .env("QUESTIONS_NOW", NOW)
+            .env_remove("QUESTIONS_DB")
+            .env_remove("QUESTIONS_USER")
+            .env_remove("QUESTIONS_SERVE_TOKEN")
+            .arg("--db")
+            .arg(self.db())
+            .args(["serve", "--bind", "127.0.0.1:0", "--tls-cert"])
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("serve starts");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let start: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("serve's start line is JSON ({e}): {line:?}"));
+        let url = start["url"].as_str().expect("serve's URL");
+        let port = url
+            .trim_start_matches("https://127.0.0.1:")
+            .split(['/', '?'])
+            .next()
+            .unwrap();
+        Server {
+            child,
+            base: format!("https://127.0.0.1:{port}"),
+        }
     }
 
     /// Like `ok`, with `stdin` piped in.
@@ -301,6 +502,107 @@ impl Ledger {
         bytes.extend(std::fs::read(format!("{}-wal", self.path.display())).unwrap_or_default());
         bytes
     }
+}
+
+/// Who a call of the binary with no `--by` is recorded as: `USER`, else `LOGNAME`, else
+/// the password file's name for this uid (tests remove `QUESTIONS_USER`).
+fn default_person() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let named = |v: Option<String>| v.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    named(std::env::var("USER").ok())
+        .or_else(|| named(std::env::var("LOGNAME").ok()))
+        .unwrap_or_else(|| {
+            let uid = std::fs::metadata("/proc/self").unwrap().uid();
+            std::fs::read_to_string("/etc/passwd")
+                .unwrap_or_default()
+                .lines()
+                .find_map(|line| {
+                    let mut fields = line.split(':');
+                    let name = fields.next()?;
+                    let id: u32 = fields.nth(1)?.parse().ok()?;
+                    (id == uid && !name.is_empty()).then(|| name.to_string())
+                })
+                .unwrap_or_else(|| format!("uid:{uid}"))
+        })
+}
+
+/// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
+/// `dir/name`: (the CA's PEM, the leaf's PEM, its key).
+pub(crate) fn throwaway_ca(
+    dir: &std::path::Path,
+    name: &str,
+) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let dir = dir.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let openssl = |args: &[&str]| {
+        std::process::Command::new("openssl")
+            .current_dir(&dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()
+            .is_some_and(|s| s.success())
+    };
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let subject = format!("/CN=throw-away CA {name}");
+    let made = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        &subject,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign",
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "leaf.key",
+        "-out",
+        "leaf.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]) && openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    made.then(|| {
+        (
+            dir.join("ca.pem"),
+            dir.join("leaf.pem"),
+            dir.join("leaf.key"),
+        )
+    })
 }
 
 /// The binary without --db, run in `cwd`, with no QUESTIONS_DB from outside.

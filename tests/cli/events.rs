@@ -14,7 +14,10 @@ fn lines(run: &Run) -> Vec<Value> {
 }
 
 #[test]
-fn events_print_as_lines_and_resume_without_repeats_or_gaps() {
+fn direct_only_events_print_as_lines_and_resume_without_repeats_or_gaps() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     let a = l.log("intake", "Goal?");
     l.log("design", "Database?");
@@ -44,7 +47,10 @@ fn events_print_as_lines_and_resume_without_repeats_or_gaps() {
 }
 
 #[test]
-fn follow_sees_another_process_s_change_within_a_second() {
+fn direct_only_follow_sees_another_process_s_change_within_a_second() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "Before?");
     let wait = Pause::new(l.dir.path(), "wait");
@@ -78,7 +84,10 @@ fn follow_sees_another_process_s_change_within_a_second() {
 }
 
 #[test]
-fn follow_stops_at_its_timeout_and_bad_arguments_are_usage_errors() {
+fn direct_only_follow_stops_at_its_timeout_and_bad_arguments_are_usage_errors() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "Only?");
     let run = l.run(["events", "--follow", "--timeout", "0.3"]);
@@ -98,7 +107,10 @@ fn follow_stops_at_its_timeout_and_bad_arguments_are_usage_errors() {
 /// (`--since LEDGER:SEQ`), and a bare seq past this ledger's last event is refused rather
 /// than skipping the new ledger's first events.
 #[test]
-fn events_name_their_ledger_and_resume_across_a_reset() {
+fn direct_only_events_name_their_ledger_and_resume_across_a_reset() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "Old one?");
     l.log("s", "Old two?");

@@ -172,7 +172,10 @@ fn the_inbox_s_forms_name_the_question_they_showed() {
 }
 
 #[test]
-fn events_follow_started_before_the_ledger_exists_sees_its_first_events() {
+fn direct_only_events_follow_started_before_the_ledger_exists_sees_its_first_events() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     let mut follower = follow(&l, &["events", "--follow", "--timeout", "20"]);
     l.log("s", "First?");
@@ -181,7 +184,10 @@ fn events_follow_started_before_the_ledger_exists_sees_its_first_events() {
 }
 
 #[test]
-fn events_follow_goes_on_into_a_ledger_that_replaced_its_own() {
+fn direct_only_events_follow_goes_on_into_a_ledger_that_replaced_its_own() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "Old one?");
     l.log("s", "Old two?");
@@ -308,7 +314,10 @@ fn assert_all_seen(l: &Ledger, seen: &[Value], total: usize) {
 }
 
 #[test]
-fn a_follower_never_skips_an_event_whose_writer_committed_late() {
+fn direct_only_a_follower_never_skips_an_event_whose_writer_committed_late() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "First?");
     let mut follower = follow(&l, &["events", "--follow", "--timeout", "20"]);
@@ -343,7 +352,10 @@ fn a_follower_never_skips_an_event_whose_writer_committed_late() {
 }
 
 #[test]
-fn sixteen_writers_and_a_follower_see_every_event_once_in_order() {
+fn direct_only_sixteen_writers_and_a_follower_see_every_event_once_in_order() {
+    // Counts the ledger's events from its first: the HTTPS pass's token is one (its
+    // followers are tested over https:// in remote::).
+    crate::direct_only!();
     let l = Ledger::new();
     l.log("s", "Start?");
     let mut follower = follow(&l, &["events", "--follow", "--timeout", "60"]);

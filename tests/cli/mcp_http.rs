@@ -467,7 +467,7 @@ fn a_token_refused_twenty_times_a_minute_is_cut_off_and_the_history_stops_growin
 #[cfg(feature = "remote")]
 fn an_agent_asks_over_https_with_a_private_ca_and_a_person_answers() {
     let l = Ledger::new();
-    let Some((ca, cert, key)) = crate::remote::throwaway_ca(l.dir.path(), "mcp") else {
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "mcp") else {
         crate::common::skip("openssl is not installed");
         return;
     };

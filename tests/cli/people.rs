@@ -11,7 +11,9 @@ fn history(l: &Ledger, id: i64) -> Vec<Value> {
 }
 
 #[test]
-fn every_change_records_who_made_it_and_through_what() {
+fn direct_only_every_change_records_who_made_it_and_through_what() {
+    // The command line's own channel, `cli`: over https:// a person token's is `api`.
+    crate::direct_only!();
     let l = Ledger::new();
     let a = l.log("s", "By flag?");
     let b = l.log("s", "By variable?");

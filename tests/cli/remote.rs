@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::common::{bare_command, finish, Ledger, Run, BIN, NOW};
+use crate::common::{bare_command, finish, throwaway_ca, Ledger, Run, BIN, NOW};
 use crate::serve::Served;
 
 fn token(l: &Ledger, args: &[&str]) -> String {
@@ -382,85 +382,6 @@ fn remote_a_sandbox_asks_through_a_proxy_and_a_person_s_answer_opens_its_gate() 
         !log.contains(&agent) && !log.contains(&dana),
         "a token in the proxy's log"
     );
-}
-
-/// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
-/// `dir/name`: (the CA's PEM, the leaf's PEM, its key).
-pub(crate) fn throwaway_ca(
-    dir: &std::path::Path,
-    name: &str,
-) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
-    let dir = dir.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let openssl = |args: &[&str]| {
-        std::process::Command::new("openssl")
-            .current_dir(&dir)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .ok()
-            .is_some_and(|s| s.success())
-    };
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    let subject = format!("/CN=throw-away CA {name}");
-    let made = openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        &subject,
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign",
-    ]) && openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "leaf.key",
-        "-out",
-        "leaf.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]) && openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "leaf.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "leaf.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "leaf.ext",
-    ]);
-    made.then(|| {
-        (
-            dir.join("ca.pem"),
-            dir.join("leaf.pem"),
-            dir.join("leaf.key"),
-        )
-    })
 }
 
 /// `serve --tls-cert cert --tls-key key` (and `more`).

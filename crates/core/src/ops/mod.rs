@@ -55,7 +55,7 @@ pub use stream::{
     Started,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::error::{Error, Result};
@@ -181,10 +181,10 @@ pub fn on_record(
 /// `list`'s document. `ledger` is for a client that sends a change back (the web inbox):
 /// the ledger's id, to send with it (none when the ledger has none yet); the command line
 /// leaves it out.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Listed {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ledger: Option<Option<String>>,
     pub count: usize,
     pub questions: Vec<Question>,
