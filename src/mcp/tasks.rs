@@ -1,5 +1,5 @@
 //! Waits that outlive a tool call: the Tasks extension (`io.modelcontextprotocol/tasks`).
-//! For a client that declares it, `wait_for_answers` (and `ask_questions` with
+//! For a client that declares it on a 2026-07-28 session, `wait_for_answers` (and `ask_questions` with
 //! `wait_seconds`) whose questions are not all settled answers at once with a task, and the
 //! client polls `tasks/get` until it completes. The task lives in the ledger (the core's
 //! `ops::start_task`, `look_task`, `cancel_task`); this file words it in the protocol's

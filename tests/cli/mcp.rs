@@ -1518,12 +1518,37 @@ fn wait_for_answers_ends_when_its_ledger_is_reset_and_made_anew() {
 
 /// A wait that outlives the call: a client that declares the Tasks extension gets a task,
 /// kept in the ledger. The server is killed with `kill -9`, the person answers at the CLI,
-/// and `tasks/get` on a new server reports the task completed with the answers.
+/// and `tasks/get` on a new server reports the task completed with the answers. A task is a
+/// result of the 2026-07-28 revision: a session of an earlier one gets the tool's result.
 #[test]
 fn a_task_outlives_a_killed_server_and_reports_the_answers_given_meanwhile() {
-    for era in ERAS {
-        task_in(era);
-    }
+    use rmcp::model::CallToolResponse;
+    task_in(Era::Stateless);
+    let ledger = Ledger::new();
+    run(async {
+        let client = Client::new("tasker").in_era(Era::Session).with_tasks();
+        let s = connect(&ledger, client).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "intake", "questions": [{"question": "Goal?"}]}),
+            )
+            .await;
+        let waited = s
+            .service
+            .call_tool_once(params(
+                "wait_for_answers",
+                json!({"ids": asked["question_ids"].clone(), "timeout_seconds": 0}),
+            ))
+            .await
+            .unwrap();
+        let CallToolResponse::Complete(done) = waited else {
+            panic!("a 2025-11-25 session gets the tool's result, not a task: {waited:?}");
+        };
+        let doc = done.structured_content.expect("the envelope");
+        assert_eq!(doc["timed_out"], true, "{doc}");
+        s.service.cancel().await.unwrap();
+    });
 }
 
 fn task_in(era: Era) {

@@ -517,3 +517,97 @@ fn an_agent_asks_over_https_with_a_private_ca_and_a_person_answers() {
         );
     }
 }
+
+/// The MCP Inspector's CLI (the TypeScript SDK most hosts are built on) over HTTPS with a
+/// bearer header, trusting a throw-away CA as Node.js does (`NODE_EXTRA_CA_CERTS`): an
+/// agent token's session lists no tool that answers and cannot call one, asks, and
+/// without a token nothing is served.
+#[test]
+#[cfg(feature = "remote")]
+fn the_inspector_asks_over_https_with_a_bearer_token_and_is_refused_what_answers() {
+    let Some(inspector) = client(clients().join("node_modules/.bin/mcp-inspector")) else {
+        return;
+    };
+    let l = Ledger::new();
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "inspector") else {
+        crate::common::skip("openssl is not installed");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "ci-*"]);
+    let s = crate::remote::served_tls(&l, &cert, &key, &[]);
+    let url = format!("https://127.0.0.1:{}/mcp", s.port);
+    let inspect = |token: Option<&str>, args: &[&str]| -> (bool, Value, String) {
+        let mut cmd = Command::new(&inspector);
+        cmd.current_dir(l.dir.path())
+            .env("NODE_EXTRA_CA_CERTS", &ca)
+            .args(["--cli", &url, "--transport", "http"]);
+        if let Some(t) = token {
+            cmd.arg("--header")
+                .arg(format!("Authorization: Bearer {t}"));
+        }
+        let out = cmd.args(args).stdin(Stdio::null()).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !stdout.contains(&agent) && !stderr.contains(&agent),
+            "the token was printed"
+        );
+        let doc = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+        (out.status.success(), doc, stderr)
+    };
+
+    let (ok, listed, stderr) = inspect(Some(&agent), &["--method", "tools/list"]);
+    assert!(ok, "{stderr}");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"ask_questions"), "{names:?}");
+    for hidden in ["vote", "answer_in_app", "record_answers"] {
+        assert!(!names.contains(&hidden), "{hidden} listed: {names:?}");
+    }
+
+    let (ok, asked, stderr) = inspect(
+        Some(&agent),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "ask_questions",
+            "--tool-arg",
+            "stage=ci-deploy",
+            "--tool-arg",
+            r#"questions=[{"question": "Ship build 42?"}]"#,
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(asked["structuredContent"]["ok"], true, "{asked}");
+    let id = asked["structuredContent"]["question_ids"][0]
+        .as_i64()
+        .unwrap();
+    assert_eq!(l.question(id)["status"], "pending");
+
+    // Called by name, it is not there for this session (the client looks it up first; the
+    // server's own refusal is the Python SDK's test above).
+    let (ok, _, said) = inspect(
+        Some(&agent),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "vote",
+            "--tool-arg",
+            &format!("id={id}"),
+            "--tool-arg",
+            "verdict=approve",
+        ],
+    );
+    assert!(!ok && said.contains("not found"), "{said}");
+    assert_eq!(l.question(id)["status"], "pending");
+
+    // No token: nothing is listed.
+    let (ok, none, _) = inspect(None, &["--method", "tools/list"]);
+    assert!(!ok && none["tools"].is_null(), "{none}");
+}

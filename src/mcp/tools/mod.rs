@@ -462,11 +462,17 @@ fn caller(context: &RequestContext<RoleServer>) -> Caller {
     }
 }
 
-/// Whether the client declares the Tasks extension: a wait then outlives the call.
+/// Whether the client declares the Tasks extension on a 2026-07-28 session: a wait then
+/// outlives the call. A task is a result of that revision (`resultType`); a client of an
+/// earlier one that declares the extension anyway (the TypeScript SDK does, and then reads
+/// only the older revision's tasks) gets the tool's own result, as every other client.
 fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
         .client_capabilities()
         .is_some_and(|c| c.supports_tasks())
+        && context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
 /// When a task's wait ends: after the seconds asked for, uncapped (a task outlives a
