@@ -6,8 +6,8 @@
 //! §2 document, with the HTTP status of its error code.
 //!
 //! A wait (`check --wait`, `events --follow`, `hook --wait`) is cut at `LONGEST_WAIT`: the
-//! client sends it again. A gate's and a follower's are held as futures between looks
-//! (`long_poll`), not by a thread each.
+//! client sends it again. Each is held as a future between looks (`long_poll`), not by a
+//! thread.
 //!
 //! A refused token is counted against the client it came from (see `limit`): past
 //! `MAX_REFUSED` a minute, its calls are answered 429 before any token is looked up. A
@@ -94,7 +94,7 @@ pub(super) async fn call(
         _ => {}
     }
     let procedure = req.procedure();
-    // A gate's wait and a follower's are held here, not by a thread (see `long_poll`):
+    // A gate's, a follower's and a harness call's waits are held here, not by a thread (see `long_poll`):
     // the request looks once each time.
     let mut held = None;
     match &mut req {
@@ -112,7 +112,10 @@ pub(super) async fn call(
         }
         Request::HarnessCall {
             wait: Some(wait), ..
-        } => *wait = (*wait).min(LONGEST_WAIT),
+        } => {
+            held = Some((*wait).min(LONGEST_WAIT));
+            *wait = Duration::ZERO;
+        }
         _ => {}
     }
     let who = app
@@ -191,6 +194,13 @@ async fn long_poll(
         let nothing_yet = match &reply {
             ops::Reply::Gate(report) => report.timed_out,
             ops::Reply::Events(page) => page.events.is_empty(),
+            // A harness call's look finds its questions (logging them at the first); it
+            // is over when none is pending.
+            ops::Reply::Call(call) => call
+                .questions
+                .iter()
+                .flatten()
+                .any(|q| q.state.status == questions_core::model::Status::Pending),
             _ => false,
         };
         if !nothing_yet || tokio::time::Instant::now() >= deadline || *stopping.borrow() {
