@@ -494,6 +494,10 @@ pub enum Client {
 }
 
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of its own on the command line"
+)]
 pub struct LogArgs {
     /// The stage the question belongs to (its gate waits for it)
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
@@ -531,6 +535,9 @@ pub struct LogArgs {
     /// Log a new row even if the same question is already in the ledger
     #[arg(long)]
     pub allow_duplicate: bool,
+    /// Its cards reach people even inside their quiet hours (people quiet)
+    #[arg(long)]
+    pub urgent: bool,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
     #[command(flatten)]

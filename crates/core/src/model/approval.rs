@@ -516,6 +516,7 @@ mod tests {
                 votes: vec![],
             }),
             harness_call: None,
+            urgent: false,
         };
         let mut q = new.as_logged("2026-01-01T00:00:00.000Z");
         q.id = 1;

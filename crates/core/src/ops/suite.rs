@@ -80,6 +80,7 @@ fn new(stage: &str, text: &str, proposed: Option<&str>) -> NewQuestion {
         allow_freeform: true,
         source: Source::Cli,
         approval: None,
+        urgent: false,
     })
     .unwrap()
 }
@@ -1047,6 +1048,25 @@ mod routing_ops {
             assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
         }
     );
+
+    on_every_engine!(an_urgent_question_is_kept_urgent, |l: &mut Ledger| {
+        let urgent = NewQuestion {
+            urgent: true,
+            ..new("s", "Prod is down: roll back?", None)
+        };
+        let id = log(l, &urgent, false).unwrap().question_id;
+        let plain = logged(l, "s", "Which changelog wording?");
+        let read = |l: &mut Ledger, id| l.read(|tx| tx.question(id)).unwrap().unwrap();
+        assert!(read(l, id).urgent);
+        assert!(!read(l, plain).urgent);
+        let printed = serde_json::to_value(read(l, id)).unwrap();
+        assert_eq!(printed["urgent"], true);
+        let printed = serde_json::to_value(read(l, plain)).unwrap();
+        assert!(printed.get("urgent").is_none(), "printed only when set");
+        // Answering keeps it as it was logged.
+        change(l, &person("dana"), &PersonsChange::of(id, answer("yes"))).unwrap();
+        assert!(read(l, id).urgent);
+    });
 
     on_every_engine!(
         a_bad_policy_is_refused_and_changes_nothing,

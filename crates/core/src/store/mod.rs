@@ -692,6 +692,7 @@ mod tests {
             on_expiry: crate::model::OnExpiry::Keep,
             approval: None,
             harness_call: None,
+            urgent: false,
         }
     }
 
