@@ -1069,6 +1069,63 @@ mod routing_ops {
     });
 
     on_every_engine!(
+        quiet_hours_are_set_by_the_person_shown_and_recorded,
+        |l: &mut Ledger| {
+            let bob = Identity::Person("bob".into());
+            let set = |l: &mut Ledger, who: &Identity, hours| {
+                crate::ops::set_quiet(l, who, Channel::Cli, "bob", hours)
+            };
+            let err = set(
+                l,
+                &Identity::Person("mallory".into()),
+                Some(("22:00-07:00", "UTC")),
+            )
+            .unwrap_err();
+            assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+            for (window, tz) in [("22:00", "UTC"), ("22:00-07:00", "Nowhere/Else")] {
+                let err = set(l, &bob, Some((window, tz))).unwrap_err();
+                assert_eq!(err.code, ErrorCode::Usage, "{window} {tz}");
+            }
+            let made = set(l, &bob, Some((" 22:00-7:00 ", "Europe/Berlin"))).unwrap();
+            assert!(made.changed);
+            let hours = made.quiet.unwrap();
+            assert_eq!((hours.from.as_str(), hours.to.as_str()), ("22:00", "07:00"));
+            assert!(
+                !set(l, &bob, Some(("22:00-07:00", "Europe/Berlin")))
+                    .unwrap()
+                    .changed
+            );
+            let listed = crate::ops::relay::people_list(l).unwrap();
+            assert_eq!(listed.quiet.len(), 1);
+            assert_eq!(listed.quiet[0].tz, "Europe/Berlin");
+            assert!(set(l, &bob, None).unwrap().changed);
+            assert!(
+                !set(l, &bob, None).unwrap().changed,
+                "off twice changes nothing"
+            );
+            assert!(crate::ops::relay::people_list(l).unwrap().quiet.is_empty());
+            let people: Vec<serde_json::Value> =
+                history(l, &EventFilter::Since { seq: 0, limit: 100 })
+                    .unwrap()
+                    .events
+                    .into_iter()
+                    .filter(|e| e.event == EventKind::People)
+                    .map(|e| {
+                        assert_eq!(e.answered_by.as_deref(), Some("bob"));
+                        e.detail.unwrap()
+                    })
+                    .collect();
+            assert_eq!(
+                people,
+                [
+                    serde_json::json!({"person": "bob", "quiet": "22:00-07:00", "tz": "Europe/Berlin"}),
+                    serde_json::json!({"person": "bob", "quiet": "off"}),
+                ]
+            );
+        }
+    );
+
+    on_every_engine!(
         a_bad_policy_is_refused_and_changes_nothing,
         |l: &mut Ledger| {
             let minute = Some(Duration::from_mins(1));

@@ -316,7 +316,7 @@ mod routing;
 mod tasks;
 mod tokens;
 pub use relay::{Delivery, Link};
-pub use routing::{Delegation, Policy};
+pub use routing::{Delegation, Policy, QuietHours};
 pub use tasks::{StoredTask, TaskState};
 pub use tokens::{StoredToken, TokenRole};
 
