@@ -483,3 +483,47 @@ fn relay_quiet_hours_hold_cards_but_urgent_ones_then_one_digest_across_a_kill() 
     kill(second);
     let _ = me;
 }
+
+#[test]
+fn relay_a_delegate_votes_on_an_approval_for_the_approver_and_the_requester_never_does() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    let until = later(7 * 86_400);
+    // alice is away: bob stands in for her. carol's delegate is me, who asks for it.
+    l.ok([
+        "people", "delegate", "alice", "--to", "bob", "--until", &until,
+    ]);
+    l.ok([
+        "people", "delegate", "carol", "--to", &me, "--until", &until,
+    ]);
+    let id = l.log_with(
+        "deploy",
+        "Deploy build 42?",
+        &["--approval", "--approvers", "alice,carol", "--min", "1"],
+    );
+    let head = format!("Question {id} ");
+    let _relay = relay_at(&l, &t, NOW);
+    let bobs = messages(&t, BOB, &head, 1).remove(0);
+    round_passed(&l, &t, NOW, ME, "Marker?");
+    assert_eq!(
+        count(&t, ME, &head),
+        0,
+        "the requester gets no card, as a delegate neither"
+    );
+    let click = t.click(BOB, &bobs, &button(&bobs, "Approve"));
+    assert!(
+        t.answer_to(click).starts_with("recorded"),
+        "{}",
+        t.answer_to(click)
+    );
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+    let q = l.question(id);
+    let votes = q["approval"]["votes"].as_array().unwrap();
+    assert_eq!(votes.len(), 1);
+    assert_eq!(votes[0]["by"], "bob");
+    assert_eq!(votes[0]["on_behalf_of"], "alice");
+    let voted = events(&l, id, "voted");
+    assert_eq!(voted[0]["answered_by"], "bob");
+    assert_eq!(voted[0]["detail"]["on_behalf_of"], "alice");
+}

@@ -1123,30 +1123,39 @@ fn wanted(
         .collect();
     let voters = super::approval::voters(tx, pending.iter())?;
     let policies = tx.policies()?;
-    let (slots, delegations) = if policies.is_empty() {
-        (Vec::new(), Vec::new())
+    let slots = if policies.is_empty() {
+        Vec::new()
     } else {
-        (tx.routing_slots()?, tx.delegations()?)
+        tx.routing_slots()?
     };
+    let delegations = tx.delegations()?;
     let mut missing = Vec::new();
     for q in &pending {
         let fingerprint = q.fingerprint();
         // Its policy's people (and, once escalated, its backups), when it names any,
-        // and their delegates (a vote is a person's own: not an approval's).
+        // and their delegates.
         let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
-            if q.state.approval.is_none() {
-                let standing_in: Vec<String> = r
-                    .iter()
-                    .flat_map(|p| super::routing::delegates_of(&delegations, p, now))
-                    .collect();
-                r.extend(standing_in);
-            }
+            let standing_in: Vec<String> = r
+                .iter()
+                .flat_map(|p| super::routing::delegates_of(&delegations, p, now))
+                .collect();
+            r.extend(standing_in);
             r
         });
+        // An approval's voters and their delegates (§14a), never who asked for it or
+        // logged it.
+        let delegate_of_voter = |person: &str, eligible: &BTreeSet<String>| {
+            eligible.iter().any(|p| {
+                super::routing::delegates_of(&delegations, p, now)
+                    .iter()
+                    .any(|d| d == person)
+            })
+        };
         for l in &links {
             let may = match (&q.state.approval, voters.get(&q.id)) {
                 (Some(a), Some(eligible)) => {
-                    eligible.contains(&l.person) && a.requester != l.person
+                    !a.asked_by(&l.person)
+                        && (eligible.contains(&l.person) || delegate_of_voter(&l.person, eligible))
                 }
                 (Some(_), None) => false,
                 (None, _) => true,

@@ -1126,6 +1126,92 @@ mod routing_ops {
     );
 
     on_every_engine!(
+        a_delegate_votes_once_for_one_approver_and_never_on_their_own_request,
+        |l: &mut Ledger| {
+            let until = "2099-01-01T00:00:00Z";
+            let delegate = |l: &mut Ledger, who: &str, to: &str| {
+                crate::ops::delegate(
+                    l,
+                    &Identity::Person(who.into()),
+                    Channel::Cli,
+                    who,
+                    Some((to, until)),
+                )
+            };
+            delegate(l, "ann", "dot").unwrap();
+            delegate(l, "bob", "dot").unwrap();
+            delegate(l, "cy", "rex").unwrap();
+            // ann → dot already: dot → ann would go round.
+            let err = delegate(l, "dot", "ann").unwrap_err();
+            assert_eq!(err.code, ErrorCode::Conflict, "{}", err.message);
+            let approval = Approval::new(
+                &["ann".into(), "bob".into(), "cy".into()],
+                2,
+                Some("rex"),
+                "rex",
+            )
+            .unwrap();
+            let mut q = new("deploy", "Deploy build 42?", None);
+            q.approval = Some(approval);
+            let id = log(l, &q, false).unwrap().question_id;
+            let vote = |l: &mut Ledger, who: &str| {
+                change(
+                    l,
+                    &person(who),
+                    &PersonsChange::of(
+                        id,
+                        Act::Vote(
+                            Identity::Person(who.into()),
+                            Ballot {
+                                verdict: Verdict::Approve,
+                                comment: None,
+                            },
+                        ),
+                    ),
+                )
+            };
+            let votes = |l: &mut Ledger| -> Vec<(String, Option<String>)> {
+                let q = l.read(|tx| tx.question(id)).unwrap().unwrap();
+                q.state
+                    .approval
+                    .unwrap()
+                    .votes
+                    .into_iter()
+                    .map(|v| (v.by, v.on_behalf_of))
+                    .collect()
+            };
+            // The requester stands in for cy, and still may not vote on their request.
+            let err = vote(l, "rex").unwrap_err();
+            assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+            // dot stands in for ann and bob: one vote, for ann (first by name).
+            vote(l, "dot").unwrap();
+            assert_eq!(votes(l), [("dot".into(), Some("ann".into()))]);
+            vote(l, "dot").unwrap();
+            assert_eq!(votes(l).len(), 1, "a second vote replaces the first");
+            assert_eq!(gate(l, "deploy"), Gate::Fail, "one approver of two");
+            // ann's own vote replaces her delegate's: still one approver counted.
+            vote(l, "ann").unwrap();
+            assert_eq!(votes(l), [("ann".into(), None)]);
+            assert_eq!(gate(l, "deploy"), Gate::Fail);
+            // Now dot's vote counts for bob, whom nobody voted for: the quorum.
+            vote(l, "dot").unwrap();
+            assert_eq!(
+                votes(l),
+                [("ann".into(), None), ("dot".into(), Some("bob".into()))]
+            );
+            assert_eq!(gate(l, "deploy"), Gate::Pass);
+            let voted = history(l, &EventFilter::Question(id))
+                .unwrap()
+                .events
+                .into_iter()
+                .rfind(|e| e.event == EventKind::Voted)
+                .unwrap();
+            assert_eq!(voted.answered_by.as_deref(), Some("dot"));
+            assert_eq!(voted.detail.unwrap()["on_behalf_of"], "bob");
+        }
+    );
+
+    on_every_engine!(
         a_bad_policy_is_refused_and_changes_nothing,
         |l: &mut Ledger| {
             let minute = Some(Duration::from_mins(1));
