@@ -494,6 +494,10 @@ pub enum Client {
 }
 
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is a flag of its own on the command line"
+)]
 pub struct LogArgs {
     /// The stage the question belongs to (its gate waits for it)
     #[arg(long, allow_hyphen_values = true, value_parser = non_blank)]
@@ -531,6 +535,9 @@ pub struct LogArgs {
     /// Log a new row even if the same question is already in the ledger
     #[arg(long)]
     pub allow_duplicate: bool,
+    /// Its cards reach people even inside their quiet hours (people quiet)
+    #[arg(long)]
+    pub urgent: bool,
     #[command(flatten)]
     pub expiry: ExpiryArgs,
     #[command(flatten)]
@@ -613,16 +620,19 @@ pub struct GroupArgs {
 
 #[derive(Debug, Args)]
 pub struct PeopleArgs {
-    /// link, unlink, list or delegate
+    /// link, unlink, list, delegate or quiet
     #[arg(value_enum)]
     pub action: PeopleAction,
     /// The person (with link, unlink and delegate)
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
     /// The channel identity, CHANNEL:ID (with link and unlink); with delegate, 'off' ends
-    /// NAME's delegation
+    /// NAME's delegation; with quiet, the daily window HH:MM-HH:MM, or 'off'
     #[arg(value_name = "CHANNEL:ID")]
     pub identity: Option<String>,
+    /// With quiet: the window's time zone, as the IANA database names it (Europe/Berlin)
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
     /// With delegate: who gets NAME's cards too, and answers on NAME's behalf
     #[arg(
         long,
@@ -647,6 +657,7 @@ pub enum PeopleAction {
     Unlink,
     List,
     Delegate,
+    Quiet,
 }
 
 #[derive(Debug, Args)]

@@ -284,6 +284,7 @@ fn a_question_prints_every_field_it_holds() {
     use questions_core::model::{Approval, State};
     let full = Question {
         harness_call: Some("claude-code:s:c".into()),
+        urgent: true,
         state: State {
             approval: Some(Approval::default()),
             ..State::default()

@@ -73,6 +73,7 @@ fn draft(args: LogArgs, approval: Option<Approval>) -> Draft {
         allow_freeform: !args.no_freeform,
         source: Source::Cli,
         approval,
+        urgent: args.urgent,
     }
 }
 

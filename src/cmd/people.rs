@@ -42,6 +42,33 @@ pub(super) fn people(ledger: &mut Ledger, by_from_flag: bool, args: PeopleArgs) 
             to.as_ref().map(|(t, u)| (t.as_str(), u.as_str())),
         )?));
     }
+    if args.action == PeopleAction::Quiet {
+        const USAGE: &str = "questions people quiet NAME HH:MM-HH:MM --tz ZONE, or questions \
+                             people quiet NAME off";
+        let Some(name) = args.name else {
+            return Err(Error::usage(format!("name the person: {USAGE}")));
+        };
+        let hours = match (args.identity.as_deref(), args.tz.as_deref()) {
+            (Some("off"), None) => None,
+            (Some(window), Some(tz)) => Some((window, tz)),
+            _ => return Err(Error::usage(USAGE)),
+        };
+        if args.to.is_some() || args.until.is_some() {
+            return Err(Error::usage(format!(
+                "--to and --until go with 'people delegate': {USAGE}"
+            )));
+        }
+        return Ok(Outcome::ok(ops::set_quiet(
+            ledger,
+            &identity,
+            Channel::Cli,
+            &name,
+            hours,
+        )?));
+    }
+    if args.tz.is_some() {
+        return Err(Error::usage("--tz goes with 'people quiet'"));
+    }
     if args.to.is_some() || args.until.is_some() {
         return Err(Error::usage("--to and --until go with 'people delegate'"));
     }

@@ -263,6 +263,7 @@ mod tests {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             harness_call: None,
+            urgent: false,
             state: State {
                 status: Status::Answered,
                 answer: Some(answer.into()),

@@ -423,6 +423,24 @@ impl super::Channel for Email {
         Ok(id)
     }
 
+    fn send_note(&self, identity: &str, text: &str) -> Res<()> {
+        let to = identity
+            .strip_prefix("email:")
+            .ok_or("not an email identity")?;
+        let id = self.message_id("digest")?;
+        let subject = text.lines().next().unwrap_or("questions");
+        let message = compose(&Compose {
+            from: &self.address,
+            to,
+            subject,
+            message_id: &id,
+            reply_to: None,
+            in_reply_to: None,
+            body: text,
+        });
+        self.send(to, &message)
+    }
+
     /// A mail cannot be edited, and a reminder is in the card's thread: nothing to say
     /// of the mail before it.
     fn retire_card(&self, _: &relay::Closing) -> Res<()> {

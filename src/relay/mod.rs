@@ -24,6 +24,8 @@ pub(crate) trait Channel: Send + Sync {
     fn kind(&self) -> model::Channel;
     /// Sends a card, signed with `card.key`; the provider's reference to its message.
     fn send_card(&self, card: &relay::Card) -> std::result::Result<String, String>;
+    /// Sends `identity` a message with no buttons (a quiet hours' digest, §14a).
+    fn send_note(&self, identity: &str, text: &str) -> std::result::Result<(), String>;
     /// Edits a card to say its question is settled, without its buttons.
     fn close_card(&self, closing: &relay::Closing) -> std::result::Result<(), String>;
     /// The message of a card reposted as a reminder, which the repost replaces: by
@@ -227,6 +229,19 @@ fn deliver(
     failing: &mut HashMap<String, Failing>,
 ) -> Result<()> {
     let kind = channel.kind();
+    // A digest's header before the cards it held (recorded first: a relay killed
+    // between the two sends the cards without their header, never the header twice).
+    for digest in relay::digests_to_send(ledger, kind, stages)? {
+        for who in &digest.identities {
+            if let Err(why) = channel.send_note(who, &digest.words()) {
+                output::note(&format!(
+                    "relay: {}: the digest for {} was not sent ({why}); its cards follow",
+                    kind.as_str(),
+                    digest.person
+                ));
+            }
+        }
+    }
     for card in relay::cards_to_send(ledger, kind, stages)? {
         let who = card.delivery.identity.as_str();
         if waiting(failing, who) {

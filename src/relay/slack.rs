@@ -461,6 +461,16 @@ impl super::Channel for Slack {
         }
     }
 
+    fn send_note(&self, identity: &str, text: &str) -> Res<()> {
+        let user = identity
+            .strip_prefix("slack:")
+            .and_then(|i| i.split_once('/'))
+            .map(|(_, user)| user)
+            .ok_or("not a Slack identity")?;
+        let body = json!({"channel": user, "text": mrkdwn(&clip(text, TEXT_LIMIT))});
+        self.call("chat.postMessage", &body, false).map(|_| ())
+    }
+
     fn close_card(&self, closing: &relay::Closing) -> Res<()> {
         let Some((channel, ts)) = closing
             .delivery

@@ -323,6 +323,15 @@ impl super::Channel for Telegram {
         Ok(format!("{chat}:{id}"))
     }
 
+    fn send_note(&self, identity: &str, text: &str) -> Res<()> {
+        let chat: i64 = identity
+            .strip_prefix("telegram:")
+            .and_then(|id| id.parse().ok())
+            .ok_or("not a Telegram identity")?;
+        let body = json!({"chat_id": chat, "text": clip(text, TEXT_LIMIT)});
+        self.call("sendMessage", &body).map(|_| ())
+    }
+
     fn close_card(&self, closing: &relay::Closing) -> Res<()> {
         let Some((chat, message)) = closing
             .delivery

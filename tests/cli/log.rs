@@ -217,3 +217,27 @@ fn text_is_stored_as_given_including_sql_and_unicode() {
     assert_eq!(l.question(id)["question"], text);
     assert_eq!(l.ok(["list"])["count"], 1);
 }
+
+#[test]
+fn an_urgent_question_says_so_and_no_other_does() {
+    let l = Ledger::new();
+    let urgent = l.ok([
+        "log",
+        "--stage",
+        "ops",
+        "--question",
+        "Prod is down: roll back?",
+        "--urgent",
+    ]);
+    assert_eq!(urgent["question"]["urgent"], true);
+    let plain = l.ok(["log", "--stage", "ops", "--question", "Changelog wording?"]);
+    assert!(plain["question"].get("urgent").is_none(), "{plain}");
+    let listed = l.ok(["list", "--stage", "ops"]);
+    let flags: Vec<bool> = listed["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q.get("urgent") == Some(&serde_json::json!(true)))
+        .collect();
+    assert_eq!(flags, [true, false]);
+}

@@ -2002,3 +2002,24 @@ mod browser {
         assert_eq!(q["answered_by"], "mcp:apps-host");
     }
 }
+
+#[test]
+fn an_agent_logs_an_urgent_question_and_only_that_one_is_urgent() {
+    let ledger = Ledger::new();
+    run(async {
+        let s = connect(&ledger, Client::new("test-client")).await;
+        let asked = s
+            .ok(
+                "ask_questions",
+                json!({"stage": "ops", "questions": [
+                    {"question": "Prod is down: roll back?", "urgent": true},
+                    {"question": "Changelog wording?"}
+                ]}),
+            )
+            .await;
+        let q = id_list(&asked["question_ids"]);
+        assert_eq!(q.len(), 2);
+        assert_eq!(ledger.question(q[0])["urgent"], true);
+        assert!(ledger.question(q[1]).get("urgent").is_none());
+    });
+}

@@ -288,3 +288,32 @@ fn a_delegation_is_recorded_and_a_cycle_refused() {
     assert_eq!(events[0]["detail"]["delegate"], "bob");
     assert_eq!(events[2]["detail"]["delegation_ended"], true);
 }
+
+/// `people quiet` (§14a): a bad window, zone or flag is a usage error naming the shape,
+/// and changes nothing.
+#[test]
+fn bad_quiet_hours_are_refused_and_change_nothing() {
+    let l = Ledger::new();
+    for args in [
+        vec!["people", "quiet", "bob", "22:00-07:00"],
+        vec![
+            "people",
+            "quiet",
+            "bob",
+            "22:00-07:00",
+            "--tz",
+            "Mars/Olympus",
+        ],
+        vec!["people", "quiet", "bob", "22:00", "--tz", "UTC"],
+        vec!["people", "quiet", "bob", "25:00-07:00", "--tz", "UTC"],
+        vec!["people", "quiet", "bob", "07:00-07:00", "--tz", "UTC"],
+        vec!["people", "quiet", "bob", "off", "--tz", "UTC"],
+        vec!["people", "quiet"],
+        vec!["people", "link", "bob", "telegram:1", "--tz", "UTC"],
+    ] {
+        let run = l.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert_eq!(run.error_code(), "usage", "{args:?}");
+    }
+    assert_eq!(l.ok(["people", "list"])["quiet"], serde_json::json!([]));
+}

@@ -399,3 +399,131 @@ fn relay_a_reminder_sent_but_not_recorded_is_closed_so_that_one_copy_alone_is_li
         });
     }
 }
+
+/// The messages in `chat` that start with `head`, as they stand.
+fn texts(t: &StandIn, chat: i64, head: &str) -> Vec<String> {
+    t.messages_to(chat)
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|text| text.starts_with(head))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn relay_quiet_hours_hold_cards_but_urgent_ones_then_one_digest_across_a_kill() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    // NOW is 00:47 in Berlin: inside bob's night, which ends at 07:00 there (06:00Z).
+    let set = l.ok([
+        "people",
+        "quiet",
+        "bob",
+        "22:00-07:00",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    assert_eq!(set["changed"], true);
+    let listed = l.ok(["people", "list"]);
+    assert_eq!(listed["quiet"][0]["person"], "bob", "{listed}");
+    assert_eq!(listed["quiet"][0]["tz"], "Europe/Berlin");
+    let held = options(&l, "design", "Which database?");
+    let urgent = l.log_with("ops", "Prod is down: roll back?", &["--urgent"]);
+    let expiring = l.log_with("design", "Which port?", &["--expires-in", "1h"]);
+    let (held_head, urgent_head, expiring_head) = (
+        format!("Question {held} "),
+        format!("Question {urgent} "),
+        format!("Question {expiring} "),
+    );
+    let night = relay_at(&l, &t, NOW);
+    for head in [&held_head, &urgent_head, &expiring_head] {
+        messages(&t, ME, head, 1);
+    }
+    messages(&t, BOB, &urgent_head, 1);
+    round_passed(&l, &t, NOW, ME, "Marker at night?");
+    assert_eq!(count(&t, BOB, &held_head), 0, "held in the window");
+    assert_eq!(count(&t, BOB, &expiring_head), 0);
+    assert!(texts(&t, BOB, "Quiet hours").is_empty());
+    kill(night);
+
+    // 30 s after the window's end: the digest, then the held card; the question that
+    // expired meanwhile is not delivered.
+    let morning = "2026-11-22T06:00:30.000Z";
+    let first = relay_at(&l, &t, morning);
+    let digest = messages(&t, BOB, "Quiet hours are over", 1).remove(0);
+    let words = digest["text"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("#{held} Which database?")),
+        "{words}"
+    );
+    assert!(!words.contains(&format!("#{expiring} ")), "{words}");
+    assert!(!words.contains(&format!("#{urgent} ")), "{words}");
+    let card = messages(&t, BOB, &held_head, 1).remove(0);
+    assert!(
+        digest["message_id"].as_i64() < card["message_id"].as_i64(),
+        "the header comes first"
+    );
+    // Killed once the card is recorded as sent (as the reminders' test is, for the same
+    // reason): what must not come twice is the digest.
+    round_passed(&l, &t, morning, BOB, "Marker after the digest?");
+    kill(first);
+
+    // Started again, it sends no second digest and no second card.
+    let later_on = "2026-11-22T06:00:50.000Z";
+    let second = relay_at(&l, &t, later_on);
+    round_passed(&l, &t, later_on, BOB, "Marker in the morning?");
+    assert_eq!(texts(&t, BOB, "Quiet hours are over").len(), 1);
+    assert_eq!(count(&t, BOB, &held_head), 1);
+    assert_eq!(count(&t, BOB, &expiring_head), 0);
+    // The held card answers as any card does.
+    let click = t.click(BOB, &card, &button(&card, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    assert_eq!(l.question(held)["answered_by"], "bob");
+    kill(second);
+    let _ = me;
+}
+
+#[test]
+fn relay_a_delegate_votes_on_an_approval_for_the_approver_and_the_requester_never_does() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    let me = relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    let until = later(7 * 86_400);
+    // alice is away: bob stands in for her. carol's delegate is me, who asks for it.
+    l.ok([
+        "people", "delegate", "alice", "--to", "bob", "--until", &until,
+    ]);
+    l.ok([
+        "people", "delegate", "carol", "--to", &me, "--until", &until,
+    ]);
+    let id = l.log_with(
+        "deploy",
+        "Deploy build 42?",
+        &["--approval", "--approvers", "alice,carol", "--min", "1"],
+    );
+    let head = format!("Question {id} ");
+    let _relay = relay_at(&l, &t, NOW);
+    let bobs = messages(&t, BOB, &head, 1).remove(0);
+    round_passed(&l, &t, NOW, ME, "Marker?");
+    assert_eq!(
+        count(&t, ME, &head),
+        0,
+        "the requester gets no card, as a delegate neither"
+    );
+    let click = t.click(BOB, &bobs, &button(&bobs, "Approve"));
+    assert!(
+        t.answer_to(click).starts_with("recorded"),
+        "{}",
+        t.answer_to(click)
+    );
+    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
+    let q = l.question(id);
+    let votes = q["approval"]["votes"].as_array().unwrap();
+    assert_eq!(votes.len(), 1);
+    assert_eq!(votes[0]["by"], "bob");
+    assert_eq!(votes[0]["on_behalf_of"], "alice");
+    let voted = events(&l, id, "voted");
+    assert_eq!(voted[0]["answered_by"], "bob");
+    assert_eq!(voted[0]["detail"]["on_behalf_of"], "alice");
+}

@@ -235,6 +235,10 @@ pub struct QuestionOption {
 #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "schema", schemars(transform = Question::as_printed))]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent yes/no facts of a question (§4's, and --urgent), not a state"
+)]
 pub struct Question {
     #[cfg_attr(feature = "schema", schemars(range(min = 1)))]
     pub id: i64,
@@ -266,6 +270,9 @@ pub struct Question {
     /// this key, never by its text, so no call is answered from another's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_call: Option<String>,
+    /// Logged `--urgent` (§14a): quiet hours hold none of its cards. Printed only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urgent: bool,
     /// Its status and answer, and who gave them.
     #[serde(flatten)]
     pub state: State,
@@ -290,6 +297,7 @@ impl Question {
         let mut full = plain.clone();
         full.state.approval = Some(Approval::default());
         full.harness_call = Some(String::new());
+        full.urgent = true;
         let Some(serde_json::Value::Object(mut properties)) = schema.remove("properties") else {
             return;
         };
@@ -322,7 +330,9 @@ impl Serialize for Question {
             .harness_call
             .as_ref()
             .filter(|call| !call.starts_with("api:"));
-        let optional = usize::from(s.approval.is_some()) + usize::from(call.is_some());
+        let optional = usize::from(s.approval.is_some())
+            + usize::from(call.is_some())
+            + usize::from(self.urgent);
         let mut out = serializer.serialize_struct("Question", 25 + optional)?;
         out.serialize_field("id", &self.id)?;
         out.serialize_field("stage", &self.stage)?;
@@ -354,6 +364,9 @@ impl Serialize for Question {
         }
         if let Some(call) = call {
             out.serialize_field("harness_call", call)?;
+        }
+        if self.urgent {
+            out.serialize_field("urgent", &true)?;
         }
         out.end()
     }
@@ -938,6 +951,10 @@ impl Transition {
 /// A question as a front end read it (the command line's flags, an MCP call's arguments),
 /// before the model's rules make it one to log (`NewQuestion::build`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent yes/no facts of a question (§4's, and --urgent), not a state"
+)]
 pub struct Draft {
     pub stage: String,
     pub group: Option<String>,
@@ -951,6 +968,9 @@ pub struct Draft {
     pub allow_freeform: bool,
     pub source: Source,
     pub approval: Option<Approval>,
+    /// Logged `--urgent` (see `Question::urgent`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub urgent: bool,
 }
 
 /// What a refusal of a multi-select, or of a question with no free-form answer, tells a
@@ -1040,6 +1060,7 @@ impl NewQuestion {
             on_expiry: OnExpiry::Keep,
             approval: d.approval,
             harness_call: None,
+            urgent: d.urgent,
         })
     }
 
@@ -1060,6 +1081,7 @@ impl NewQuestion {
             allow_freeform: self.allow_freeform,
             source: self.source,
             approval: self.approval.clone(),
+            urgent: self.urgent,
         }
     }
 
@@ -1096,6 +1118,7 @@ impl NewQuestion {
             expires_at: self.expires_at.clone(),
             on_expiry: self.on_expiry,
             harness_call: self.harness_call.clone(),
+            urgent: self.urgent,
             state: State::logged(now, self.approval.clone()),
         }
     }
@@ -1111,6 +1134,10 @@ impl NewQuestion {
 
 /// What `log` (and later `ingest`) hands the store to insert.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent yes/no facts of a question (§4's, and --urgent), not a state"
+)]
 pub struct NewQuestion {
     pub stage: String,
     pub group_name: Option<String>,
@@ -1130,6 +1157,8 @@ pub struct NewQuestion {
     /// The harness call it is asked in (see `Question::harness_call`); none for every
     /// question not asked through a harness's own ask tool.
     pub harness_call: Option<String>,
+    /// Logged `--urgent` (see `Question::urgent`).
+    pub urgent: bool,
 }
 
 #[derive(
@@ -1511,6 +1540,7 @@ mod tests {
             expires_at: None,
             on_expiry: OnExpiry::Keep,
             harness_call: None,
+            urgent: false,
             state: State::logged("", None),
         }
     }

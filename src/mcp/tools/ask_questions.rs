@@ -54,6 +54,8 @@ pub(super) struct NewItem {
     required: Option<bool>,
     /// Makes it an approval: only these people may answer it, by voting.
     approval: Option<ApprovalItem>,
+    /// Its cards reach people even inside their quiet hours (default false).
+    urgent: Option<bool>,
 }
 
 /// An approval's policy, as `log --approval` takes it.
@@ -227,6 +229,7 @@ fn new_question(
         allow_freeform: item.allow_freeform.unwrap_or(true),
         source: Source::AskUser,
         approval,
+        urgent: item.urgent.unwrap_or(false),
     };
     let new = NewQuestion::build(draft.clone()).map_err(place)?;
     Ok((draft, new))

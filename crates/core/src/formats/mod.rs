@@ -547,6 +547,7 @@ fn question_item(item: &Value, path: &str, source: Source) -> Parsed<NewQuestion
             allow_freeform: freeform.unwrap_or(true),
             source: source.into(),
             approval: None,
+            urgent: false,
         },
     )
 }

@@ -166,6 +166,7 @@ pub fn parse(text: &str) -> Parsed<Vec<NewQuestion>> {
                     allow_freeform: true,
                     source: Source::Uwf.into(),
                     approval: None,
+                    urgent: false,
                 },
             )?);
         }

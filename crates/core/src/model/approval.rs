@@ -92,6 +92,16 @@ pub struct Vote {
     pub comment: Option<String>,
     pub at: String,
     pub channel: super::Channel,
+    /// The approver a delegate voted for (§14a): the vote counts for them, not for `by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_behalf_of: Option<String>,
+}
+
+impl Vote {
+    /// The approver this vote counts for: each counts once toward the quorum.
+    pub fn counts_for(&self) -> &str {
+        self.on_behalf_of.as_deref().unwrap_or(&self.by)
+    }
 }
 
 /// A vote as a person casts it.
@@ -190,7 +200,7 @@ impl Approval {
     pub fn approvals_among(&self, eligible: &BTreeSet<String>) -> usize {
         self.votes
             .iter()
-            .filter(|v| v.vote == Verdict::Approve && eligible.contains(&v.by))
+            .filter(|v| v.vote == Verdict::Approve && eligible.contains(v.counts_for()))
             .count()
     }
 
@@ -203,7 +213,7 @@ impl Approval {
     pub fn may_still_vote(&self, groups: &Groups) -> Vec<String> {
         self.eligible(groups)
             .into_iter()
-            .filter(|p| !self.votes.iter().any(|v| &v.by == p))
+            .filter(|p| !self.votes.iter().any(|v| v.counts_for() == p))
             .collect()
     }
 
@@ -325,8 +335,8 @@ impl Question {
         let mut approvers: Vec<&str> = approval
             .votes
             .iter()
-            .filter(|v| v.vote == Verdict::Approve && eligible.contains(&v.by))
-            .map(|v| v.by.as_str())
+            .filter(|v| v.vote == Verdict::Approve && eligible.contains(v.counts_for()))
+            .map(Vote::counts_for)
             .collect();
         approvers.sort_unstable();
         let detail = serde_json::json!({
@@ -358,14 +368,21 @@ impl Question {
     }
 
     /// `voter`'s vote on this approval, as `actor` casts it; `groups` holds the members of
-    /// the approval's groups. An approval settles `approved` when `min` distinct eligible
-    /// people approve and nobody rejected, `rejected` on the first rejection.
+    /// the approval's groups, `stands_for` the people `voter` is a delegate of now
+    /// (nearest first, §14a). An approval settles `approved` when `min` distinct eligible
+    /// approvers approve and nobody rejected, `rejected` on the first rejection.
+    ///
+    /// A delegate's vote counts once, for one approver: an approver in their own right
+    /// votes as themself; else for the first approver they stand in for who has not
+    /// voted in person (a person's own vote replaces their delegate's, never the other
+    /// way). Nobody votes, in person or for another, on what they asked for or logged.
     pub fn vote(
         &self,
         ballot: &Ballot,
         voter: &str,
         groups: &Groups,
         actor: &Actor,
+        stands_for: &[String],
     ) -> Result<Voted> {
         let Some(approval) = &self.state.approval else {
             return Err(Error::invalid_answer(format!(
@@ -394,8 +411,19 @@ impl Question {
                 ApprovalState::of(self.state.status).as_str()
             )));
         }
+        let eligible = approval.eligible(groups);
+        let on_behalf_of: Option<&String> = if eligible.contains(voter) {
+            None
+        } else {
+            stands_for
+                .iter()
+                .find(|p| eligible.contains(*p) && !approval.votes.iter().any(|v| v.by == **p))
+        };
         let detail = |refused: Option<&str>, replaces: Option<Verdict>| {
             let mut d = serde_json::json!({ "vote": ballot.verdict.as_str(), "by": voter });
+            if let Some(p) = on_behalf_of {
+                d["on_behalf_of"] = p.clone().into();
+            }
             if let Some(c) = &comment {
                 d["comment"] = c.clone().into();
             }
@@ -417,7 +445,7 @@ impl Question {
                  approver must",
                 self.id
             ))
-        } else if !approval.eligible(groups).contains(voter) {
+        } else if !eligible.contains(voter) && on_behalf_of.is_none() {
             Some(format!(
                 "{voter} may not vote on approval {}: its approvers are {}",
                 self.id,
@@ -441,17 +469,22 @@ impl Question {
         }
 
         let mut next = approval.clone();
+        // One vote a voter, and one an approver: a later one replaces it.
+        let counts_for = on_behalf_of.map_or(voter, String::as_str);
         let replaces = next
             .votes
             .iter()
-            .position(|v| v.by == voter)
+            .position(|v| v.by == voter || v.counts_for() == counts_for)
             .map(|i| next.votes.remove(i).vote);
+        next.votes
+            .retain(|v| v.by != voter && v.counts_for() != counts_for);
         next.votes.push(Vote {
             by: voter.to_string(),
             vote: ballot.verdict,
             comment: comment.clone(),
             at: actor.at.clone(),
             channel: actor.channel,
+            on_behalf_of: on_behalf_of.cloned(),
         });
         let mut voted = self.clone();
         voted.state.approval = Some(next.clone());
@@ -516,6 +549,7 @@ mod tests {
                 votes: vec![],
             }),
             harness_call: None,
+            urgent: false,
         };
         let mut q = new.as_logged("2026-01-01T00:00:00.000Z");
         q.id = 1;
@@ -539,7 +573,7 @@ mod tests {
 
     /// The question after every recorded transition.
     fn cast(q: &Question, voter: &str, ballot: &Ballot, groups: &Groups) -> Result<Question> {
-        match q.vote(ballot, voter, groups, &actor())? {
+        match q.vote(ballot, voter, groups, &actor(), &[])? {
             Voted::Recorded(changes) => match changes.last() {
                 Some(Transition::Event { after, .. }) => Ok(Question::clone(after)),
                 _ => unreachable!(),

@@ -73,7 +73,8 @@ pub(super) fn cast(
         by: Some(voter.clone()),
         ..actor.clone()
     };
-    match before.vote(ballot, &voter, &groups, &actor) {
+    let stands_for = stands_for(tx, before, &voter, &groups, &actor.at)?;
+    match before.vote(ballot, &voter, &groups, &actor, &stands_for) {
         Ok(Voted::Recorded(changes)) => {
             let mut now = before.clone();
             for change in &changes {
@@ -89,6 +90,36 @@ pub(super) fn cast(
         }
         Err(e) => Ok(Err(e.about(before))),
     }
+}
+
+/// The approvers of `q` whose delegate `voter` is at `now` (§14a: at most three
+/// delegations away), nearest first.
+fn stands_for(
+    tx: &Tx,
+    q: &Question,
+    voter: &str,
+    groups: &Groups,
+    now: &str,
+) -> Result<Vec<String>> {
+    let Some(a) = &q.state.approval else {
+        return Ok(Vec::new());
+    };
+    let all = tx.delegations()?;
+    if all.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<(usize, String)> = a
+        .eligible(groups)
+        .into_iter()
+        .filter_map(|p| {
+            super::routing::delegates_of(&all, &p, now)
+                .iter()
+                .position(|d| d == voter)
+                .map(|hops| (hops, p))
+        })
+        .collect();
+    found.sort();
+    Ok(found.into_iter().map(|(_, p)| p).collect())
 }
 
 /// Makes an ingested question an approval: one that offers options or a proposed value,

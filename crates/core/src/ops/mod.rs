@@ -10,6 +10,7 @@ mod envelope;
 mod follow;
 mod gate;
 mod interop;
+mod quiet;
 pub mod relay;
 mod routing;
 mod stream;
@@ -34,6 +35,7 @@ pub use gate::{
     Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use quiet::{set_quiet, Digest, QuietSet, Window, DIGEST_LATE};
 pub use routing::{
     delegate, duration_text, policy_for, route, Delegated, Policies, PolicyChanged, PolicyReply,
     PolicyRequest, PolicySet, PolicyUnset, DELEGATION_HOPS, REMIND_MAX_LIMIT,
@@ -47,8 +49,8 @@ pub use token::{
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, Delegation, Delivery, EventFilter,
-    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, StoredTask, StoredToken, TaskState,
-    TokenRole,
+    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, QuietHours, StoredTask, StoredToken,
+    TaskState, TokenRole,
 };
 pub use stream::{
     events, events_after, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume,

@@ -219,15 +219,19 @@ pub struct People {
     pub links: Vec<Link>,
     /// Who stands in for whom, and until when (§14a); ended ones are left out.
     pub delegations: Vec<crate::store::Delegation>,
+    /// Whose cards wait inside which daily window (§14a).
+    pub quiet: Vec<crate::store::QuietHours>,
 }
 
 pub fn people_list(ledger: &mut Ledger) -> Result<People> {
     let now = clock::now();
-    let (links, delegations) = ledger.read(|tx| Ok((tx.links()?, tx.delegations()?)))?;
+    let (links, delegations, quiet) =
+        ledger.read(|tx| Ok((tx.links()?, tx.delegations()?, tx.quiet_hours()?)))?;
     Ok(People {
         count: links.len(),
         links,
         delegations: delegations.into_iter().filter(|d| d.until > now).collect(),
+        quiet,
     })
 }
 
@@ -1029,70 +1033,25 @@ pub fn cards_to_send(
     stages: Option<&[String]>,
 ) -> Result<Vec<Card>> {
     let name = channel.as_str();
-    let prefix = format!("{name}:");
     let plan = |tx: &Tx| -> Result<(Vec<Delivery>, bool)> {
-        let mut pending = tx.questions(&Filter {
-            status: Some(Status::Pending),
-            ..Filter::default()
-        })?;
-        if let Some(stages) = stages {
-            pending.retain(|q| stages.iter().any(|s| s == q.stage.trim()));
-        }
-        let links: Vec<Link> = tx
-            .links()?
-            .into_iter()
-            .filter(|l| l.identity.starts_with(&prefix))
-            .collect();
-        let known: BTreeSet<(String, i64, String)> = tx
-            .deliveries_of(name)?
-            .into_iter()
-            .map(|d| (d.identity, d.question_id, d.fingerprint))
-            .collect();
-        let voters = super::approval::voters(tx, pending.iter())?;
-        let policies = tx.policies()?;
-        let (slots, delegations) = if policies.is_empty() {
-            (Vec::new(), Vec::new())
-        } else {
-            (tx.routing_slots()?, tx.delegations()?)
-        };
         let now = clock::now();
-        let mut missing = Vec::new();
-        for q in &pending {
-            let fingerprint = q.fingerprint();
-            // Its policy's people (and, once escalated, its backups), when it names any,
-            // and their delegates (a vote is a person's own: not an approval's).
-            let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
-                if q.state.approval.is_none() {
-                    let standing_in: Vec<String> = r
-                        .iter()
-                        .flat_map(|p| super::routing::delegates_of(&delegations, p, &now))
-                        .collect();
-                    r.extend(standing_in);
-                }
-                r
-            });
-            for l in &links {
-                let may = match (&q.state.approval, voters.get(&q.id)) {
-                    (Some(a), Some(eligible)) => {
-                        eligible.contains(&l.person) && a.requester != l.person
-                    }
-                    (Some(_), None) => false,
-                    (None, _) => true,
-                } && routed.as_ref().is_none_or(|r| r.contains(&l.person));
-                if may && !known.contains(&(l.identity.clone(), q.id, fingerprint.clone())) {
-                    missing.push(Delivery {
-                        id: 0,
-                        question_id: q.id,
-                        fingerprint: fingerprint.clone(),
-                        person: l.person.clone(),
-                        channel: name.to_string(),
-                        identity: l.identity.clone(),
-                        message_ref: None,
-                        state: "sending".into(),
-                    });
-                }
-            }
-        }
+        let quiet = tx.quiet_hours()?;
+        let slots = if quiet.is_empty() {
+            Vec::new()
+        } else {
+            tx.routing_slots()?
+        };
+        let missing = wanted(tx, channel, stages, &now)?
+            .into_iter()
+            .filter(|(d, q)| {
+                // Held in quiet hours; and once held, never sent after its expiry.
+                let held = super::quiet::holds(&quiet, &slots, channel, &d.person, q, &now);
+                let expired =
+                    q.is_expired(&now) && super::quiet::has_quiet_hours(&quiet, &d.person);
+                !held && !expired
+            })
+            .map(|(d, _)| d)
+            .collect();
         let unsent = !tx.deliveries_in(name, "sending")?.is_empty();
         Ok((missing, unsent))
     };
@@ -1134,6 +1093,113 @@ pub fn cards_to_send(
     })
 }
 
+/// The cards `channel` would send now were nothing held: one per pending question (of
+/// `stages`, when given) and linked person who may answer it and has no card for it yet,
+/// with the question.
+fn wanted(
+    tx: &Tx,
+    channel: Channel,
+    stages: Option<&[String]>,
+    now: &str,
+) -> Result<Vec<(Delivery, Question)>> {
+    let name = channel.as_str();
+    let prefix = format!("{name}:");
+    let mut pending = tx.questions(&Filter {
+        status: Some(Status::Pending),
+        ..Filter::default()
+    })?;
+    if let Some(stages) = stages {
+        pending.retain(|q| stages.iter().any(|s| s == q.stage.trim()));
+    }
+    let links: Vec<Link> = tx
+        .links()?
+        .into_iter()
+        .filter(|l| l.identity.starts_with(&prefix))
+        .collect();
+    let known: BTreeSet<(String, i64, String)> = tx
+        .deliveries_of(name)?
+        .into_iter()
+        .map(|d| (d.identity, d.question_id, d.fingerprint))
+        .collect();
+    let voters = super::approval::voters(tx, pending.iter())?;
+    let policies = tx.policies()?;
+    let slots = if policies.is_empty() {
+        Vec::new()
+    } else {
+        tx.routing_slots()?
+    };
+    let delegations = tx.delegations()?;
+    let mut missing = Vec::new();
+    for q in &pending {
+        let fingerprint = q.fingerprint();
+        // Its policy's people (and, once escalated, its backups), when it names any,
+        // and their delegates.
+        let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
+            let standing_in: Vec<String> = r
+                .iter()
+                .flat_map(|p| super::routing::delegates_of(&delegations, p, now))
+                .collect();
+            r.extend(standing_in);
+            r
+        });
+        // An approval's voters and their delegates (§14a), never who asked for it or
+        // logged it.
+        let delegate_of_voter = |person: &str, eligible: &BTreeSet<String>| {
+            eligible.iter().any(|p| {
+                super::routing::delegates_of(&delegations, p, now)
+                    .iter()
+                    .any(|d| d == person)
+            })
+        };
+        for l in &links {
+            let may = match (&q.state.approval, voters.get(&q.id)) {
+                (Some(a), Some(eligible)) => {
+                    !a.asked_by(&l.person)
+                        && (eligible.contains(&l.person) || delegate_of_voter(&l.person, eligible))
+                }
+                (Some(_), None) => false,
+                (None, _) => true,
+            } && routed.as_ref().is_none_or(|r| r.contains(&l.person));
+            if may && !known.contains(&(l.identity.clone(), q.id, fingerprint.clone())) {
+                missing.push((
+                    Delivery {
+                        id: 0,
+                        question_id: q.id,
+                        fingerprint: fingerprint.clone(),
+                        person: l.person.clone(),
+                        channel: name.to_string(),
+                        identity: l.identity.clone(),
+                        message_ref: None,
+                        state: "sending".into(),
+                    },
+                    q.clone(),
+                ));
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// The digests `channel` sends now (§14a): for each person whose quiet hours ended
+/// within the hour and whose cards were held, one message listing them, recorded once
+/// (two relays or a restart send none twice). The relay sends these before
+/// `cards_to_send`, whose held cards then follow.
+pub fn digests_to_send(
+    ledger: &mut Ledger,
+    channel: Channel,
+    stages: Option<&[String]>,
+) -> Result<Vec<super::quiet::Digest>> {
+    super::settle(ledger)?;
+    let now = clock::now();
+    super::quiet::digests_due(ledger, channel, &now, |tx, person| {
+        Ok(wanted(tx, channel, stages, &now)?
+            .into_iter()
+            .filter(|(d, q)| d.person == person && !q.is_expired(&now))
+            .map(|(_, q)| q)
+            .collect())
+    })
+}
+
 /// The open cards of a channel to repost as reminders (§14a): those whose question is
 /// still pending as delivered, at a reminder the card has not been reposted for. The
 /// cards sent this round are among them only from the next reminder on.
@@ -1148,11 +1214,16 @@ pub fn reminders_to_send(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Ca
         let Some(key) = key_in(tx)? else {
             return Ok(Vec::new());
         };
+        let quiet = tx.quiet_hours()?;
         let mut out = Vec::new();
         for d in tx.deliveries_in(channel.as_str(), "open")? {
             let Some(q) = tx.question(d.question_id)? else {
                 continue;
             };
+            // Inside quiet hours a reminder waits, as a card does (urgent ones aside).
+            if super::quiet::holds(&quiet, &slots, channel, &d.person, &q, &now) {
+                continue;
+            }
             if q.state.status != Status::Pending
                 || q.fingerprint() != d.fingerprint
                 || q.is_expired(&now)

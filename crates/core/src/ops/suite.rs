@@ -80,6 +80,7 @@ fn new(stage: &str, text: &str, proposed: Option<&str>) -> NewQuestion {
         allow_freeform: true,
         source: Source::Cli,
         approval: None,
+        urgent: false,
     })
     .unwrap()
 }
@@ -1045,6 +1046,168 @@ mod routing_ops {
             let id2 = logged(l, "s", "Roll back?");
             change(l, &person("dana"), &PersonsChange::of(id2, answer("no"))).unwrap();
             assert_eq!(routing::route_at(l, &at(9000)).unwrap(), 0);
+        }
+    );
+
+    on_every_engine!(an_urgent_question_is_kept_urgent, |l: &mut Ledger| {
+        let urgent = NewQuestion {
+            urgent: true,
+            ..new("s", "Prod is down: roll back?", None)
+        };
+        let id = log(l, &urgent, false).unwrap().question_id;
+        let plain = logged(l, "s", "Which changelog wording?");
+        let read = |l: &mut Ledger, id| l.read(|tx| tx.question(id)).unwrap().unwrap();
+        assert!(read(l, id).urgent);
+        assert!(!read(l, plain).urgent);
+        let printed = serde_json::to_value(read(l, id)).unwrap();
+        assert_eq!(printed["urgent"], true);
+        let printed = serde_json::to_value(read(l, plain)).unwrap();
+        assert!(printed.get("urgent").is_none(), "printed only when set");
+        // Answering keeps it as it was logged.
+        change(l, &person("dana"), &PersonsChange::of(id, answer("yes"))).unwrap();
+        assert!(read(l, id).urgent);
+    });
+
+    on_every_engine!(
+        quiet_hours_are_set_by_the_person_shown_and_recorded,
+        |l: &mut Ledger| {
+            let bob = Identity::Person("bob".into());
+            let set = |l: &mut Ledger, who: &Identity, hours| {
+                crate::ops::set_quiet(l, who, Channel::Cli, "bob", hours)
+            };
+            let err = set(
+                l,
+                &Identity::Person("mallory".into()),
+                Some(("22:00-07:00", "UTC")),
+            )
+            .unwrap_err();
+            assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+            for (window, tz) in [("22:00", "UTC"), ("22:00-07:00", "Nowhere/Else")] {
+                let err = set(l, &bob, Some((window, tz))).unwrap_err();
+                assert_eq!(err.code, ErrorCode::Usage, "{window} {tz}");
+            }
+            let made = set(l, &bob, Some((" 22:00-7:00 ", "Europe/Berlin"))).unwrap();
+            assert!(made.changed);
+            let hours = made.quiet.unwrap();
+            assert_eq!((hours.from.as_str(), hours.to.as_str()), ("22:00", "07:00"));
+            assert!(
+                !set(l, &bob, Some(("22:00-07:00", "Europe/Berlin")))
+                    .unwrap()
+                    .changed
+            );
+            let listed = crate::ops::relay::people_list(l).unwrap();
+            assert_eq!(listed.quiet.len(), 1);
+            assert_eq!(listed.quiet[0].tz, "Europe/Berlin");
+            assert!(set(l, &bob, None).unwrap().changed);
+            assert!(
+                !set(l, &bob, None).unwrap().changed,
+                "off twice changes nothing"
+            );
+            assert!(crate::ops::relay::people_list(l).unwrap().quiet.is_empty());
+            let people: Vec<serde_json::Value> =
+                history(l, &EventFilter::Since { seq: 0, limit: 100 })
+                    .unwrap()
+                    .events
+                    .into_iter()
+                    .filter(|e| e.event == EventKind::People)
+                    .map(|e| {
+                        assert_eq!(e.answered_by.as_deref(), Some("bob"));
+                        e.detail.unwrap()
+                    })
+                    .collect();
+            assert_eq!(
+                people,
+                [
+                    serde_json::json!({"person": "bob", "quiet": "22:00-07:00", "tz": "Europe/Berlin"}),
+                    serde_json::json!({"person": "bob", "quiet": "off"}),
+                ]
+            );
+        }
+    );
+
+    on_every_engine!(
+        a_delegate_votes_once_for_one_approver_and_never_on_their_own_request,
+        |l: &mut Ledger| {
+            let until = "2099-01-01T00:00:00Z";
+            let delegate = |l: &mut Ledger, who: &str, to: &str| {
+                crate::ops::delegate(
+                    l,
+                    &Identity::Person(who.into()),
+                    Channel::Cli,
+                    who,
+                    Some((to, until)),
+                )
+            };
+            delegate(l, "ann", "dot").unwrap();
+            delegate(l, "bob", "dot").unwrap();
+            delegate(l, "cy", "rex").unwrap();
+            // ann → dot already: dot → ann would go round.
+            let err = delegate(l, "dot", "ann").unwrap_err();
+            assert_eq!(err.code, ErrorCode::Conflict, "{}", err.message);
+            let approval = Approval::new(
+                &["ann".into(), "bob".into(), "cy".into()],
+                2,
+                Some("rex"),
+                "rex",
+            )
+            .unwrap();
+            let mut q = new("deploy", "Deploy build 42?", None);
+            q.approval = Some(approval);
+            let id = log(l, &q, false).unwrap().question_id;
+            let vote = |l: &mut Ledger, who: &str| {
+                change(
+                    l,
+                    &person(who),
+                    &PersonsChange::of(
+                        id,
+                        Act::Vote(
+                            Identity::Person(who.into()),
+                            Ballot {
+                                verdict: Verdict::Approve,
+                                comment: None,
+                            },
+                        ),
+                    ),
+                )
+            };
+            let votes = |l: &mut Ledger| -> Vec<(String, Option<String>)> {
+                let q = l.read(|tx| tx.question(id)).unwrap().unwrap();
+                q.state
+                    .approval
+                    .unwrap()
+                    .votes
+                    .into_iter()
+                    .map(|v| (v.by, v.on_behalf_of))
+                    .collect()
+            };
+            // The requester stands in for cy, and still may not vote on their request.
+            let err = vote(l, "rex").unwrap_err();
+            assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+            // dot stands in for ann and bob: one vote, for ann (first by name).
+            vote(l, "dot").unwrap();
+            assert_eq!(votes(l), [("dot".into(), Some("ann".into()))]);
+            vote(l, "dot").unwrap();
+            assert_eq!(votes(l).len(), 1, "a second vote replaces the first");
+            assert_eq!(gate(l, "deploy"), Gate::Fail, "one approver of two");
+            // ann's own vote replaces her delegate's: still one approver counted.
+            vote(l, "ann").unwrap();
+            assert_eq!(votes(l), [("ann".into(), None)]);
+            assert_eq!(gate(l, "deploy"), Gate::Fail);
+            // Now dot's vote counts for bob, whom nobody voted for: the quorum.
+            vote(l, "dot").unwrap();
+            assert_eq!(
+                votes(l),
+                [("ann".into(), None), ("dot".into(), Some("bob".into()))]
+            );
+            assert_eq!(gate(l, "deploy"), Gate::Pass);
+            let voted = history(l, &EventFilter::Question(id))
+                .unwrap()
+                .events
+                .into_iter()
+                .rfind(|e| e.event == EventKind::Voted)
+                .unwrap();
+            assert_eq!(voted.answered_by.as_deref(), Some("dot"));
+            assert_eq!(voted.detail.unwrap()["on_behalf_of"], "bob");
         }
     );
 

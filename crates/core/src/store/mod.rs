@@ -28,7 +28,9 @@ mod watch;
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
 pub(crate) use sql::Tx;
-pub use sql::{Delegation, Delivery, Link, Policy, StoredTask, StoredToken, TaskState, TokenRole};
+pub use sql::{
+    Delegation, Delivery, Link, Policy, QuietHours, StoredTask, StoredToken, TaskState, TokenRole,
+};
 pub use sqlite::LockWait;
 
 use std::path::Path;
@@ -692,6 +694,7 @@ mod tests {
             on_expiry: crate::model::OnExpiry::Keep,
             approval: None,
             harness_call: None,
+            urgent: false,
         }
     }
 

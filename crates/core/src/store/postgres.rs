@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 18] = [
+const LEDGER_TABLES: [&str; 19] = [
     "question_events",
     "questions",
     "watchers",
@@ -36,6 +36,7 @@ const LEDGER_TABLES: [&str; 18] = [
     "routing_slots",
     "routing_reminders",
     "people_delegations",
+    "people_quiet",
     "ledger_identity",
     "refinery_schema_history",
 ];

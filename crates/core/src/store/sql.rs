@@ -217,7 +217,7 @@ const QUESTION: &str = "id, stage, group_name, question, proposed, required, sta
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
      skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval, \
-     harness_call";
+     harness_call, urgent";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -247,6 +247,7 @@ const QUESTION_NAMES: &[&str] = &[
     "decline_reason",
     "approval",
     "harness_call",
+    "urgent",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -284,6 +285,7 @@ fn question(r: &mut Record) -> Result<Question> {
             .filter(|t| t != crate::model::UNKNOWN_TIME),
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         harness_call: r.text("harness_call"),
+        urgent: r.take("urgent").flag(false).unwrap_or(false),
         state,
     };
     // Another tool may have marked a row answered without an answer: an answered
@@ -314,7 +316,7 @@ mod routing;
 mod tasks;
 mod tokens;
 pub use relay::{Delivery, Link};
-pub use routing::{Delegation, Policy};
+pub use routing::{Delegation, Policy, QuietHours};
 pub use tasks::{StoredTask, TaskState};
 pub use tokens::{StoredToken, TokenRole};
 
@@ -519,9 +521,10 @@ impl<'a> Tx<'a> {
             &format!(
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
-                 selected, source, expires_at, on_expiry, text_hash, approval, harness_call) \
+                 selected, source, expires_at, on_expiry, text_hash, approval, harness_call, \
+                 urgent) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14, $15, $16, $17) \
+                 $13, $14, $15, $16, $17, $18) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -542,6 +545,7 @@ impl<'a> Tx<'a> {
                 text_hash(&new.question).into(),
                 approval.as_deref().into(),
                 (&new.harness_call).into(),
+                new.urgent.then_some(true).into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?

@@ -112,6 +112,7 @@ fn new(stage: &str, group: Option<&str>, text: &str) -> NewQuestion {
         on_expiry: crate::model::OnExpiry::Keep,
         approval: None,
         harness_call: None,
+        urgent: false,
     }
 }
 

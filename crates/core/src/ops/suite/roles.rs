@@ -20,6 +20,7 @@ fn draft(stage: &str, text: &str) -> Draft {
         allow_freeform: true,
         source: Source::Cli,
         approval: None,
+        urgent: false,
     }
 }
 

@@ -291,3 +291,85 @@ impl Tx<'_> {
         )? > 0)
     }
 }
+
+/// A person's quiet hours (§14a): every day from `from` to `to` (`HH:MM`, the end on the
+/// next day when it is earlier than the start), in the IANA zone `tz`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct QuietHours {
+    pub person: String,
+    pub from: String,
+    pub to: String,
+    pub tz: String,
+    pub set_at: String,
+}
+
+/// The quiet hours' table in SQLite, made by the first `people quiet`.
+const SQLITE_QUIET_TABLE: &str = "CREATE TABLE IF NOT EXISTS people_quiet (
+  person TEXT PRIMARY KEY,
+  start TEXT NOT NULL,
+  finish TEXT NOT NULL,
+  tz TEXT NOT NULL,
+  set_at TEXT NOT NULL
+) WITHOUT ROWID";
+
+impl Tx<'_> {
+    fn quiet_table(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("people_quiet", &[SQLITE_QUIET_TABLE], make)
+    }
+
+    /// Everyone's quiet hours, by person.
+    pub(crate) fn quiet_hours(&self) -> Result<Vec<QuietHours>> {
+        if !self.quiet_table(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            "SELECT person, start, finish, tz, set_at FROM people_quiet ORDER BY person",
+            &[],
+        )?;
+        rows.each(
+            |r| {
+                Ok(QuietHours {
+                    person: r.text("person").unwrap_or_default(),
+                    from: r.text("start").unwrap_or_default(),
+                    to: r.text("finish").unwrap_or_default(),
+                    tz: r.text("tz").unwrap_or_default(),
+                    set_at: r.text("set_at").unwrap_or_default(),
+                })
+            },
+            &["person", "start", "finish", "tz", "set_at"],
+        )
+    }
+
+    /// Sets `q.person`'s quiet hours, replacing those there were.
+    pub(crate) fn put_quiet(&self, q: &QuietHours) -> Result<()> {
+        self.quiet_table(true)?;
+        self.conn.execute(
+            "DELETE FROM people_quiet WHERE person = $1",
+            &[q.person.as_str().into()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO people_quiet (person, start, finish, tz, set_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+            &[
+                q.person.as_str().into(),
+                q.from.as_str().into(),
+                q.to.as_str().into(),
+                q.tz.as_str().into(),
+                q.set_at.as_str().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Ends `person`'s quiet hours; false when there were none.
+    pub(crate) fn delete_quiet(&self, person: &str) -> Result<bool> {
+        if !self.quiet_table(false)? {
+            return Ok(false);
+        }
+        Ok(self.conn.execute(
+            "DELETE FROM people_quiet WHERE person = $1",
+            &[person.into()],
+        )? > 0)
+    }
+}
