@@ -293,6 +293,8 @@ impl OwnServer {
                 .arg(self.dir.path())
                 .status();
         }
+        // A group of its own: as root it runs under runuser, whose death would leave it.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd
             .arg(&ini)
             .stdout(Stdio::null())
@@ -329,6 +331,9 @@ impl OwnServer {
 impl Drop for OwnServer {
     fn drop(&mut self) {
         if let Some((child, _)) = &mut self.bouncer {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
