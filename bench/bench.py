@@ -875,7 +875,7 @@ def main():
         hook_floor, hook_s = hook_call(work)
         syncs = sync_counts(work)
         per_q, mjs_per_q = bytes_per_question(work, int(os.environ.get("BENCH_BYTES_QUESTIONS", "1000000")))
-        start_rows, sizes = startup(work)
+        start_rows, start_sizes = startup(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -913,7 +913,7 @@ def main():
         f"{hook_s * 1000:.2f} ms median, {hook_s / hook_floor:.2f} × floor",
         f"- `serve`: the inbox page with 1 000 pending questions ({inbox_bytes // 1024} KiB of HTML): {inbox_s * 1000:.1f} ms median, request on loopback included",
     ]
-    start_lines, start_verdicts = startup_lines(start_rows, sizes)
+    start_lines, start_verdicts = startup_lines(start_rows, start_sizes)
     lines += [""] + start_lines
     verdicts += start_verdicts
     lines += ["", "Durability costs, counted with `strace -f -c` (a write is durable when the call exits 0):", "",
