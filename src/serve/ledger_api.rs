@@ -53,19 +53,24 @@ pub(super) async fn call(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .is_some_and(|n| n > BODY_LIMIT as u64);
-    let limit = if large {
+    let authenticate = |procedure: Procedure| {
         let given = token.clone();
-        app.ledger(move |l| ops::authenticate(l, given.as_deref()))
-            .await
-            .map_err(|e| {
-                if e.code == ErrorCode::Unauthorized {
-                    app.limits.refused(client);
-                }
-                Failed::of(Procedure::Serve)(e)
-            })?;
-        CALL_BODY_LIMIT
+        let app = Arc::clone(&app);
+        async move {
+            app.ledger(move |l| ops::authenticate(l, given.as_deref()))
+                .await
+                .map_err(|e| {
+                    if e.code == ErrorCode::Unauthorized {
+                        app.limits.refused(client);
+                    }
+                    Failed::of(procedure)(e)
+                })
+        }
+    };
+    let (known, limit) = if large {
+        (Some(authenticate(Procedure::Serve).await?), CALL_BODY_LIMIT)
     } else {
-        BODY_LIMIT
+        (None, BODY_LIMIT)
     };
     let body = axum::body::to_bytes(body, limit).await.map_err(|_| {
         Failed::of(Procedure::Serve)(Error::usage(if large {
@@ -118,15 +123,10 @@ pub(super) async fn call(
         }
         _ => {}
     }
-    let who = app
-        .ledger(move |l| ops::authenticate(l, token.as_deref()))
-        .await
-        .map_err(|e| {
-            if e.code == ErrorCode::Unauthorized {
-                app.limits.refused(client);
-            }
-            Failed::of(procedure)(e)
-        })?;
+    let who = match known {
+        Some(who) => who,
+        None => authenticate(procedure).await?,
+    };
     let name = holder(&who);
     if !conn.0.carries(&name) {
         return Ok(too_many(
@@ -191,6 +191,10 @@ async fn long_poll(
             crate::bridge::look(app.location.clone(), move |l| ops::call(l, &who_now, once)).await;
         drop(turn);
         let reply = reply?;
+        // A harness call's questions are logged by its first look: the next ones read.
+        if let Request::HarnessCall { step, .. } = &mut req {
+            *step = ops::CallStep::Looking;
+        }
         let nothing_yet = match &reply {
             ops::Reply::Gate(report) => report.timed_out,
             ops::Reply::Events(page) => page.events.is_empty(),
