@@ -329,7 +329,7 @@ impl Serialize for Question {
         let call = self
             .harness_call
             .as_ref()
-            .filter(|call| !call.starts_with("api:"));
+            .filter(|call| !call.starts_with(CALLER_KEY));
         let optional = usize::from(s.approval.is_some())
             + usize::from(call.is_some())
             + usize::from(self.urgent);
@@ -371,6 +371,11 @@ impl Serialize for Question {
         out.end()
     }
 }
+
+/// How a caller's key of exactly once begins where the ledger keeps it (`api:<who>:<key>`,
+/// §15): in the column of a harness call's key, but an ordinary question's, found by its
+/// text as every other is (`Tx::find_same`) and never printed.
+pub const CALLER_KEY: &str = "api:";
 
 /// One call of an agent harness's own ask tool, as `questions hook` keys its questions
 /// (see `Question::harness_call`).

@@ -581,7 +581,11 @@ fn once_key(caller: &Caller, key: &str) -> Result<String> {
             "an idempotency key is 1 to 128 visible ASCII characters",
         ));
     }
-    Ok(format!("api:{}:{key}", caller.by.as_deref().unwrap_or("-")))
+    Ok(format!(
+        "{}{}:{key}",
+        crate::model::CALLER_KEY,
+        caller.by.as_deref().unwrap_or("-")
+    ))
 }
 
 fn as_agent(

@@ -387,11 +387,18 @@ impl<'a> Tx<'a> {
         // The first two terms are the index's (questions_stage_hash). Rows written by
         // another tool (questions.mjs) have no hash: they are looked up among those.
         let hash = text_hash(text);
+        let keyed = format!("{}%", crate::model::CALLER_KEY);
         let mut found = self.questions_where(
             "WHERE trim(stage) = $1 AND text_hash = $2 AND question = $3 \
              AND group_name IS NOT DISTINCT FROM $4 \
-             AND (harness_call IS NULL OR harness_call LIKE 'api:%') ORDER BY id LIMIT 1",
-            &[stage.into(), hash.into(), text.into(), group.into()],
+             AND (harness_call IS NULL OR harness_call LIKE $5) ORDER BY id LIMIT 1",
+            &[
+                stage.into(),
+                hash.into(),
+                text.into(),
+                group.into(),
+                keyed.as_str().into(),
+            ],
         )?;
         if found.is_empty() {
             found = self.questions_where(
