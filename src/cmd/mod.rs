@@ -259,12 +259,10 @@ fn is_remote(db: &std::ffi::OsStr) -> bool {
 
 #[cfg(feature = "remote")]
 thread_local! {
-    /// The server this invocation's requests go to (`--db https://…`), and the document
-    /// it answered with. A command builds its request as for a file; `door` sends it
-    /// there instead, and `remote` prints the server's document as it came.
+    /// The server this invocation's requests go to (`--db https://…`). A command builds
+    /// its request as for a file; `door` sends it there instead, and the command goes on
+    /// from the reply read back from the server's document.
     static REMOTE: std::cell::RefCell<Option<crate::remote::Remote>> =
-        const { std::cell::RefCell::new(None) };
-    static ANSWERED: std::cell::RefCell<Option<serde_json::Value>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -317,9 +315,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             _ => {}
         }
         let server = crate::remote::Remote::new(&db)?;
-        let url = server.url().to_string();
         REMOTE.with(|r| *r.borrow_mut() = Some(server));
-        ANSWERED.with(|a| *a.borrow_mut() = None);
         // No ledger is opened here: every request of these commands goes through `door`,
         // and a ledger opened by mistake fails (no folder holds it) rather than make a file.
         let mut ledger = Ledger::new(Location::File {
@@ -330,12 +326,6 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let by_from_flag = cli.by_from_flag;
         let who = Who::new(cli.by);
         let w = &who;
-        // A command that goes on from its reply prints its own outcome: a follower what
-        // it read as it came, a hook its harness's reply, a gate its report and line, a list its format.
-        let followed = matches!(
-            cli.command,
-            Command::Events(_) | Command::Hook(_) | Command::Check(_) | Command::List(_)
-        );
         let found_by = if cli.db_from_env {
             ops::FoundBy::Env
         } else {
@@ -359,25 +349,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
             _ => Err(direct()),
         };
-        let answered = ANSWERED.with(|a| a.borrow_mut().take());
         REMOTE.with(|r| *r.borrow_mut() = None);
-        match (answered, ran) {
-            (Some(mut doc), _) => {
-                if doc["procedure"] == "info" {
-                    // The server's own location is none of the caller's business.
-                    doc["ledger"]["engine"] = "https".into();
-                    doc["ledger"]["location"] = url.into();
-                }
-                let mut outcome = Outcome::text(output::pretty(&doc));
-                outcome.exit = u8::from(doc["ok"] != serde_json::Value::Bool(true));
-                Ok(outcome)
-            }
-            (None, Err(e)) => Err(e),
-            // A follower printed what it read as it came, and a hook has its harness's
-            // reply (`served`, `door_reply`).
-            (None, Ok(outcome)) if followed => Ok(outcome),
-            (None, Ok(_)) => Err(unexpected()),
-        }
+        ran
     }
 }
 
@@ -405,28 +378,7 @@ fn door(
     #[cfg(feature = "remote")]
     if let Some(sent) = REMOTE.with(|r| r.borrow().as_ref().map(|server| server.call(req.clone())))
     {
-        let doc = sent?;
-        // A gate's report reads back, so that `check` goes on as on a file: its exit
-        // code, and its line for a person reading a CI log.
-        match req {
-            ops::Request::Check(_) => {
-                return serde_json::from_value(doc)
-                    .map(ops::Reply::Gate)
-                    .map_err(unreadable)
-            }
-            // A list reads back too, to be printed in any --format.
-            ops::Request::List(_) => {
-                return serde_json::from_value(doc)
-                    .map(ops::Reply::Listed)
-                    .map_err(unreadable)
-            }
-            _ => {}
-        }
-        ANSWERED.with(|a| *a.borrow_mut() = Some(doc));
-        return Err(Error::new(
-            questions_core::error::ErrorCode::Usage,
-            "the server answered",
-        ));
+        return read_back(&req, sent?);
     }
     ops::call(ledger, &ops::Principal::Direct(caller), req)
 }
@@ -461,18 +413,27 @@ fn door_reply(
     if is_served() {
         let mut reach = crate::remote::Reach::default();
         let doc = served(&req, until, &mut reach, until.is_some())?;
-        return match req {
-            ops::Request::HarnessCall { .. } => serde_json::from_value(doc)
-                .map(ops::Reply::Call)
-                .map_err(unreadable),
-            ops::Request::Delivered { .. } => serde_json::from_value(doc)
-                .map(ops::Reply::Delivered)
-                .map_err(unreadable),
-            _ => Err(unexpected()),
-        };
+        return read_back(&req, doc);
     }
     let _ = until;
     ops::call(ledger, &ops::Principal::Direct(caller), req)
+}
+
+/// The reply a request got from the server, read back from its document (§15): the
+/// command goes on from it as from the ledger's own. The server's own location is none
+/// of the caller's business: `info` names its URL.
+#[cfg(feature = "remote")]
+fn read_back(req: &ops::Request, doc: serde_json::Value) -> Result<ops::Reply> {
+    let mut reply = ops::Reply::read(req, doc)
+        .ok_or_else(unexpected)?
+        .map_err(unreadable)?;
+    if let ops::Reply::Info(info) = &mut reply {
+        info.ledger.engine = "https".into();
+        info.ledger.location = REMOTE
+            .with(|r| r.borrow().as_ref().map(|s| s.url().to_string()))
+            .unwrap_or_default();
+    }
+    Ok(reply)
 }
 
 /// A server's document that does not read back as the reply its request gets.

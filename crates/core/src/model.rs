@@ -1228,7 +1228,7 @@ impl EventKind {
 }
 
 /// One line of the append-only history: the whole question before and after a change.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     /// The event's place in the ledger's history: increasing, never reused.
@@ -1243,7 +1243,7 @@ pub struct Event {
     pub before: Option<Question>,
     pub after: Option<Question>,
     /// What a vote, a refusal, a settlement or a group change says beyond the question.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
 }
 

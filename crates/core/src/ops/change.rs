@@ -1,7 +1,7 @@
 //! The operations that change questions: each reads the question, asks the model for the
 //! transition, and has the store write it (row and history together).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::approval::Identity;
 use super::{existing, expire_due, Caller};
@@ -13,7 +13,7 @@ use crate::model::{
 };
 use crate::store::{Filter, Ledger, Tx};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Logged {
     pub question_id: i64,
@@ -268,7 +268,7 @@ pub fn end_call(ledger: &mut Ledger, call: &HarnessCall) -> Result<()> {
 }
 
 /// One question after an answer, a skip or a decline.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recorded {
     pub question_id: i64,
@@ -489,7 +489,7 @@ pub fn record_delivery(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cleared {
     pub stage: String,

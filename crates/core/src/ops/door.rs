@@ -360,6 +360,39 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// The reply `req` got, read back from its document (the envelope's own keys are
+    /// passed over): what a client of a served ledger (§15) goes on from, as it would from
+    /// `call`'s. The requests only direct access makes, and a form's choices, which never
+    /// cross a wire, are `None`.
+    pub fn read(req: &Request, doc: serde_json::Value) -> Option<serde_json::Result<Reply>> {
+        use serde_json::from_value as from;
+        Some(match req {
+            Request::Log { .. } => from(doc).map(Reply::Logged),
+            Request::Ingest { .. } => from(doc).map(Reply::Ingested),
+            Request::List(_) => from(doc).map(Reply::Listed),
+            Request::Named { .. } => from(doc).map(Reply::Named),
+            Request::Check(_) => from(doc).map(Reply::Gate),
+            Request::Answers { .. } => from(doc).map(Reply::Answers),
+            Request::History(_) => from(doc).map(Reply::History),
+            Request::Events { .. } => from(doc).map(Reply::Events),
+            Request::Info { .. } => from(doc).map(Reply::Info),
+            Request::Clear { .. } => from(doc).map(Reply::Cleared),
+            Request::Change(_) => from(doc).map(Reply::Recorded),
+            Request::HarnessCall { .. } => from(doc).map(Reply::Call),
+            Request::Delivered { .. } => from(doc).map(Reply::Delivered),
+            Request::LogAll { .. }
+            | Request::Elicited { .. }
+            | Request::Pending { .. }
+            | Request::AcceptDefaults { .. }
+            | Request::Import { .. }
+            | Request::Group { .. }
+            | Request::People { .. }
+            | Request::Token(_)
+            | Request::Policy(_)
+            | Request::Reset { .. } => return None,
+        })
+    }
+
     /// Whether the document says `"ok": true`: all but a gate that fails.
     pub fn passes(&self) -> bool {
         match self {

@@ -308,7 +308,7 @@ fn report(
 }
 
 /// Where an `answers` value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ValueSource {
@@ -322,7 +322,7 @@ pub enum ValueSource {
     None,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AnswerDetail {
     pub id: i64,
@@ -333,7 +333,7 @@ pub struct AnswerDetail {
     pub required: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AnswersReport {
     pub stage: String,

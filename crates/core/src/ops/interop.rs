@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{existing, expire_due, log_all, Caller};
 use crate::clock;
@@ -12,13 +12,13 @@ use crate::formats::{self, Source};
 use crate::model::{Actor, AnswerInput, Mode, NewQuestion, OnExpiry, Question, Vocabulary};
 use crate::store::{Filter, Ledger, Tx};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Ingested {
     /// The format read; none when nothing was found and no format was named.
-    pub format: Option<&'static str>,
+    pub format: Option<std::borrow::Cow<'static, str>>,
     pub found: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,
     pub question_ids: Vec<i64>,
     pub created_ids: Vec<i64>,
@@ -109,7 +109,7 @@ pub fn ingest(
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
         return Ok(Ingested {
-            format: only.map(Vocabulary::name),
+            format: only.map(|f| f.name().into()),
             found: false,
             stage: None,
             question_ids: Vec::new(),
@@ -128,7 +128,7 @@ pub fn ingest(
     }
     let logged = log_all(ledger, &questions)?;
     Ok(Ingested {
-        format: Some(envelope.source.name()),
+        format: Some(envelope.source.name().into()),
         found: true,
         stage: Some(stage.to_string()),
         question_ids: logged.question_ids,

@@ -240,7 +240,7 @@ pub fn named_in_ledger(
 }
 
 /// The history of a question or a stage, oldest first.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct History {
     pub count: usize,
@@ -268,17 +268,17 @@ pub fn history(ledger: &mut Ledger, filter: &EventFilter) -> Result<History> {
 
 /// Where the ledger is and what it holds. It only reads: a ledger that does not exist is
 /// reported as such and not created.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Info {
     pub ledger: LedgerInfo,
     pub stages: Vec<StageCounts>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LedgerInfo {
-    pub engine: &'static str,
+    pub engine: std::borrow::Cow<'static, str>,
     /// An absolute path, or the database's URL without its password.
     pub location: String,
     pub found_by: FoundBy,
@@ -289,7 +289,7 @@ pub struct LedgerInfo {
     pub also_found: Vec<String>,
 }
 
-#[derive(Debug, Serialize, Default)]
+#[derive(Debug, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StageCounts {
     pub stage: String,
@@ -342,7 +342,7 @@ pub fn info(
     }
     Ok(Info {
         ledger: LedgerInfo {
-            engine,
+            engine: engine.into(),
             location,
             found_by,
             exists,

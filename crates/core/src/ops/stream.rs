@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{settle, Step};
 use crate::clock;
@@ -26,7 +26,7 @@ pub struct LedgerEvent<'a> {
 
 /// A page of the history: the events after a seq that the caller wants, and how far the
 /// page went (events of other stages count too, so a resumed read skips none).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Page {
     pub events: Vec<Event>,
     /// The seq to resume after.
