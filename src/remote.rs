@@ -19,6 +19,8 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+pub(crate) mod mcp;
+
 use serde_json::Value;
 
 use questions_core::error::{Error, ErrorCode, Result};

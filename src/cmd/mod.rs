@@ -311,6 +311,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Man => return completions::man(),
             Command::Hook(args) if args.harness == crate::cli::Harness::Pi => return Err(direct()),
             Command::Hook(_) => {}
+            Command::Mcp(args) => return mcp_over(&db, args),
             _ if !on_door => return Err(direct()),
             _ => {}
         }
@@ -352,6 +353,26 @@ fn remote(cli: Cli) -> Result<Outcome> {
         REMOTE.with(|r| *r.borrow_mut() = None);
         ran
     }
+}
+
+/// `questions mcp` over https:// (§16): the server's own MCP server at `/mcp`, its
+/// messages carried over stdio. The token decides what the session may do.
+#[cfg(feature = "remote")]
+fn mcp_over(db: &std::ffi::OsStr, args: crate::cli::McpArgs) -> Result<Outcome> {
+    if args.no_votes {
+        return Err(Error::usage(
+            "over https:// the token decides what the session may do: an agent token never \
+             votes (drop --no-votes, or use an agent token)",
+        ));
+    }
+    if args.inbox_url.is_some() {
+        crate::output::note(
+            "over https:// forms and links are the server's own: --inbox-url \
+             (QUESTIONS_INBOX_URL) is not used",
+        );
+    }
+    crate::remote::mcp::serve(crate::remote::Remote::new(db)?)?;
+    Ok(Outcome::text(String::new()))
 }
 
 /// Takes the reply of the kind a request gets from `door`; another kind is a bug.

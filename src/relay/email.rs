@@ -11,6 +11,7 @@
 //! link an SMTP and an IMAP crate with their own TLS stacks; messages are read with
 //! `mail-parser` (MIME, quoted-printable, base64, charsets).
 
+use crate::strings::base64;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
@@ -859,27 +860,6 @@ fn encoded_word(text: &str) -> String {
         words.push(format!("=?UTF-8?B?{}?=", base64(chunk.as_bytes())));
     }
     words.join("\r\n ")
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(TABLE[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// A connection, plain or TLS, read line by line.

@@ -611,3 +611,145 @@ fn the_inspector_asks_over_https_with_a_bearer_token_and_is_refused_what_answers
     let (ok, none, _) = inspect(None, &["--method", "tools/list"]);
     assert!(!ok && none["tools"].is_null(), "{none}");
 }
+
+/// `questions mcp --db https://…`, for a host that starts a process but reaches the
+/// ledger only over HTTPS: the official Python SDK's stdio client gets the server's own
+/// tools for the token in its environment (an agent's: nothing that answers, and only
+/// its stages), its form request and reply carried both ways, and a person's answer
+/// given over the wire.
+#[test]
+#[cfg(feature = "remote")]
+fn questions_mcp_over_https_carries_the_server_s_tools_for_the_token_it_holds() {
+    let Some(python) = client(clients().join("venv/bin/python")) else {
+        return;
+    };
+    let l = Ledger::new();
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "bridge") else {
+        crate::common::skip("openssl is not installed");
+        return;
+    };
+    let agent = token(&l, &["sandbox", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = crate::remote::served_tls(&l, &cert, &key, &[]);
+    let base = format!("https://127.0.0.1:{}", s.port);
+    let stdio = |mode: &str, calls: &[Value]| -> Vec<Value> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/mcp_python.py");
+        let mut child = Command::new(&python)
+            .current_dir(l.dir.path())
+            .args([script, mode, crate::common::BIN, "mcp", "--db", &base])
+            .env("QUESTIONS_TOKEN", &agent)
+            .env("QUESTIONS_CA", &ca)
+            .env("QUESTIONS_TEST_PASS_ENV", "QUESTIONS_TOKEN,QUESTIONS_CA")
+            .env("QUESTIONS_TEST_FORM", "decline")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(serde_json::to_string(calls).unwrap().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{mode}: {out:?}");
+        let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(results.len(), calls.len() + 1, "{mode}: {results:?}");
+        results
+    };
+    for (mode, negotiated) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let stage = format!("ci-{}", mode.replace('.', "-"));
+        let ask = json!({"stage": stage, "questions": [
+            {"question": "Ship it?", "options": ["yes", "no"]}]});
+        let results = stdio(
+            mode,
+            &[
+                list_tools(),
+                call("ask_questions", ask),
+                call(
+                    "record_answers",
+                    json!({"stage": stage, "answers": {"1": "yes"}}),
+                ),
+                call("list_questions", json!({"stage": "deploy"})),
+            ],
+        );
+        assert_eq!(
+            results[0]["tools"],
+            json!([
+                "ask_questions",
+                "check_gate",
+                "get_answers",
+                "list_questions",
+                "wait_for_answers"
+            ]),
+            "{mode}"
+        );
+        // The form went to the host and its refusal came back: the question waits.
+        let id = results[1]["structured"]["question_ids"][0]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{mode}: {}", results[1]));
+        assert_eq!(l.question(id)["status"], "pending", "{mode}");
+        forbidden(&results[2], "may not import");
+        forbidden(&results[3], "outside this token's stages");
+        assert_eq!(results[4]["protocol_version"], negotiated, "{mode}");
+        let answered = crate::common::bare_command(l.dir.path())
+            .env("QUESTIONS_DB", &base)
+            .env("QUESTIONS_TOKEN", &dana)
+            .env("QUESTIONS_CA", &ca)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .args(["answer", "--id", &id.to_string(), "--answer", "yes"])
+            .output()
+            .unwrap();
+        assert!(answered.status.success(), "{answered:?}");
+        let wait = call(
+            "wait_for_answers",
+            json!({"ids": [id], "timeout_seconds": 5}),
+        );
+        let results = stdio(mode, &[wait]);
+        let got = results[0]["structured"].to_string();
+        assert!(
+            got.contains("\"yes\"") && got.contains("answered"),
+            "{mode}: {got}"
+        );
+    }
+}
+
+/// A token the server does not take: the host's first message is answered with an error
+/// that says so, and the token is never repeated.
+#[test]
+#[cfg(feature = "remote")]
+fn questions_mcp_over_https_with_a_wrong_token_answers_the_host_with_why() {
+    let l = Ledger::new();
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "bridge") else {
+        crate::common::skip("openssl is not installed");
+        return;
+    };
+    let s = crate::remote::served_tls(&l, &cert, &key, &[]);
+    let wrong = "qt_agent_notatokenofthisledger0000";
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}});
+    let out = crate::common::bare_command(l.dir.path())
+        .args(["mcp", "--db", &format!("https://127.0.0.1:{}", s.port)])
+        .env("QUESTIONS_TOKEN", wrong)
+        .env("QUESTIONS_CA", &ca)
+        .write_stdin(format!("{initialize}\n"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let reply: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(reply["id"], 1, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("refused the token (HTTP 401)"),
+        "{message}"
+    );
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!all.contains(wrong), "{all}");
+}

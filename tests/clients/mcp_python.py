@@ -8,7 +8,8 @@ as the SDK does by default; or a revision such as "2026-07-28"), then the server
 command, or the URL of `questions serve`'s /mcp (Streamable HTTP, with the token in
 QUESTIONS_TOKEN as `Authorization: Bearer`). The client shows forms: its person picks the
 first option of each choice and types "from python" into each text field (or, with
-QUESTIONS_TEST_FORM=decline, declines them). A call {"list_tools": true} is answered with
+QUESTIONS_TEST_FORM=decline, declines them). A server started as a command gets the
+SDK's default environment, and the variables QUESTIONS_TEST_PASS_ENV names (comma-separated). A call {"list_tools": true} is answered with
 {"tools": [names]}; one with "progress": true also counts the progress notifications the
 call received ({"progress_count"}) and says how long the call took ({"seconds"})."""
 
@@ -50,7 +51,9 @@ async def main() -> None:
         http = create_mcp_http_client(headers=headers)
         server = streamable_http_client(command[0], http_client=http)
     else:
-        server = StdioServerParameters(command=command[0], args=command[1:])
+        names = [n for n in os.environ.get("QUESTIONS_TEST_PASS_ENV", "").split(",") if n]
+        env = {n: os.environ[n] for n in names if n in os.environ} or None
+        server = StdioServerParameters(command=command[0], args=command[1:], env=env)
     async with Client(
         server,
         mode=mode,
