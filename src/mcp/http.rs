@@ -14,12 +14,6 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use questions_core::error::Result;
 use questions_core::ops::Location;
 
-/// What `serve` puts in a request beside its token's holder: called once for each tool
-/// call the door refused the holder (`forbidden`), so that a token refused too often is
-/// cut off as on the ledger's API, and cannot fill the history.
-#[derive(Clone)]
-pub(crate) struct Refused(pub(crate) Arc<dyn Fn() + Send + Sync>);
-
 /// The MCP service of a ledger. `body_limit` bounds a request's body; `stopping` turning
 /// true ends every session and stream (the server is stopping). Call it on the runtime.
 pub(crate) fn service(

@@ -167,9 +167,13 @@ pub(super) async fn apply(
     };
     app.ledger(move |l| ops::change(l, &caller, &change))
         .await
-        .map_err(|mut e| {
+        .map_err(|e| {
             // A conflict's document carries the question as it stands (§2).
-            let on_record = e.on_record.take().filter(|_| e.code == ErrorCode::Conflict);
+            let on_record = if e.code == ErrorCode::Conflict {
+                e.question_on_record().map(Box::new)
+            } else {
+                None
+            };
             (e, on_record)
         })
 }

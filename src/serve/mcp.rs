@@ -75,7 +75,7 @@ async fn authenticate(
     let limits = Arc::clone(&app.limits);
     request
         .extensions_mut()
-        .insert(crate::mcp::http::Refused(Arc::new(move || {
+        .insert(crate::mcp::tools::Refused(Arc::new(move || {
             limits.forbidden(&name);
         })));
     next.run(request).await

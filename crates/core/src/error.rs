@@ -3,8 +3,6 @@
 
 use std::fmt;
 
-use crate::model::Question;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
@@ -75,8 +73,10 @@ pub struct Error {
     /// (the inbox says who answered first) matches on this, never on the message.
     pub refusal: Option<Refusal>,
     /// The question a refused change was about, as it stands in the ledger (read in the
-    /// refusing transaction): what a front end shows instead of reading it again.
-    pub on_record: Option<Box<Question>>,
+    /// refusing transaction), as its document prints it: what a front end shows instead
+    /// of reading it again (`Error::question_on_record`). Kept as the document, not as
+    /// the model's type, because the model is built on this file.
+    pub on_record: Option<Box<serde_json::Value>>,
 }
 
 /// How a server was out of reach.
@@ -162,12 +162,6 @@ impl Error {
     /// This error with what it refused, as data.
     pub(crate) fn with_refusal(mut self, refusal: Option<Refusal>) -> Error {
         self.refusal = refusal;
-        self
-    }
-
-    /// This error with the question it refused a change of, as it stands.
-    pub(crate) fn about(mut self, question: &Question) -> Error {
-        self.on_record = Some(Box::new(question.clone()));
         self
     }
 

@@ -372,6 +372,21 @@ impl Serialize for Question {
     }
 }
 
+impl Error {
+    /// This error with the question it refused a change of, as it stands.
+    pub(crate) fn about(mut self, question: &Question) -> Error {
+        self.on_record = serde_json::to_value(question).ok().map(Box::new);
+        self
+    }
+
+    /// The question a refused change was about (`on_record`), read back from its document:
+    /// all that is printed of it, which is all a front end shows.
+    pub fn question_on_record(&self) -> Option<Question> {
+        let document = self.on_record.as_deref()?;
+        Question::deserialize(document).ok()
+    }
+}
+
 /// How a caller's key of exactly once begins where the ledger keeps it (`api:<who>:<key>`,
 /// §15): in the column of a harness call's key, but an ordinary question's, found by its
 /// text as every other is (`Tx::find_same`) and never printed.
@@ -1751,6 +1766,59 @@ mod tests {
         // Nothing to read a time from: the contract's shape still, at the unknown instant.
         assert_eq!(normalize_timestamp("yesterday"), UNKNOWN_TIME);
         assert_eq!(normalize_timestamp(""), UNKNOWN_TIME);
+    }
+
+    /// A refusal keeps the question it was about as its document (`Error::on_record`):
+    /// what a front end prints from it is the question's own document, every part of it.
+    #[test]
+    fn the_question_a_refusal_keeps_prints_as_the_question_does() {
+        let mut answered = question(&["PostgreSQL", "SQLite"], true, true);
+        answered.options[0].description = Some("the shared one".into());
+        answered.options[1].recommended = true;
+        answered.header = Some("Database".into());
+        answered.context = Some("For the team".into());
+        answered.expires_at = Some("2026-11-30T00:00:00.000Z".into());
+        answered.on_expiry = OnExpiry::Default;
+        answered.harness_call = Some("claude-code:s1:c1".into());
+        answered.urgent = true;
+        answered.state = State {
+            status: Status::Answered,
+            answer: Some("SQLite, and a note".into()),
+            answered_at: Some("2026-11-28T00:00:00.000Z".into()),
+            selected: vec!["SQLite".into()],
+            was_custom: Some(true),
+            answered_by: Some("dana".into()),
+            channel: Some(Channel::Web),
+            ..State::logged("2026-11-27T00:00:00.000Z", None)
+        };
+        let mut approval = question(&[], false, true);
+        approval.state = State::logged(
+            "2026-11-27T00:00:00.000Z",
+            Some(Approval {
+                approvers: vec!["ann".into(), "group:ops".into()],
+                min: 2,
+                requester: "rob".into(),
+                logged_by: Some("ci".into()),
+                votes: vec![Vote {
+                    by: "bea".into(),
+                    vote: Verdict::Approve,
+                    comment: Some("fine".into()),
+                    at: "2026-11-28T00:00:00.000Z".into(),
+                    channel: Channel::Cli,
+                    on_behalf_of: Some("ann".into()),
+                }],
+            }),
+        );
+        let mut keyed = question(&[], false, true);
+        keyed.harness_call = Some(format!("{CALLER_KEY}ci:k1"));
+        for q in [answered, approval, keyed] {
+            let refused = Error::conflict("refused").about(&q);
+            let back = refused.question_on_record().expect("the question is kept");
+            assert_eq!(
+                serde_json::to_string(&back).unwrap(),
+                serde_json::to_string(&q).unwrap()
+            );
+        }
     }
 }
 

@@ -64,6 +64,13 @@ pub(crate) struct Server {
     remote: bool,
 }
 
+/// What `serve` puts in a request beside its token's holder: called once for each tool
+/// call the door refused the holder (`forbidden`), so that a token refused too often is
+/// cut off as on the ledger's API, and cannot fill the history.
+#[cfg(feature = "serve")]
+#[derive(Clone)]
+pub(crate) struct Refused(pub(crate) Arc<dyn Fn() + Send + Sync>);
+
 /// A tool's arguments, read by us rather than by the SDK: arguments that do not fit are
 /// a tool error carrying the contract's failure document (the SDK would answer with a
 /// protocol error), and the schema the client sees is `T`'s.
@@ -646,7 +653,7 @@ impl Server {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
-    /// The tool's own call, and over HTTP, a refusal told to `serve` (see `http::Refused`).
+    /// The tool's own call, and over HTTP, a refusal told to `serve` (see `Refused`).
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -656,7 +663,7 @@ impl ServerHandler for Server {
         let refused = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<super::http::Refused>())
+            .and_then(|parts| parts.extensions.get::<Refused>())
             .cloned();
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         let response = self.tool_router.call(call).await?;

@@ -5,55 +5,13 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::people::{delegates_of, Identity, PEOPLE_ADMINS};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{
     check_name, Actor, ApprovalState, Ballot, Channel, Groups, Question, Vote, Voted,
 };
 use crate::store::{Ledger, Tx};
-
-/// Who casts a vote (or asks for an approval), as far as the channel can tell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Identity {
-    /// The command line: on PostgreSQL the database role the connection logged in as
-    /// (`session_user`), so that roles and grants are the control; on a file, this name
-    /// (the operating-system user).
-    Local(String),
-    /// A person the channel vouches for: a `serve --users` token's, MCP's configured user.
-    Person(String),
-}
-
-impl Identity {
-    /// Whether this is the command line's own caller (a role or a uid), not a person a
-    /// channel vouches for.
-    pub(super) fn is_local(&self) -> bool {
-        matches!(self, Identity::Local(_))
-    }
-
-    /// Whether this caller owns the ledger (`Tx::caller_owns_ledger`): only the command
-    /// line's own caller can, never a name a channel gives.
-    pub(super) fn owns_ledger(&self, tx: &Tx) -> Result<bool> {
-        Ok(self.is_local() && tx.caller_owns_ledger()?)
-    }
-
-    /// The name, read inside the transaction that uses it.
-    pub(super) fn resolve(&self, tx: &Tx) -> Result<String> {
-        match self {
-            Identity::Person(name) => Ok(name.clone()),
-            Identity::Local(name) => Ok(tx.session_user()?.unwrap_or_else(|| name.clone())),
-        }
-    }
-}
-
-/// The name `identity` stands for on this ledger: who asks for an approval logged
-/// without `--requester`.
-pub fn identify(ledger: &mut Ledger, identity: &Identity) -> Result<String> {
-    match identity {
-        Identity::Person(name) => Ok(name.clone()),
-        Identity::Local(_) => ledger.read(|tx| identity.resolve(tx)),
-    }
-}
 
 /// Casts a vote on approval `before`, inside a person's change (`ops::change`): the
 /// voter is who `identity` stands for, read in this transaction. A vote refused
@@ -112,7 +70,7 @@ fn stands_for(
         .eligible(groups)
         .into_iter()
         .filter_map(|p| {
-            super::routing::delegates_of(&all, &p, now)
+            delegates_of(&all, &p, now)
                 .iter()
                 .position(|d| d == voter)
                 .map(|hops| (hops, p))
@@ -179,11 +137,6 @@ pub struct GroupChanged {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub settled: Vec<i64>,
 }
-
-/// Who may link or unlink anyone's channels: the admins of this group, which only the
-/// ledger's owner makes (`group create people --admins NAME,…`); everyone else links
-/// only themself.
-pub const PEOPLE_ADMINS: &str = "people";
 
 /// What `group` does to a group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::Identity;
+use super::people::{channel_identity, Identity};
 use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Refusal, Result};
@@ -113,7 +113,7 @@ fn requester_linked(tx: &Tx, new: &NewQuestion) -> Result<Option<NewQuestion>> {
     if !approval.requester.contains(':') {
         return Ok(None);
     }
-    let Ok(identity) = super::relay::channel_identity(&approval.requester) else {
+    let Ok(identity) = channel_identity(&approval.requester) else {
         return Ok(None);
     };
     let Some(person) = tx.person_of(&identity)? else {

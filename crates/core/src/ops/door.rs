@@ -14,13 +14,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::{group, GroupChange, GroupChanged, Identity};
+use super::approval::{group, GroupChange, GroupChanged};
 use super::change::{
     self, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll, PersonsChange,
     Recorded, Shown, Together,
 };
 use super::gate::{answers, check, wait_settled, AnswersReport, CheckRequest, GateReport};
 use super::interop::{import, ingest, Expiry, Imported, Ingested};
+use super::people::Identity;
+use super::principal::{AgentToken, PersonToken, Principal};
 use super::relay::{people_link, PeopleChanged};
 use super::routing::{self, PolicyReply, PolicyRequest};
 use super::stream::{events, events_after, Page};
@@ -31,68 +33,6 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::formats::answers::ImportFormat;
 use crate::model::{Approval, Channel, Draft, Event, HarnessCall, NewQuestion, Status};
 use crate::store::{EventFilter, Filter, FoundBy, Ledger};
-
-/// Who calls.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Principal {
-    /// Direct access to the ledger: its file, or a PostgreSQL role. Everything, as the
-    /// caller (and, for votes and groups, the `Identity` in the request) says.
-    Direct(Caller),
-    /// An agent token (§15).
-    Agent(AgentToken),
-    /// A person token (§15).
-    Person(PersonToken),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentToken {
-    /// The token's name: who logged what it logs.
-    pub name: String,
-    /// Stage patterns: a stage's name, or a prefix ending in `*`; none: every stage.
-    pub stages: Vec<String>,
-}
-
-impl AgentToken {
-    /// Whether `stage` is within the token's stages.
-    pub fn may_see(&self, stage: &str) -> bool {
-        let stage = stage.trim();
-        self.stages.is_empty()
-            || self.stages.iter().any(|p| match p.strip_suffix('*') {
-                Some(prefix) => stage.starts_with(prefix),
-                None => p == stage,
-            })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PersonToken {
-    pub name: String,
-    /// Who it acts as.
-    pub person: String,
-}
-
-impl Principal {
-    /// Whether it may answer, vote or import answers: a person's acts, which an agent
-    /// token never makes. A front end hides what it may not do; `call` refuses it.
-    pub fn answers(&self) -> bool {
-        !matches!(self, Principal::Agent(_))
-    }
-
-    /// Who a change this principal makes is recorded as.
-    pub fn caller(&self) -> Caller {
-        match self {
-            Principal::Direct(caller) => caller.clone(),
-            Principal::Agent(agent) => Caller {
-                by: Some(agent.name.clone()),
-                channel: Channel::Api,
-            },
-            Principal::Person(person) => Caller {
-                by: Some(person.person.clone()),
-                channel: Channel::Api,
-            },
-        }
-    }
-}
 
 /// What a principal asks of the ledger: every operation the door serves, as a value that
 /// crosses a wire as it is (`{"op": "log", "args": {…}}`). What a request says of who

@@ -10,24 +10,25 @@ mod envelope;
 mod follow;
 mod gate;
 mod interop;
+mod people;
+mod principal;
 mod quiet;
 pub mod relay;
 mod routing;
+mod secret;
 mod stream;
 #[cfg(test)]
 mod suite;
 mod tasks;
 mod token;
 
-pub use approval::{group, identify, ApprovalReport, GroupChange, GroupChanged, Identity};
+pub use approval::{group, ApprovalReport, GroupChange, GroupChanged};
 pub use change::{
     accept_defaults, change, clear, end_call, log, log_all, log_call, record_choices,
     record_delivery, Act, Asked, CallStep, Choice, Cleared, Defaulted, Logged, LoggedAll,
     NotRecorded, PersonsChange, Recorded, Shown, Together,
 };
-pub use door::{
-    call, AgentToken, CallKey, CallQuestions, Delivered, PersonToken, Principal, Reply, Request,
-};
+pub use door::{call, CallKey, CallQuestions, Delivered, Reply, Request};
 pub use envelope::{document, failure, Envelope, Failure, Procedure};
 pub use follow::{follow, on_notice, Seen, Step, READ_AGAIN_AFTER};
 pub use gate::{
@@ -35,10 +36,12 @@ pub use gate::{
     Wait,
 };
 pub use interop::{import, ingest, Expiry, Imported, Ingested};
+pub use people::{identify, Identity, DELEGATION_HOPS};
+pub use principal::{AgentToken, PersonToken, Principal};
 pub use quiet::{set_quiet, Digest, QuietSet, Window, DIGEST_LATE};
 pub use routing::{
     delegate, duration_text, policy_for, route, Delegated, Policies, PolicyChanged, PolicyReply,
-    PolicyRequest, PolicySet, PolicyUnset, DELEGATION_HOPS, REMIND_MAX_LIMIT,
+    PolicyRequest, PolicySet, PolicyUnset, REMIND_MAX_LIMIT,
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{

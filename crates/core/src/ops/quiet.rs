@@ -10,7 +10,7 @@ use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::approval::{Identity, PEOPLE_ADMINS};
+use super::people::{Identity, PEOPLE_ADMINS};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{check_name, Actor, Channel, Question};

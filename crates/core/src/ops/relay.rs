@@ -8,15 +8,16 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::approval::Identity;
 use super::change::{change_in, Act, PersonsChange, Shown};
 use super::expire_due;
+use super::people::{delegates_of, Identity};
+use super::secret::{hex, random, sha256_hex};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::{check_name, Actor, AnswerInput, Ballot, Channel, Question, Status, Verdict};
 use crate::store::{Delivery, Filter, Ledger, Link, Tx};
 
-pub use super::approval::PEOPLE_ADMINS;
+pub use super::people::{channel_identity, PEOPLE_ADMINS};
 
 /// How long a pairing code is valid.
 pub const PAIRING_VALID: std::time::Duration = std::time::Duration::from_mins(10);
@@ -32,93 +33,6 @@ pub fn relay_channel(name: &str) -> Option<Channel> {
         "email" => Some(Channel::Email),
         _ => None,
     }
-}
-
-/// A channel identity as the ledger keeps it, from what a person writes: the provider's
-/// stable id, never a display name. `telegram:<user id>`, `slack:<team>/<user>`,
-/// `email:<address>` (lower case), and `github:<login>` (lower case: GitHub's logins are
-/// case-insensitive), which no relay serves: it maps a CI run's initiator to a person.
-pub fn channel_identity(text: &str) -> Result<String> {
-    let bad = |why: &str| {
-        Error::usage(format!(
-            "'{text}' is not a channel identity: {why} (telegram:<user id>, \
-             slack:<team id>/<user id>, email:<address>, github:<login>)"
-        ))
-    };
-    let text = text.trim();
-    let (channel, id) = text
-        .split_once(':')
-        .ok_or_else(|| bad("it names no channel"))?;
-    let channel = channel.to_lowercase();
-    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
-    match channel.as_str() {
-        "telegram" => {
-            // As Telegram writes it: `0001002` is the user 1002.
-            let id = id.trim_start_matches('0');
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
-                return Err(bad("a Telegram user id is a number above 0"));
-            }
-            Ok(format!("telegram:{id}"))
-        }
-        "slack" => match id.split_once('/') {
-            Some((team, user)) if plain(team) && plain(user) => Ok(format!(
-                "slack:{}/{}",
-                team.to_uppercase(),
-                user.to_uppercase()
-            )),
-            _ => Err(bad("a Slack identity is the team id and the user id")),
-        },
-        "email" => {
-            let lower = id.to_lowercase();
-            let ok = lower.split_once('@').is_some_and(|(local, domain)| {
-                !local.is_empty()
-                    && domain.contains('.')
-                    && !lower
-                        .chars()
-                        .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
-            });
-            if !ok {
-                return Err(bad("an email identity is an address"));
-            }
-            Ok(format!("email:{lower}"))
-        }
-        "github" => {
-            // GitHub's rule for a login: letters, digits and single inner hyphens, at
-            // most 39 characters.
-            let ok = !id.is_empty()
-                && id.len() <= 39
-                && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                && !id.starts_with('-')
-                && !id.ends_with('-')
-                && !id.contains("--");
-            if !ok {
-                return Err(bad(
-                    "a GitHub login is letters, digits and single inner hyphens",
-                ));
-            }
-            Ok(format!("github:{}", id.to_lowercase()))
-        }
-        _ => Err(bad("the channel is not one the relay knows")),
-    }
-}
-
-/// Random bytes from the operating system.
-pub(super) fn random(n: usize) -> Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = vec![0u8; n];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| Error::io(format!("cannot read random bytes: {e}")))?;
-    Ok(bytes)
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub(super) fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex(&Sha256::digest(text.as_bytes()))
 }
 
 /// Who `identity` stands for, and whether they may change `name`'s links: themself, or an
@@ -1137,7 +1051,7 @@ fn wanted(
         let routed = super::routing::routed_to(tx, &policies, &slots, q)?.map(|mut r| {
             let standing_in: Vec<String> = r
                 .iter()
-                .flat_map(|p| super::routing::delegates_of(&delegations, p, now))
+                .flat_map(|p| delegates_of(&delegations, p, now))
                 .collect();
             r.extend(standing_in);
             r
@@ -1146,7 +1060,7 @@ fn wanted(
         // logged it.
         let delegate_of_voter = |person: &str, eligible: &BTreeSet<String>| {
             eligible.iter().any(|p| {
-                super::routing::delegates_of(&delegations, p, now)
+                delegates_of(&delegations, p, now)
                     .iter()
                     .any(|d| d == person)
             })

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::{Identity, PEOPLE_ADMINS};
+use super::people::{active, chain, delegates_of, Identity, PEOPLE_ADMINS};
 use super::token::check_pattern;
 use super::Caller;
 use crate::clock;
@@ -459,10 +459,6 @@ pub(super) fn reminder_of(
     (n, max.max(n))
 }
 
-/// How many delegations a card follows from the person it is for: a delegate's
-/// delegate's delegate, and no further.
-pub const DELEGATION_HOPS: usize = 3;
-
 /// What `people delegate` did.
 #[derive(Debug, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -606,35 +602,6 @@ fn instant(text: &str) -> Result<String> {
                  2026-12-24T18:00:00Z"
             ))
         })
-}
-
-/// `person`'s delegate now, if any.
-fn active(all: &[Delegation], person: &str, now: &str) -> Option<String> {
-    all.iter()
-        .find(|d| d.person == person && d.until.as_str() > now)
-        .map(|d| d.delegate.clone())
-}
-
-/// `person` and whom their cards reach by delegation, in order.
-fn chain(all: &[Delegation], person: &str, now: &str) -> Vec<String> {
-    let mut out = vec![person.to_string()];
-    while let Some(next) = active(all, out.last().map_or("", String::as_str), now) {
-        if out.contains(&next) || out.len() > all.len() {
-            break;
-        }
-        out.push(next);
-    }
-    out
-}
-
-/// Whom `person`'s cards reach besides them by the delegations in force: at most
-/// `DELEGATION_HOPS` of them, nearest first.
-pub(super) fn delegates_of(all: &[Delegation], person: &str, now: &str) -> Vec<String> {
-    chain(all, person, now)
-        .into_iter()
-        .skip(1)
-        .take(DELEGATION_HOPS)
-        .collect()
 }
 
 /// The person `who` stands in for on `q` when the question's policy does not name `who`

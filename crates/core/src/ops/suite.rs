@@ -144,7 +144,9 @@ on_every_engine!(a_persons_answer_opens_the_gate_once, |l: &mut Ledger| {
     let refused = change(l, &person("eve"), &PersonsChange::of(id, answer("no"))).unwrap_err();
     assert_eq!(refused.code, ErrorCode::Conflict);
     assert_eq!(refused.refusal, Some(Refusal::AlreadyAnswered { id }));
-    let on_record = refused.on_record.expect("the refusal carries the question");
+    let on_record = refused
+        .question_on_record()
+        .expect("the refusal carries the question");
     assert_eq!(on_record.state.answer.as_deref(), Some("yes"));
     assert_eq!(
         l_answer(l, id),

@@ -6,11 +6,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::door::{AgentToken, PersonToken, Principal};
+use super::principal::{AgentToken, PersonToken, Principal};
+use super::secret::{hex, random, sha256_hex};
 use super::Caller;
-// The secrets are made and hashed as pairing codes are (`relay`): random bytes from the
-// operating system, and their SHA-256 in hex.
-use super::relay::{hex, random, sha256_hex};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::model::check_name;
