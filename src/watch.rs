@@ -80,101 +80,130 @@ impl Watcher {
 
     /// Delivers events until `run_for` runs out (or forever).
     pub fn run(&self, ledger: &mut Ledger) -> Result<Watched> {
-        let deadline = self.run_for.map(|d| Instant::now() + d);
-        let left = |now: Instant| deadline.map(|end| end.saturating_duration_since(now));
         let started = ops::start_watcher(ledger, &self.name, self.from_start)?;
+        let mut walk = self.walk(started, &ledger.location().display());
+        ops::follow(
+            ledger,
+            walk.deadline,
+            ops::READ_AGAIN_AFTER,
+            |ledger, seen| {
+                let mut page = ops::events(ledger, walk.position, None, 100)?;
+                if seen.replaced(ledger) || page.ledger != walk.of {
+                    // A ledger reset or replaced meanwhile starts its seqs again, and holds no
+                    // position of this watcher: all of its events are new.
+                    walk.position = 0;
+                    page = ops::events(ledger, walk.position, None, 100)?;
+                    walk.of.clone_from(&page.ledger);
+                }
+                walk.deliver(self, &page, |position, of| {
+                    ops::save_watcher_position(ledger, &self.name, position, of)
+                })
+            },
+        )?;
+        Ok(walk.done())
+    }
+
+    /// `run`, for a ledger `questions serve` serves (§15): the same walk, its reads long
+    /// polls of the server's history and its position kept there under the token's own
+    /// name for it.
+    #[cfg(feature = "remote")]
+    pub(crate) fn run_served(&self, server: &crate::remote::Remote) -> Result<Watched> {
+        let ask = |req: ops::Request| -> Result<ops::Reply> {
+            let doc = server.call(req.clone())?;
+            ops::Reply::read(&req, doc)
+                .ok_or_else(|| Error::db("internal error: a watcher's request has no reply"))?
+                .map_err(|e| {
+                    Error::new(
+                        questions_core::error::ErrorCode::Unavailable,
+                        format!("the ledger's server answered with a document this version cannot read: {e}"),
+                    )
+                })
+        };
+        let ops::Reply::Watcher(started) = ask(ops::Request::Watcher {
+            name: self.name.clone(),
+            from_start: self.from_start,
+        })?
+        else {
+            return Err(Error::db(
+                "internal error: a watcher's request has no reply",
+            ));
+        };
+        let mut walk = self.walk(started, server.url());
+        let mut reach = crate::remote::Reach::default();
+        loop {
+            let wait = crate::remote::poll_within(walk.deadline);
+            let read = ops::Request::Events {
+                since: walk.position,
+                stage: None,
+                limit: 100,
+                wait: Some(wait),
+            };
+            let doc = server.follow(&read, walk.deadline, &mut reach, true)?;
+            let Some(Ok(ops::Reply::Events(page))) = ops::Reply::read(&read, doc) else {
+                return Err(Error::new(
+                    questions_core::error::ErrorCode::Unavailable,
+                    "the ledger's server answered with a page of events this version cannot read",
+                ));
+            };
+            if page.ledger != walk.of {
+                // A ledger reset meanwhile: all of its events are new.
+                walk.position = 0;
+                walk.of.clone_from(&page.ledger);
+                continue;
+            }
+            let step = walk.deliver(self, &page, |position, of| {
+                match ask(ops::Request::WatcherAt {
+                    name: self.name.clone(),
+                    position,
+                    of: of.map(str::to_string),
+                })? {
+                    ops::Reply::WatcherAt(at) => Ok(at.saved),
+                    _ => Err(Error::db(
+                        "internal error: a watcher's request has no reply",
+                    )),
+                }
+            })?;
+            let over = walk.deadline.is_some_and(|d| Instant::now() >= d);
+            match step {
+                Step::Done(()) => break,
+                Step::Wait(()) if over => break,
+                Step::More | Step::Wait(()) => {}
+            }
+        }
+        Ok(walk.done())
+    }
+
+    /// Where a watcher that `started` goes on from, said on stderr when its stored
+    /// position belonged to another ledger (`where_` names this one).
+    fn walk(&self, started: ops::Started, where_: &str) -> Walk {
         if let Some(foreign) = started.foreign {
             output::note(&format!(
                 "watch {}: its stored position (seq {foreign}) is past the last event of the \
                  ledger {}: it belongs to a ledger that was reset or replaced; delivering this \
                  ledger's events from its first",
                 sanitize(&self.name, false),
-                ledger.location().display()
+                where_
             ));
         }
-        let mut position = started.position;
-        // The ledger the position belongs to.
-        let mut of = started.ledger;
-        let mut done = Watched {
-            name: self.name.clone(),
-            delivered: 0,
-            failed_attempts: 0,
-            position,
-        };
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.request_timeout))
-            .http_status_as_error(false)
-            // A redirect is not a delivery: followed, it would turn the POST into a GET
-            // whose 200 counted as delivered. It is a failure, retried, that says so.
-            .max_redirects(0)
-            .build()
-            .new_agent();
-        ops::follow(ledger, deadline, ops::READ_AGAIN_AFTER, |ledger, seen| {
-            let mut page = ops::events(ledger, position, None, 100)?;
-            if seen.replaced(ledger) || page.ledger != of {
-                // A ledger reset or replaced meanwhile starts its seqs again, and holds no
-                // position of this watcher: all of its events are new.
-                position = 0;
-                page = ops::events(ledger, position, None, 100)?;
-                of.clone_from(&page.ledger);
-            }
-            for event in page.stamped() {
-                if !self.wants(event.event) {
-                    continue;
-                }
-                let mut backoff = FIRST_BACKOFF;
-                loop {
-                    match self.deliver(&agent, &event) {
-                        Ok(()) => break,
-                        Err(why) => {
-                            done.failed_attempts += 1;
-                            output::note(&format!(
-                                "watch {}: event {} not delivered ({}); trying again in {:.1}s",
-                                sanitize(&self.name, false),
-                                event.event.seq,
-                                sanitize(&why, false),
-                                backoff.as_secs_f64()
-                            ));
-                        }
-                    }
-                    let pause = match left(Instant::now()) {
-                        Some(rest) if rest < backoff => return Ok(Step::Done(())),
-                        _ => backoff,
-                    };
-                    std::thread::sleep(pause);
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-                // Confirmed: only now does the watcher move past it.
-                position = event.event.seq;
-                done.delivered += 1;
-                if !self.save(ledger, position, of.as_deref())? {
-                    // The ledger was reset meanwhile: the next page reads the new one.
-                    return Ok(Step::More);
-                }
-            }
-            if page.last > position {
-                // Events the filters passed over: nothing to deliver, nothing to repeat.
-                position = page.last;
-                if !self.save(ledger, position, of.as_deref())? {
-                    return Ok(Step::More);
-                }
-            }
-            Ok(if page.at_end {
-                // Every event so far delivered or passed over: the watcher is idle until
-                // the ledger changes (the point where a test knows it has seen them all).
-                questions_core::fault::point("watch-idle");
-                Step::Wait(())
-            } else {
-                Step::More
-            })
-        })?;
-        done.position = position;
-        Ok(done)
-    }
-
-    /// Stores the position reached, unless the ledger there now is not `of` (false).
-    fn save(&self, ledger: &mut Ledger, position: i64, of: Option<&str>) -> Result<bool> {
-        ops::save_watcher_position(ledger, &self.name, position, of)
+        Walk {
+            deadline: self.run_for.map(|d| Instant::now() + d),
+            position: started.position,
+            of: started.ledger,
+            done: Watched {
+                name: self.name.clone(),
+                delivered: 0,
+                failed_attempts: 0,
+                position: started.position,
+            },
+            agent: ureq::Agent::config_builder()
+                .timeout_global(Some(self.request_timeout))
+                .http_status_as_error(false)
+                // A redirect is not a delivery: followed, it would turn the POST into a GET
+                // whose 200 counted as delivered. It is a failure, retried, that says so.
+                .max_redirects(0)
+                .build()
+                .new_agent(),
+        }
     }
 
     fn deliver(
@@ -248,6 +277,83 @@ fn idempotency_key(stamped: &LedgerEvent) -> String {
 }
 
 /// Runs `command` with the event on its standard input; exit 0 confirms the delivery.
+/// A watcher on its way: how far it delivered, in which ledger, until when.
+struct Walk {
+    deadline: Option<Instant>,
+    position: i64,
+    /// The ledger the position belongs to.
+    of: Option<String>,
+    done: Watched,
+    agent: ureq::Agent,
+}
+
+impl Walk {
+    /// Delivers what `watcher` wants of `page` in order, each event stored as delivered
+    /// (`save`, false: the ledger there now is another) only once it is confirmed.
+    fn deliver(
+        &mut self,
+        watcher: &Watcher,
+        page: &ops::Page,
+        mut save: impl FnMut(i64, Option<&str>) -> Result<bool>,
+    ) -> Result<Step<()>> {
+        let left = |now: Instant| self.deadline.map(|end| end.saturating_duration_since(now));
+        for event in page.stamped() {
+            if !watcher.wants(event.event) {
+                continue;
+            }
+            let mut backoff = FIRST_BACKOFF;
+            loop {
+                match watcher.deliver(&self.agent, &event) {
+                    Ok(()) => break,
+                    Err(why) => {
+                        self.done.failed_attempts += 1;
+                        output::note(&format!(
+                            "watch {}: event {} not delivered ({}); trying again in {:.1}s",
+                            sanitize(&watcher.name, false),
+                            event.event.seq,
+                            sanitize(&why, false),
+                            backoff.as_secs_f64()
+                        ));
+                    }
+                }
+                let pause = match left(Instant::now()) {
+                    Some(rest) if rest < backoff => return Ok(Step::Done(())),
+                    _ => backoff,
+                };
+                std::thread::sleep(pause);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            // Confirmed: only now does the watcher move past it.
+            self.position = event.event.seq;
+            self.done.delivered += 1;
+            if !save(self.position, self.of.as_deref())? {
+                // The ledger was reset meanwhile: the next page reads the new one.
+                return Ok(Step::More);
+            }
+        }
+        if page.last > self.position {
+            // Events the filters passed over: nothing to deliver, nothing to repeat.
+            self.position = page.last;
+            if !save(self.position, self.of.as_deref())? {
+                return Ok(Step::More);
+            }
+        }
+        Ok(if page.at_end {
+            // Every event so far delivered or passed over: the watcher is idle until
+            // the ledger changes (the point where a test knows it has seen them all).
+            questions_core::fault::point("watch-idle");
+            Step::Wait(())
+        } else {
+            Step::More
+        })
+    }
+
+    fn done(mut self) -> Watched {
+        self.done.position = self.position;
+        self.done
+    }
+}
+
 fn exec(command: &str, event: &Event, json: &str) -> std::result::Result<(), String> {
     let mut child = Command::new("sh")
         .arg("-c")

@@ -283,8 +283,9 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Error::usage(format!(
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
-                 runs log, ingest, list, check, answers, history, events, info, clear, \
-                 answer, skip, decline, approve and reject"
+                 runs log, ingest, list, check, answers, history, events, watch, info, \
+                 clear, answer, skip, decline, approve and reject, and mcp carries a \
+                 host's messages to the server's own"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -312,6 +313,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Hook(args) if args.harness == crate::cli::Harness::Pi => return Err(direct()),
             Command::Hook(_) => {}
             Command::Mcp(args) => return mcp_over(&db, args),
+            #[cfg(feature = "watch")]
+            Command::Watch(args) => return watch::served(&db, args),
             _ if !on_door => return Err(direct()),
             _ => {}
         }

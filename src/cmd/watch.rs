@@ -7,6 +7,18 @@ use questions_core::error::{Error, Result};
 use questions_core::ops::Ledger;
 
 pub(super) fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
+    Ok(Outcome::ok(watcher(args)?.run(ledger)?))
+}
+
+/// `watch` over https:// (§15): the server's history, the position kept there.
+#[cfg(feature = "remote")]
+pub(super) fn served(db: &std::ffi::OsStr, args: WatchArgs) -> Result<Outcome> {
+    let watcher = watcher(args)?;
+    let server = crate::remote::Remote::new(db)?;
+    Ok(Outcome::ok(watcher.run_served(&server)?))
+}
+
+fn watcher(args: WatchArgs) -> Result<Watcher> {
     let target = match (args.exec, args.webhook) {
         (Some(command), _) => Target::Exec(command),
         (None, Some(url)) => {
@@ -21,7 +33,7 @@ pub(super) fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
         }
         (None, None) => return Err(Error::usage("give --exec CMD or --webhook URL")),
     };
-    let watcher = Watcher {
+    Ok(Watcher {
         name: args.name,
         target,
         on: args.on.map(|k| k.0),
@@ -32,6 +44,5 @@ pub(super) fn run(ledger: &mut Ledger, args: WatchArgs) -> Result<Outcome> {
         from_start: args.from_start,
         run_for: args.timeout.map(Duration::from_secs_f64),
         request_timeout: Duration::from_secs_f64(args.webhook_timeout),
-    };
-    Ok(Outcome::ok(watcher.run(ledger)?))
+    })
 }

@@ -1416,3 +1416,108 @@ fn remote_init_writes_hooks_that_reach_the_server_with_the_environment_s_token_a
     }
     assert!(!project.path().join(".cursor").exists());
 }
+
+/// `watch` over https://: the watcher reads the server's history in long polls, delivers
+/// what its token may see (never another stage's question), and keeps its position on the
+/// server, under the token's own name for it: run again it repeats nothing, and a watcher
+/// of the same name with direct access is another watcher.
+#[test]
+fn remote_a_watcher_over_https_delivers_its_stages_and_keeps_its_position_there() {
+    use crate::receiver::{Behavior, Receiver};
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let first = l.log("ci-a", "Ship build 1?");
+    l.log("docs", "Outside the token's stages?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let hook = Receiver::start(Behavior::Accept);
+    let watcher = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &[
+            "watch",
+            "--name",
+            "w",
+            "--from-start",
+            "--webhook",
+            &hook.url,
+            "--timeout",
+            "8",
+        ],
+    );
+    let got = hook.wait_for(1, std::time::Duration::from_secs(30));
+    assert_eq!(got[0].json()["question_id"], first, "{}", got[0].text());
+    // Logged while the watcher waits in a long poll: delivered from it.
+    let logged = over_tls(
+        &l,
+        &base,
+        &agent,
+        Some(&ca),
+        &["log", "--stage", "ci-a", "--question", "Ship build 2?"],
+    );
+    assert_eq!(logged.code, 0, "{logged:?}");
+    let second = logged.json["question_id"].as_i64().unwrap();
+    let got = hook.wait_for(2, std::time::Duration::from_secs(30));
+    let (code, out, err) = watcher.output();
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let done: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(done["delivered"], 2, "{done}");
+    let ids: Vec<i64> = got
+        .iter()
+        .map(|r| r.json()["question_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [first, second],
+        "the other stage's question was delivered"
+    );
+    assert!(!err.contains(&agent), "{err}");
+
+    // Its position is on the server: run again, nothing is repeated.
+    let again = over_tls(
+        &l,
+        &base,
+        &agent,
+        Some(&ca),
+        &[
+            "watch",
+            "--name",
+            "w",
+            "--webhook",
+            &hook.url,
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(
+        (&again.json["delivered"], &again.json["position"]),
+        (&json!(0), &done["position"]),
+        "{again:?}"
+    );
+    assert_eq!(hook.requests().len(), 2);
+
+    // The token's watcher "w" is its own: a direct watcher "w" starts anew.
+    let direct = l.run([
+        "watch",
+        "--name",
+        "w",
+        "--from-start",
+        "--webhook",
+        &hook.url,
+        "--timeout",
+        "1",
+    ]);
+    assert_eq!(direct.code, 0, "{direct:?}");
+    assert!(
+        direct.json["delivered"].as_u64().unwrap() >= 3,
+        "{direct:?}"
+    );
+    drop(s);
+}

@@ -25,7 +25,7 @@ use super::people::Identity;
 use super::principal::{AgentToken, PersonToken, Principal};
 use super::relay::{people_link, PeopleChanged};
 use super::routing::{self, PolicyReply, PolicyRequest};
-use super::stream::{events, events_after, Page};
+use super::stream::{events, events_after, save_watcher_position, start_watcher, Page, Started};
 use super::token::{self, TokenReply, TokenRequest};
 use super::{history, info, list, named, reset, Caller, History, Info, Listed, Procedure, Reset};
 use crate::clock;
@@ -99,6 +99,20 @@ pub enum Request {
         limit: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         wait: Option<std::time::Duration>,
+    },
+    /// Where the watcher `name` goes on from (`watch`): its stored position, else the
+    /// start of the history (`from_start`) or its end, stored so. A token's watchers are
+    /// its own: their names are kept apart from everyone else's.
+    Watcher {
+        name: String,
+        #[serde(default)]
+        from_start: bool,
+    },
+    /// The watcher `name` delivered everything up to `position` of the ledger `of`.
+    WatcherAt {
+        name: String,
+        position: i64,
+        of: Option<String>,
     },
     Info {
         found_by: FoundBy,
@@ -211,6 +225,7 @@ impl Request {
             Request::Answers { .. } => "answers",
             Request::History(_) => "history",
             Request::Events { .. } => "events",
+            Request::Watcher { .. } | Request::WatcherAt { .. } => "watch",
             Request::Info { .. } => "info",
             Request::Clear { .. } => "clear",
             Request::Change(c) => match c.act {
@@ -246,6 +261,7 @@ impl Request {
             Request::Answers { .. } => Procedure::Answers,
             Request::History(_) => Procedure::History,
             Request::Events { .. } => Procedure::Events,
+            Request::Watcher { .. } | Request::WatcherAt { .. } => Procedure::Watch,
             Request::Info { .. } => Procedure::Info,
             Request::Clear { .. } => Procedure::Clear,
             Request::Change(c) => match &c.act {
@@ -285,6 +301,8 @@ pub enum Reply {
     Answers(AnswersReport),
     History(History),
     Events(Page),
+    Watcher(Started),
+    WatcherAt(WatcherAt),
     Info(Info),
     Cleared(Cleared),
     Recorded(Recorded),
@@ -315,6 +333,8 @@ impl Reply {
             Request::Answers { .. } => from(doc).map(Reply::Answers),
             Request::History(_) => from(doc).map(Reply::History),
             Request::Events { .. } => from(doc).map(Reply::Events),
+            Request::Watcher { .. } => from(doc).map(Reply::Watcher),
+            Request::WatcherAt { .. } => from(doc).map(Reply::WatcherAt),
             Request::Info { .. } => from(doc).map(Reply::Info),
             Request::Clear { .. } => from(doc).map(Reply::Cleared),
             Request::Change(_) => from(doc).map(Reply::Recorded),
@@ -423,6 +443,12 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             limit,
             wait,
         } => Reply::Events(page(ledger, since, stage.as_deref(), limit, wait)?),
+        Request::Watcher { name, from_start } => {
+            Reply::Watcher(start_watcher(ledger, &name, from_start)?)
+        }
+        Request::WatcherAt { name, position, of } => Reply::WatcherAt(WatcherAt {
+            saved: save_watcher_position(ledger, &name, position, of.as_deref())?,
+        }),
         Request::Info {
             found_by,
             also_found,
@@ -708,6 +734,9 @@ fn as_agent(
             page.events.retain(|e| visible(agent, e));
             Ok(Reply::Events(page))
         }
+        watcher @ (Request::Watcher { .. } | Request::WatcherAt { .. }) => {
+            run(ledger, &caller, watcher_of(&agent.name, watcher))
+        }
         Request::Info { found_by, .. } => {
             let mut found = info(ledger, found_by, &[])?;
             found.stages.retain(|s| agent.may_see(&s.stage));
@@ -943,8 +972,35 @@ fn as_person(
                 },
             )
         }
+        watcher @ (Request::Watcher { .. } | Request::WatcherAt { .. }) => {
+            run(ledger, &caller, watcher_of(&token.name, watcher))
+        }
         other => run(ledger, &caller, other),
     }
+}
+
+/// A token's watcher, under a name of its own (`token:<token>:<name>`): a token's holder
+/// moves no other watcher's position, and none moves its.
+fn watcher_of(token: &str, request: Request) -> Request {
+    let own = |name: &str| format!("token:{token}:{}", name.trim());
+    match request {
+        Request::Watcher { name, from_start } => Request::Watcher {
+            name: own(&name),
+            from_start,
+        },
+        Request::WatcherAt { name, position, of } => Request::WatcherAt {
+            name: own(&name),
+            position,
+            of,
+        },
+        other => other,
+    }
+}
+
+/// Whether a watcher's position was stored (false: the ledger there now is another).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WatcherAt {
+    pub saved: bool,
 }
 
 /// An approval logged through a token names the token's holder as who logged it (never a

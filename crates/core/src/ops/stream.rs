@@ -129,7 +129,7 @@ pub fn resume(ledger: &mut Ledger, of: Option<&str>, seq: i64) -> Result<Resume>
 }
 
 /// Where a watcher starts.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Started {
     /// The seq of the last event it delivered (or passed over).
     pub position: i64,
