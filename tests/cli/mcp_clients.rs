@@ -1,6 +1,7 @@
 //! `questions mcp` driven by the clients agents are built on, beside rmcp's (mcp.rs): the
 //! MCP Inspector's CLI (the TypeScript SDK) and the official Python SDK, installed by
-//! `scripts/mcp-clients`. Every tool's error path reaches them as the real message.
+//! `scripts/mcp-clients`. Every tool's error path reaches them as the real message. And
+//! rmcp's own client over HTTP against `serve`'s `/mcp` (`rmcp_http`, below).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
