@@ -82,7 +82,12 @@ impl Remote {
     /// again, in polls of at most `LONGEST_WAIT`, until its own limit.
     pub(crate) fn call(&self, mut req: Request) -> Result<Value> {
         match &mut req {
-            Request::Log { key, .. } => *key = Some(self.key.clone()),
+            Request::Log { key, .. }
+            | Request::Ingest { key, .. }
+            | Request::Clear { key, .. }
+            | Request::Delivered { key, .. } => {
+                *key = Some(self.key.clone());
+            }
             Request::Change(change) => change.key = Some(self.key.clone()),
             _ => {}
         }

@@ -484,6 +484,7 @@ fn end(
         call: ops::CallKey::from(&call.key(harness.channel())),
         ids,
         detail: serde_json::json!({ "harness": harness.name() }),
+        key: None,
     };
     super::door_reply(ledger, caller, req, None).map(|_| ())
 }

@@ -16,6 +16,7 @@ pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
         only: args.format.0,
         expiry,
         approval,
+        key: None,
     };
     Ok(Outcome::ok(take!(
         door(ledger, nobody(), req)?,

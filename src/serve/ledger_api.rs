@@ -85,8 +85,8 @@ pub(super) async fn call(
             "the body is not a request of the ledger: {e}; send {{\"op\": \"…\", \"args\": {{…}}}}"
         )))
     })?;
-    // A key of the caller's own, in the body or as the usual header: a log or a person's
-    // change sent again with it is recorded once (§15).
+    // A key of the caller's own, in the body or as the usual header: a log, an ingest or a
+    // person's change sent again with it is recorded once (§15).
     let given = || {
         headers
             .get("idempotency-key")
@@ -94,7 +94,14 @@ pub(super) async fn call(
             .map(str::to_string)
     };
     match &mut req {
-        Request::Log { key, .. } if key.is_none() => *key = given(),
+        Request::Log { key, .. }
+        | Request::Ingest { key, .. }
+        | Request::Clear { key, .. }
+        | Request::Delivered { key, .. }
+            if key.is_none() =>
+        {
+            *key = given();
+        }
         Request::Change(change) if change.key.is_none() => change.key = given(),
         _ => {}
     }

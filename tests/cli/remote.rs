@@ -860,6 +860,40 @@ fn remote_a_log_whose_reply_is_lost_is_sent_again_and_recorded_once() {
     assert_eq!(listed["questions"][0]["id"], run.json["question_id"]);
 }
 
+/// An ingest whose reply is lost is sent again with its key, and its reply is the first:
+/// the questions it made are `created_ids`, not "already there".
+#[test]
+fn remote_an_ingest_whose_reply_is_lost_is_sent_again_and_gets_the_first_reply() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let s = Served::start(&l, &[]);
+    let (port, seen) = reply_dropper(s.port);
+    let base = format!("http://127.0.0.1:{port}");
+    std::fs::write(
+        l.dir.path().join("out.txt"),
+        "QUESTIONS_NEEDED\nQ: Which region?\nQ: Which tier?\n",
+    )
+    .unwrap();
+    let run = over(
+        &l,
+        &base,
+        Some(&agent),
+        &["ingest", "--stage", "ci", "--file", "out.txt"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        seen.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "sent again"
+    );
+    assert_eq!(run.json["created_ids"], run.json["question_ids"], "{run:?}");
+    assert_eq!(
+        run.json["created_ids"].as_array().unwrap().len(),
+        2,
+        "{run:?}"
+    );
+    assert_eq!(l.ok(["list"])["count"], 2);
+}
+
 #[test]
 fn remote_a_wait_is_long_polls_of_at_most_50_s_sent_again_until_the_gate_passes() {
     use std::io::Write;

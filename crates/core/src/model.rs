@@ -765,6 +765,7 @@ impl Question {
         Ok(Transition::Cleared {
             before: Box::new(self.clone()),
             actor: actor.clone(),
+            detail: None,
         })
     }
 }
@@ -900,8 +901,12 @@ pub enum Transition {
         before: Box<Question>,
         after: Box<Question>,
     },
-    /// A question taken out of the live ledger.
-    Cleared { before: Box<Question>, actor: Actor },
+    /// A question taken out of the live ledger; `detail` goes into its event.
+    Cleared {
+        before: Box<Question>,
+        actor: Actor,
+        detail: Option<serde_json::Value>,
+    },
     /// An event made by `actor` that may change the question (a vote) or not (a refused
     /// one), with what the event itself says in `detail`.
     Event {
@@ -960,6 +965,15 @@ impl Transition {
                 kind,
                 before,
                 after,
+                actor,
+                detail: merge(detail),
+            },
+            Transition::Cleared {
+                before,
+                actor,
+                detail,
+            } => Transition::Cleared {
+                before,
                 actor,
                 detail: merge(detail),
             },

@@ -178,11 +178,36 @@ pub struct LoggedAll {
 /// Logs every question in one transaction, all or nothing (the same question again is the
 /// one on record): what `ingest` and an agent's batch of questions do.
 pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedAll> {
+    log_all_once(ledger, questions, None)
+}
+
+/// `log_all`, once per `key` (§15, exactly once), as `log_once` logs one question: each
+/// question this key logged already is returned as the first call returned it, so that a
+/// batch sent again after a lost reply gets the first reply, `created_ids` included.
+pub(super) fn log_all_once(
+    ledger: &mut Ledger,
+    questions: &[NewQuestion],
+    key: Option<&str>,
+) -> Result<LoggedAll> {
     let now = clock::now();
     let logged = ledger.write(|tx| {
         questions
             .iter()
-            .map(|new| log_in(tx, new, false, &now))
+            .map(|new| {
+                let Some(key) = key else {
+                    return log_in(tx, new, false, &now);
+                };
+                if let Some(first) =
+                    tx.find_in_call(key, new.group_name.as_deref(), &new.question)?
+                {
+                    return Ok((first, true));
+                }
+                let keyed = NewQuestion {
+                    harness_call: Some(key.to_string()),
+                    ..new.clone()
+                };
+                log_in(tx, &keyed, false, &now)
+            })
             .collect::<Result<Vec<_>>>()
     })?;
     let mut seen = std::collections::HashSet::new();
@@ -194,7 +219,8 @@ pub fn log_all(ledger: &mut Ledger, questions: &[NewQuestion]) -> Result<LoggedA
     };
     for (q, created) in logged {
         all.per_input.push(q.id);
-        if created {
+        // The same question twice in one batch was made once.
+        if created && !all.created_ids.contains(&q.id) {
             all.created_ids.push(q.id);
         }
         if seen.insert(q.id) {
@@ -480,8 +506,40 @@ pub fn record_delivery(
     ids: &[i64],
     detail: &serde_json::Value,
 ) -> Result<()> {
+    record_delivery_once(ledger, caller, ids, detail, None)
+}
+
+/// `record_delivery`, once per `key` (§15, exactly once): the key goes into each event's
+/// detail, and a delivery sent again with it records nothing more.
+pub(super) fn record_delivery_once(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    ids: &[i64],
+    detail: &serde_json::Value,
+    key: Option<&str>,
+) -> Result<()> {
     let actor = caller.actor(&clock::now());
     ledger.write(|tx| {
+        if let (Some(key), Some(first)) = (key, ids.first()) {
+            let made = tx
+                .events(&crate::store::EventFilter::Question(*first))?
+                .iter()
+                .any(|e| {
+                    e.event == EventKind::Delivered
+                        && e.detail
+                            .as_ref()
+                            .and_then(|d| d.get("key"))
+                            .and_then(|k| k.as_str())
+                            == Some(key)
+                });
+            if made {
+                return Ok(());
+            }
+        }
+        let mut detail = detail.clone();
+        if let (Some(key), serde_json::Value::Object(own)) = (key, &mut detail) {
+            own.insert("key".into(), key.into());
+        }
         for id in ids {
             tx.apply(&existing(tx, *id)?.delivered(&actor, detail.clone()))?;
         }
@@ -497,15 +555,25 @@ pub struct Cleared {
 }
 
 /// Takes a stage's questions out of the live ledger; their rows stay in the history.
-pub fn clear(ledger: &mut Ledger, caller: &Caller, stage: &str) -> Result<Cleared> {
+/// With a `key` (§15, exactly once), a clear sent again after its reply was lost returns
+/// the first one's count and clears nothing more: the key is in each `cleared` event.
+pub fn clear(
+    ledger: &mut Ledger,
+    caller: &Caller,
+    stage: &str,
+    key: Option<&str>,
+) -> Result<Cleared> {
     let actor = caller.actor(&clock::now());
     let deleted = ledger.write(|tx| {
+        if let Some(first) = cleared_with(tx, stage, key)? {
+            return Ok(first);
+        }
         let gone = tx.questions(&Filter {
             stage: Some(stage.to_string()),
             ..Filter::default()
         })?;
         for q in &gone {
-            tx.apply(&q.clear(&actor)?)?;
+            tx.apply(&q.clear(&actor)?.with_detail(keyed(key).as_ref()))?;
         }
         Ok(gone.len())
     })?;
@@ -523,9 +591,13 @@ pub(super) fn clear_if_settled(
     ledger: &mut Ledger,
     caller: &Caller,
     stage: &str,
+    key: Option<&str>,
 ) -> Result<Result<Cleared, Vec<i64>>> {
     let actor = caller.actor(&clock::now());
     let outcome = ledger.write(|tx| {
+        if let Some(first) = cleared_with(tx, stage, key)? {
+            return Ok(Ok(first));
+        }
         expire_due(tx, &actor.at)?;
         let gone = tx.questions(&Filter {
             stage: Some(stage.to_string()),
@@ -543,7 +615,7 @@ pub(super) fn clear_if_settled(
             return Ok(Err(holding));
         }
         for q in &gone {
-            tx.apply(&q.clear(&actor)?)?;
+            tx.apply(&q.clear(&actor)?.with_detail(keyed(key).as_ref()))?;
         }
         Ok(Ok(gone.len()))
     })?;
@@ -551,6 +623,29 @@ pub(super) fn clear_if_settled(
         stage: stage.to_string(),
         deleted,
     }))
+}
+
+/// How many questions of `stage` a clear keyed `key` took out, when one did.
+fn cleared_with(tx: &Tx, stage: &str, key: Option<&str>) -> Result<Option<usize>> {
+    let Some(key) = key else { return Ok(None) };
+    let count = tx
+        .events(&crate::store::EventFilter::Stage(stage.to_string()))?
+        .iter()
+        .filter(|e| {
+            e.event == EventKind::Cleared
+                && e.detail
+                    .as_ref()
+                    .and_then(|d| d.get("key"))
+                    .and_then(|k| k.as_str())
+                    == Some(key)
+        })
+        .count();
+    Ok((count > 0).then_some(count))
+}
+
+/// The detail a keyed change puts in its events.
+fn keyed(key: Option<&str>) -> Option<serde_json::Value> {
+    key.map(|key| serde_json::json!({ "key": key }))
 }
 
 #[derive(Debug, Serialize)]

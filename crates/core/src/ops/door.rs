@@ -65,6 +65,9 @@ pub enum Request {
         only: Option<crate::formats::Source>,
         expiry: Expiry,
         approval: Option<Approval>,
+        /// The caller's own key for this change (§15, exactly once), as `Log`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     List(Filter),
     Check(CheckRequest),
@@ -122,6 +125,9 @@ pub enum Request {
     },
     Clear {
         stage: String,
+        /// The caller's own key for this change (§15, exactly once), as `Log`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// Answer, skip, decline, accept a proposal, or vote.
     Change(PersonsChange),
@@ -170,6 +176,9 @@ pub enum Request {
         call: CallKey,
         ids: Vec<i64>,
         detail: serde_json::Value,
+        /// The caller's own key for this change (§15, exactly once), as `Log`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
 }
 
@@ -422,14 +431,19 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             only,
             expiry,
             approval,
-        } => Reply::Ingested(ingest(
-            ledger,
-            &stage,
-            &text,
-            only,
-            expiry,
-            approval.as_ref(),
-        )?),
+            key,
+        } => {
+            let once = key.map(|k| once_key(caller, &k)).transpose()?;
+            Reply::Ingested(ingest(
+                ledger,
+                &stage,
+                &text,
+                only,
+                expiry,
+                approval.as_ref(),
+                once.as_deref(),
+            )?)
+        }
         Request::List(filter) => Reply::Listed(Listed::new(list(ledger, &filter)?)),
         Request::Check(req) => Reply::Gate(check(ledger, &req)?),
         Request::Pending { stage, ids } => {
@@ -453,7 +467,10 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             found_by,
             also_found,
         } => Reply::Info(info(ledger, found_by, &also_found)?),
-        Request::Clear { stage } => Reply::Cleared(change::clear(ledger, caller, &stage)?),
+        Request::Clear { stage, key } => {
+            let once = key.map(|k| once_key(caller, &k)).transpose()?;
+            Reply::Cleared(change::clear(ledger, caller, &stage, once.as_deref())?)
+        }
         Request::Change(mut req) => {
             req.key = req.key.map(|k| once_key(caller, &k)).transpose()?;
             Reply::Recorded(change::change(ledger, caller, &req)?)
@@ -512,9 +529,15 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             questions,
             wait,
         } => Reply::Call(harness_call(ledger, &call.into(), step, questions, wait)?),
-        Request::Delivered { call, ids, detail } => {
+        Request::Delivered {
+            call,
+            ids,
+            detail,
+            key,
+        } => {
             if !ids.is_empty() {
-                change::record_delivery(ledger, caller, &ids, &detail)?;
+                let once = key.map(|k| once_key(caller, &k)).transpose()?;
+                change::record_delivery_once(ledger, caller, &ids, &detail, once.as_deref())?;
             }
             change::end_call(ledger, &call.into())?;
             Reply::Delivered(Delivered {
@@ -607,7 +630,7 @@ fn as_agent(
         | Request::Elicited { stage, .. }
         | Request::Pending { stage, .. }
         | Request::Answers { stage }
-        | Request::Clear { stage }
+        | Request::Clear { stage, .. }
         | Request::History(EventFilter::Stage(stage)) => Some(stage.clone()),
         Request::List(filter) => filter.stage.clone(),
         Request::Events { stage, .. } => stage.clone(),
@@ -742,7 +765,7 @@ fn as_agent(
             found.stages.retain(|s| agent.may_see(&s.stage));
             Ok(Reply::Info(found))
         }
-        Request::Clear { stage } => clear_settled(ledger, who, &stage),
+        Request::Clear { stage, key } => clear_settled(ledger, who, &stage, key),
         Request::History(filter @ EventFilter::Since { .. }) => {
             let mut found = history(ledger, &filter)?;
             found.events.retain(|e| visible(agent, e));
@@ -828,7 +851,12 @@ fn as_agent(
                 },
             )
         }
-        Request::Delivered { call, ids, detail } => {
+        Request::Delivered {
+            call,
+            ids,
+            detail,
+            key,
+        } => {
             let found = named(ledger, None, Some(&ids))?;
             if let Some(q) = found.iter().find(|q| outside(&q.stage)) {
                 let (id, why) = (
@@ -838,12 +866,26 @@ fn as_agent(
                 return refuse(
                     ledger,
                     who,
-                    &Request::Delivered { call, ids, detail },
+                    &Request::Delivered {
+                        call,
+                        ids,
+                        detail,
+                        key,
+                    },
                     id,
                     &why,
                 );
             }
-            run(ledger, &caller, Request::Delivered { call, ids, detail })
+            run(
+                ledger,
+                &caller,
+                Request::Delivered {
+                    call,
+                    ids,
+                    detail,
+                    key,
+                },
+            )
         }
         other => {
             let id = match &other {
@@ -1021,12 +1063,14 @@ fn ingested_by(request: Request, logger: &str) -> Result<Request> {
             only,
             expiry,
             approval,
+            key,
         } => Request::Ingest {
             stage,
             text,
             only,
             expiry,
             approval: approval.map(|a| as_logged_by(&a, logger)).transpose()?,
+            key,
         },
         other => other,
     })
@@ -1050,15 +1094,22 @@ fn visible(agent: &AgentToken, event: &Event) -> bool {
 
 /// An agent's `clear`: only a stage where nothing required is pending, decided in the
 /// clearing transaction (clearing never opens a gate).
-fn clear_settled(ledger: &mut Ledger, who: &Principal, stage: &str) -> Result<Reply> {
+fn clear_settled(
+    ledger: &mut Ledger,
+    who: &Principal,
+    stage: &str,
+    key: Option<String>,
+) -> Result<Reply> {
     let caller = who.caller();
-    match change::clear_if_settled(ledger, &caller, stage)? {
+    let once = key.map(|k| once_key(&caller, &k)).transpose()?;
+    match change::clear_if_settled(ledger, &caller, stage, once.as_deref())? {
         Ok(cleared) => Ok(Reply::Cleared(cleared)),
         Err(holding) => refuse(
             ledger,
             who,
             &Request::Clear {
                 stage: stage.to_string(),
+                key: None,
             },
             0,
             &format!(

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{existing, expire_due, log_all, Caller};
+use super::{existing, expire_due, Caller};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::formats::answers::{self, Answers, ImportFormat, Placed, Reply, Unplaced};
@@ -105,6 +105,7 @@ pub fn ingest(
     only: Option<Source>,
     expiry: Expiry,
     approval: Option<&crate::model::Approval>,
+    key: Option<&str>,
 ) -> Result<Ingested> {
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
@@ -126,7 +127,7 @@ pub fn ingest(
         }
         expiry.apply(new, &now)?;
     }
-    let logged = log_all(ledger, &questions)?;
+    let logged = super::change::log_all_once(ledger, &questions, key)?;
     Ok(Ingested {
         format: Some(envelope.source.name().into()),
         found: true,

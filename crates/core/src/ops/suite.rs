@@ -582,7 +582,7 @@ mod relay_ops {
                 .unwrap()
                 .question_id;
             let d = send_all(l)[0].delivery.id;
-            clear(l, &person("ops"), "s").unwrap();
+            clear(l, &person("ops"), "s", None).unwrap();
             let again = log(l, &with_options("s", "Ship?", &["yes", "no"]), false)
                 .unwrap()
                 .question_id;

@@ -499,7 +499,11 @@ impl<'a> Tx<'a> {
                 })?;
                 Ok(Some(Question::clone(after)))
             }
-            Transition::Cleared { before, actor } => {
+            Transition::Cleared {
+                before,
+                actor,
+                detail,
+            } => {
                 // The whole row, which is gone from `questions` after this; and the stage,
                 // which stays a known one. The event comes first: on SQLite a trigger keeps
                 // rows that other tools delete, unless their event is there already.
@@ -512,7 +516,7 @@ impl<'a> Tx<'a> {
                     channel: Some(actor.channel),
                     before: Some(to_json(before)?),
                     after: None,
-                    detail: None,
+                    detail: detail.as_ref().map(to_json).transpose()?,
                 })?;
                 self.conn
                     .execute("DELETE FROM questions WHERE id = $1", &[before.id.into()])?;

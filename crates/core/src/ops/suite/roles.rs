@@ -178,10 +178,12 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             call: call(GUESSED),
             ids: vec![outside],
             detail: serde_json::json!({ "harness": "claude-code" }),
+            key: None,
         },
         // A stage whose gate a required question still holds.
         Request::Clear {
             stage: "ci-build".into(),
+            key: None,
         },
         Request::Group {
             identity: Identity::Person("root".into()),
@@ -233,6 +235,7 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
                 on_expiry: crate::model::OnExpiry::Keep,
             },
             approval: None,
+            key: None,
         },
         Request::List(Filter {
             stage: Some("prod".into()),
@@ -579,6 +582,7 @@ on_every_engine!(
         .question_id;
         let clear = || Request::Clear {
             stage: "ci-done".into(),
+            key: None,
         };
         let err = call(l, &agent(), clear()).unwrap_err();
         assert_eq!(err.code, ErrorCode::Forbidden);
@@ -881,6 +885,146 @@ on_every_engine!(
         // The key finds the call again; it is not part of the question as printed.
         let printed = serde_json::to_value(&questions[0]).unwrap();
         assert!(printed.get("harness_call").is_none(), "{printed}");
+    }
+);
+
+on_every_engine!(
+    an_ingest_sent_again_with_its_key_gets_the_first_reply,
+    |l: &mut Ledger| {
+        let text = r#"{"questions": [{"question": "Which region?"}, {"question": "Which tier?"}]}"#;
+        let ingest = |l: &mut Ledger, key: Option<&str>| {
+            let Reply::Ingested(done) = call(
+                l,
+                &agent(),
+                Request::Ingest {
+                    stage: "ci-build".into(),
+                    text: text.into(),
+                    only: None,
+                    expiry: Expiry::default(),
+                    approval: None,
+                    key: key.map(str::to_string),
+                },
+            )
+            .unwrap() else {
+                panic!("ingest replies Ingested")
+            };
+            (done.question_ids, done.created_ids)
+        };
+        // One of the two was asked before, by someone else.
+        call(
+            l,
+            &direct(),
+            Request::Log {
+                draft: draft("ci-build", "Which tier?"),
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+                key: None,
+            },
+        )
+        .unwrap();
+        let first = ingest(l, Some("run-1"));
+        assert_eq!((first.0.len(), first.1.len()), (2, 1), "{first:?}");
+        // Its reply lost, the same call again: the first reply, nothing new.
+        assert_eq!(ingest(l, Some("run-1")), first);
+        // Another call: the same questions, none made by it.
+        assert_eq!(ingest(l, Some("run-2")), (first.0.clone(), vec![]));
+        assert_eq!(ingest(l, None), (first.0, vec![]));
+        assert_eq!(list(l, &Filter::default()).unwrap().len(), 2);
+    }
+);
+
+on_every_engine!(
+    a_clear_sent_again_with_its_key_gets_the_first_reply_and_clears_nothing_more,
+    |l: &mut Ledger| {
+        let log = |l: &mut Ledger, text: &str| {
+            call(
+                l,
+                &direct(),
+                Request::Log {
+                    draft: Draft {
+                        required: false,
+                        ..draft("ci-done", text)
+                    },
+                    expiry: Expiry::default(),
+                    allow_duplicate: false,
+                    key: None,
+                },
+            )
+            .unwrap();
+        };
+        let clear = |l: &mut Ledger, key: Option<&str>| {
+            let Reply::Cleared(done) = call(
+                l,
+                &agent(),
+                Request::Clear {
+                    stage: "ci-done".into(),
+                    key: key.map(str::to_string),
+                },
+            )
+            .unwrap() else {
+                panic!("clear replies Cleared")
+            };
+            done.deleted
+        };
+        log(l, "Which region?");
+        log(l, "Which tier?");
+        assert_eq!(clear(l, Some("run-1")), 2);
+        // Asked again meanwhile: the first call's clear sent again neither clears it nor
+        // says it cleared nothing.
+        log(l, "Which zone?");
+        assert_eq!(clear(l, Some("run-1")), 2);
+        assert_eq!(list(l, &Filter::default()).unwrap().len(), 1);
+        // Another call clears it.
+        assert_eq!(clear(l, Some("run-2")), 1);
+        assert_eq!(clear(l, None), 0);
+    }
+);
+
+on_every_engine!(
+    a_delivery_sent_again_with_its_key_is_recorded_once,
+    |l: &mut Ledger| {
+        let Reply::Logged(logged) = call(
+            l,
+            &agent(),
+            Request::Log {
+                draft: draft("ci-build", "Which region?"),
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+                key: None,
+            },
+        )
+        .unwrap() else {
+            panic!("log replies Logged")
+        };
+        let deliver = |l: &mut Ledger, key: Option<&str>| {
+            call(
+                l,
+                &agent(),
+                Request::Delivered {
+                    call: CallKey {
+                        key: "codex:session:call_1".into(),
+                        by_input: false,
+                    },
+                    ids: vec![logged.question_id],
+                    detail: serde_json::json!({ "harness": "codex" }),
+                    key: key.map(str::to_string),
+                },
+            )
+            .unwrap();
+        };
+        let delivered = |l: &mut Ledger| {
+            history(l, &EventFilter::Question(logged.question_id))
+                .unwrap()
+                .events
+                .iter()
+                .filter(|e| e.event == EventKind::Delivered)
+                .count()
+        };
+        deliver(l, Some("hook-1"));
+        deliver(l, Some("hook-1"));
+        assert_eq!(delivered(l), 1, "sent again with its key: recorded once");
+        deliver(l, Some("hook-2"));
+        assert_eq!(delivered(l), 2, "another call's delivery is its own");
     }
 );
 
