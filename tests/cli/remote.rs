@@ -1555,3 +1555,81 @@ fn remote_a_watcher_over_https_delivers_its_stages_and_keeps_its_position_there(
     );
     drop(s);
 }
+
+/// `questions mcp --db https://…` outlives a restart of the server: the session the server
+/// lost is begun again with the host's own `initialize`, and the host's next call is
+/// answered as if nothing happened (its reply to `initialize` is not repeated).
+#[test]
+fn remote_questions_mcp_over_https_begins_its_session_again_after_a_server_restart() {
+    use std::io::{BufRead, Write};
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let id = l.log("ci-a", "Ship build 1?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .args(["mcp", "--db", &s.base()])
+        .env("QUESTIONS_TOKEN", &agent)
+        .env("QUESTIONS_CA", &ca)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = child.stdin.take().unwrap();
+    let mut from = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut send = |message: Value| writeln!(to, "{message}").unwrap();
+    let mut next = || {
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}}),
+    );
+    assert_eq!(next()["result"]["protocolVersion"], "2025-11-25");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = |n: i64| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+            "name": "list_questions", "arguments": {"stage": "ci-a"}}})
+    };
+    send(list(2));
+    let first = next();
+    assert_eq!(first["id"], 2, "{first}");
+    assert!(
+        first["result"].to_string().contains("Ship build 1?"),
+        "{first}"
+    );
+
+    // The server crashes and comes back: its sessions are gone, the ledger is not.
+    let s = restart(&l, crash(s), &leaf, &key);
+    l.ok([
+        "answer",
+        "--id",
+        &id.to_string(),
+        "--answer",
+        "yes",
+        "--by",
+        "dana",
+    ]);
+    send(list(3));
+    let again = next();
+    assert_eq!(
+        again["id"], 3,
+        "the host's next call is answered, not initialize's: {again}"
+    );
+    let text = again["result"].to_string();
+    assert!(text.contains("answered") && text.contains("yes"), "{again}");
+    drop(to);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(s);
+}
