@@ -191,22 +191,34 @@ pub(super) fn log_all_once(
 ) -> Result<LoggedAll> {
     let now = clock::now();
     let logged = ledger.write(|tx| {
+        // What the key logged already, read once (a batch can be tens of thousands).
+        let mut first: std::collections::HashMap<(Option<String>, String), Question> = match key {
+            Some(key) => tx
+                .questions_in_call(key)?
+                .into_iter()
+                .map(|q| ((q.group_name.clone(), q.question.clone()), q))
+                .collect(),
+            None => std::collections::HashMap::new(),
+        };
         questions
             .iter()
             .map(|new| {
                 let Some(key) = key else {
                     return log_in(tx, new, false, &now);
                 };
-                if let Some(first) =
-                    tx.find_in_call(key, new.group_name.as_deref(), &new.question)?
-                {
-                    return Ok((first, true));
+                let same = (new.group_name.clone(), new.question.clone());
+                if let Some(q) = first.get(&same) {
+                    return Ok((q.clone(), true));
                 }
                 let keyed = NewQuestion {
                     harness_call: Some(key.to_string()),
                     ..new.clone()
                 };
-                log_in(tx, &keyed, false, &now)
+                let (q, created) = log_in(tx, &keyed, false, &now)?;
+                if created {
+                    first.insert(same, q.clone());
+                }
+                Ok((q, created))
             })
             .collect::<Result<Vec<_>>>()
     })?;
@@ -219,11 +231,11 @@ pub(super) fn log_all_once(
     };
     for (q, created) in logged {
         all.per_input.push(q.id);
-        // The same question twice in one batch was made once.
-        if created && !all.created_ids.contains(&q.id) {
-            all.created_ids.push(q.id);
-        }
         if seen.insert(q.id) {
+            // The same question twice in one batch was made once, at its first place.
+            if created {
+                all.created_ids.push(q.id);
+            }
             all.question_ids.push(q.id);
             all.questions.push(q);
         }

@@ -426,6 +426,12 @@ impl<'a> Tx<'a> {
         Ok(found.into_iter().next())
     }
 
+    /// Every question logged under the key `call`, oldest first: one read for a batch
+    /// sent again with its key (see `find_in_call` for one question).
+    pub(crate) fn questions_in_call(&self, call: &str) -> Result<Vec<Question>> {
+        self.questions_where("WHERE harness_call = $1 ORDER BY id", &[call.into()])
+    }
+
     /// Ends the harness call `call`: its questions keep their key with their id after it
     /// (`<key>#<id>`), so that no later call finds them under the key again.
     pub(crate) fn end_call(&self, call: &str) -> Result<()> {
