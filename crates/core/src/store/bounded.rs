@@ -192,6 +192,7 @@ impl TlsConnect<Socket> for Negotiate {
                 ready: false,
                 deadline,
                 limits,
+                bound: limits,
                 server,
                 timer: None,
                 owed: 0,
@@ -227,6 +228,9 @@ pub(super) struct Guarded {
     /// Until then: when the connection must be made.
     deadline: Instant,
     limits: Limits,
+    /// The bound of the statement under way: `limits`, cut to the deadline of the reader
+    /// that sent it when it has one (see `rearm`).
+    bound: Limits,
     server: Arc<str>,
     /// Armed while the server owes something.
     timer: Option<Pin<Box<Sleep>>>,
@@ -253,7 +257,17 @@ impl Guarded {
             return;
         }
         let at = if self.ready {
-            Instant::now() + self.limits.query
+            // The reader's deadline now: a connection kept open between a held wait's
+            // looks began under another one, or none.
+            self.bound = self.limits;
+            if let Some(by) = super::postgres::DEADLINE.with(std::cell::Cell::get) {
+                let by = by.saturating_duration_since(Instant::now()) + Duration::from_secs(1);
+                if by < self.limits.query {
+                    self.bound.query = by;
+                    self.bound.by_deadline = true;
+                }
+            }
+            Instant::now() + self.bound.query
         } else {
             self.deadline
         };
@@ -285,19 +299,19 @@ impl Guarded {
             return None;
         }
         let server = &self.server;
-        Some(timed_out(if self.ready && self.limits.by_deadline {
+        Some(timed_out(if self.ready && self.bound.by_deadline {
             format!(
                 "PostgreSQL at {server} did not answer a statement before the wait's \
              deadline ({} left when it began): another session may hold a lock on the \
              ledger's tables; the wait ended there",
-                seconds(self.limits.query)
+                seconds(self.bound.query)
             )
         } else if self.ready {
             format!(
                 "PostgreSQL at {server} sent no reply for {} while a statement was under way \
              (QUESTIONS_PG_QUERY_TIMEOUT sets this bound); the server or the network to \
              it is down or stuck, and the connection was given up",
-                seconds(self.limits.query)
+                seconds(self.bound.query)
             )
         } else {
             format!(

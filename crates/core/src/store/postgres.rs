@@ -286,35 +286,20 @@ fn io_kind(e: &postgres::Error) -> Option<std::io::ErrorKind> {
     None
 }
 
-/// How long a server may take: to connect, `connect_timeout` from the location (libpq's
-/// parameter; a positive number of seconds), else 10 s; to go on answering a statement,
-/// `QUESTIONS_PG_QUERY_TIMEOUT` seconds, else 60 (writes wait for each other's turn, and a
-/// reset for every command in flight: a careful bound, not a tight one). Waits for a
-/// change are not statements: they have no bound of this kind.
-fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
-    let limits = configured_limits(config)?;
-    // A reader with a deadline (see `BoundUntil`): its statements end by then.
-    let by = DEADLINE.with(std::cell::Cell::get).map(|deadline| {
-        deadline.saturating_duration_since(std::time::Instant::now()) + Duration::from_secs(1)
-    });
-    Ok(match by {
-        Some(by) if by < limits.query => super::bounded::Limits {
-            query: by,
-            by_deadline: true,
-            ..limits
-        },
-        _ => limits,
-    })
-}
-
 thread_local! {
-    /// This thread's reader's deadline, set by `BoundUntil` (see `limits`).
+    /// This thread's reader's deadline, set by `BoundUntil` (see `Guarded::rearm`).
     pub(super) static DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
         const { std::cell::Cell::new(None) };
 }
 
-/// The bounds of `limits` as configured, before a reader's deadline.
-fn configured_limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
+/// How long a server may take: to connect, `connect_timeout` from the location (libpq's
+/// parameter; a positive number of seconds), else 10 s; to go on answering a statement,
+/// `QUESTIONS_PG_QUERY_TIMEOUT` seconds, else 60 (writes wait for each other's turn, and a
+/// reset for every command in flight: a careful bound, not a tight one). Waits for a
+/// change are not statements: they have no bound of this kind. A reader with a deadline
+/// (see `BoundUntil`) has each statement it sends end by then (`Guarded::rearm`), on a
+/// connection kept open between its looks too.
+fn limits(config: &postgres::Config) -> Result<super::bounded::Limits> {
     const CONNECT: Duration = Duration::from_secs(10);
     const QUERY: Duration = Duration::from_mins(1);
     let query = match std::env::var("QUESTIONS_PG_QUERY_TIMEOUT") {
