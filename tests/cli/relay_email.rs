@@ -1405,3 +1405,100 @@ fn relay_email_outlooks_header_block_and_a_phones_signature_are_not_the_answer()
     }
     assert_eq!(l.question(free)["answer"], "Call it Ledger.");
 }
+
+/// The messages in `user`'s mailbox whose subject starts with `head`, oldest first.
+fn subjects(host: &MailHost, user: &str, head: &str) -> Vec<Value> {
+    host.mailbox(user)
+        .into_iter()
+        .filter(|m| m["subject"].as_str().unwrap().starts_with(head))
+        .collect()
+}
+
+/// Logs a question of its own at `now`, waits for its card to reach `user`, skips it and
+/// waits for the message that settles that card: a round of the relay that began after
+/// this call (which sends every card due, the held ones' digest first, before it
+/// settles) has run to its end.
+fn round_passed(l: &Ledger, host: &MailHost, now: &str, user: &str, text: &str) {
+    let id = l
+        .run_at(now, ["log", "--stage", "marker", "--question", text])
+        .json["question_id"]
+        .as_i64()
+        .unwrap();
+    host.card(user, id);
+    l.run_at(now, ["skip", "--id", &id.to_string(), "--reason", "marker"]);
+    let settled = format!("Re: Question {id} ");
+    host.until(user, "the marker settled", |m| {
+        m["subject"].as_str().unwrap().starts_with(&settled)
+    });
+}
+
+#[test]
+fn relay_email_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    // NOW is 00:47 in Berlin: inside bob's night, which ends at 07:00 there (06:00Z).
+    l.ok([
+        "people",
+        "quiet",
+        "bob",
+        "22:00-07:00",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    let held = freeform(&l, "design", "Which database?");
+    let head = format!("Question {held} ");
+    let mut night = Relay::email(&l, &host, &[("QUESTIONS_NOW", NOW)]);
+    host.card("me", held);
+    round_passed(&l, &host, NOW, "me", "Marker at night?");
+    assert!(
+        subjects(&host, "bob", &head).is_empty(),
+        "held in the window"
+    );
+    assert!(subjects(&host, "bob", "Quiet hours").is_empty());
+    night.child.kill().unwrap();
+    night.child.wait().unwrap();
+
+    // 30 s after the window's end: the digest, then the held card.
+    let morning = "2026-11-22T06:00:30.000Z";
+    let mut first = Relay::email(&l, &host, &[("QUESTIONS_NOW", morning)]);
+    let card = host.card("bob", held);
+    let digest = subjects(&host, "bob", "Quiet hours are over");
+    assert_eq!(digest.len(), 1, "{digest:?}");
+    let body = digest[0]["body"].as_str().unwrap();
+    assert!(body.contains(&format!("#{held} Which database?")), "{body}");
+    let order: Vec<&str> = host
+        .mailbox("bob")
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap().to_string())
+        .map(|s| {
+            if s.starts_with("Quiet") {
+                "digest"
+            } else {
+                "card"
+            }
+        })
+        .collect();
+    assert_eq!(order, ["digest", "card"], "the header comes first");
+    round_passed(&l, &host, morning, "bob", "Marker after the digest?");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    // Started again: no second digest, no second card.
+    let later_on = "2026-11-22T06:00:50.000Z";
+    let second = Relay::email(&l, &host, &[("QUESTIONS_NOW", later_on)]);
+    round_passed(&l, &host, later_on, "bob", "Marker in the morning?");
+    assert_eq!(subjects(&host, "bob", "Quiet hours are over").len(), 1);
+    assert_eq!(subjects(&host, "bob", &head).len(), 1);
+    // The held card answers as any card does.
+    host.send(&Mail::reply(BOB, &card, "SQLite"));
+    host.until("bob", "the relay's answer", recorded);
+    let q = l.question(held);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "bob");
+    assert_eq!(q["channel"], "email");
+    assert_eq!(second.stop().code(), Some(0));
+}
