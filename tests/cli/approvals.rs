@@ -1224,6 +1224,17 @@ fn the_inbox_shows_a_delegate_s_vote_as_theirs_for_the_approver() {
         page.body
     );
     assert!(!page.body.contains("<b>read"), "{}", page.body);
+    // bob may vote for alice: the page offers him the buttons, not a refusal.
+    assert!(
+        page.body.contains(&format!("action=\"/q/{id}/approve\"")),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("not among its approvers"),
+        "{}",
+        page.body
+    );
 }
 
 #[test]
