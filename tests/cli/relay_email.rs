@@ -335,6 +335,30 @@ fn replies(host: &MailHost, user: &str, words: &str) -> Vec<Value> {
         .collect()
 }
 
+/// What `read_past` answers its own question with.
+const MARKER: &str = "marker-answer";
+
+/// The relay's replies in `user`'s mailbox that contain `words`, but those to `read_past`.
+fn replies_but_markers(host: &MailHost, user: &str, words: &str) -> Vec<Value> {
+    replies(host, user, words)
+        .into_iter()
+        .filter(|m| !m["body"].as_str().unwrap().contains(MARKER))
+        .collect()
+}
+
+/// Logs a question of its own, replies to its card as the runner and waits for the
+/// relay's "recorded": the relay, which reads its mailbox in order, has read past every
+/// message that came before this one (and sent what it had to say of them).
+fn read_past(l: &Ledger, host: &MailHost, text: &str) {
+    let id = l.log("marker", text);
+    let card = host.card("me", id);
+    let sent = host.send(&Mail::reply(ME, &card, MARKER));
+    host.until("me", "the marker recorded", |m| {
+        m["in_reply_to"] == sent.as_str() && recorded(m)
+    });
+    assert_eq!(l.question(id)["answer"], MARKER);
+}
+
 #[test]
 fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_delivered_twice() {
     if let Some(why) = missing() {
@@ -380,9 +404,13 @@ fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_del
     // The second copy was read (both are in the relay's mailbox) and changed nothing.
     let copies = host.stamped().iter().filter(|s| s["from"] == ME).count();
     assert_eq!(copies, 2);
-    std::thread::sleep(Duration::from_secs(1));
+    read_past(&l, &host, "Marker?");
     assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
-    assert_eq!(replies(&host, "me", "recorded: ").len(), 1, "told once");
+    assert_eq!(
+        replies_but_markers(&host, "me", "recorded: ").len(),
+        1,
+        "told once"
+    );
     assert!(replies(&host, "me", "already").is_empty());
     assert_eq!(relay.stop().code(), Some(0));
 }
@@ -456,14 +484,16 @@ fn relay_email_senders_not_vouched_for_record_nothing_and_get_no_mail() {
     }
     assert!(refused.iter().all(|e| e["answered_by"].is_null()));
     assert_eq!(l.question(id)["status"], "pending", "nothing was recorded");
-    // Nobody was mailed back: only the card is in my mailbox, nothing in the stranger's.
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(host.mailbox("me").len(), 1, "{:?}", host.mailbox("me"));
-    assert!(host.mailbox("stranger").is_empty());
-    // The relay was reading all along: my signed reply is recorded.
+    // The relay was reading all along: my signed reply, after them, is recorded.
     host.send(&Mail::reply(ME, &card, "SQLite"));
     host.until("me", "the relay's answer", recorded);
     assert_eq!(l.question(id)["answer"], "SQLite");
+    // Read in order, the refused were behind it: nobody was mailed back for them. My
+    // mailbox holds the card and the answer to my reply, the stranger's nothing.
+    let mine = host.mailbox("me");
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    assert!(recorded(&mine[1]), "{mine:?}");
+    assert!(host.mailbox("stranger").is_empty());
 }
 
 #[test]
@@ -593,9 +623,9 @@ fn relay_email_killed_after_the_reply_landed_records_it_once_after_a_restart() {
     second.child.kill().unwrap();
     second.child.wait().unwrap();
     let third = Relay::email(&l, &host, &[]);
-    std::thread::sleep(Duration::from_secs(2));
+    read_past(&l, &host, "Marker?");
     assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
-    assert_eq!(replies(&host, "me", "recorded: ").len(), 1);
+    assert_eq!(replies_but_markers(&host, "me", "recorded: ").len(), 1);
     assert!(replies(&host, "me", "already").is_empty());
     assert_eq!(third.stop().code(), Some(0));
 }
@@ -711,9 +741,12 @@ fn relay_email_approvals_the_requester_is_refused_and_an_approver_rejects_with_a
         .as_str()
         .unwrap()
         .contains("Reply APPROVE, or REJECT and a reason"));
-    // The requester gets no card; their APPROVE on bob's card is refused and recorded.
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(host.mailbox("me").is_empty(), "{:?}", host.mailbox("me"));
+    // The requester gets no card (a card of a later question comes, and none of this
+    // one); their APPROVE on bob's card is refused and recorded.
+    let later = freeform(&l, "marker", "Marker?");
+    host.card("me", later);
+    let mine = host.mailbox("me");
+    assert_eq!(mine.len(), 1, "only the later card: {mine:?}");
     host.send(&Mail::reply(ME, &bobs, "APPROVE"));
     host.until("me", "the refusal", |m| {
         m["body"].as_str().unwrap().contains("sent to bob")
