@@ -107,6 +107,11 @@ pub(crate) fn by(name: &str) -> String {
     format!("by {name}")
 }
 
+/// A delegate's answer or vote, made for the person they stand in for: "bob for alice".
+pub(crate) fn standing_in(delegate: &str, person: &str) -> String {
+    format!("{delegate} for {person}")
+}
+
 /// Through what: "via web".
 pub(crate) fn via(channel: &str) -> String {
     format!("via {channel}")

@@ -356,7 +356,12 @@ pub(super) fn event(out: &mut String, e: &Event) {
         kind = strings::event_kind(e.event.as_str()),
     );
     if let Some(by) = &e.answered_by {
-        let _ = write!(out, " {}", strings::by(&esc(by)));
+        let for_whom = e.detail.as_ref().and_then(|d| d["on_behalf_of"].as_str());
+        let who = match for_whom {
+            Some(person) => strings::standing_in(&esc(by), &esc(person)),
+            None => esc(by),
+        };
+        let _ = write!(out, " {}", strings::by(&who));
     }
     if let Some(ch) = &e.channel {
         let _ = write!(out, " {}", strings::via(ch.as_str()));
@@ -417,7 +422,10 @@ fn approval(
         let _ = write!(
             out,
             "<li>{} — {}{}</li>",
-            esc(&v.by),
+            match &v.on_behalf_of {
+                Some(person) => strings::standing_in(&esc(&v.by), &esc(person)),
+                None => esc(&v.by),
+            },
             v.vote.as_str(),
             v.comment
                 .as_deref()

@@ -1164,6 +1164,81 @@ fn the_inbox_shows_an_approval_s_votes_and_its_form_votes_as_the_token_s_person(
 
 #[test]
 #[cfg(feature = "serve")]
+fn the_inbox_shows_a_delegate_s_vote_as_theirs_for_the_approver() {
+    use crate::serve::Served;
+    let l = Ledger::new();
+    let me = crate::relay_harness::me(&l);
+    l.ok(["group", "create", "people", "--admins", &me]);
+    l.ok([
+        "people",
+        "delegate",
+        "alice",
+        "--to",
+        "bob",
+        "--until",
+        &crate::common::later(7 * 86_400),
+    ]);
+    let id = l.ok([
+        "log",
+        "--stage",
+        "deploy",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "alice,carol",
+        "--min",
+        "2",
+        "--requester",
+        "dave",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    let users = users_file(&l, &format!("bob {BOB_TOKEN}\n"), 0o600);
+    let served = Served::start(&l, &["--users", &users]);
+    let bob = format!("Authorization: Bearer {BOB_TOKEN}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let voted = served.request(
+        "POST",
+        &format!("/q/{id}/approve"),
+        &[&bob, form],
+        "comment=%3Cb%3Eread%3C%2Fb%3E",
+    );
+    assert_eq!(voted.status, 303, "{voted:?}");
+    let q = l.question(id);
+    assert_eq!(q["approval"]["votes"][0]["on_behalf_of"], "alice", "{q}");
+    let page = served.request("GET", "/", &[&bob, "Accept: text/html"], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Approval: 1 of 2"), "{}", page.body);
+    // In the votes and in the history, the vote is bob's, made for alice; the comment
+    // is text, never markup.
+    assert!(
+        page.body
+            .contains("<li>bob for alice — approve: &lt;b&gt;read&lt;/b&gt;</li>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("by bob for alice via web"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("<b>read"), "{}", page.body);
+    // bob may vote for alice: the page offers him the buttons, not a refusal.
+    assert!(
+        page.body.contains(&format!("action=\"/q/{id}/approve\"")),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("not among its approvers"),
+        "{}",
+        page.body
+    );
+}
+
+#[test]
+#[cfg(feature = "serve")]
 fn unpooled_the_inbox_offers_a_vote_only_to_those_who_may_cast_it() {
     crate::unpooled!();
     use crate::serve::Served;

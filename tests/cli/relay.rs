@@ -411,7 +411,16 @@ fn relay_a_second_relay_waits_for_the_first() {
         assert!(Instant::now() < end, "the second relay never said it waits");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_secs(3));
+    // The second tries the lease again every 2 s; the first's long polls (2 s each)
+    // overlap any poll of the second's, which the stand-in counts as a conflict. Two
+    // whole polls of the first after the second said it waits span one of its tries.
+    let polls = |s: &crate::telegram_standin::State| {
+        s.calls.iter().filter(|(m, _)| m == "getUpdates").count()
+    };
+    let seen = t.with(|s| polls(s));
+    t.until("two more polls of the first relay", |s| {
+        (polls(s) >= seen + 3).then_some(())
+    });
     assert_eq!(t.with(|s| s.conflicts), 0, "only one relay polls the bot");
     assert_eq!(first.stop().code(), Some(0));
     // The first let its lease go: the second takes the channel over.

@@ -335,6 +335,30 @@ fn replies(host: &MailHost, user: &str, words: &str) -> Vec<Value> {
         .collect()
 }
 
+/// What `read_past` answers its own question with.
+const MARKER: &str = "marker-answer";
+
+/// The relay's replies in `user`'s mailbox that contain `words`, but those to `read_past`.
+fn replies_but_markers(host: &MailHost, user: &str, words: &str) -> Vec<Value> {
+    replies(host, user, words)
+        .into_iter()
+        .filter(|m| !m["body"].as_str().unwrap().contains(MARKER))
+        .collect()
+}
+
+/// Logs a question of its own, replies to its card as the runner and waits for the
+/// relay's "recorded": the relay, which reads its mailbox in order, has read past every
+/// message that came before this one (and sent what it had to say of them).
+fn read_past(l: &Ledger, host: &MailHost, text: &str) {
+    let id = l.log("marker", text);
+    let card = host.card("me", id);
+    let sent = host.send(&Mail::reply(ME, &card, MARKER));
+    host.until("me", "the marker recorded", |m| {
+        m["in_reply_to"] == sent.as_str() && recorded(m)
+    });
+    assert_eq!(l.question(id)["answer"], MARKER);
+}
+
 #[test]
 fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_delivered_twice() {
     if let Some(why) = missing() {
@@ -380,9 +404,13 @@ fn relay_email_a_reply_is_recorded_as_its_text_above_the_quote_and_once_when_del
     // The second copy was read (both are in the relay's mailbox) and changed nothing.
     let copies = host.stamped().iter().filter(|s| s["from"] == ME).count();
     assert_eq!(copies, 2);
-    std::thread::sleep(Duration::from_secs(1));
+    read_past(&l, &host, "Marker?");
     assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
-    assert_eq!(replies(&host, "me", "recorded: ").len(), 1, "told once");
+    assert_eq!(
+        replies_but_markers(&host, "me", "recorded: ").len(),
+        1,
+        "told once"
+    );
     assert!(replies(&host, "me", "already").is_empty());
     assert_eq!(relay.stop().code(), Some(0));
 }
@@ -456,14 +484,16 @@ fn relay_email_senders_not_vouched_for_record_nothing_and_get_no_mail() {
     }
     assert!(refused.iter().all(|e| e["answered_by"].is_null()));
     assert_eq!(l.question(id)["status"], "pending", "nothing was recorded");
-    // Nobody was mailed back: only the card is in my mailbox, nothing in the stranger's.
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(host.mailbox("me").len(), 1, "{:?}", host.mailbox("me"));
-    assert!(host.mailbox("stranger").is_empty());
-    // The relay was reading all along: my signed reply is recorded.
+    // The relay was reading all along: my signed reply, after them, is recorded.
     host.send(&Mail::reply(ME, &card, "SQLite"));
     host.until("me", "the relay's answer", recorded);
     assert_eq!(l.question(id)["answer"], "SQLite");
+    // Read in order, the refused were behind it: nobody was mailed back for them. My
+    // mailbox holds the card and the answer to my reply, the stranger's nothing.
+    let mine = host.mailbox("me");
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    assert!(recorded(&mine[1]), "{mine:?}");
+    assert!(host.mailbox("stranger").is_empty());
 }
 
 #[test]
@@ -593,9 +623,9 @@ fn relay_email_killed_after_the_reply_landed_records_it_once_after_a_restart() {
     second.child.kill().unwrap();
     second.child.wait().unwrap();
     let third = Relay::email(&l, &host, &[]);
-    std::thread::sleep(Duration::from_secs(2));
+    read_past(&l, &host, "Marker?");
     assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
-    assert_eq!(replies(&host, "me", "recorded: ").len(), 1);
+    assert_eq!(replies_but_markers(&host, "me", "recorded: ").len(), 1);
     assert!(replies(&host, "me", "already").is_empty());
     assert_eq!(third.stop().code(), Some(0));
 }
@@ -711,9 +741,12 @@ fn relay_email_approvals_the_requester_is_refused_and_an_approver_rejects_with_a
         .as_str()
         .unwrap()
         .contains("Reply APPROVE, or REJECT and a reason"));
-    // The requester gets no card; their APPROVE on bob's card is refused and recorded.
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(host.mailbox("me").is_empty(), "{:?}", host.mailbox("me"));
+    // The requester gets no card (a card of a later question comes, and none of this
+    // one); their APPROVE on bob's card is refused and recorded.
+    let later = freeform(&l, "marker", "Marker?");
+    host.card("me", later);
+    let mine = host.mailbox("me");
+    assert_eq!(mine.len(), 1, "only the later card: {mine:?}");
     host.send(&Mail::reply(ME, &bobs, "APPROVE"));
     host.until("me", "the refusal", |m| {
         m["body"].as_str().unwrap().contains("sent to bob")
@@ -1404,4 +1437,101 @@ fn relay_email_outlooks_header_block_and_a_phones_signature_are_not_the_answer()
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(l.question(free)["answer"], "Call it Ledger.");
+}
+
+/// The messages in `user`'s mailbox whose subject starts with `head`, oldest first.
+fn subjects(host: &MailHost, user: &str, head: &str) -> Vec<Value> {
+    host.mailbox(user)
+        .into_iter()
+        .filter(|m| m["subject"].as_str().unwrap().starts_with(head))
+        .collect()
+}
+
+/// Logs a question of its own at `now`, waits for its card to reach `user`, skips it and
+/// waits for the message that settles that card: a round of the relay that began after
+/// this call (which sends every card due, the held ones' digest first, before it
+/// settles) has run to its end.
+fn round_passed(l: &Ledger, host: &MailHost, now: &str, user: &str, text: &str) {
+    let id = l
+        .run_at(now, ["log", "--stage", "marker", "--question", text])
+        .json["question_id"]
+        .as_i64()
+        .unwrap();
+    host.card(user, id);
+    l.run_at(now, ["skip", "--id", &id.to_string(), "--reason", "marker"]);
+    let settled = format!("Re: Question {id} ");
+    host.until(user, "the marker settled", |m| {
+        m["subject"].as_str().unwrap().starts_with(&settled)
+    });
+}
+
+#[test]
+fn relay_email_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
+    if let Some(why) = missing() {
+        return skip(&why);
+    }
+    let l = Ledger::new();
+    let host = MailHost::start(&l);
+    people(&l);
+    // NOW is 00:47 in Berlin: inside bob's night, which ends at 07:00 there (06:00Z).
+    l.ok([
+        "people",
+        "quiet",
+        "bob",
+        "22:00-07:00",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    let held = freeform(&l, "design", "Which database?");
+    let head = format!("Question {held} ");
+    let mut night = Relay::email(&l, &host, &[("QUESTIONS_NOW", NOW)]);
+    host.card("me", held);
+    round_passed(&l, &host, NOW, "me", "Marker at night?");
+    assert!(
+        subjects(&host, "bob", &head).is_empty(),
+        "held in the window"
+    );
+    assert!(subjects(&host, "bob", "Quiet hours").is_empty());
+    night.child.kill().unwrap();
+    night.child.wait().unwrap();
+
+    // 30 s after the window's end: the digest, then the held card.
+    let morning = "2026-11-22T06:00:30.000Z";
+    let mut first = Relay::email(&l, &host, &[("QUESTIONS_NOW", morning)]);
+    let card = host.card("bob", held);
+    let digest = subjects(&host, "bob", "Quiet hours are over");
+    assert_eq!(digest.len(), 1, "{digest:?}");
+    let body = digest[0]["body"].as_str().unwrap();
+    assert!(body.contains(&format!("#{held} Which database?")), "{body}");
+    let order: Vec<&str> = host
+        .mailbox("bob")
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap().to_string())
+        .map(|s| {
+            if s.starts_with("Quiet") {
+                "digest"
+            } else {
+                "card"
+            }
+        })
+        .collect();
+    assert_eq!(order, ["digest", "card"], "the header comes first");
+    round_passed(&l, &host, morning, "bob", "Marker after the digest?");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+
+    // Started again: no second digest, no second card.
+    let later_on = "2026-11-22T06:00:50.000Z";
+    let second = Relay::email(&l, &host, &[("QUESTIONS_NOW", later_on)]);
+    round_passed(&l, &host, later_on, "bob", "Marker in the morning?");
+    assert_eq!(subjects(&host, "bob", "Quiet hours are over").len(), 1);
+    assert_eq!(subjects(&host, "bob", &head).len(), 1);
+    // The held card answers as any card does.
+    host.send(&Mail::reply(BOB, &card, "SQLite"));
+    host.until("bob", "the relay's answer", recorded);
+    let q = l.question(held);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "bob");
+    assert_eq!(q["channel"], "email");
+    assert_eq!(second.stop().code(), Some(0));
 }

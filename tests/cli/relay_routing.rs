@@ -527,3 +527,147 @@ fn relay_a_delegate_votes_on_an_approval_for_the_approver_and_the_requester_neve
     assert_eq!(voted[0]["answered_by"], "bob");
     assert_eq!(voted[0]["detail"]["on_behalf_of"], "alice");
 }
+
+/// The reminders of question `id` in `chat` among `messages`, oldest first.
+fn reminders_in(messages: &[Value], chat: i64, id: i64) -> Vec<Value> {
+    let head = format!("Question {id} ");
+    messages
+        .iter()
+        .filter(|m| {
+            let text = m["text"].as_str().unwrap_or("");
+            m["chat"]["id"] == chat && text.starts_with("⏰") && text.contains(&head)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The reminders of question `id` in `chat`, as they stand.
+fn reminders(t: &StandIn, chat: i64, id: i64) -> Vec<Value> {
+    t.with(|s| reminders_in(&s.messages, chat, id))
+}
+
+#[test]
+fn relay_a_reminder_due_in_quiet_hours_waits_for_the_digest_and_comes_once_but_urgent_ones_break_through(
+) {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    relay_harness::people(&l, &format!("telegram:{ME}"), &format!("telegram:{BOB}"));
+    // bob's night in Berlin is 21:00Z to 06:00Z; reminders come 2 h, 6 h and 14 h after
+    // a question: the first two inside his night, the last after it.
+    l.ok([
+        "people",
+        "quiet",
+        "bob",
+        "22:00-07:00",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    l.ok([
+        "policy",
+        "set",
+        "--stage",
+        "design",
+        "--remind-after",
+        "2h",
+        "--remind-max",
+        "3",
+    ]);
+    let evening = "2026-11-21T20:00:00.000Z";
+    let logged = |args: &[&str]| {
+        l.run_at(evening, args).json["question_id"]
+            .as_i64()
+            .unwrap()
+    };
+    let held = logged(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "Which database?",
+        "--option",
+        "PostgreSQL",
+        "--option",
+        "SQLite",
+    ]);
+    let urgent = logged(&[
+        "log",
+        "--stage",
+        "design",
+        "--question",
+        "Prod is down: roll back?",
+        "--urgent",
+    ]);
+    let head = format!("Question {held} ");
+    let first = relay_at(&l, &t, evening);
+    messages(&t, BOB, &head, 1);
+    messages(&t, BOB, &format!("Question {urgent} "), 1);
+    round_passed(&l, &t, evening, BOB, "Marker in the evening?");
+    kill(first);
+
+    // In the night, both reminders fall due: runner gets each, bob only the urgent
+    // question's.
+    for (now, n) in [(NOW, 1), ("2026-11-22T03:00:00.000Z", 2)] {
+        let night = relay_at(&l, &t, now);
+        let words = format!("reminder {n} of 3");
+        t.until(&format!("my {words}"), |s| {
+            (reminders_in(&s.messages, ME, held).len() == n).then_some(())
+        });
+        t.until(&format!("bob's urgent {words}"), |s| {
+            (reminders_in(&s.messages, BOB, urgent).len() == n).then_some(())
+        });
+        round_passed(&l, &t, now, ME, &format!("Marker {n} at night?"));
+        assert!(
+            reminders(&t, BOB, held).is_empty(),
+            "no reminder inside the window"
+        );
+        assert!(texts(&t, BOB, "Quiet hours").is_empty());
+        let last = reminders(&t, BOB, urgent).pop().unwrap();
+        assert!(last["text"].as_str().unwrap().contains(&words), "{last}");
+        kill(night);
+    }
+    assert_eq!(events(&l, held, "reminded").len(), 2, "each at its slot");
+
+    // 30 s after the window's end: the digest lists the question, then its reminder
+    // comes once, as the latest (2 of 3), and the card before loses its buttons.
+    let morning = "2026-11-22T06:00:30.000Z";
+    let first = relay_at(&l, &t, morning);
+    let digest = messages(&t, BOB, "Quiet hours are over", 1).remove(0);
+    let words = digest["text"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("#{held} Which database?")),
+        "{words}"
+    );
+    assert!(!words.contains(&format!("#{urgent} ")), "{words}");
+    let reminder = t.until("bob's reminder after the digest", |s| {
+        reminders_in(&s.messages, BOB, held).pop()
+    });
+    assert!(
+        reminder["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("⏰ Still waiting for your answer (reminder 2 of 3)"),
+        "{reminder}"
+    );
+    assert!(
+        digest["message_id"].as_i64() < reminder["message_id"].as_i64(),
+        "the header comes first"
+    );
+    round_passed(&l, &t, morning, BOB, "Marker after the digest?");
+    kill(first);
+
+    // Started again: no second digest, the reminder not sent twice.
+    let later_on = "2026-11-22T06:00:50.000Z";
+    let second = relay_at(&l, &t, later_on);
+    round_passed(&l, &t, later_on, BOB, "Marker in the morning?");
+    assert_eq!(texts(&t, BOB, "Quiet hours are over").len(), 1);
+    assert_eq!(reminders(&t, BOB, held).len(), 1);
+    assert_eq!(count(&t, BOB, &head), 2, "the card and one reminder");
+    assert_eq!(events(&l, held, "reminded").len(), 2);
+    // The reminder answers the question.
+    let click = t.click(BOB, &reminder, &button(&reminder, "SQLite"));
+    assert!(t.answer_to(click).starts_with("recorded"));
+    let q = l.question(held);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "bob");
+    kill(second);
+}

@@ -964,3 +964,99 @@ fn relay_slack_a_tap_on_approve_opens_the_github_job_and_the_initiators_is_refus
         "{out:?}"
     );
 }
+
+/// The bot's messages in `user`'s direct messages whose text contains `words`, as they
+/// stand, oldest first.
+fn posts(t: &StandIn, user: &str, words: &str) -> Vec<Value> {
+    let channel = dm(user);
+    t.with(|s| {
+        s.messages
+            .iter()
+            .filter(|m| {
+                m["channel"] == channel.as_str()
+                    && m.get("bot_id").is_some()
+                    && m.get("thread_ts").is_none()
+                    && m["text"].as_str().unwrap_or("").contains(words)
+            })
+            .cloned()
+            .collect()
+    })
+}
+
+/// Logs a question of its own at `now`, waits for its card to reach `user`, skips it and
+/// waits for that card to be closed: a round of the relay that began after this call
+/// (which sends every card due, the held ones' digest first, before it closes) has run
+/// to its end.
+fn round_passed(l: &Ledger, t: &StandIn, now: &str, user: &str, text: &str) {
+    let id = l
+        .run_at(now, ["log", "--stage", "marker", "--question", text])
+        .json["question_id"]
+        .as_i64()
+        .unwrap();
+    card(t, user, id);
+    l.run_at(now, ["skip", "--id", &id.to_string(), "--reason", "marker"]);
+    closed(t, user, id);
+}
+
+/// Killed as by SIGKILL: no lease let go, nothing said.
+fn kill(mut relay: Relay) {
+    relay.child.kill().unwrap();
+    relay.child.wait().unwrap();
+}
+
+#[test]
+fn relay_slack_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
+    let l = Ledger::new();
+    let t = StandIn::start();
+    people(&l);
+    // NOW is 00:47 in Berlin: inside bob's night, which ends at 07:00 there (06:00Z).
+    l.ok([
+        "people",
+        "quiet",
+        "bob",
+        "22:00-07:00",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    let held = options(&l, "design", "Which database?");
+    let head = format!("Question {held} ");
+    let night = Relay::slack(&l, &t.url, &[("QUESTIONS_NOW", NOW)]);
+    card(&t, ME, held);
+    round_passed(&l, &t, NOW, ME, "Marker at night?");
+    assert!(posts(&t, BOB, &head).is_empty(), "held in the window");
+    assert!(posts(&t, BOB, "Quiet hours").is_empty());
+    kill(night);
+
+    // 30 s after the window's end: the digest's header, then the held card.
+    let morning = "2026-11-22T06:00:30.000Z";
+    let first = Relay::slack(&l, &t.url, &[("QUESTIONS_NOW", morning)]);
+    let card = card(&t, BOB, held);
+    let digest = posts(&t, BOB, "Quiet hours are over");
+    assert_eq!(digest.len(), 1, "{digest:?}");
+    let words = digest[0]["text"].as_str().unwrap();
+    assert!(
+        words.contains(&format!("#{held} Which database?")),
+        "{words}"
+    );
+    assert!(
+        digest[0]["ts"].as_str() < card["ts"].as_str(),
+        "the header comes first"
+    );
+    round_passed(&l, &t, morning, BOB, "Marker after the digest?");
+    kill(first);
+
+    // Started again: no second digest, no second card.
+    let later_on = "2026-11-22T06:00:50.000Z";
+    let second = Relay::slack(&l, &t.url, &[("QUESTIONS_NOW", later_on)]);
+    round_passed(&l, &t, later_on, BOB, "Marker in the morning?");
+    assert_eq!(posts(&t, BOB, "Quiet hours are over").len(), 1);
+    assert_eq!(posts(&t, BOB, &head).len(), 1);
+    // The held card answers as any card does.
+    let click = t.click(TEAM, BOB, &card, &button(&card, "SQLite"));
+    assert!(t.answer_to(&click).starts_with("recorded"));
+    let q = l.question(held);
+    assert_eq!(q["answer"], "SQLite");
+    assert_eq!(q["answered_by"], "bob");
+    assert_eq!(q["channel"], "slack");
+    kill(second);
+}

@@ -381,8 +381,8 @@ pub struct Inbox {
     /// The ledger's id (see `Shown`).
     pub ledger: Option<String>,
     pub questions: Vec<(Question, Vec<Event>)>,
-    /// For each approval among them, who may vote on it now (see `Approval::eligible`):
-    /// a page offers its buttons to those people only.
+    /// For each approval among them, who may vote on it now (see `Approval::eligible`)
+    /// and their delegates: a page offers its buttons to those people only.
     pub voters: std::collections::HashMap<i64, std::collections::BTreeSet<String>>,
 }
 
@@ -415,7 +415,19 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
             })
             .collect();
         questions.sort_by_key(|(q, _)| (!q.required, q.id));
-        let voters = approval::voters(tx, questions.iter().map(|(q, _)| q))?;
+        let mut voters = approval::voters(tx, questions.iter().map(|(q, _)| q))?;
+        // Their delegates vote too, for them (§14a): a page offers them the buttons.
+        let delegations = tx.delegations()?;
+        if !delegations.is_empty() {
+            let now = clock::now();
+            for eligible in voters.values_mut() {
+                let standing_in: Vec<String> = eligible
+                    .iter()
+                    .flat_map(|p| routing::delegates_of(&delegations, p, &now))
+                    .collect();
+                eligible.extend(standing_in);
+            }
+        }
         Ok(Inbox {
             seq,
             ledger: tx.ledger_id()?,

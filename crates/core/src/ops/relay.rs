@@ -1106,11 +1106,23 @@ pub fn digests_to_send(
     super::settle(ledger)?;
     let now = clock::now();
     super::quiet::digests_due(ledger, channel, &now, |tx, person| {
-        Ok(wanted(tx, channel, stages, &now)?
+        let mut held: Vec<Question> = wanted(tx, channel, stages, &now)?
             .into_iter()
             .filter(|(d, q)| d.person == person && !q.is_expired(&now))
             .map(|(_, q)| q)
-            .collect())
+            .collect();
+        // A reminder that fell due in the window was held as a card is: its question is
+        // listed, and its repost follows the header as that question's card (once).
+        held.extend(
+            reminders_due(tx, channel, &now, false)?
+                .into_iter()
+                .filter(|(d, q, _)| {
+                    d.person == person
+                        && stages.is_none_or(|s| s.iter().any(|s| s == q.stage.trim()))
+                })
+                .map(|(_, q, _)| q),
+        );
+        Ok(held)
     })
 }
 
@@ -1120,43 +1132,55 @@ pub fn digests_to_send(
 pub fn reminders_to_send(ledger: &mut Ledger, channel: Channel) -> Result<Vec<Card>> {
     let now = clock::now();
     ledger.read(|tx| {
-        let policies = tx.policies()?;
-        if policies.is_empty() {
-            return Ok(Vec::new());
-        }
-        let slots = tx.routing_slots()?;
         let Some(key) = key_in(tx)? else {
             return Ok(Vec::new());
         };
-        let quiet = tx.quiet_hours()?;
-        let mut out = Vec::new();
-        for d in tx.deliveries_in(channel.as_str(), "open")? {
-            let Some(q) = tx.question(d.question_id)? else {
-                continue;
-            };
-            // Inside quiet hours a reminder waits, as a card does (urgent ones aside).
-            if super::quiet::holds(&quiet, &slots, channel, &d.person, &q, &now) {
-                continue;
-            }
-            if q.state.status != Status::Pending
-                || q.fingerprint() != d.fingerprint
-                || q.is_expired(&now)
-            {
-                continue;
-            }
-            let (n, of) = super::routing::reminder_of(&policies, &slots, &q);
-            if n == 0 || i64::from(n) <= tx.reminded(d.id)? {
-                continue;
-            }
-            out.push(Card {
-                delivery: d,
-                question: q,
+        Ok(reminders_due(tx, channel, &now, true)?
+            .into_iter()
+            .map(|(delivery, question, at)| Card {
+                delivery,
+                question,
                 key: key.clone(),
-                reminder: Some((n, of)),
-            });
-        }
-        Ok(out)
+                reminder: Some(at),
+            })
+            .collect())
     })
+}
+
+/// An open card due a repost: the reminder it is at, and of how many.
+type ReminderDue = (Delivery, Question, (u32, u32));
+
+/// The open cards of `channel` at a reminder they were not reposted for; those quiet
+/// hours hold left out when `quiet` (a digest asks for them all: what the window held).
+fn reminders_due(tx: &Tx, channel: Channel, now: &str, quiet: bool) -> Result<Vec<ReminderDue>> {
+    let policies = tx.policies()?;
+    if policies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let slots = tx.routing_slots()?;
+    let hours = if quiet { tx.quiet_hours()? } else { Vec::new() };
+    let mut out = Vec::new();
+    for d in tx.deliveries_in(channel.as_str(), "open")? {
+        let Some(q) = tx.question(d.question_id)? else {
+            continue;
+        };
+        // Inside quiet hours a reminder waits, as a card does (urgent ones aside).
+        if super::quiet::holds(&hours, &slots, channel, &d.person, &q, now) {
+            continue;
+        }
+        if q.state.status != Status::Pending
+            || q.fingerprint() != d.fingerprint
+            || q.is_expired(now)
+        {
+            continue;
+        }
+        let (n, of) = super::routing::reminder_of(&policies, &slots, &q);
+        if n == 0 || i64::from(n) <= tx.reminded(d.id)? {
+            continue;
+        }
+        out.push((d, q, (n, of)));
+    }
+    Ok(out)
 }
 
 /// A reminder was reposted: the card is the new message from now on (a reply or a
