@@ -423,7 +423,7 @@ pub fn inbox(ledger: &mut Ledger, stage: Option<&str>) -> Result<Inbox> {
             for eligible in voters.values_mut() {
                 let standing_in: Vec<String> = eligible
                     .iter()
-                    .flat_map(|p| routing::delegates_of(&delegations, p, &now))
+                    .flat_map(|p| people::delegates_of(&delegations, p, &now))
                     .collect();
                 eligible.extend(standing_in);
             }
