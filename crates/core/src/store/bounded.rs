@@ -38,6 +38,13 @@ use super::tls::SslMode;
 type RustlsStream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
 type RustlsConnect = <MakeRustlsConnect as MakeTlsConnect<Socket>>::TlsConnect;
 
+thread_local! {
+    /// This thread's reader's deadline, set by `BoundUntil` (see `Guarded::rearm`): the
+    /// thread that sends a statement is the one that polls its connection.
+    pub(super) static DEADLINE: std::cell::Cell<Option<Instant>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// How long the server may take.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
@@ -260,7 +267,7 @@ impl Guarded {
             // The reader's deadline now: a connection kept open between a held wait's
             // looks began under another one, or none.
             self.bound = self.limits;
-            if let Some(by) = super::postgres::DEADLINE.with(std::cell::Cell::get) {
+            if let Some(by) = DEADLINE.with(std::cell::Cell::get) {
                 let by = by.saturating_duration_since(Instant::now()) + Duration::from_secs(1);
                 if by < self.limits.query {
                     self.bound.query = by;

@@ -127,7 +127,7 @@ impl BoundUntil {
         #[cfg(feature = "postgres")]
         {
             BoundUntil {
-                before: postgres::DEADLINE.with(|d| d.replace(deadline)),
+                before: bounded::DEADLINE.with(|d| d.replace(deadline)),
             }
         }
         #[cfg(not(feature = "postgres"))]
@@ -141,7 +141,7 @@ impl BoundUntil {
 impl Drop for BoundUntil {
     fn drop(&mut self) {
         #[cfg(feature = "postgres")]
-        postgres::DEADLINE.with(|d| d.set(self.before));
+        bounded::DEADLINE.with(|d| d.set(self.before));
     }
 }
 

@@ -286,12 +286,6 @@ fn io_kind(e: &postgres::Error) -> Option<std::io::ErrorKind> {
     None
 }
 
-thread_local! {
-    /// This thread's reader's deadline, set by `BoundUntil` (see `Guarded::rearm`).
-    pub(super) static DEADLINE: std::cell::Cell<Option<std::time::Instant>> =
-        const { std::cell::Cell::new(None) };
-}
-
 /// How long a server may take: to connect, `connect_timeout` from the location (libpq's
 /// parameter; a positive number of seconds), else 10 s; to go on answering a statement,
 /// `QUESTIONS_PG_QUERY_TIMEOUT` seconds, else 60 (writes wait for each other's turn, and a
