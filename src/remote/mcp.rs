@@ -121,13 +121,9 @@ impl Bridge {
         }
     }
 
-    fn send(&self, message: &Value, again: bool) -> Result<()> {
-        let (id, version) = {
-            let session = self.session();
-            (session.id.clone(), session.version.clone())
-        };
-        let mut request = self
-            .remote
+    /// A message to `/mcp`, with the token and what the transport asks every POST to say.
+    fn post(&self) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        self.remote
             .agent
             .post(&self.url)
             .config()
@@ -135,7 +131,15 @@ impl Bridge {
             .build()
             .header("Authorization", &format!("Bearer {}", self.remote.token))
             .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream");
+            .header("Accept", "application/json, text/event-stream")
+    }
+
+    fn send(&self, message: &Value, again: bool) -> Result<()> {
+        let (id, version) = {
+            let session = self.session();
+            (session.id.clone(), session.version.clone())
+        };
+        let mut request = self.post();
         if let Some(id) = &id {
             request = request.header("Mcp-Session-Id", id);
         }
@@ -249,15 +253,7 @@ impl Bridge {
             return Ok(());
         };
         let reply = self
-            .remote
-            .agent
-            .post(&self.url)
-            .config()
-            .timeout_global(Some(MESSAGE_TIMEOUT))
-            .build()
-            .header("Authorization", &format!("Bearer {}", self.remote.token))
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
+            .post()
             .send(initialize.to_string().as_str())
             .map_err(|e| self.remote.failed(&e))?;
         let status = reply.status().as_u16();

@@ -441,13 +441,7 @@ pub fn change(ledger: &mut Ledger, caller: &Caller, req: &PersonsChange) -> Resu
         let made = tx
             .events(&crate::store::EventFilter::Question(req.id))?
             .iter()
-            .any(|e| {
-                e.detail
-                    .as_ref()
-                    .and_then(|d| d.get("key"))
-                    .and_then(|k| k.as_str())
-                    == Some(key)
-            });
+            .any(|e| keyed_by(e, key));
         if made {
             return Ok(Ok(existing(tx, req.id)?));
         }
@@ -536,14 +530,7 @@ pub(super) fn record_delivery_once(
             let made = tx
                 .events(&crate::store::EventFilter::Question(*first))?
                 .iter()
-                .any(|e| {
-                    e.event == EventKind::Delivered
-                        && e.detail
-                            .as_ref()
-                            .and_then(|d| d.get("key"))
-                            .and_then(|k| k.as_str())
-                            == Some(key)
-                });
+                .any(|e| e.event == EventKind::Delivered && keyed_by(e, key));
             if made {
                 return Ok(());
             }
@@ -643,16 +630,19 @@ fn cleared_with(tx: &Tx, stage: &str, key: Option<&str>) -> Result<Option<usize>
     let count = tx
         .events(&crate::store::EventFilter::Stage(stage.to_string()))?
         .iter()
-        .filter(|e| {
-            e.event == EventKind::Cleared
-                && e.detail
-                    .as_ref()
-                    .and_then(|d| d.get("key"))
-                    .and_then(|k| k.as_str())
-                    == Some(key)
-        })
+        .filter(|e| e.event == EventKind::Cleared && keyed_by(e, key))
         .count();
     Ok((count > 0).then_some(count))
+}
+
+/// Whether `event` was made by the change keyed `key` (see `keyed`).
+fn keyed_by(event: &crate::model::Event, key: &str) -> bool {
+    event
+        .detail
+        .as_ref()
+        .and_then(|d| d.get("key"))
+        .and_then(|k| k.as_str())
+        == Some(key)
 }
 
 /// The detail a keyed change puts in its events.
