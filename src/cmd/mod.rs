@@ -284,8 +284,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
                  runs log, ingest, list, check, answers, history, events, watch, info, \
-                 clear, answer, skip, decline, approve and reject, and mcp carries a \
-                 host's messages to the server's own"
+                 clear, answer, skip, decline, accept-defaults, import, approve and \
+                 reject, and mcp carries a host's messages to the server's own"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -305,6 +305,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 | Command::Events(_)
                 | Command::Approve(_)
                 | Command::Reject(_)
+                | Command::AcceptDefaults(_)
+                | Command::Import(_)
         );
         match cli.command {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
@@ -351,6 +353,8 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Hook(args) => Ok(hook::run(l, w, args)),
             Command::Approve(args) => approve::approve(l, by_from_flag, args),
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
+            Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
+            Command::Import(args) => import::run(l, w, args),
             _ => Err(direct()),
         };
         REMOTE.with(|r| *r.borrow_mut() = None);

@@ -1633,3 +1633,64 @@ fn remote_questions_mcp_over_https_begins_its_session_again_after_a_server_resta
     assert!(status.success(), "{status:?}");
     drop(s);
 }
+
+/// `import` and `accept-defaults` over https://: a person's token records the answers as
+/// its person, as on a file; an agent's token is refused both and changes nothing.
+#[test]
+fn remote_a_person_imports_answers_and_accepts_defaults_and_an_agent_may_do_neither() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let region = l.log("ci-a", "Which region?");
+    let tier = l.log_with("ci-b", "Which tier?", &["--proposed", "small"]);
+    let s = Served::start(&l, &[]);
+    let base = s.base();
+    std::fs::write(
+        l.dir.path().join("answers.json"),
+        json!({ region.to_string(): "eu-west" }).to_string(),
+    )
+    .unwrap();
+    let import = [
+        "import",
+        "--stage",
+        "ci-a",
+        "--format",
+        "map",
+        "--file",
+        "answers.json",
+    ];
+    let accept = ["accept-defaults", "--stage", "ci-b", "--include-required"];
+    for args in [&import[..], &accept[..]] {
+        let refused = over(&l, &base, Some(&agent), args);
+        assert_eq!(
+            (refused.code, refused.error_code()),
+            (2, "forbidden"),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(l.question(region)["status"], "pending");
+    assert_eq!(l.question(tier)["status"], "pending");
+
+    let imported = over(&l, &base, Some(&dana), &import);
+    assert_eq!(imported.code, 0, "{imported:?}");
+    assert_eq!(
+        imported.json["answered_ids"],
+        json!([region]),
+        "{imported:?}"
+    );
+    let defaulted = over(&l, &base, Some(&dana), &accept);
+    assert_eq!(defaulted.code, 0, "{defaulted:?}");
+    assert_eq!(
+        defaulted.json["answered_ids"],
+        json!([tier]),
+        "{defaulted:?}"
+    );
+    for (id, answer) in [(region, "eu-west"), (tier, "small")] {
+        let q = l.question(id);
+        assert_eq!(
+            (&q["status"], &q["answer"], &q["answered_by"]),
+            (&json!("answered"), &json!(answer), &json!("dana")),
+            "{q}"
+        );
+    }
+}

@@ -650,7 +650,7 @@ fn keyed(key: Option<&str>) -> Option<serde_json::Value> {
     key.map(|key| serde_json::json!({ "key": key }))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Defaulted {
     pub stage: String,

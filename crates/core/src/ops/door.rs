@@ -346,14 +346,14 @@ impl Reply {
             Request::WatcherAt { .. } => from(doc).map(Reply::WatcherAt),
             Request::Info { .. } => from(doc).map(Reply::Info),
             Request::Clear { .. } => from(doc).map(Reply::Cleared),
+            Request::AcceptDefaults { .. } => from(doc).map(Reply::Defaulted),
+            Request::Import { .. } => from(doc).map(Reply::Imported),
             Request::Change(_) => from(doc).map(Reply::Recorded),
             Request::HarnessCall { .. } => from(doc).map(Reply::Call),
             Request::Delivered { .. } => from(doc).map(Reply::Delivered),
             Request::LogAll { .. }
             | Request::Elicited { .. }
             | Request::Pending { .. }
-            | Request::AcceptDefaults { .. }
-            | Request::Import { .. }
             | Request::Group { .. }
             | Request::People { .. }
             | Request::Token(_)

@@ -138,14 +138,14 @@ pub fn ingest(
     })
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Imported {
-    pub format: &'static str,
+    pub format: std::borrow::Cow<'static, str>,
     pub stage: String,
     pub answered_ids: Vec<i64>,
     pub skipped_ids: Vec<i64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declined_ids: Vec<i64>,
     pub questions: Vec<Question>,
 }
@@ -214,7 +214,7 @@ pub fn import(
         Ok((answered, skipped, declined, questions))
     })?;
     Ok(Imported {
-        format: format.name(),
+        format: format.name().into(),
         stage: stage.to_string(),
         answered_ids,
         skipped_ids,
