@@ -283,9 +283,9 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Error::usage(format!(
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
-                 runs log, ingest, list, check, answers, history, events, watch, info, \
-                 clear, answer, skip, decline, accept-defaults, import, approve and \
-                 reject, and mcp carries a host's messages to the server's own"
+                 runs log, ingest, list, render, check, answers, history, events, watch, \
+                 info, clear, answer, skip, decline, accept-defaults, import, approve \
+                 and reject, and mcp carries a host's messages to the server's own"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -307,6 +307,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 | Command::Reject(_)
                 | Command::AcceptDefaults(_)
                 | Command::Import(_)
+                | Command::Render(_)
         );
         match cli.command {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
@@ -355,6 +356,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Reject(args) => approve::reject(l, by_from_flag, args),
             Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
             Command::Import(args) => import::run(l, w, args),
+            Command::Render(args) => render::run(l, args),
             _ => Err(direct()),
         };
         REMOTE.with(|r| *r.borrow_mut() = None);

@@ -1,15 +1,14 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{write_private, Outcome};
+use super::{door, nobody, take, write_private, Outcome};
 use crate::cli::RenderArgs;
 use questions_core::clock;
 use questions_core::error::{Error, Result};
 use questions_core::formats::{ask_user, markdown, open_questions, pi, uwf, RenderFormat};
 use questions_core::model::Vocabulary;
-use questions_core::ops;
-use questions_core::ops::Ledger;
 use questions_core::ops::Procedure;
+use questions_core::ops::{Ledger, Reply, Request};
 
 #[derive(Serialize)]
 struct Batch {
@@ -66,7 +65,11 @@ pub(super) fn run(ledger: &mut Ledger, args: RenderArgs) -> Result<Outcome> {
         }
     }
     let ids = args.ids.as_ref().map(|i| i.0.as_slice());
-    let questions = ops::pending(ledger, &args.stage, ids)?;
+    let req = Request::Pending {
+        stage: args.stage.clone(),
+        ids: ids.map(<[i64]>::to_vec),
+    };
+    let questions = take!(door(ledger, nobody(), req)?, Reply::Pending).questions;
     // Approvals take votes from their approvers, not answers from an asking tool.
     let (approvals, questions): (Vec<_>, Vec<_>) = questions
         .into_iter()

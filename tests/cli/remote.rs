@@ -1694,3 +1694,32 @@ fn remote_a_person_imports_answers_and_accepts_defaults_and_an_agent_may_do_neit
         );
     }
 }
+
+/// `render` over https://: an agent renders its stage's pending questions for its asking
+/// tool, as on a file; another stage's are refused it.
+#[test]
+fn remote_an_agent_renders_its_stage_for_its_asking_tool_and_no_other() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let id = l.log("ci-a", "Which region?");
+    l.log("docs", "Outside the token's stages?");
+    let s = Served::start(&l, &[]);
+    let base = s.base();
+    let args = ["render", "--stage", "ci-a", "--format", "ask-user"];
+    let direct = l.run(args);
+    let served = over(&l, &base, Some(&agent), &args);
+    assert_eq!(served.code, 0, "{served:?}");
+    assert_eq!(served.json, direct.json, "the document a file gives");
+    assert_eq!(served.json["batches"][0]["question_ids"], json!([id]));
+    let refused = over(
+        &l,
+        &base,
+        Some(&agent),
+        &["render", "--stage", "docs", "--format", "ask-user"],
+    );
+    assert_eq!(
+        (refused.code, refused.error_code()),
+        (2, "forbidden"),
+        "{refused:?}"
+    );
+}

@@ -338,6 +338,7 @@ impl Reply {
             Request::Ingest { .. } => from(doc).map(Reply::Ingested),
             Request::List(_) => from(doc).map(Reply::Listed),
             Request::Named { .. } => from(doc).map(Reply::Named),
+            Request::Pending { .. } => from(doc).map(Reply::Pending),
             Request::Check(_) => from(doc).map(Reply::Gate),
             Request::Answers { .. } => from(doc).map(Reply::Answers),
             Request::History(_) => from(doc).map(Reply::History),
@@ -353,7 +354,6 @@ impl Reply {
             Request::Delivered { .. } => from(doc).map(Reply::Delivered),
             Request::LogAll { .. }
             | Request::Elicited { .. }
-            | Request::Pending { .. }
             | Request::Group { .. }
             | Request::People { .. }
             | Request::Token(_)
