@@ -1,12 +1,11 @@
 use std::io::IsTerminal;
 
-use super::{Outcome, Who};
+use super::{door, is_served, nobody, take, Outcome, Who};
 use crate::cli::AskArgs;
 use crate::terminal;
 use questions_core::error::{Error, Result};
 use questions_core::model::Channel;
-use questions_core::ops::Ledger;
-use questions_core::ops::{self, CheckRequest, Wait};
+use questions_core::ops::{self, CheckRequest, Ledger, Reply, Request, Wait};
 
 /// Prompts on the terminal whatever standard input and output are, so the JSON can go to
 /// a file or a pipe; on a terminal, the person reads a short summary instead.
@@ -21,38 +20,40 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: AskArgs, json: bool) -> 
              redirect standard output only (the JSON document goes there)",
         ));
     }
-    let ids = args.ids.as_ref().map(|i| i.0.as_slice());
+    let pending = Request::Pending {
+        stage: args.stage.clone(),
+        ids: args.ids.as_ref().map(|i| i.0.clone()),
+    };
     // Approvals take votes (approve / reject), not answers: they are not asked here.
-    let questions: Vec<_> = ops::pending(ledger, &args.stage, ids)?
+    let questions: Vec<_> = take!(door(ledger, nobody(), pending)?, Reply::Pending)
+        .questions
         .into_iter()
         .filter(|q| q.state.approval.is_none())
         .collect();
-    // The ledger's id, read now: what is recorded must be what was shown.
-    let shown = ops::Shown::all(ledger.id()?, &questions);
+    // The ledger's id, read now: what is recorded must be what was shown. Over https://
+    // each question's fingerprint says it (the server's ledger id is its own).
+    let id = if is_served() { None } else { ledger.id()? };
+    let shown = ops::Shown::all(id, &questions);
     let Some(chosen) = terminal::ask_all(&questions)? else {
         return Err(Error::cancelled("cancelled; no answer was recorded"));
     };
-    let asked = ops::record_choices(
-        ledger,
-        &who.via(Channel::Ask),
-        &args.stage,
-        &chosen,
-        &shown,
-        ops::Together::All,
-    )?;
+    let req = Request::Asked {
+        stage: args.stage.clone(),
+        chosen,
+        shown,
+    };
+    let asked = take!(door(ledger, who.via(Channel::Ask), req)?, Reply::Elicited);
     if json || !std::io::stdout().is_terminal() {
         return Ok(Outcome::ok(asked));
     }
-    let gate = ops::check(
-        ledger,
-        &CheckRequest {
-            stage: Some(args.stage.clone()),
-            ids: None,
-            strict: false,
-            wait: Wait::No,
-            allow_unknown_stage: false,
-            ledger: None,
-        },
-    )?;
+    let check = Request::Check(CheckRequest {
+        stage: Some(args.stage.clone()),
+        ids: None,
+        strict: false,
+        wait: Wait::No,
+        allow_unknown_stage: false,
+        ledger: None,
+    });
+    let gate = take!(door(ledger, nobody(), check)?, Reply::Gate);
     Ok(Outcome::text(terminal::summary(&asked, &gate, &questions)))
 }

@@ -284,8 +284,9 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
                  runs log, ingest, list, render, check, answers, history, events, watch, \
-                 info, clear, answer, skip, decline, accept-defaults, import, approve \
-                 and reject, and mcp carries a host's messages to the server's own"
+                 info, clear, answer, ask, skip, decline, accept-defaults, import, \
+                 approve and reject, and mcp carries a host's messages to the server's \
+                 own"
             ))
         };
         // What each command does on the server is the door's: only they go there.
@@ -308,6 +309,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
                 | Command::AcceptDefaults(_)
                 | Command::Import(_)
                 | Command::Render(_)
+                | Command::Ask(_)
         );
         match cli.command {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
@@ -357,6 +359,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::AcceptDefaults(args) => accept_defaults::run(l, w, args),
             Command::Import(args) => import::run(l, w, args),
             Command::Render(args) => render::run(l, args),
+            Command::Ask(args) => ask::run(l, w, args, cli.json),
             _ => Err(direct()),
         };
         REMOTE.with(|r| *r.borrow_mut() = None);

@@ -348,3 +348,51 @@ fn a_question_without_a_title_is_headed_without_a_dangling_dot() {
     keys(&mut p, ENTER);
     let _ = p.process_mut().exit();
 }
+
+/// `ask` over https://: a person's token shows the server's pending questions and records
+/// the answers as its person, all at once (channel `api`, as every change a token makes);
+/// an agent's token is refused them and nothing is recorded.
+#[test]
+#[cfg(all(feature = "serve", feature = "remote"))]
+fn over_https_a_person_token_records_its_answers_and_an_agent_token_none() {
+    let l = Ledger::new();
+    let token = |args: &[&str]| {
+        let mut all = vec!["token", "create"];
+        all.extend_from_slice(args);
+        l.ok(all)["token"].as_str().unwrap().to_string()
+    };
+    let dana = token(&["dana-phone", "--person", "dana"]);
+    let agent = token(&["ci-runner", "--agent"]);
+    let name = l.log("s", "What should we call it?");
+    let s = crate::serve::Served::start(&l, &[]);
+    let over = |token: &str| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["--db", &s.base(), "ask", "--stage", "s", "--json"])
+            .env("QUESTIONS_TOKEN", token)
+            .env_remove("QUESTIONS_TOKEN_FILE")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy");
+        let mut p = in_pty(cmd);
+        p.exp_string("What should we call it?").unwrap();
+        keys(&mut p, "orders");
+        keys(&mut p, ENTER);
+        p.exp_string("Record 1 answer(s) now?").unwrap();
+        keys(&mut p, ENTER);
+        exit_code(&mut p)
+    };
+    assert_eq!(over(&agent), 2, "an agent token may not answer");
+    assert_eq!(l.question(name)["status"], "pending");
+    assert_eq!(over(&dana), 0);
+    let q = l.question(name);
+    assert_eq!(
+        (&q["answer"], &q["answered_by"], &q["channel"]),
+        (
+            &serde_json::json!("orders"),
+            &serde_json::json!("dana"),
+            &serde_json::json!("api")
+        ),
+        "{q}"
+    );
+}

@@ -709,7 +709,8 @@ pub fn accept_defaults(
 }
 
 /// What a person chose for one question put before them.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Choice {
     Answer(AnswerInput),
     /// Options chosen on a card that also took the person's note beside them (Codex's):
@@ -751,20 +752,20 @@ impl Choice {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Asked {
     pub stage: String,
     pub answered_ids: Vec<i64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declined_ids: Vec<i64>,
     pub left_pending_ids: Vec<i64>,
     /// With `Together::Each`: the questions whose choice could not be recorded, and why.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_recorded: Vec<NotRecorded>,
     pub questions: Vec<Question>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct NotRecorded {
     pub question_id: i64,
     pub reason: String,

@@ -85,6 +85,13 @@ pub enum Request {
         chosen: Vec<(i64, Choice)>,
         shown: Shown,
     },
+    /// A person's answers in the dialog `ask` showed them on a terminal: all recorded, or
+    /// none, as theirs. A person's act, which an agent token never makes.
+    Asked {
+        stage: String,
+        chosen: Vec<(i64, Choice)>,
+        shown: Shown,
+    },
     /// The stage's pending questions, narrowed to `ids`: what `render` renders.
     Pending {
         stage: String,
@@ -227,7 +234,7 @@ impl Request {
             Request::Log { .. } | Request::LogAll { .. } => "log",
             Request::Ingest { .. } => "ingest",
             Request::Named { .. } => "list",
-            Request::Elicited { .. } => "answer",
+            Request::Elicited { .. } | Request::Asked { .. } => "answer",
             Request::List(_) => "list",
             Request::Check(_) => "check",
             Request::Pending { .. } => "render",
@@ -264,6 +271,7 @@ impl Request {
             Request::Ingest { .. } => Procedure::Ingest,
             Request::Named { .. } => Procedure::List,
             Request::Elicited { .. } => Procedure::AskQuestions,
+            Request::Asked { .. } => Procedure::Ask,
             Request::List(_) => Procedure::List,
             Request::Check(_) => Procedure::Check,
             Request::Pending { .. } => Procedure::Render,
@@ -339,6 +347,7 @@ impl Reply {
             Request::List(_) => from(doc).map(Reply::Listed),
             Request::Named { .. } => from(doc).map(Reply::Named),
             Request::Pending { .. } => from(doc).map(Reply::Pending),
+            Request::Asked { .. } => from(doc).map(Reply::Elicited),
             Request::Check(_) => from(doc).map(Reply::Gate),
             Request::Answers { .. } => from(doc).map(Reply::Answers),
             Request::History(_) => from(doc).map(Reply::History),
@@ -424,6 +433,18 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             &chosen,
             &shown,
             Together::Each,
+        )?),
+        Request::Asked {
+            stage,
+            chosen,
+            shown,
+        } => Reply::Elicited(change::record_choices(
+            ledger,
+            caller,
+            &stage,
+            &chosen,
+            &shown,
+            Together::All,
         )?),
         Request::Ingest {
             stage,
