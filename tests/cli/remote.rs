@@ -138,8 +138,8 @@ fn remote_tokens_locations_and_commands_off_the_door_fail_clearly() {
         &["token", "list"][..],
         &["policy", "list"],
         &["reset", "--yes"],
-        &["accept-defaults", "--stage", "x"],
-        &["render", "--stage", "x"],
+        &["group", "create", "release"],
+        &["people", "list"],
     ] {
         let run = over(&l, &base, Some(&agent), args);
         assert_eq!(
