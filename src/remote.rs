@@ -24,7 +24,7 @@ pub(crate) mod mcp;
 use serde_json::Value;
 
 use questions_core::error::{Error, ErrorCode, Result};
-use questions_core::ops::{CheckRequest, Request, Wait};
+use questions_core::ops::{CheckRequest, Reply, Request, Wait};
 
 /// The longest one call waits on the server (its own bound is the same): a wait is sent
 /// again until its `--timeout`.
@@ -35,6 +35,21 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const ATTEMPTS: u32 = 4;
 /// The largest reply read: a long `list` or `history`.
 const REPLY_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// The reply `req` got, read back from the server's document `doc` (see
+/// `ops::Reply::read`): what a command goes on from, as from the ledger's own.
+pub(crate) fn read(req: &Request, doc: Value) -> Result<Reply> {
+    Reply::read(req, doc)
+        .ok_or_else(|| Error::db("internal error: a request that never crosses a wire was sent"))?
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "the ledger's server answered with a document this version cannot read: {e}"
+                ),
+            )
+        })
+}
 
 /// Whether `--db` names a server rather than a file or a database.
 pub(crate) fn is_remote(db: &std::ffi::OsStr) -> bool {

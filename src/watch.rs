@@ -108,25 +108,14 @@ impl Watcher {
     /// name for it.
     #[cfg(feature = "remote")]
     pub(crate) fn run_served(&self, server: &crate::remote::Remote) -> Result<Watched> {
-        let ask = |req: ops::Request| -> Result<ops::Reply> {
-            let doc = server.call(req.clone())?;
-            ops::Reply::read(&req, doc)
-                .ok_or_else(|| Error::db("internal error: a watcher's request has no reply"))?
-                .map_err(|e| {
-                    Error::new(
-                        questions_core::error::ErrorCode::Unavailable,
-                        format!("the ledger's server answered with a document this version cannot read: {e}"),
-                    )
-                })
-        };
+        let ask = |req: ops::Request| crate::remote::read(&req, server.call(req.clone())?);
+        let unexpected = || Error::db("internal error: the server answered another request");
         let ops::Reply::Watcher(started) = ask(ops::Request::Watcher {
             name: self.name.clone(),
             from_start: self.from_start,
         })?
         else {
-            return Err(Error::db(
-                "internal error: a watcher's request has no reply",
-            ));
+            return Err(unexpected());
         };
         let mut walk = self.walk(started, server.url());
         let mut reach = crate::remote::Reach::default();
@@ -139,11 +128,8 @@ impl Watcher {
                 wait: Some(wait),
             };
             let doc = server.follow(&read, walk.deadline, &mut reach, true)?;
-            let Some(Ok(ops::Reply::Events(page))) = ops::Reply::read(&read, doc) else {
-                return Err(Error::new(
-                    questions_core::error::ErrorCode::Unavailable,
-                    "the ledger's server answered with a page of events this version cannot read",
-                ));
+            let ops::Reply::Events(page) = crate::remote::read(&read, doc)? else {
+                return Err(unexpected());
             };
             if page.ledger != walk.of {
                 // A ledger reset meanwhile: all of its events are new.
@@ -158,9 +144,7 @@ impl Watcher {
                     of: of.map(str::to_string),
                 })? {
                     ops::Reply::WatcherAt(at) => Ok(at.saved),
-                    _ => Err(Error::db(
-                        "internal error: a watcher's request has no reply",
-                    )),
+                    _ => Err(unexpected()),
                 }
             })?;
             let over = walk.deadline.is_some_and(|d| Instant::now() >= d);

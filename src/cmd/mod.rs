@@ -457,9 +457,7 @@ fn door_reply(
 /// of the caller's business: `info` names its URL.
 #[cfg(feature = "remote")]
 fn read_back(req: &ops::Request, doc: serde_json::Value) -> Result<ops::Reply> {
-    let mut reply = ops::Reply::read(req, doc)
-        .ok_or_else(unexpected)?
-        .map_err(unreadable)?;
+    let mut reply = crate::remote::read(req, doc)?;
     if let ops::Reply::Info(info) = &mut reply {
         info.ledger.engine = "https".into();
         info.ledger.location = REMOTE
@@ -467,15 +465,6 @@ fn read_back(req: &ops::Request, doc: serde_json::Value) -> Result<ops::Reply> {
             .unwrap_or_default();
     }
     Ok(reply)
-}
-
-/// A server's document that does not read back as the reply its request gets.
-#[cfg(feature = "remote")]
-fn unreadable(e: serde_json::Error) -> Error {
-    Error::new(
-        questions_core::error::ErrorCode::Unavailable,
-        format!("the ledger's server answered with a document this version cannot read: {e}"),
-    )
 }
 
 /// The ledger as a person reading this command's stderr knows it: its file or database,

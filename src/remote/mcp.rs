@@ -204,7 +204,7 @@ impl Bridge {
     /// Writes out each event of a stream as it comes (comments keep it alive).
     fn stream(&self, body: impl Read) -> Result<()> {
         let mut data = String::new();
-        for line in BufReader::new(body.take(u64::MAX)).lines() {
+        for line in BufReader::new(body).lines() {
             let line = line.map_err(|e| self.remote.unavailable(&e.to_string()))?;
             if line.is_empty() {
                 if !data.is_empty() {
