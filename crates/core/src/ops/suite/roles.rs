@@ -154,6 +154,12 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             stage: "ci-build".into(),
             include_required: true,
         },
+        // What `ask` records: a person's answers in a terminal dialog.
+        Request::Asked {
+            stage: "ci-build".into(),
+            chosen: vec![(inside, Choice::Answer(text_input("yes")))],
+            shown: Shown::default(),
+        },
         Request::Import {
             stage: "ci-build".into(),
             text: format!("{{\"{inside}\": \"yes\"}}"),
