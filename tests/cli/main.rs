@@ -62,6 +62,8 @@ mod relay_harness;
 mod relay_routing;
 #[cfg(feature = "relay")]
 mod relay_slack;
+#[cfg(feature = "relay")]
+mod relay_week;
 #[cfg(all(feature = "serve", feature = "remote"))]
 mod remote;
 mod render;

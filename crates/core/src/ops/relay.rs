@@ -385,7 +385,22 @@ pub fn settled_words(q: Option<&Question>) -> String {
     let Some(q) = q else {
         return "this question is no longer in the ledger (cleared)".to_string();
     };
-    let who = q.state.answered_by.as_deref().unwrap_or("nobody");
+    let mut who = q
+        .state
+        .answered_by
+        .as_deref()
+        .unwrap_or("nobody")
+        .to_string();
+    // A delegate's vote that settled it is theirs, for the approver it counts for.
+    if let Some(p) = q.state.approval.as_ref().and_then(|a| {
+        a.votes
+            .iter()
+            .rev()
+            .find(|v| v.by == who)
+            .and_then(|v| v.on_behalf_of.as_deref())
+    }) {
+        who = format!("{who} for {p}");
+    }
     let via = q.state.channel.map_or("", Channel::as_str);
     let what = match q.state.status {
         Status::Answered => format!(
@@ -1215,7 +1230,27 @@ pub fn card_sent(ledger: &mut Ledger, delivery: i64, message_ref: &str) -> Resul
         ));
     }
     let now = clock::now();
-    ledger.write(|tx| tx.set_delivery(delivery, "open", Some(message_ref), &now))
+    ledger.write(|tx| {
+        tx.set_delivery(delivery, "open", Some(message_ref), &now)?;
+        // A card is as new as a reminder: one sent after a reminder fell due (to an
+        // escalation's backup, after quiet hours, a relay that was down) is not reposted
+        // for it at once; the next reminder reaches it at its own slot.
+        let policies = tx.policies()?;
+        if policies.is_empty() {
+            return Ok(());
+        }
+        let Some(d) = tx.delivery(delivery)? else {
+            return Ok(());
+        };
+        let Some(q) = tx.question(d.question_id)? else {
+            return Ok(());
+        };
+        let (n, _) = super::routing::reminder_of(&policies, &tx.routing_slots()?, &q);
+        if n > 0 {
+            tx.set_reminded(delivery, i64::from(n), &now)?;
+        }
+        Ok(())
+    })
 }
 
 /// A card to close: its question left pending (or the ledger), or changed, or its time
