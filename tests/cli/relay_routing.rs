@@ -13,7 +13,7 @@ use serde_json::Value;
 const ME: i64 = 111;
 const BOB: i64 = 222;
 
-fn relay_at(l: &Ledger, t: &StandIn, now: &str) -> Relay {
+pub(crate) fn relay_at(l: &Ledger, t: &StandIn, now: &str) -> Relay {
     let config = format!(
         "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
         t.url
@@ -28,7 +28,7 @@ fn relay_at(l: &Ledger, t: &StandIn, now: &str) -> Relay {
 }
 
 /// Killed as by SIGKILL: no lease let go, nothing said.
-fn kill(mut relay: Relay) {
+pub(crate) fn kill(mut relay: Relay) {
     relay.child.kill().unwrap();
     relay.child.wait().unwrap();
 }
@@ -91,7 +91,7 @@ fn button(card: &Value, label: &str) -> String {
 /// reach `chat`, then answers it and waits for that card to be closed: a round of the
 /// relay that began after this call (which routes first, and reposts before it closes)
 /// has run to its end.
-fn round_passed(l: &Ledger, t: &StandIn, now: &str, chat: i64, text: &str) {
+pub(crate) fn round_passed(l: &Ledger, t: &StandIn, now: &str, chat: i64, text: &str) {
     let id = l
         .run_at(now, ["log", "--stage", "marker", "--question", text])
         .json["question_id"]

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 
 use crate::common::*;
-use crate::relay_harness::Relay;
-use crate::telegram_standin::{StandIn, TOKEN};
+use crate::relay_routing::{self, kill, relay_at};
+use crate::telegram_standin::StandIn;
 use serde_json::Value;
 
 const ALICE: i64 = 111;
@@ -21,62 +21,10 @@ const DANA: i64 = 333;
 /// Who the markers go to: nobody in the transcript.
 const OPS: i64 = 444;
 
-fn relay_at(l: &Ledger, t: &StandIn, now: &str) -> Relay {
-    let config = format!(
-        "[telegram]\napi = \"{}\"\ntoken_env = \"TG_TOKEN\"\npoll_timeout = 2\n",
-        t.url
-    );
-    Relay::run(
-        l,
-        "telegram",
-        &config,
-        &[("TG_TOKEN", TOKEN)],
-        &[("QUESTIONS_NOW", now)],
-    )
-}
-
-/// Ends a relay as SIGKILL would: the next moment's relay takes the channel over.
-fn kill(mut relay: Relay) {
-    relay.child.kill().unwrap();
-    relay.child.wait().unwrap();
-}
-
-/// Logs a marker at `now` (its own text: the same one again would be the same question),
-/// waits for its card to reach ops, skips it and waits for the card
-/// to close: a round of the relay that began after this call has run to its end.
+/// A round of the relay at `now` has run to its end: a marker (its own text: the same one
+/// again would be the same question) has reached ops and been closed.
 fn round_passed(l: &Ledger, t: &StandIn, now: &str) {
-    let id = l
-        .run_at(
-            now,
-            [
-                "log",
-                "--stage",
-                "marker",
-                "--question",
-                &format!("Marker at {now}?"),
-            ],
-        )
-        .json["question_id"]
-        .as_i64()
-        .unwrap();
-    let head = format!("Question {id} ");
-    t.until("the marker's card", |s| {
-        s.messages
-            .iter()
-            .any(|m| m["chat"]["id"] == OPS && m["text"].as_str().unwrap_or("").starts_with(&head))
-            .then_some(())
-    });
-    l.run_at(now, ["skip", "--id", &id.to_string(), "--reason", "marker"]);
-    t.until("the marker's card closed", |s| {
-        s.messages
-            .iter()
-            .any(|m| {
-                m["chat"]["id"] == OPS
-                    && m["text"].as_str().unwrap_or("").starts_with(&head)
-                    && m["edited"] == true
-            })
-            .then_some(())
-    });
+    relay_routing::round_passed(l, t, now, OPS, &format!("Marker at {now}?"));
 }
 
 /// Waits until `chat` holds a message starting with `head` that contains `words`.
