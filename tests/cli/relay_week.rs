@@ -90,45 +90,60 @@ impl Transcript {
     }
 
     /// Writes down, under `when`, each message sent since the last moment and each one
-    /// edited since (as its last line: what closed it).
+    /// settled since (as its last line: what closed it), one line for everyone who got
+    /// the same. A card a reminder replaced loses its buttons: that edit is left out.
     fn moment(&mut self, t: &StandIn, when: &str) {
         let messages = t.with(|s| s.messages.clone());
-        let mut lines = Vec::new();
+        let mut lines: Vec<(Vec<&str>, String)> = Vec::new();
         for m in &messages {
             let chat = m["chat"]["id"].as_i64().unwrap_or(0);
-            let Some(name) = self.names.get(&chat) else {
+            let Some(name) = self.names.get(&chat).copied() else {
                 continue;
             };
             let id = m["message_id"].as_i64().unwrap_or(0);
             let text = m["text"].as_str().unwrap_or("").to_string();
-            match self.seen.get(&id) {
-                None => lines.push((name, gist(m))),
+            let shown = match self.seen.get(&id) {
+                None => Some(gist(m)),
                 Some(before) if *before != text => {
                     let head = text
                         .lines()
                         .find(|l| l.starts_with("Question "))
+                        .and_then(|l| l.split(" · ").next())
                         .unwrap_or("");
                     let last = text.lines().last().unwrap_or("");
-                    lines.push((name, format!("{head} is edited: {last}")));
+                    (!last.starts_with("✔ reminded:")).then(|| format!("{head} → {last}"))
                 }
-                Some(_) => {}
-            }
+                Some(_) => None,
+            };
             self.seen.insert(id, text);
+            let Some(shown) = shown else {
+                continue;
+            };
+            match lines.iter_mut().find(|(_, g)| *g == shown) {
+                Some((names, _)) => names.push(name),
+                None => lines.push((vec![name], shown)),
+            }
         }
-        for (name, gist) in lines {
+        for (names, gist) in lines {
             let mut first = true;
             for line in gist.lines() {
                 let stamp = if first { when } else { "" };
-                let who = if first { *name } else { "" };
-                self.out
-                    .push_str(&format!("{stamp:<9}  {who:<5}  {line}\n").replace("  \n", "\n"));
+                let who = if first {
+                    names.join(", ")
+                } else {
+                    String::new()
+                };
+                let row = format!("{stamp:<9}  {who:<16}  {line}");
+                self.out.push_str(row.trim_end());
+                self.out.push('\n');
                 first = false;
             }
         }
     }
 
-    fn said(&mut self, when: &str, line: &str) {
-        self.out.push_str(&format!("{when:<9}  {line}\n"));
+    fn said(&mut self, when: &str, who: &str, line: &str) {
+        self.out
+            .push_str(&format!("{when:<9}  {who:<16}  {line}\n"));
     }
 }
 
@@ -287,7 +302,8 @@ fn relay_a_week_in_the_life_is_the_guide_s_transcript() {
     kill(relay);
     week.said(
         "Mon 12:05",
-        &format!("dana   taps Approve; Telegram shows her: {answer}"),
+        "dana",
+        &format!("taps Approve; Telegram shows her: {answer}"),
     );
     week.moment(&t, "");
     let votes = l.question(ship)["approval"]["votes"].clone();
