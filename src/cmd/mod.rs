@@ -266,6 +266,56 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+/// What a command does when `--db` names a server (§15).
+#[cfg(feature = "remote")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OverHttps {
+    /// It sends the door's requests, as a token's holder.
+    Door,
+    /// It needs the ledger itself (its file, or a PostgreSQL role): refused.
+    Direct,
+    /// It goes its own way: `watch` and `mcp` to the server's long polls and `/mcp`, a
+    /// harness's hook through the door, and what touches no ledger.
+    Own,
+}
+
+/// Every command's way over https://, decided here for each (no arm for the rest: a new
+/// command is a decision the compiler asks for).
+#[cfg(feature = "remote")]
+fn over_https(procedure: Procedure) -> OverHttps {
+    use Procedure as P;
+    match procedure {
+        P::Log
+        | P::Answer
+        | P::Skip
+        | P::List
+        | P::Check
+        | P::Clear
+        | P::History
+        | P::Ingest
+        | P::Render
+        | P::Import
+        | P::Answers
+        | P::AcceptDefaults
+        | P::Ask
+        | P::Info
+        | P::Decline
+        | P::Events
+        | P::Approve
+        | P::Reject => OverHttps::Door,
+        P::Reset | P::Serve | P::Group | P::People | P::Relay | P::Token | P::Policy => {
+            OverHttps::Direct
+        }
+        P::Watch | P::Mcp | P::Hook | P::Init | P::Completions | P::Man | P::Version => {
+            OverHttps::Own
+        }
+        // The MCP tools' own documents, never a command of the command line.
+        P::AskQuestions | P::WaitForAnswers | P::Vote | P::OpenInbox | P::AnswerInApp => {
+            OverHttps::Direct
+        }
+    }
+}
+
 /// Runs a command against a ledger `questions serve` serves: the commands on the door
 /// (what a token's holder may do, §15) send their request there; the others need the
 /// ledger itself and say so.
@@ -280,37 +330,20 @@ fn remote(cli: Cli) -> Result<Outcome> {
         let name = cli.command.procedure().as_str();
         let db = cli.db.clone().unwrap_or_default();
         let direct = || {
+            let door: Vec<&str> = Procedure::COMMANDS
+                .iter()
+                .filter(|p| over_https(**p) == OverHttps::Door)
+                .map(|p| p.as_str())
+                .collect();
             Error::usage(format!(
                 "'{name}' needs the ledger itself, not its server: run it where the ledger \
                  is (its file, or its PostgreSQL database); over https:// a token's holder \
-                 runs log, ingest, list, render, check, answers, history, events, watch, \
-                 info, clear, answer, ask, skip, decline, accept-defaults, import, \
-                 approve and reject, and mcp carries a host's messages to the server's \
-                 own"
+                 runs {} and watch, and mcp carries a host's messages to the server's own",
+                door.join(", ")
             ))
         };
         // What each command does on the server is the door's: only they go there.
-        let on_door = matches!(
-            cli.command,
-            Command::Log(_)
-                | Command::Answer(_)
-                | Command::Skip(_)
-                | Command::Decline(_)
-                | Command::List(_)
-                | Command::Check(_)
-                | Command::Clear(_)
-                | Command::History(_)
-                | Command::Ingest(_)
-                | Command::Answers(_)
-                | Command::Info
-                | Command::Events(_)
-                | Command::Approve(_)
-                | Command::Reject(_)
-                | Command::AcceptDefaults(_)
-                | Command::Import(_)
-                | Command::Render(_)
-                | Command::Ask(_)
-        );
+        let on_door = over_https(cli.command.procedure()) == OverHttps::Door;
         match cli.command {
             Command::Init(args) => return init::run(args, cli.db, cli.db_from_env),
             Command::Completions(args) => return completions::completions(args),
