@@ -106,6 +106,75 @@ impl Channel {
     pub fn is_a_persons(self) -> bool {
         !matches!(self, Channel::AcceptDefaults | Channel::Expiry)
     }
+
+    /// The relay channel this is (§14), if it is one. Every channel is named here, so a
+    /// channel added to this enum is decided here first; a relay channel is then a
+    /// `Relayed` too, whose matches the compiler lists.
+    pub fn relayed(self) -> Option<Relayed> {
+        match self {
+            Channel::Telegram => Some(Relayed::Telegram),
+            Channel::Slack => Some(Relayed::Slack),
+            Channel::Email => Some(Relayed::Email),
+            Channel::Cli
+            | Channel::Ask
+            | Channel::Web
+            | Channel::Mcp
+            | Channel::Import
+            | Channel::AcceptDefaults
+            | Channel::Expiry
+            | Channel::ClaudeCode
+            | Channel::Codex
+            | Channel::Gemini
+            | Channel::Pi
+            | Channel::McpApp
+            | Channel::Api
+            | Channel::Elicitation => None,
+        }
+    }
+}
+
+/// The channels a relay serves (§14): each is one folder of the relay, and every decision
+/// that differs between them (the identity's grammar, what a pairing code is sent as, the
+/// relay's config section) is an exhaustive match on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
+pub enum Relayed {
+    Telegram,
+    Slack,
+    Email,
+}
+
+impl Relayed {
+    pub fn channel(self) -> Channel {
+        match self {
+            Relayed::Telegram => Channel::Telegram,
+            Relayed::Slack => Channel::Slack,
+            Relayed::Email => Channel::Email,
+        }
+    }
+
+    /// Its name, as identities are prefixed and the relay's config names its section.
+    pub fn as_str(self) -> &'static str {
+        self.channel().as_str()
+    }
+
+    /// The relay channel called `name`.
+    pub fn named(name: &str) -> Option<Relayed> {
+        Channel::parse(name).and_then(Channel::relayed)
+    }
+
+    pub fn all() -> &'static [Relayed] {
+        <Relayed as strum::VariantArray>::VARIANTS
+    }
+
+    /// Their names in a sentence: "telegram, slack or email" (`and` for "and").
+    pub fn listed(last_word: &str, shown: impl Fn(&str) -> String) -> String {
+        let names: Vec<String> = Relayed::all().iter().map(|r| shown(r.as_str())).collect();
+        match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
 }
 
 /// What happens to a pending question when its time is up.
