@@ -24,9 +24,11 @@ use questions_core::model::{self, Question};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
 use questions_core::ops::Ledger;
 
-use super::{card_text, clip, plain};
+use super::kit::buttons::verdict;
+use super::kit::{card_text, clip, pairing, plain, Res};
 
-type Res<T> = std::result::Result<T, String>;
+mod config;
+pub(crate) use config::open;
 
 const CHANNEL: model::Channel = model::Channel::Email;
 
@@ -328,7 +330,7 @@ impl Email {
                 Given::Text(text.clone())
             };
             relay::hear(ledger, &event(Binding::Token { token, replying_to }, given)).map_err(db)?
-        } else if let Some(code) = super::slack::pairing_code(&text) {
+        } else if let Some(code) = pairing::code_in(&text) {
             relay::redeem(
                 ledger,
                 &event(Binding::None, Given::Text(String::new())),
@@ -527,37 +529,6 @@ fn card_body(q: &Question) -> String {
     }
     body.push('\n');
     body
-}
-
-/// An approval's reply: `APPROVE` alone on its first line (a comment may follow on the
-/// next ones), or `REJECT` and a reason; anything else as typed, which the core refuses
-/// saying why: a first word is not a vote ("Approved by legal? Not yet." approves
-/// nothing).
-fn verdict(text: &str) -> Given {
-    let trimmed = text.trim();
-    let (first, rest) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
-    let first = first.trim();
-    let word = first.trim_end_matches(['.', '!']).to_uppercase();
-    if word == "APPROVE" || word == "APPROVED" {
-        return Given::Approve;
-    }
-    let split = first
-        .find(|c: char| !c.is_alphabetic())
-        .unwrap_or(first.len());
-    let (word, after) = first.split_at(split);
-    let rejects = matches!(word.to_uppercase().as_str(), "REJECT" | "REJECTED");
-    if rejects && (after.is_empty() || after.starts_with([' ', '\t', ':', '-', '—', '.', ','])) {
-        let reason = format!(
-            "{}\n{}",
-            after
-                .trim_start_matches([' ', '\t', ':', '-', '—', '.', ','])
-                .trim(),
-            rest.trim()
-        );
-        let reason = reason.trim();
-        return Given::Reject((!reason.is_empty()).then(|| reason.to_string()));
-    }
-    Given::Text(trimmed.to_string())
 }
 
 /// The reply above the quote: lines quoted with `>` dropped, and everything from an
