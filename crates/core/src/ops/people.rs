@@ -63,7 +63,7 @@ pub const PEOPLE_ADMINS: &str = "people";
 /// case-insensitive), which no relay serves: it maps a CI run's initiator to a person.
 pub fn channel_identity(text: &str) -> Result<String> {
     let bad = |why: &str| {
-        let forms: Vec<&str> = Relayed::all().iter().map(|r| identity_form(*r)).collect();
+        let forms: Vec<&str> = Relayed::all().iter().map(|r| r.identity_form()).collect();
         Error::usage(format!(
             "'{text}' is not a channel identity: {why} ({}, github:<login>)",
             forms.join(", ")
@@ -93,47 +93,8 @@ pub fn channel_identity(text: &str) -> Result<String> {
     let Some(relayed) = Relayed::named(&channel) else {
         return Err(bad("the channel is not one the relay knows"));
     };
-    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
-    let id = match relayed {
-        Relayed::Telegram => {
-            // As Telegram writes it: `0001002` is the user 1002.
-            let id = id.trim_start_matches('0');
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
-                return Err(bad("a Telegram user id is a number above 0"));
-            }
-            id.to_string()
-        }
-        Relayed::Slack => match id.split_once('/') {
-            Some((team, user)) if plain(team) && plain(user) => {
-                format!("{}/{}", team.to_uppercase(), user.to_uppercase())
-            }
-            _ => return Err(bad("a Slack identity is the team id and the user id")),
-        },
-        Relayed::Email => {
-            let lower = id.to_lowercase();
-            let ok = lower.split_once('@').is_some_and(|(local, domain)| {
-                !local.is_empty()
-                    && domain.contains('.')
-                    && !lower
-                        .chars()
-                        .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
-            });
-            if !ok {
-                return Err(bad("an email identity is an address"));
-            }
-            lower
-        }
-    };
+    let id = relayed.identity(id).map_err(bad)?;
     Ok(format!("{}:{id}", relayed.as_str()))
-}
-
-/// How a relay channel's identity is written, in messages.
-fn identity_form(channel: Relayed) -> &'static str {
-    match channel {
-        Relayed::Telegram => "telegram:<user id>",
-        Relayed::Slack => "slack:<team id>/<user id>",
-        Relayed::Email => "email:<address>",
-    }
 }
 
 /// How many delegations a card follows from the person it is for: a delegate's

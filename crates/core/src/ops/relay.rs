@@ -199,11 +199,7 @@ pub fn pairing_code(
     Ok(Pairing {
         channel: channel.to_string(),
         person: name.to_string(),
-        // Telegram opens a chat with a bot by `/start`; the others take the code as it is.
-        send: match relayed {
-            Relayed::Telegram => format!("/start {code}"),
-            Relayed::Slack | Relayed::Email => code.clone(),
-        },
+        send: relayed.pairing_message(&code),
         code,
         expires_at,
     })
