@@ -125,7 +125,7 @@ pub(crate) struct Email {
 
 impl Email {
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    fn new(
         smtp: Endpoint,
         imap: Endpoint,
         address: &str,

@@ -118,7 +118,7 @@ struct Speech {
 }
 
 impl Slack {
-    pub(crate) fn new(api: &str, app_token: &str, bot_token: &str) -> Slack {
+    fn new(api: &str, app_token: &str, bot_token: &str) -> Slack {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(30)))
             .http_status_as_error(false)

@@ -75,7 +75,7 @@ struct Api {
 }
 
 impl Telegram {
-    pub(crate) fn new(api: &str, token: &str, poll_timeout: u64) -> Telegram {
+    fn new(api: &str, token: &str, poll_timeout: u64) -> Telegram {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(poll_timeout + 15)))
             .http_status_as_error(false)
