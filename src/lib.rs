@@ -22,7 +22,7 @@ mod schema;
 // The inbox's page, which `serve` serves and `mcp` shows inside the chat.
 #[cfg(feature = "page")]
 pub(crate) mod page;
-// `questions relay`: Telegram (§14).
+// `questions relay`: Telegram, Slack and email, a folder each, and their kit (§14).
 #[cfg(feature = "relay")]
 pub(crate) mod relay;
 // `--db https://…`: the ledger `questions serve` serves (§15).

@@ -106,6 +106,129 @@ impl Channel {
     pub fn is_a_persons(self) -> bool {
         !matches!(self, Channel::AcceptDefaults | Channel::Expiry)
     }
+
+    /// The relay channel this is (§14), if it is one. Every channel is named here, so a
+    /// channel added to this enum is decided here first; a relay channel is then a
+    /// `Relayed` too, whose matches the compiler lists.
+    pub fn relayed(self) -> Option<Relayed> {
+        match self {
+            Channel::Telegram => Some(Relayed::Telegram),
+            Channel::Slack => Some(Relayed::Slack),
+            Channel::Email => Some(Relayed::Email),
+            Channel::Cli
+            | Channel::Ask
+            | Channel::Web
+            | Channel::Mcp
+            | Channel::Import
+            | Channel::AcceptDefaults
+            | Channel::Expiry
+            | Channel::ClaudeCode
+            | Channel::Codex
+            | Channel::Gemini
+            | Channel::Pi
+            | Channel::McpApp
+            | Channel::Api
+            | Channel::Elicitation => None,
+        }
+    }
+}
+
+/// The channels a relay serves (§14): each is one folder of the relay, and every decision
+/// that differs between them (the identity's grammar, what a pairing code is sent as, the
+/// relay's config section) is an exhaustive match on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::VariantArray)]
+pub enum Relayed {
+    Telegram,
+    Slack,
+    Email,
+}
+
+impl Relayed {
+    pub fn channel(self) -> Channel {
+        match self {
+            Relayed::Telegram => Channel::Telegram,
+            Relayed::Slack => Channel::Slack,
+            Relayed::Email => Channel::Email,
+        }
+    }
+
+    /// Its name, as identities are prefixed and the relay's config names its section.
+    pub fn as_str(self) -> &'static str {
+        self.channel().as_str()
+    }
+
+    /// The relay channel called `name`.
+    pub fn named(name: &str) -> Option<Relayed> {
+        Channel::parse(name).and_then(Channel::relayed)
+    }
+
+    pub fn all() -> &'static [Relayed] {
+        <Relayed as strum::VariantArray>::VARIANTS
+    }
+
+    /// How its identity is written, in messages.
+    pub fn identity_form(self) -> &'static str {
+        match self {
+            Relayed::Telegram => "telegram:<user id>",
+            Relayed::Slack => "slack:<team id>/<user id>",
+            Relayed::Email => "email:<address>",
+        }
+    }
+
+    /// An identity on this channel (what follows `<name>:`) as the ledger keeps it: the
+    /// provider's stable id, which it vouches for, never a display name. Else why not.
+    pub fn identity(self, id: &str) -> Result<String, &'static str> {
+        let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+        match self {
+            Relayed::Telegram => {
+                // As Telegram writes it: `0001002` is the user 1002.
+                let id = id.trim_start_matches('0');
+                if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
+                    return Err("a Telegram user id is a number above 0");
+                }
+                Ok(id.to_string())
+            }
+            Relayed::Slack => match id.split_once('/') {
+                Some((team, user)) if plain(team) && plain(user) => {
+                    Ok(format!("{}/{}", team.to_uppercase(), user.to_uppercase()))
+                }
+                _ => Err("a Slack identity is the team id and the user id"),
+            },
+            Relayed::Email => {
+                let lower = id.to_lowercase();
+                let ok = lower.split_once('@').is_some_and(|(local, domain)| {
+                    !local.is_empty()
+                        && domain.contains('.')
+                        && !lower
+                            .chars()
+                            .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
+                });
+                if !ok {
+                    return Err("an email identity is an address");
+                }
+                Ok(lower)
+            }
+        }
+    }
+
+    /// What a person sends on this channel to redeem a pairing code: Telegram opens a
+    /// chat with a bot by `/start`; the others take the code as it is.
+    pub fn pairing_message(self, code: &str) -> String {
+        match self {
+            Relayed::Telegram => format!("/start {code}"),
+            Relayed::Slack | Relayed::Email => code.to_string(),
+        }
+    }
+
+    /// Their names in a sentence: "telegram, slack or email" (`and` for "and").
+    pub fn listed(last_word: &str, shown: impl Fn(&str) -> String) -> String {
+        let names: Vec<String> = Relayed::all().iter().map(|r| shown(r.as_str())).collect();
+        match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
 }
 
 /// What happens to a pending question when its time is up.
@@ -1548,6 +1671,29 @@ fn is_canonical(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relay_channel_is_a_channel_and_back_by_its_name() {
+        for r in Relayed::all() {
+            assert_eq!(r.channel().relayed(), Some(*r));
+            assert_eq!(Relayed::named(r.as_str()), Some(*r));
+            assert!(r.identity_form().starts_with(&format!("{}:", r.as_str())));
+        }
+        let relayed: Vec<Channel> = Channel::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.relayed().is_some())
+            .collect();
+        assert_eq!(relayed.len(), Relayed::all().len());
+        assert_eq!(Relayed::named("cli"), None);
+        assert_eq!(Relayed::named("github"), None);
+        assert_eq!(
+            Relayed::listed("or", str::to_string),
+            "telegram, slack or email"
+        );
+        assert_eq!(Relayed::Telegram.pairing_message("ABC"), "/start ABC");
+        assert_eq!(Relayed::Email.pairing_message("ABC"), "ABC");
+    }
 
     fn question(options: &[&str], multi: bool, freeform: bool) -> Question {
         Question {

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::model::Relayed;
 use crate::store::{Delegation, Ledger, Tx};
 
 /// Who casts a vote (or asks for an approval), as far as the channel can tell.
@@ -62,9 +63,10 @@ pub const PEOPLE_ADMINS: &str = "people";
 /// case-insensitive), which no relay serves: it maps a CI run's initiator to a person.
 pub fn channel_identity(text: &str) -> Result<String> {
     let bad = |why: &str| {
+        let forms: Vec<&str> = Relayed::all().iter().map(|r| r.identity_form()).collect();
         Error::usage(format!(
-            "'{text}' is not a channel identity: {why} (telegram:<user id>, \
-             slack:<team id>/<user id>, email:<address>, github:<login>)"
+            "'{text}' is not a channel identity: {why} ({}, github:<login>)",
+            forms.join(", ")
         ))
     };
     let text = text.trim();
@@ -72,56 +74,27 @@ pub fn channel_identity(text: &str) -> Result<String> {
         .split_once(':')
         .ok_or_else(|| bad("it names no channel"))?;
     let channel = channel.to_lowercase();
-    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
-    match channel.as_str() {
-        "telegram" => {
-            // As Telegram writes it: `0001002` is the user 1002.
-            let id = id.trim_start_matches('0');
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) || id.len() > 20 {
-                return Err(bad("a Telegram user id is a number above 0"));
-            }
-            Ok(format!("telegram:{id}"))
+    if channel == "github" {
+        // GitHub's rule for a login: letters, digits and single inner hyphens, at most 39
+        // characters.
+        let ok = !id.is_empty()
+            && id.len() <= 39
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !id.starts_with('-')
+            && !id.ends_with('-')
+            && !id.contains("--");
+        if !ok {
+            return Err(bad(
+                "a GitHub login is letters, digits and single inner hyphens",
+            ));
         }
-        "slack" => match id.split_once('/') {
-            Some((team, user)) if plain(team) && plain(user) => Ok(format!(
-                "slack:{}/{}",
-                team.to_uppercase(),
-                user.to_uppercase()
-            )),
-            _ => Err(bad("a Slack identity is the team id and the user id")),
-        },
-        "email" => {
-            let lower = id.to_lowercase();
-            let ok = lower.split_once('@').is_some_and(|(local, domain)| {
-                !local.is_empty()
-                    && domain.contains('.')
-                    && !lower
-                        .chars()
-                        .any(|c| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
-            });
-            if !ok {
-                return Err(bad("an email identity is an address"));
-            }
-            Ok(format!("email:{lower}"))
-        }
-        "github" => {
-            // GitHub's rule for a login: letters, digits and single inner hyphens, at
-            // most 39 characters.
-            let ok = !id.is_empty()
-                && id.len() <= 39
-                && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-                && !id.starts_with('-')
-                && !id.ends_with('-')
-                && !id.contains("--");
-            if !ok {
-                return Err(bad(
-                    "a GitHub login is letters, digits and single inner hyphens",
-                ));
-            }
-            Ok(format!("github:{}", id.to_lowercase()))
-        }
-        _ => Err(bad("the channel is not one the relay knows")),
+        return Ok(format!("github:{}", id.to_lowercase()));
     }
+    let Some(relayed) = Relayed::named(&channel) else {
+        return Err(bad("the channel is not one the relay knows"));
+    };
+    let id = relayed.identity(id).map_err(bad)?;
+    Ok(format!("{}:{id}", relayed.as_str()))
 }
 
 /// How many delegations a card follows from the person it is for: a delegate's

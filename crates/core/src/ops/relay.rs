@@ -14,7 +14,9 @@ use super::people::{delegates_of, Identity};
 use super::secret::{hex, random, sha256_hex};
 use crate::clock;
 use crate::error::{Error, ErrorCode, Result};
-use crate::model::{check_name, Actor, AnswerInput, Ballot, Channel, Question, Status, Verdict};
+use crate::model::{
+    check_name, Actor, AnswerInput, Ballot, Channel, Question, Relayed, Status, Verdict,
+};
 use crate::store::{Delivery, Filter, Ledger, Link, Tx};
 
 pub use super::people::{channel_identity, PEOPLE_ADMINS};
@@ -27,12 +29,7 @@ const BUTTON_KEY: &str = "buttons";
 
 /// The channels a relay serves, as their identities are prefixed.
 pub fn relay_channel(name: &str) -> Option<Channel> {
-    match name {
-        "telegram" => Some(Channel::Telegram),
-        "slack" => Some(Channel::Slack),
-        "email" => Some(Channel::Email),
-        _ => None,
-    }
+    Relayed::named(name).map(Relayed::channel)
 }
 
 /// Who `identity` stands for, and whether they may change `name`'s links: themself, or an
@@ -162,7 +159,9 @@ pub struct Pairing {
 }
 
 /// Letters that cannot be mistaken for one another on a phone.
-const CODE_LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+pub const CODE_LETTERS: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/// How many letters a pairing code has.
+pub const CODE_LENGTH: usize = 10;
 
 /// Makes a pairing code for `name` on `channel`, guarded as a link is.
 pub fn pairing_code(
@@ -173,12 +172,13 @@ pub fn pairing_code(
     name: &str,
 ) -> Result<Pairing> {
     check_name(name, "person").map_err(Error::usage)?;
-    if relay_channel(channel).is_none() {
+    let Some(relayed) = Relayed::named(channel) else {
         return Err(Error::usage(format!(
-            "'{channel}' is not a relay channel: telegram, slack or email"
+            "'{channel}' is not a relay channel: {}",
+            Relayed::listed("or", str::to_string)
         )));
-    }
-    let code: String = random(10)?
+    };
+    let code: String = random(CODE_LENGTH)?
         .iter()
         .map(|b| CODE_LETTERS[usize::from(*b) % CODE_LETTERS.len()] as char)
         .collect();
@@ -199,10 +199,7 @@ pub fn pairing_code(
     Ok(Pairing {
         channel: channel.to_string(),
         person: name.to_string(),
-        send: match channel {
-            "telegram" => format!("/start {code}"),
-            _ => code.clone(),
-        },
+        send: relayed.pairing_message(&code),
         code,
         expires_at,
     })

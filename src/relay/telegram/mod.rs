@@ -5,40 +5,62 @@
 //! a card, 429 `retry_after` honoured. A person is their Telegram user id
 //! (`telegram:<from.id>`), which Telegram vouches for; never a name.
 
-use std::collections::HashMap;
-use std::sync::{mpsc, Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::kit::buttons::{self, Role};
+use super::kit::config::{Config, Secret};
+use super::kit::outbox::{Outbox, Refusals};
+use super::kit::retry::{self, Tried};
+use super::kit::{card_text, clip, noted, pairing, plain, Res, Throttle};
 use crate::output;
-use questions_core::model::{self, Question};
+use questions_core::error::Result;
+use questions_core::model::{self, Question, Relayed};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
-
-use super::{card_text, clip, plain, Throttle};
+use questions_core::ops::{self, Ledger};
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply to this message with your answer.";
-use questions_core::ops::{self, Ledger};
 
-type Res<T> = std::result::Result<T, String>;
+const API: &str = "https://api.telegram.org";
+/// Seconds a `getUpdates` long poll waits for an update.
+const POLL_TIMEOUT: i64 = 25;
+
+/// `[telegram]`: `api` (the Bot API's base), `token_env` (the variable holding the bot's
+/// token), `poll_timeout` (seconds a `getUpdates` long poll waits).
+pub(crate) fn open(table: &toml_edit::Table) -> Result<Telegram> {
+    let config = Config::new(
+        Relayed::Telegram,
+        table,
+        &["api", "token_env", "poll_timeout"],
+    )?;
+    let api = config.url("api", API)?;
+    let poll_timeout = config.integer("poll_timeout", 0..=50, "seconds", POLL_TIMEOUT)?;
+    let token = config.secret(
+        "token_env",
+        "bot's token",
+        Secret::Token {
+            also: &['/'],
+            is: "a bot token",
+        },
+    )?;
+    Ok(Telegram::new(&api, &token, poll_timeout as u64))
+}
 
 /// Telegram's limits: a message's text, a callback answer's text.
 const TEXT_LIMIT: usize = 4000;
 const ALERT_LIMIT: usize = 190;
-/// How many times a call answered 429 is tried again (each after its `retry_after`).
-const RETRIES_ON_429: u32 = 5;
 
 pub(crate) struct Telegram {
     api: Arc<Api>,
     /// The long poll's `timeout`, in seconds.
     poll_timeout: u64,
-    /// What is said back to senders, sent by a thread of its own: a reply waiting for a
-    /// chat's rate never holds back the reading of the next update (a stranger's forty
-    /// messages, then a person's click).
-    outbox: Mutex<Option<mpsc::Sender<Value>>>,
-    /// When each sender nobody linked was last refused: told once a minute at most.
-    refused: Mutex<HashMap<i64, Instant>>,
+    /// What is said back to senders (`sendMessage` bodies).
+    outbox: Outbox<Value>,
+    /// Senders nobody linked, told once a minute at most.
+    refused: Refusals,
 }
 
 /// The Bot API, as the reading side and the sending thread share it.
@@ -52,11 +74,8 @@ struct Api {
     to_group: Throttle,
 }
 
-/// How often a sender nobody linked is told they cannot answer.
-const REFUSE_AGAIN_AFTER: Duration = Duration::from_mins(1);
-
 impl Telegram {
-    pub(crate) fn new(api: &str, token: &str, poll_timeout: u64) -> Telegram {
+    fn new(api: &str, token: &str, poll_timeout: u64) -> Telegram {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(poll_timeout + 15)))
             .http_status_as_error(false)
@@ -69,34 +88,15 @@ impl Telegram {
             to_person: Throttle::new(Duration::from_secs(1), 3, Some(30)),
             to_group: Throttle::new(Duration::from_secs(3), 3, None),
         });
+        let sender = Arc::clone(&api);
         Telegram {
             api,
             poll_timeout,
-            outbox: Mutex::new(None),
-            refused: Mutex::new(HashMap::new()),
+            outbox: Outbox::new(Relayed::Telegram, move |body: Value| {
+                sender.call("sendMessage", &body).map(|_| ())
+            }),
+            refused: Refusals::default(),
         }
-    }
-
-    /// The sending thread's queue, its thread started on first use (after the runner
-    /// blocked the stopping signals: a thread started before would take them).
-    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Value>>> {
-        let mut outbox = self
-            .outbox
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if outbox.is_none() {
-            let (queue, queued) = mpsc::channel::<Value>();
-            let sender = Arc::clone(&self.api);
-            std::thread::spawn(move || {
-                for body in queued {
-                    if let Err(why) = sender.call("sendMessage", &body) {
-                        output::note(&format!("relay: telegram: a reply was not sent ({why})"));
-                    }
-                }
-            });
-            *outbox = Some(queue);
-        }
-        outbox
     }
 
     fn call(&self, method: &str, body: &Value) -> Res<Value> {
@@ -105,18 +105,9 @@ impl Telegram {
 
     /// Whether a refusal may be said to `chat`, a sender nobody linked: once a minute.
     fn may_refuse(&self, chat: i64) -> bool {
-        let mut told = self
-            .refused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = Instant::now();
-        told.retain(|_, at| now.duration_since(*at) < REFUSE_AGAIN_AFTER);
-        if told.contains_key(&chat) {
-            return false;
-        }
-        told.insert(chat, now);
-        true
+        self.refused.may_refuse(&chat.to_string())
     }
+
     /// Queues a message for the sending thread.
     fn send_text(&self, chat: i64, text: &str, reply_to: Option<i64>) {
         let mut body = json!({"chat_id": chat, "text": clip(text, TEXT_LIMIT)});
@@ -124,10 +115,7 @@ impl Telegram {
             body["reply_parameters"] =
                 json!({"message_id": to, "allow_sending_without_reply": true});
         }
-        let sent = self.outbox().as_ref().map(|queue| queue.send(body));
-        if !matches!(sent, Some(Ok(()))) {
-            output::note("relay: telegram: a reply was not sent (its sender stopped)");
-        }
+        self.outbox.send(body);
     }
 
     fn answer_callback(&self, id: &str, text: &str) {
@@ -165,9 +153,9 @@ impl Telegram {
             // A toggle of a multi-select, or "Other…": they change what the card shows,
             // or ask for a typed answer, and record nothing.
             if let Some((delivery, value)) = relay::verify_button(key, data) {
-                if value.starts_with('t') || value == "x" {
+                if let Ok(toggled) = buttons::on_the_card(&value) {
                     relay::pass(ledger, model::Channel::Telegram, &position).map_err(db)?;
-                    self.card_action(ledger, key, &identity, id, chat, message, delivery, &value)?;
+                    self.card_action(ledger, key, &identity, id, chat, message, delivery, toggled)?;
                     return Ok(());
                 }
             }
@@ -208,8 +196,7 @@ impl Telegram {
             given,
             position: Some(position.clone()),
         };
-        let heard = if let Some(code) = text.strip_prefix("/start") {
-            let code = code.trim();
+        let heard = if let Some(code) = pairing::after_command(text, "/start") {
             if code.is_empty() {
                 relay::pass(ledger, model::Channel::Telegram, &position).map_err(db)?;
                 if !self.may_refuse(chat) {
@@ -245,8 +232,8 @@ impl Telegram {
         Ok(())
     }
 
-    /// A toggle (`t<mask>`) shows the card with that selection; "Other…" (`x`) sends a
-    /// prompt to reply to. Only on the card's own chat, for its own person.
+    /// A toggle (`Some(mask)`) shows the card with that selection; "Other…" (`None`)
+    /// sends a prompt to reply to. Only on the card's own chat, for its own person.
     #[allow(clippy::too_many_arguments)]
     fn card_action(
         &self,
@@ -257,7 +244,7 @@ impl Telegram {
         chat: i64,
         message: i64,
         delivery: i64,
-        value: &str,
+        toggled: Option<u64>,
     ) -> Res<()> {
         let card = relay::card(ledger, delivery).map_err(|e| e.message)?;
         let Some((d, Some(q))) = card.filter(|(d, _)| d.identity == identity) else {
@@ -272,8 +259,7 @@ impl Telegram {
             self.answer_callback(callback, "this card is not this message's");
             return Ok(());
         }
-        if let Some(mask) = value.strip_prefix('t') {
-            let mask = u64::from_str_radix(mask, 16).unwrap_or(0);
+        if let Some(mask) = toggled {
             let body = json!({
                 "chat_id": chat, "message_id": message,
                 "reply_markup": keyboard(&q, d.id, key, mask),
@@ -311,7 +297,7 @@ impl super::Channel for Telegram {
             .ok_or("not a Telegram identity")?;
         let body = json!({
             "chat_id": chat,
-            "text": super::noted(card, TEXT_LIMIT, |room| {
+            "text": noted(card, TEXT_LIMIT, |room| {
                 card_text(&card.question, HOW_TO_REPLY, room, plain)
             }),
             "reply_markup": keyboard(&card.question, card.delivery.id, key, 0),
@@ -389,48 +375,27 @@ impl super::Channel for Telegram {
     }
 }
 
-/// The card's buttons: one per option (the recommended one marked), toggles and Done for
-/// a multi-select (`mask`: the options toggled on), Approve/Reject for an approval,
-/// "Other…" where typed answers are allowed. Each value is signed for this card.
+/// The card's buttons (`kit::buttons`) as an inline keyboard, each value signed for this
+/// card; `mask`: a multi-select's options toggled on.
 fn keyboard(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
-    let button = |label: String, value: String| json!({"text": clip(&label, 60), "callback_data": format!("{delivery}:{value}:{}", key.sign(delivery, &value))});
-    let mut rows: Vec<Vec<Value>> = Vec::new();
-    if q.state.approval.is_some() {
-        rows.push(vec![
-            button("✅ Approve".into(), "a".into()),
-            button("❌ Reject".into(), "r".into()),
-        ]);
-        return json!({"inline_keyboard": rows});
-    }
-    for (i, o) in q.options.iter().enumerate().take(64) {
-        let star = if o.recommended { " ★" } else { "" };
-        if q.multi_select {
-            let on = mask & (1 << i) != 0;
-            rows.push(vec![button(
-                format!(
-                    "{} {}. {}{star}",
-                    if on { "☑" } else { "☐" },
-                    i + 1,
-                    o.label
-                ),
-                format!("t{:x}", mask ^ (1 << i)),
-            )]);
-        } else {
-            rows.push(vec![button(
-                format!("{}. {}{star}", i + 1, o.label),
-                format!("o{}", i + 1),
-            )]);
-        }
-    }
-    if q.multi_select && mask != 0 {
-        rows.push(vec![button("Done".into(), format!("m{mask:x}"))]);
-    }
-    if q.options.is_empty() && q.proposed.is_some() {
-        rows.push(vec![button("Use the proposal".into(), "p".into())]);
-    }
-    if q.allow_freeform || q.options.is_empty() {
-        rows.push(vec![button("Other…".into(), "x".into())]);
-    }
+    let rows: Vec<Vec<Value>> = buttons::rows(q, mask, 64)
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|b| {
+                    let label = match b.role {
+                        Role::Approve => format!("✅ {}", b.label),
+                        Role::Reject => format!("❌ {}", b.label),
+                        _ => b.label,
+                    };
+                    json!({
+                        "text": clip(&label, 60),
+                        "callback_data": buttons::signed(key, delivery, &b.value),
+                    })
+                })
+                .collect()
+        })
+        .collect();
     json!({"inline_keyboard": rows})
 }
 
@@ -445,8 +410,7 @@ impl Api {
             }
             self.to_person.wait(&chat.to_string());
         }
-        let mut tries = 0;
-        loop {
+        retry::retrying(Relayed::Telegram, method, |may_wait| {
             let sent = self
                 .agent
                 .post(&format!("{}/{method}", self.base))
@@ -462,23 +426,18 @@ impl Api {
             let reply: Value = serde_json::from_str(&text)
                 .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
             if reply["ok"] == true {
-                return Ok(reply["result"].clone());
+                return Ok(Tried::Answered(reply["result"].clone()));
             }
-            let about = reply["description"].as_str().unwrap_or("").to_string();
-            if status == 429 && tries < RETRIES_ON_429 {
+            if status == 429 && may_wait {
                 let wait = reply["parameters"]["retry_after"].as_u64().unwrap_or(1);
-                output::note(&format!(
-                    "relay: telegram: {method} answered 429; waiting {wait}s as asked"
-                ));
-                std::thread::sleep(Duration::from_secs(wait.min(300)));
-                tries += 1;
-                continue;
+                return Ok(Tried::Wait(wait));
             }
-            return Err(format!(
+            let about = reply["description"].as_str().unwrap_or("");
+            Err(format!(
                 "{method} answered {status}: {}",
-                output::sanitize(&about, false)
-            ));
-        }
+                output::sanitize(about, false)
+            ))
+        })
     }
 }
 

@@ -10,20 +10,45 @@
 //! `Retry-After`. A person is `slack:<team id>/<user id>` as Slack vouches for it in the
 //! payload, never a name.
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
+use super::kit::buttons::{self, Role};
+use super::kit::config::{Config, Secret};
+use super::kit::outbox::{Outbox, Refusals};
+use super::kit::retry::{self, Tried};
+use super::kit::{card_text, clip, noted, pairing, Res, Throttle};
 use crate::output;
-use questions_core::model::{self, Question};
+use questions_core::error::Result;
+use questions_core::model::{self, Question, Relayed};
 use questions_core::ops::relay::{self, Binding, ButtonKey, FromChannel, Given, Outcome};
+use questions_core::ops::Ledger;
 
-use super::{card_text, clip, Throttle};
+const API: &str = "https://slack.com/api";
+
+/// `[slack]`: `api` (the Web API's base), `app_token_env` (the variable holding the
+/// app-level token, for Socket Mode) and `bot_token_env` (the bot token's, for the Web
+/// API).
+pub(crate) fn open(table: &toml_edit::Table) -> Result<Slack> {
+    let config = Config::new(
+        Relayed::Slack,
+        table,
+        &["api", "app_token_env", "bot_token_env"],
+    )?;
+    let api = config.url("api", API)?;
+    let token = Secret::Token {
+        also: &[],
+        is: "a token",
+    };
+    let app = config.secret("app_token_env", "app-level token (xapp-…)", token)?;
+    let bot = config.secret("bot_token_env", "bot token (xoxb-…)", token)?;
+    Ok(Slack::new(&api, &app, &bot))
+}
 
 /// Text as Slack's mrkdwn shows it: `&`, `<` and `>` escaped, so that what a question
 /// says is never read as a link, a mention or markup (`<url|staging>`).
@@ -35,9 +60,7 @@ fn mrkdwn(text: &str) -> String {
 
 /// What a card says of typed answers, after its options.
 const HOW_TO_REPLY: &str = "Or reply in this thread with your answer.";
-use questions_core::ops::Ledger;
 
-type Res<T> = std::result::Result<T, String>;
 /// Web API calls to make once the events that call for them are acknowledged.
 type Said = Vec<Speech>;
 
@@ -51,8 +74,6 @@ fn in_thread(channel: &str, thread: &str, text: &str) -> Speech {
 }
 
 const CHANNEL: model::Channel = model::Channel::Slack;
-/// How many times a call answered 429 is tried again (each after its `Retry-After`).
-const RETRIES_ON_429: u32 = 5;
 /// How long one `poll` reads the socket before giving the runner its turn.
 const READ_FOR: Duration = Duration::from_secs(5);
 /// Block Kit's limits: a section's text, a button's label.
@@ -71,9 +92,8 @@ impl<T: Read + Write + Send> Stream for T {}
 pub(crate) struct Slack {
     web: Arc<Web>,
     socket: Mutex<Option<WebSocket<Box<dyn Stream>>>>,
-    /// What is said back to people, sent by a thread of its own: a reply waiting for a
-    /// channel's rate never holds back the reading of the next envelope.
-    outbox: Mutex<Option<mpsc::Sender<Speech>>>,
+    /// What is said back to people.
+    outbox: Outbox<Speech>,
 }
 
 /// The Web API, as the reading side and the sending thread share it.
@@ -97,11 +117,8 @@ struct Speech {
     stranger: Option<String>,
 }
 
-/// How often a sender nobody linked is told they cannot answer.
-const REFUSE_AGAIN_AFTER: Duration = Duration::from_mins(1);
-
 impl Slack {
-    pub(crate) fn new(api: &str, app_token: &str, bot_token: &str) -> Slack {
+    fn new(api: &str, app_token: &str, bot_token: &str) -> Slack {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(30)))
             .http_status_as_error(false)
@@ -115,43 +132,22 @@ impl Slack {
             agent,
             posting: Throttle::new(Duration::from_secs(1), 3, None),
         });
+        let sender = Arc::clone(&web);
+        let refused = Refusals::default();
         Slack {
             web,
             socket: Mutex::new(None),
-            outbox: Mutex::new(None),
-        }
-    }
-
-    /// The sending thread's queue, its thread started on first use (after the runner
-    /// blocked the stopping signals: a thread started before would take them).
-    fn outbox(&self) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Speech>>> {
-        let mut outbox = self
-            .outbox
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if outbox.is_some() {
-            return outbox;
-        }
-        let (queue, queued) = mpsc::channel::<Speech>();
-        let sender = Arc::clone(&self.web);
-        std::thread::spawn(move || {
-            let mut refused: HashMap<String, Instant> = HashMap::new();
-            for speech in queued {
-                if let Some(who) = &speech.stranger {
-                    let now = Instant::now();
-                    refused.retain(|_, at| now.duration_since(*at) < REFUSE_AGAIN_AFTER);
-                    if refused.contains_key(who) {
-                        continue;
-                    }
-                    refused.insert(who.clone(), now);
+            outbox: Outbox::new(Relayed::Slack, move |speech: Speech| {
+                if speech
+                    .stranger
+                    .as_deref()
+                    .is_some_and(|who| !refused.may_refuse(who))
+                {
+                    return Ok(());
                 }
-                if let Err(why) = sender.call(speech.method, &speech.body, false) {
-                    output::note(&format!("relay: slack: a reply was not sent ({why})"));
-                }
-            }
-        });
-        *outbox = Some(queue);
-        outbox
+                sender.call(speech.method, &speech.body, false).map(|_| ())
+            }),
+        }
     }
 
     fn call(&self, method: &str, body: &Value, app: bool) -> Res<Value> {
@@ -163,14 +159,8 @@ impl Slack {
     /// or a channel's rate must hold back neither an acknowledgement nor the next event).
     /// A call that fails is noted, not retried: what it would say is on the card too.
     fn speak(&self, said: Said) {
-        if said.is_empty() {
-            return;
-        }
-        let outbox = self.outbox();
         for speech in said {
-            let sent = outbox.as_ref().map(|queue| queue.send(speech));
-            if !matches!(sent, Some(Ok(()))) {
-                output::note("relay: slack: a reply was not sent (its sender stopped)");
+            if !self.outbox.send(speech) {
                 break;
             }
         }
@@ -350,7 +340,7 @@ impl Slack {
             given: Given::Text(text.to_string()),
             position: Some(position.clone()),
         };
-        let heard = match (thread, pairing_code(text)) {
+        let heard = match (thread, pairing::code_in(text)) {
             (Some(thread), _) => relay::hear(
                 ledger,
                 &heard_event(Binding::Reply(format!("{channel}:{thread}"))),
@@ -403,9 +393,9 @@ impl Slack {
         questions_core::fault::point("relay-heard");
         let who = identity(team, user);
         if let Some((delivery, v)) = relay::verify_button(key, value) {
-            if v.starts_with('t') || v == "x" {
+            if let Ok(toggled) = buttons::on_the_card(&v) {
                 let card = (channel, message_ts, delivery);
-                return card_action(ledger, key, &who, card, &v, said);
+                return card_action(ledger, key, &who, card, toggled, said);
             }
         }
         let heard = relay::hear(
@@ -449,7 +439,7 @@ impl super::Channel for Slack {
         // A user id as the channel: the direct messages between the app and that person.
         let body = json!({
             "channel": user,
-            "text": super::noted(card, TEXT_LIMIT, |room| {
+            "text": noted(card, TEXT_LIMIT, |room| {
                 card_text(&card.question, HOW_TO_REPLY, room, mrkdwn)
             }),
             "blocks": blocks(&card.question, card.delivery.id, key, 0),
@@ -584,8 +574,7 @@ impl Web {
                 self.posting.wait(channel);
             }
         }
-        let mut tries = 0;
-        loop {
+        retry::retrying(Relayed::Slack, method, |may_wait| {
             let request = self
                 .agent
                 .post(&format!("{}/{method}", self.api))
@@ -610,19 +599,14 @@ impl Web {
             };
             let mut response = sent.map_err(|e| format!("{method}: {e}"))?;
             let status = response.status().as_u16();
-            if status == 429 && tries < RETRIES_ON_429 {
+            if status == 429 && may_wait {
                 let wait = response
                     .headers()
                     .get("retry-after")
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .unwrap_or(1);
-                output::note(&format!(
-                    "relay: slack: {method} answered 429; waiting {wait}s as asked (Retry-After)"
-                ));
-                std::thread::sleep(Duration::from_secs(wait.min(300)));
-                tries += 1;
-                continue;
+                return Ok(Tried::Wait(wait));
             }
             let text = response
                 .body_mut()
@@ -631,25 +615,25 @@ impl Web {
             let reply: Value = serde_json::from_str(&text)
                 .map_err(|_| format!("{method}: answered {status}, not with JSON"))?;
             if reply["ok"] == true {
-                return Ok(reply);
+                return Ok(Tried::Answered(reply));
             }
             let error = reply["error"].as_str().unwrap_or("unknown error");
-            return Err(format!(
+            Err(format!(
                 "{method} answered {status}: {}",
                 output::sanitize(error, false)
-            ));
-        }
+            ))
+        })
     }
 }
 
-/// A toggle (`t<mask>`) shows the card with that selection; "Other…" (`x`) asks for a
-/// reply in the card's thread. Only on the card's own message, for its own person.
+/// A toggle (`Some(mask)`) shows the card with that selection; "Other…" (`None`) asks
+/// for a reply in the card's thread. Only on the card's own message, for its own person.
 fn card_action(
     ledger: &mut Ledger,
     key: &ButtonKey,
     who: &str,
     (channel, message_ts, delivery): (&str, &str, i64),
-    value: &str,
+    toggled: Option<u64>,
     said: &mut Said,
 ) -> Res<()> {
     let card = relay::card(ledger, delivery).map_err(|e| e.message)?;
@@ -661,8 +645,7 @@ fn card_action(
     }) else {
         return Ok(());
     };
-    if let Some(mask) = value.strip_prefix('t') {
-        let mask = u64::from_str_radix(mask, 16).unwrap_or(0);
+    if let Some(mask) = toggled {
         said.push(Speech {
             method: "chat.update",
             body: json!({
@@ -754,69 +737,33 @@ fn later(position: Option<String>, ts: &str) -> String {
     }
 }
 
-/// A pairing code in a direct message: a word of ten of the code's letters.
-pub(super) fn pairing_code(text: &str) -> Option<String> {
-    const LETTERS: &str = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-    text.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
-        .find(|w| w.len() == 10 && w.chars().all(|c| LETTERS.contains(c.to_ascii_uppercase())))
-        .map(|w| w.to_ascii_uppercase())
-}
-
-/// The card's blocks: its text, then its buttons (one per option, the recommended one
-/// primary; toggles and Done for a multi-select; Approve/Reject for an approval; "Other…"
-/// where typed answers are allowed), each value signed for this card.
+/// The card's blocks: its text, then its buttons (`kit::buttons`; the recommended option
+/// and Approve primary, Reject danger), each value signed for this card.
 fn blocks(q: &Question, delivery: i64, key: &ButtonKey, mask: u64) -> Value {
-    let mut buttons: Vec<Value> = Vec::new();
-    let mut button = |label: String, value: String, style: Option<&str>| {
-        let mut b = json!({
-            "type": "button",
-            "action_id": format!("q{}", buttons.len()),
-            "text": {"type": "plain_text", "text": clip(&label, LABEL_LIMIT)},
-            "value": format!("{delivery}:{value}:{}", key.sign(delivery, &value)),
-        });
-        if let Some(style) = style {
-            b["style"] = style.into();
-        }
-        buttons.push(b);
-    };
-    if q.state.approval.is_some() {
-        button("Approve".into(), "a".into(), Some("primary"));
-        button("Reject".into(), "r".into(), Some("danger"));
-    } else {
-        for (i, o) in q.options.iter().enumerate().take(20) {
-            let star = if o.recommended { " ★" } else { "" };
-            let style = o.recommended.then_some("primary");
-            if q.multi_select {
-                let on = mask & (1 << i) != 0;
-                button(
-                    format!(
-                        "{} {}. {}{star}",
-                        if on { "☑" } else { "☐" },
-                        i + 1,
-                        o.label
-                    ),
-                    format!("t{:x}", mask ^ (1 << i)),
-                    style,
-                );
-            } else {
-                button(
-                    format!("{}. {}{star}", i + 1, o.label),
-                    format!("o{}", i + 1),
-                    style,
-                );
+    let buttons: Vec<Value> = buttons::rows(q, mask, 20)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut button = json!({
+                "type": "button",
+                "action_id": format!("q{i}"),
+                "text": {"type": "plain_text", "text": clip(&b.label, LABEL_LIMIT)},
+                "value": buttons::signed(key, delivery, &b.value),
+            });
+            let style = match b.role {
+                Role::Approve | Role::Option { recommended: true } => Some("primary"),
+                Role::Reject => Some("danger"),
+                Role::Option { recommended: false } | Role::Done | Role::Proposal | Role::Other => {
+                    None
+                }
+            };
+            if let Some(style) = style {
+                button["style"] = style.into();
             }
-        }
-        if q.multi_select && mask != 0 {
-            button("Done".into(), format!("m{mask:x}"), None);
-        }
-        if q.options.is_empty() && q.proposed.is_some() {
-            button("Use the proposal".into(), "p".into(), None);
-        }
-        if q.allow_freeform || q.options.is_empty() {
-            button("Other…".into(), "x".into(), None);
-        }
-    }
+            button
+        })
+        .collect();
     let text = card_text(q, HOW_TO_REPLY, TEXT_LIMIT, mrkdwn);
     json!([
         {"type": "section", "text": {"type": "mrkdwn", "text": text}},
