@@ -50,9 +50,10 @@ fn read_config(path: &Path) -> Result<Vec<Arc<dyn Channel>>> {
             "telegram" => channels.push(Arc::new(telegram(table)?)),
             "slack" => channels.push(Arc::new(slack(table)?)),
             "email" => channels.push(Arc::new(email(table)?)),
+            "matrix" => channels.push(Arc::new(relay::matrix::matrix(table)?)),
             other => {
                 return Err(Error::usage(format!(
-                "relay config: unknown channel [{other}]: the channels are [telegram], [slack] and [email]"
+                "relay config: unknown channel [{other}]: the channels are [telegram], [slack], [email] and [matrix]"
             )))
             }
         }

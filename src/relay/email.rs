@@ -533,7 +533,7 @@ fn card_body(q: &Question) -> String {
 /// next ones), or `REJECT` and a reason; anything else as typed, which the core refuses
 /// saying why: a first word is not a vote ("Approved by legal? Not yet." approves
 /// nothing).
-fn verdict(text: &str) -> Given {
+pub(super) fn verdict(text: &str) -> Given {
     let trimmed = text.trim();
     let (first, rest) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
     let first = first.trim();

@@ -4,6 +4,7 @@
 //! core answered. Each channel is one file implementing `Channel`.
 
 pub(crate) mod email;
+pub(crate) mod matrix;
 pub(crate) mod slack;
 pub(crate) mod telegram;
 

@@ -85,6 +85,7 @@ pub enum Channel {
     Telegram,
     Slack,
     Email,
+    Matrix,
     /// The ledger's API over HTTPS (§15), by a person token's person.
     Api,
     /// A form an MCP client showed through `serve`'s `/mcp` (§16).

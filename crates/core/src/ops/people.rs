@@ -58,13 +58,14 @@ pub const PEOPLE_ADMINS: &str = "people";
 
 /// A channel identity as the ledger keeps it, from what a person writes: the provider's
 /// stable id, never a display name. `telegram:<user id>`, `slack:<team>/<user>`,
-/// `email:<address>` (lower case), and `github:<login>` (lower case: GitHub's logins are
+/// `email:<address>` (lower case), `matrix:<@user:server>` (as the homeserver writes it),
+/// and `github:<login>` (lower case: GitHub's logins are
 /// case-insensitive), which no relay serves: it maps a CI run's initiator to a person.
 pub fn channel_identity(text: &str) -> Result<String> {
     let bad = |why: &str| {
         Error::usage(format!(
             "'{text}' is not a channel identity: {why} (telegram:<user id>, \
-             slack:<team id>/<user id>, email:<address>, github:<login>)"
+             slack:<team id>/<user id>, email:<address>, matrix:<@user:server>, github:<login>)"
         ))
     };
     let text = text.trim();
@@ -103,6 +104,26 @@ pub fn channel_identity(text: &str) -> Result<String> {
                 return Err(bad("an email identity is an address"));
             }
             Ok(format!("email:{lower}"))
+        }
+        "matrix" => {
+            // A user id as the homeserver writes it (`@localpart:server[:port]`), kept as
+            // it is: the localpart's historical forms are case-sensitive.
+            let ok = id.len() <= 255
+                && id
+                    .strip_prefix('@')
+                    .and_then(|r| r.split_once(':'))
+                    .is_some_and(|(local, server)| {
+                        !local.is_empty()
+                            && local.chars().all(|c| c.is_ascii_graphic() && c != ':')
+                            && !server.is_empty()
+                            && server
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+                    });
+            if !ok {
+                return Err(bad("a Matrix identity is a user id, @user:server"));
+            }
+            Ok(format!("matrix:{id}"))
         }
         "github" => {
             // GitHub's rule for a login: letters, digits and single inner hyphens, at

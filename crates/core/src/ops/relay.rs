@@ -31,6 +31,7 @@ pub fn relay_channel(name: &str) -> Option<Channel> {
         "telegram" => Some(Channel::Telegram),
         "slack" => Some(Channel::Slack),
         "email" => Some(Channel::Email),
+        "matrix" => Some(Channel::Matrix),
         _ => None,
     }
 }
@@ -175,7 +176,7 @@ pub fn pairing_code(
     check_name(name, "person").map_err(Error::usage)?;
     if relay_channel(channel).is_none() {
         return Err(Error::usage(format!(
-            "'{channel}' is not a relay channel: telegram, slack or email"
+            "'{channel}' is not a relay channel: telegram, slack, email or matrix"
         )));
     }
     let code: String = random(10)?
