@@ -39,6 +39,12 @@ impl Synapse {
     /// Starts one, waiting until it answers; None (the test skipped, a failure under
     /// CI) when Synapse is not installed.
     pub(crate) fn start() -> Option<Synapse> {
+        Synapse::start_with("{per_second: 10000, burst_count: 10000}")
+    }
+
+    /// As `start`, with `rc_message` (each user's rate of sending) as given: a test that
+    /// wants Synapse's 429s.
+    pub(crate) fn start_with(rc_message: &str) -> Option<Synapse> {
         let Some(python) = python() else {
             crate::common::skip("Synapse is not installed (scripts/synapse installs it)");
             return None;
@@ -50,7 +56,7 @@ impl Synapse {
             .unwrap()
             .port();
         let d = dir.path().display();
-        // Rate limits far above what a test sends (none of them wants a 429 of Synapse's).
+        // Rate limits far above what a test sends, but for `rc_message` when asked.
         let high = "{per_second: 10000, burst_count: 10000}";
         let config = format!(
             "server_name: \"localhost\"\n\
@@ -70,7 +76,7 @@ impl Synapse {
              url_preview_enabled: false\n\
              enable_metrics: false\n\
              presence:\n  enabled: false\n\
-             rc_message: {high}\n\
+             rc_message: {rc_message}\n\
              rc_login:\n  address: {high}\n  account: {high}\n  failed_attempts: {high}\n\
              rc_registration: {high}\n\
              rc_joins:\n  local: {high}\n  remote: {high}\n\

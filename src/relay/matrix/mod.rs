@@ -472,10 +472,8 @@ impl super::Channel for Matrix {
             Some(q) => {
                 let words = clip(&closing.words, 500);
                 let room = TEXT_LIMIT - words.chars().count() - 3;
-                format!(
-                    "{}\n\n✔ {words}",
-                    card_text(q, how_to_answer(q), room, plain)
-                )
+                // Settled: no word on how to answer it.
+                format!("{}\n\n✔ {words}", card_text(q, "", room, plain).trim_end())
             }
             None => format!(
                 "Question {} — {}",
