@@ -462,6 +462,49 @@ fn relay_matrix_a_bad_config_names_its_key_and_the_token_is_never_printed() {
 }
 
 #[test]
+fn relay_matrix_a_message_in_an_encrypted_room_is_refused_with_words() {
+    let Some(w) = World::start() else { return };
+    let l = Ledger::new();
+    w.people(&l);
+    let id = options(&l, "design", "Which database?");
+    let _relay = w.relay(&l, &[]);
+    let room = w.dm(&w.alice);
+    let (card, _) = w.card(&w.alice, &room, id);
+    // Alice turns encryption on; her client sends what the relay cannot read.
+    let path = format!(
+        "/_matrix/client/v3/rooms/{}/state/m.room.encryption/",
+        crate::synapse::enc(&room)
+    );
+    w.hs.call(
+        &w.alice,
+        "PUT",
+        &path,
+        &json!({"algorithm": "m.megolm.v1.aes-sha2"}),
+    );
+    let sealed = w.hs.send(
+        &w.alice,
+        &room,
+        "m.room.encrypted",
+        &json!({
+            "algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgAEn…", "device_id": "ALICE",
+            "sender_key": "k", "session_id": "s",
+            "m.relates_to": {"m.in_reply_to": {"event_id": card}},
+        }),
+    );
+    let said = w.reply_to(&w.alice, &room, &sealed);
+    assert!(said.contains("encrypted"), "{said}");
+    assert_eq!(l.question(id)["status"], "pending");
+    let events = l.run(["events"]).stdout;
+    let refused: Vec<serde_json::Value> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|e| e["event"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["detail"]["event"], sealed.as_str());
+}
+
+#[test]
 fn relay_matrix_a_429_is_waited_out_and_every_card_arrives() {
     // Two messages at once, then one each 2 s, per user.
     let Some(w) = Synapse::start_with("{per_second: 0.5, burst_count: 2}").and_then(World::on)
