@@ -337,14 +337,14 @@ pub enum Command {
         after_help = "An approval's --approvers may name group:NAME (a group that exists): its members at the\ntime of each vote may vote. You act as the PostgreSQL role you connect as, or on a\nSQLite file as the operating-system user; --by is refused.\n\nExample:\n  questions group create release --admins \"$(id -un)\"\n  questions group add release alice bob\n  questions group remove release bob"
     )]
     Group(GroupArgs),
-    /// Link people to the channel identities they answer from (Telegram, Slack, email)
+    /// Link people to the channel identities they answer from (Telegram, Slack, email, Matrix)
     #[command(
-        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel. 'people delegate NAME --to\nOTHER --until INSTANT' sends the cards a routing policy names NAME for to OTHER too\n(following at most 3 delegations; a cycle is refused), and records OTHER's answer on\nNAME's behalf; 'people delegate NAME off' ends it.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789\n  questions people delegate \"$(id -un)\" --to bob --until 2030-01-01T00:00:00Z"
+        after_help = "An identity is the provider's stable id: telegram:<user id>, slack:<team id>/<user id>,\nemail:<address>, matrix:<@user:server>, github:<login> (a CI run's initiator, whom the CI gate refuses as an\napprover). Only NAME themself, or an admin of the group 'people' (questions group create\npeople --admins NAME,…), links or unlinks NAME; --by is refused; every change is in the\nhistory. With nobody linked, nobody answers through a channel. 'people delegate NAME --to\nOTHER --until INSTANT' sends the cards a routing policy names NAME for to OTHER too\n(following at most 3 delegations; a cycle is refused), and records OTHER's answer on\nNAME's behalf; 'people delegate NAME off' ends it.\n\nExample:\n  questions people link \"$(id -un)\" telegram:123456789\n  questions people list\n  questions people unlink \"$(id -un)\" telegram:123456789\n  questions people delegate \"$(id -un)\" --to bob --until 2030-01-01T00:00:00Z"
     )]
     People(PeopleArgs),
-    /// Put pending questions to people on Telegram and record their answers (pair: a link code)
+    /// Put pending questions to people on Telegram, Slack, email or Matrix (pair: a link code)
     #[command(
-        after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API);\n[slack] app_token_env = \"SLACK_APP_TOKEN\", bot_token_env = \"SLACK_BOT_TOKEN\" (Socket Mode;\nthe app manifest is contrib/slack/manifest.json). 'relay pair CHANNEL NAME' prints a\none-time code (10 minutes) NAME sends the bot (/start CODE on Telegram, the code in a\ndirect message on Slack), linking the account it comes from. Then:\nquestions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
+        after_help = "Runs in the foreground until SIGINT or SIGTERM, with outbound connections only. The\nconfig (TOML) names each channel's endpoint and the environment variable holding its\nsecret: [telegram] token_env = \"TELEGRAM_BOT_TOKEN\" (api defaults to the Bot API);\n[slack] app_token_env = \"SLACK_APP_TOKEN\", bot_token_env = \"SLACK_BOT_TOKEN\" (Socket Mode;\nthe app manifest is contrib/slack/manifest.json); [matrix] homeserver = \"https://…\",\ntoken_env = \"MATRIX_TOKEN\" (the bot account's access token). 'relay pair CHANNEL NAME'\nprints a one-time code (10 minutes) NAME sends the bot (/start CODE on Telegram, the code\nin a direct message on Slack or Matrix), linking the account it comes from. Then:\nquestions relay --config FILE.\n\nExample:\n  questions relay pair telegram \"$(id -un)\""
     )]
     Relay(RelayArgs),
     /// Make, list or revoke the tokens agents and people call the ledger with over HTTPS
@@ -677,7 +677,7 @@ pub struct RelayArgs {
 pub enum RelayAction {
     /// Print a one-time code (10 minutes) that links the channel account it is sent from
     Pair {
-        /// telegram, slack or email
+        /// telegram, slack, email or matrix
         #[arg(value_name = "CHANNEL")]
         channel: String,
         /// The person the account will be

@@ -7,6 +7,7 @@
 
 pub(crate) mod email;
 pub(crate) mod kit;
+pub(crate) mod matrix;
 pub(crate) mod slack;
 pub(crate) mod telegram;
 
@@ -54,6 +55,7 @@ pub(crate) fn open(kind: model::Relayed, table: &toml_edit::Table) -> Result<Arc
         model::Relayed::Telegram => Arc::new(telegram::open(table)?),
         model::Relayed::Slack => Arc::new(slack::open(table)?),
         model::Relayed::Email => Arc::new(email::open(table)?),
+        model::Relayed::Matrix => Arc::new(matrix::open(table)?),
     })
 }
 

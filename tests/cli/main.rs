@@ -59,6 +59,8 @@ mod relay_email;
 #[cfg(feature = "relay")]
 mod relay_harness;
 #[cfg(feature = "relay")]
+mod relay_matrix;
+#[cfg(feature = "relay")]
 mod relay_routing;
 #[cfg(feature = "relay")]
 mod relay_slack;
@@ -75,6 +77,8 @@ mod serve;
 mod skip;
 #[cfg(feature = "relay")]
 mod slack_standin;
+#[cfg(feature = "relay")]
+mod synapse;
 #[cfg(feature = "relay")]
 mod telegram_standin;
 mod text_flags;

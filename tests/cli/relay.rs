@@ -639,7 +639,7 @@ fn relay_a_bad_config_is_a_usage_error_naming_the_key_and_the_token_is_never_pri
             "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll_timeout = \"soon\"\n",
             "telegram.poll_timeout",
         ),
-        ("[matrix]\n", "[matrix]"),
+        ("[irc]\n", "[irc]"),
         ("telegram = 1\n", "'telegram'"),
         ("", "no channel"),
     ] {

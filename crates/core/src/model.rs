@@ -85,6 +85,7 @@ pub enum Channel {
     Telegram,
     Slack,
     Email,
+    Matrix,
     /// The ledger's API over HTTPS (§15), by a person token's person.
     Api,
     /// A form an MCP client showed through `serve`'s `/mcp` (§16).
@@ -115,6 +116,7 @@ impl Channel {
             Channel::Telegram => Some(Relayed::Telegram),
             Channel::Slack => Some(Relayed::Slack),
             Channel::Email => Some(Relayed::Email),
+            Channel::Matrix => Some(Relayed::Matrix),
             Channel::Cli
             | Channel::Ask
             | Channel::Web
@@ -141,6 +143,7 @@ pub enum Relayed {
     Telegram,
     Slack,
     Email,
+    Matrix,
 }
 
 impl Relayed {
@@ -149,6 +152,7 @@ impl Relayed {
             Relayed::Telegram => Channel::Telegram,
             Relayed::Slack => Channel::Slack,
             Relayed::Email => Channel::Email,
+            Relayed::Matrix => Channel::Matrix,
         }
     }
 
@@ -172,6 +176,7 @@ impl Relayed {
             Relayed::Telegram => "telegram:<user id>",
             Relayed::Slack => "slack:<team id>/<user id>",
             Relayed::Email => "email:<address>",
+            Relayed::Matrix => "matrix:<@user:server>",
         }
     }
 
@@ -208,6 +213,26 @@ impl Relayed {
                 }
                 Ok(lower)
             }
+            Relayed::Matrix => {
+                // A user id as the homeserver writes it (`@localpart:server[:port]`), kept
+                // as it is: the localpart's historical forms are case-sensitive.
+                let ok = id.len() <= 255
+                    && id
+                        .strip_prefix('@')
+                        .and_then(|r| r.split_once(':'))
+                        .is_some_and(|(local, server)| {
+                            !local.is_empty()
+                                && local.chars().all(|c| c.is_ascii_graphic() && c != ':')
+                                && !server.is_empty()
+                                && server
+                                    .chars()
+                                    .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+                        });
+                if !ok {
+                    return Err("a Matrix identity is a user id, @user:server");
+                }
+                Ok(id.to_string())
+            }
         }
     }
 
@@ -216,7 +241,7 @@ impl Relayed {
     pub fn pairing_message(self, code: &str) -> String {
         match self {
             Relayed::Telegram => format!("/start {code}"),
-            Relayed::Slack | Relayed::Email => code.to_string(),
+            Relayed::Slack | Relayed::Email | Relayed::Matrix => code.to_string(),
         }
     }
 

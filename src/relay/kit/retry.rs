@@ -17,8 +17,8 @@ pub(crate) const LONGEST_WAIT: Duration = Duration::from_mins(5);
 pub(crate) enum Tried<T> {
     /// An answer (or a failure) to hand back as it is.
     Answered(T),
-    /// A 429 asking to wait so many seconds (its reason, when not given: 1).
-    Wait(u64),
+    /// A 429 asking to wait this long (when it does not say: a second).
+    Wait(Duration),
 }
 
 /// Calls `try_once` until it answers: after a `Wait`, it is tried again once the wait is
@@ -33,14 +33,25 @@ pub(crate) fn retrying<T>(
     loop {
         match try_once(tries < TRIES)? {
             Tried::Answered(answer) => return Ok(answer),
-            Tried::Wait(seconds) => {
+            Tried::Wait(wait) => {
+                let wait = wait.min(LONGEST_WAIT);
                 output::note(&format!(
-                    "relay: {}: {method} answered 429; waiting {seconds}s as asked",
-                    channel.as_str()
+                    "relay: {}: {method} answered 429; waiting {}s as asked",
+                    channel.as_str(),
+                    seconds(wait)
                 ));
-                std::thread::sleep(Duration::from_secs(seconds).min(LONGEST_WAIT));
+                std::thread::sleep(wait);
                 tries += 1;
             }
         }
+    }
+}
+
+/// A wait in seconds as a person reads it: whole seconds as they are, else to a tenth.
+fn seconds(wait: Duration) -> String {
+    if wait.subsec_millis() == 0 {
+        wait.as_secs().to_string()
+    } else {
+        format!("{:.1}", wait.as_secs_f64())
     }
 }

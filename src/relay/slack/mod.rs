@@ -606,7 +606,7 @@ impl Web {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .unwrap_or(1);
-                return Ok(Tried::Wait(wait));
+                return Ok(Tried::Wait(Duration::from_secs(wait)));
             }
             let text = response
                 .body_mut()

@@ -430,7 +430,7 @@ impl Api {
             }
             if status == 429 && may_wait {
                 let wait = reply["parameters"]["retry_after"].as_u64().unwrap_or(1);
-                return Ok(Tried::Wait(wait));
+                return Ok(Tried::Wait(Duration::from_secs(wait)));
             }
             let about = reply["description"].as_str().unwrap_or("");
             Err(format!(

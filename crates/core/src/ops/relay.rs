@@ -1348,6 +1348,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_matrix_user_id_is_an_identity_as_the_homeserver_writes_it() {
+        assert_eq!(
+            channel_identity("Matrix:@alice:example.org").unwrap(),
+            "matrix:@alice:example.org"
+        );
+        assert_eq!(
+            channel_identity("matrix:@bot.1:localhost:8448").unwrap(),
+            "matrix:@bot.1:localhost:8448"
+        );
+        assert_eq!(relay_channel("matrix"), Some(Channel::Matrix));
+        for bad in [
+            "matrix:alice:example.org",
+            "matrix:@alice",
+            "matrix:@:example.org",
+            "matrix:@al ice:example.org",
+            "matrix:@alice:exa mple.org",
+            "matrix:@alice:",
+        ] {
+            assert!(channel_identity(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_github_login_is_an_identity_in_lower_case() {
         assert_eq!(
             channel_identity("GitHub:Octo-Cat").unwrap(),
