@@ -527,10 +527,7 @@ fn relay_matrix_a_429_is_waited_out_and_every_card_arrives() {
         w.card(&w.alice, &room, *id);
     }
     let said = relay.stderr();
-    assert!(
-        said.contains("answered 429; waiting"),
-        "{said}"
-    );
+    assert!(said.contains("answered 429; waiting"), "{said}");
     assert!(!said.contains("was not sent"), "{said}");
 }
 
@@ -606,4 +603,105 @@ fn relay_matrix_bench_click_to_ledger_and_idle_cpu() {
     std::thread::sleep(Duration::from_secs(10));
     let used = ticks() - before;
     println!("matrix idle for 10 s: {used} clock ticks of CPU (1 tick = 10 ms)");
+}
+
+#[test]
+fn relay_matrix_the_guide_s_transcript_is_what_the_relay_does() {
+    let Some(w) = World::start() else { return };
+    let l = Ledger::new();
+    let admin = relay_harness::me(&l);
+    let mut out = String::new();
+    let show = |out: &mut String, args: &[&str], print: bool| {
+        let run = l.run(args);
+        assert_eq!(run.code, 0, "{args:?}: {run:?}");
+        out.push_str(&crate::docs::typed(args));
+        out.push('\n');
+        if print {
+            out.push_str(run.stdout.trim_end());
+            out.push('\n');
+        }
+        run.json
+    };
+    l.ok(["group", "create", "people", "--admins", &admin]);
+    out.push_str("$ questions group create people --admins \"$(id -un)\"\n");
+    let code = show(&mut out, &["relay", "pair", "matrix", "alice"], true)["code"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let relay = w.relay(&l, &[]);
+    out.push_str(
+        "$ questions relay --config relay.toml &\n\
+         {\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"matrix\"]}\n",
+    );
+    let room = w.hs.call(
+        &w.alice,
+        "POST",
+        "/_matrix/client/v3/createRoom",
+        &json!({"is_direct": true, "invite": [w.bot.id], "preset": "trusted_private_chat"}),
+    )["room_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sent = w.hs.say(&w.alice, &room, &code, None);
+    out.push_str(&format!(
+        "# alice ({}) opens a direct chat with the bot and sends {code}; the bot joins and replies:\n#   {}\n",
+        w.alice.id,
+        w.reply_to(&w.alice, &room, &sent)
+    ));
+    let id = show(
+        &mut out,
+        &[
+            "log",
+            "--stage",
+            "design",
+            "--question",
+            "Which database?",
+            "--option",
+            "PostgreSQL",
+            "--option",
+            "SQLite (Recommended)",
+        ],
+        false,
+    )["question_id"]
+        .as_i64()
+        .unwrap();
+    let (card, text) = w.card(&w.alice, &room, id);
+    out.push_str(&format!(
+        "# her card, in that room:\n#   {}\n",
+        text.replace('\n', "\n#   ")
+    ));
+    let reply = w.hs.say(&w.alice, &room, "2", Some(&card));
+    out.push_str(&format!(
+        "# she replies \"2\" to it; the bot replies to her message:\n#   {}\n",
+        w.reply_to(&w.alice, &room, &reply)
+    ));
+    let edited = w.closed(&w.alice, &room, &card, "answered by alice");
+    out.push_str(&format!(
+        "# and the card is edited to end: {}\n",
+        edited.lines().last().unwrap()
+    ));
+    show(&mut out, &["check", "--stage", "design"], true);
+    let history = l.ok(["history", "--id", &id.to_string()]);
+    let answered = history["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "answered")
+        .unwrap();
+    out.push_str(&format!(
+        "# its answered event in 'questions history --id {id}', shortened to these keys:\n{}\n",
+        json!({
+            "event": answered["event"], "answered_by": answered["answered_by"],
+            "channel": answered["channel"], "answer": answered["after"]["answer"],
+            "detail": answered["detail"],
+        })
+    ));
+    assert_eq!(relay.stop().code(), Some(0));
+    // What changes on every run: the code, the user id Synapse gave, the event's id.
+    let event = answered["detail"]["event"].as_str().unwrap();
+    let out = out
+        .replace(&code, "GATQZYDXH5")
+        .replace(&w.alice.id, "@alice:localhost")
+        .replace(event, "$RGUI51NN6dbDtPSw-cDMGsawy4UzFcthzMdMfv1Dnv4");
+    crate::docs::assert_documented("docs/guide/relay.md", "transcript: matrix", &out);
 }
