@@ -9,6 +9,8 @@ mod approvals;
 mod ask;
 #[cfg(feature = "serve")]
 mod browser;
+#[cfg(feature = "relay")]
+mod channel_suite;
 mod channels;
 mod check;
 mod ci_gate;
@@ -62,6 +64,8 @@ mod relay_harness;
 mod relay_routing;
 #[cfg(feature = "relay")]
 mod relay_slack;
+#[cfg(feature = "relay")]
+mod relay_suite;
 #[cfg(all(feature = "serve", feature = "remote"))]
 mod remote;
 mod render;

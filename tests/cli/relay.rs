@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::channel_suite::{ChannelUnderTest, Who};
 use crate::common::*;
 use crate::relay_harness::{self, me, Relay};
 use crate::telegram_standin::{StandIn, TOKEN};
@@ -1296,4 +1297,264 @@ fn relay_a_tap_on_approve_in_telegram_ends_the_ci_gate_waiting_for_it() {
         "tap on Approve to the action's exit, 5 runs: median {:?}, max {:?}",
         took[2], took[4]
     );
+}
+
+/// Telegram in the channel suite (channel_suite.rs), through the Bot API stand-in.
+pub(crate) struct Telegram {
+    t: StandIn,
+    /// The callbacks the suite made, by callback id and user: what each was told.
+    clicks: std::cell::RefCell<Vec<(String, i64)>>,
+}
+
+/// An update the suite pushed: a callback, the same callback handed over again, or a
+/// message.
+#[derive(Clone, Debug)]
+pub(crate) enum Update {
+    Click(i64),
+    Again(i64),
+    Message(i64),
+}
+
+fn user(who: Who) -> i64 {
+    match who {
+        Who::Me => ME,
+        Who::Bob => BOB,
+        Who::Stranger => STRANGER,
+    }
+}
+
+impl Telegram {
+    fn click(&self, who: Who, card: &Value, data: &str) -> Update {
+        let update = self.t.click(user(who), card, data);
+        self.clicks
+            .borrow_mut()
+            .push((format!("cb{update}"), user(who)));
+        Update::Click(update)
+    }
+}
+
+impl ChannelUnderTest for Telegram {
+    const NAME: &'static str = "telegram";
+    const TELLS_STRANGERS: bool = true;
+    const HOLDS_A_CONNECTION: bool = false;
+    type Sent = Update;
+
+    fn start(_: &Ledger) -> Telegram {
+        Telegram {
+            t: StandIn::start(),
+            clicks: std::cell::RefCell::default(),
+        }
+    }
+
+    fn identity(&self, who: Who) -> String {
+        format!("telegram:{}", user(who))
+    }
+
+    fn relay(&self, l: &Ledger, env: &[(&str, &str)]) -> Relay {
+        Relay::telegram(l, &self.t.url, env)
+    }
+
+    fn card(&self, who: Who, id: i64) -> Value {
+        card(&self.t, user(who), id)
+    }
+
+    fn cards(&self, who: Who, id: i64) -> usize {
+        let head = format!("Question {id} ");
+        self.t
+            .messages_to(user(who))
+            .iter()
+            .filter(|m| m["text"].as_str().unwrap_or("").starts_with(&head))
+            .count()
+    }
+
+    fn options(&self, card: &Value) -> Vec<String> {
+        card["reply_markup"]["inline_keyboard"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| row.as_array().unwrap().clone())
+            .map(|b| b["text"].as_str().unwrap().to_string())
+            .filter(|label| !label.starts_with("Other"))
+            .map(|label| match label.split_once(". ") {
+                Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => rest.to_string(),
+                _ => label,
+            })
+            .collect()
+    }
+
+    fn press(&self, who: Who, card: &Value, label: &str) -> Update {
+        self.click(who, card, &button(card, label))
+    }
+
+    fn type_answer(&self, who: Who, card: &Value, text: &str) -> Update {
+        Update::Message(self.t.write(user(who), text, Some(card)))
+    }
+
+    fn forgeries(&self, who: Who, card: &Value, label: &str) -> Vec<Update> {
+        // Another option under the same signature, a signature changed.
+        let data = button(card, label);
+        let (head, sig) = data.rsplit_once(':').unwrap();
+        let other = head.replace(":o2", ":o1");
+        assert_ne!(other, head, "{data}");
+        let flipped = format!(
+            "{head}:{}{}",
+            &sig[..sig.len() - 1],
+            if sig.ends_with('0') { "1" } else { "0" }
+        );
+        [format!("{other}:{sig}"), flipped]
+            .iter()
+            .map(|forged| {
+                let sent = self.click(who, card, forged);
+                let said = self.told(&sent);
+                assert!(said.contains("not one this relay signed"), "{said}");
+                sent
+            })
+            .collect()
+    }
+
+    fn write(&self, who: Who, text: &str) -> Update {
+        Update::Message(self.t.write(user(who), text, None))
+    }
+
+    fn pairing(code: &str) -> String {
+        format!("/start {code}")
+    }
+
+    fn deliver_twice(&self, who: Who, card: &Value, label: &str) -> (Update, Update) {
+        let data = button(card, label);
+        let first = self.click(who, card, &data);
+        let Update::Click(click) = first else {
+            unreachable!()
+        };
+        self.t.answer_to(click);
+        // The provider hands the same update over again (its id, its callback).
+        self.t.redeliver(
+            click,
+            serde_json::json!({"callback_query": {
+                "id": format!("again{click}"),
+                "from": {"id": user(who), "is_bot": false, "first_name": "P"},
+                "message": card, "chat_instance": "1", "data": data,
+            }}),
+        );
+        self.clicks
+            .borrow_mut()
+            .push((format!("again{click}"), user(who)));
+        (first, Update::Again(click))
+    }
+
+    fn told(&self, sent: &Update) -> String {
+        match sent {
+            Update::Click(u) => self.t.answer_to(*u),
+            Update::Again(u) => {
+                let id = format!("again{u}");
+                self.t.until("the second delivery's answer", |s| {
+                    s.callback_answers
+                        .iter()
+                        .find(|(c, _)| *c == id)
+                        .map(|(_, text)| text.clone())
+                })
+            }
+            Update::Message(u) => reply_to(&self.t, 900_000 + u),
+        }
+    }
+
+    fn said_to(&self, who: Who) -> Vec<String> {
+        let chat = user(who);
+        let clicks = self.clicks.borrow();
+        self.t.with(|s| {
+            let answers = s.callback_answers.iter().filter_map(|(c, text)| {
+                clicks
+                    .iter()
+                    .any(|(id, from)| id == c && *from == chat)
+                    .then(|| text.clone())
+            });
+            let messages = s.messages.iter().filter_map(|m| {
+                let text = m["text"].as_str().unwrap_or("");
+                (m["chat"]["id"] == chat && !text.starts_with("Question "))
+                    .then(|| text.to_string())
+            });
+            answers.chain(messages).collect()
+        })
+    }
+
+    fn passed(&self, _: &Ledger, sent: &Update) {
+        // The offset of the relay's next getUpdates is the position it committed.
+        let (Update::Click(u) | Update::Again(u) | Update::Message(u)) = sent;
+        self.t.until("the update confirmed", |s| {
+            s.updates.iter().all(|x| x["update_id"] != *u).then_some(())
+        });
+        if let Update::Again(u) = sent {
+            assert_eq!(
+                self.t
+                    .with(|s| s.delivered.iter().filter(|d| *d == u).count()),
+                2,
+                "handed over twice"
+            );
+            self.told(sent);
+        }
+    }
+
+    fn settled(&self, who: Who, id: i64) -> String {
+        closed(&self.t, user(who), id)["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn bad_configs() -> Vec<(String, &'static str)> {
+        [
+            (
+                "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll = 3\n",
+                "telegram.poll",
+            ),
+            (
+                "[telegram]\napi = \"ftp://x\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\napi = \"http://127.0.0.1:9\"\n",
+                "telegram.token_env",
+            ),
+            (
+                "[telegram]\napi = \"http://\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\napi = \"https://api telegram.org\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\napi = \"https://api.telegram.org:99999\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\napi = \"https://user@evil.test\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\napi = \"https://api.telegram.org/?x=1\"\ntoken_env = \"TG_TOKEN\"\n",
+                "telegram.api",
+            ),
+            (
+                "[telegram]\ntoken_env = \"TG_TOKEN\"\npoll_timeout = \"soon\"\n",
+                "telegram.poll_timeout",
+            ),
+            // The variable named but not set: said by its name.
+            (
+                "[telegram]\ntoken_env = \"NOT_SET_ANYWHERE\"\n",
+                "NOT_SET_ANYWHERE",
+            ),
+        ]
+        .into_iter()
+        .map(|(config, names)| (config.to_string(), names))
+        .collect()
+    }
+
+    fn config_env() -> Vec<(&'static str, &'static str)> {
+        vec![("TG_TOKEN", TOKEN)]
+    }
+
+    fn secrets() -> Vec<&'static str> {
+        vec![TOKEN]
+    }
 }

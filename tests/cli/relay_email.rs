@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::channel_suite::{ChannelUnderTest, Who};
 use crate::common::*;
 use crate::relay_harness::{self, me, Relay};
 use serde_json::Value;
@@ -134,7 +135,11 @@ impl MailHost {
             if let Some(m) = self.mailbox(user).into_iter().find(|m| f(m)) {
                 return m;
             }
-            assert!(Instant::now() < end, "{user} never got {what}");
+            assert!(
+                Instant::now() < end,
+                "{user} never got {what}: {:#?}",
+                self.mailbox(user)
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -1534,4 +1539,248 @@ fn relay_email_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
     assert_eq!(q["answered_by"], "bob");
     assert_eq!(q["channel"], "email");
     assert_eq!(second.stop().code(), Some(0));
+}
+
+/// Email in the channel suite (channel_suite.rs), through the real servers of
+/// tests/fixtures/mailhost.py: a "button" is a reply with the option's number.
+pub(crate) struct Email {
+    host: MailHost,
+    /// Markers logged so far (`passed`): each question of its own.
+    markers: std::cell::Cell<u32>,
+}
+
+/// A message the suite sent: who sent it, and its Message-ID.
+#[derive(Clone, Debug)]
+pub(crate) struct Sent {
+    who: Who,
+    message_id: String,
+}
+
+/// `who`'s mailbox on the host and address.
+fn account(who: Who) -> (&'static str, &'static str) {
+    match who {
+        Who::Me => ("me", ME),
+        Who::Bob => ("bob", BOB),
+        Who::Stranger => ("stranger", STRANGER),
+    }
+}
+
+impl Email {
+    fn send(&self, who: Who, mail: &Mail) -> Sent {
+        Sent {
+            who,
+            message_id: self.host.send(mail),
+        }
+    }
+}
+
+impl ChannelUnderTest for Email {
+    const NAME: &'static str = "email";
+    const TELLS_STRANGERS: bool = false;
+    const HOLDS_A_CONNECTION: bool = true;
+    type Sent = Sent;
+
+    fn missing() -> Option<String> {
+        missing()
+    }
+
+    fn start(l: &Ledger) -> Email {
+        Email {
+            host: MailHost::start(l),
+            markers: std::cell::Cell::new(0),
+        }
+    }
+
+    fn identity(&self, who: Who) -> String {
+        format!("email:{}", account(who).1)
+    }
+
+    fn relay(&self, l: &Ledger, env: &[(&str, &str)]) -> Relay {
+        Relay::email(l, &self.host, env)
+    }
+
+    fn card(&self, who: Who, id: i64) -> Value {
+        self.host.card(account(who).0, id)
+    }
+
+    fn cards(&self, who: Who, id: i64) -> usize {
+        subjects(&self.host, account(who).0, &format!("Question {id} ")).len()
+    }
+
+    fn options(&self, card: &Value) -> Vec<String> {
+        let body = card["body"].as_str().unwrap();
+        if body.contains("Reply APPROVE, or REJECT") {
+            return vec!["Approve".into(), "Reject".into()];
+        }
+        body.lines()
+            .filter_map(|line| {
+                let (n, label) = line.trim().split_once(". ")?;
+                (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).then(|| label.to_string())
+            })
+            .collect()
+    }
+
+    fn press(&self, who: Who, card: &Value, label: &str) -> Sent {
+        // The reply with the option's number; APPROVE or REJECT on an approval's card.
+        let options = self.options(card);
+        let at = options
+            .iter()
+            .position(|o| o.contains(label))
+            .unwrap_or_else(|| panic!("no option {label} on {card}"));
+        let body = match options[at].as_str() {
+            "Approve" | "Reject" => options[at].to_uppercase(),
+            _ => (at + 1).to_string(),
+        };
+        self.send(who, &Mail::reply(account(who).1, card, &body))
+    }
+
+    fn type_answer(&self, who: Who, card: &Value, text: &str) -> Sent {
+        self.send(who, &Mail::reply(account(who).1, card, text))
+    }
+
+    fn forgeries(&self, who: Who, card: &Value, label: &str) -> Vec<Sent> {
+        // The reply address's signature, its last digit changed.
+        let reply_to = card["reply_to"].as_str().unwrap();
+        let (head, tail) = reply_to.split_once('@').unwrap();
+        let flipped = format!(
+            "{}{}@{tail}",
+            &head[..head.len() - 1],
+            if head.ends_with('0') { "1" } else { "0" }
+        );
+        let number = (self
+            .options(card)
+            .iter()
+            .position(|o| o.contains(label))
+            .unwrap()
+            + 1)
+        .to_string();
+        vec![self.send(
+            who,
+            &Mail {
+                to: &flipped,
+                ..Mail::reply(account(who).1, card, &number)
+            },
+        )]
+    }
+
+    fn write(&self, who: Who, text: &str) -> Sent {
+        self.send(
+            who,
+            &Mail {
+                from: account(who).1,
+                to: RELAY,
+                body: text,
+                in_reply_to: None,
+                sign: Some("person.test"),
+                alter: None,
+                headers: &[],
+                message_id: None,
+                times: 1,
+            },
+        )
+    }
+
+    fn pairing(code: &str) -> String {
+        format!("my code: {code}")
+    }
+
+    fn deliver_twice(&self, who: Who, card: &Value, label: &str) -> (Sent, Sent) {
+        // The same message (one Message-ID) delivered twice.
+        let number = (self
+            .options(card)
+            .iter()
+            .position(|o| o.contains(label))
+            .unwrap()
+            + 1)
+        .to_string();
+        let mut mail = Mail::reply(account(who).1, card, &number);
+        mail.times = 2;
+        let sent = self.send(who, &mail);
+        (sent.clone(), sent)
+    }
+
+    fn told(&self, sent: &Sent) -> String {
+        let m = self
+            .host
+            .until(account(sent.who).0, "the relay's reply", |m| {
+                m["in_reply_to"] == sent.message_id.as_str()
+            });
+        m["body"].as_str().unwrap().to_string()
+    }
+
+    fn said_to(&self, who: Who) -> Vec<String> {
+        // Markers (`passed`) aside.
+        self.host
+            .mailbox(account(who).0)
+            .iter()
+            .filter(|m| !m["subject"].as_str().unwrap().starts_with("Question "))
+            .map(|m| m["body"].as_str().unwrap().to_string())
+            .filter(|body| !body.contains(MARKER))
+            .collect()
+    }
+
+    fn passed(&self, l: &Ledger, _: &Sent) {
+        // The relay reads its mailbox in order: a later reply of mine recorded.
+        let n = self.markers.get() + 1;
+        self.markers.set(n);
+        read_past(l, &self.host, &format!("Marker {n}?"));
+    }
+
+    fn settled(&self, who: Who, id: i64) -> String {
+        let user = account(who).0;
+        let card = self.host.card(user, id);
+        let m = self.host.until(user, "the settled message", |m| {
+            m["in_reply_to"] == card["message_id"]
+        });
+        m["body"].as_str().unwrap().to_string()
+    }
+
+    fn bad_configs() -> Vec<(String, &'static str)> {
+        let good =
+            "smtp = \"127.0.0.1:2525\"\nimap = \"127.0.0.1:1143\"\naddress = \"relay@relay.test\"\n\
+             username_env = \"MAIL_USER\"\npassword_env = \"MAIL_PASSWORD\"\n";
+        vec![
+            (
+                format!("[email]\n{good}tls = \"none\"\n"),
+                "email.authserv_id",
+            ),
+            (
+                format!(
+                    "[email]\n{}tls = \"none\"\nauthserv_id = \"mx\"\n",
+                    good.replace("127.0.0.1:2525", "mail.example.org:587")
+                ),
+                "email.smtp",
+            ),
+            (
+                format!("[email]\n{good}tls = \"maybe\"\nauthserv_id = \"mx\"\n"),
+                "email.tls",
+            ),
+            (
+                format!(
+                    "[email]\n{}authserv_id = \"mx\"\n",
+                    good.replace("MAIL_PASSWORD", "NOT_SET_ANYWHERE")
+                ),
+                "NOT_SET_ANYWHERE",
+            ),
+            (
+                format!("[email]\n{good}authserv_id = \"mx\"\nimap_port = 1\n"),
+                "email.imap_port",
+            ),
+            (
+                format!(
+                    "[email]\n{}authserv_id = \"mx\"\n",
+                    good.replace("127.0.0.1:1143", "127.0.0.1")
+                ),
+                "email.imap",
+            ),
+        ]
+    }
+
+    fn config_env() -> Vec<(&'static str, &'static str)> {
+        vec![("MAIL_USER", "relay"), ("MAIL_PASSWORD", PASSWORD)]
+    }
+
+    fn secrets() -> Vec<&'static str> {
+        vec![PASSWORD]
+    }
 }

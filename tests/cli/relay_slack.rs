@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::channel_suite::{ChannelUnderTest, Who};
 use crate::common::*;
 use crate::relay_harness::{self, me, Relay};
 use crate::slack_standin::{StandIn, APP_TOKEN, BOT_TOKEN};
@@ -1059,4 +1060,239 @@ fn relay_slack_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
     assert_eq!(q["answered_by"], "bob");
     assert_eq!(q["channel"], "slack");
     kill(second);
+}
+
+/// Slack in the channel suite (channel_suite.rs), through the Socket Mode and Web API
+/// stand-in.
+pub(crate) struct Slack {
+    t: StandIn,
+}
+
+/// An event the suite handed Slack: a block action's envelope, that envelope with its
+/// first acknowledgement lost (sent again), or a message (its channel and ts).
+#[derive(Clone, Debug)]
+pub(crate) enum Event {
+    Click(String),
+    Again(String),
+    Message {
+        channel: String,
+        thread: String,
+        ts: String,
+    },
+}
+
+fn user(who: Who) -> &'static str {
+    match who {
+        Who::Me => ME,
+        Who::Bob => BOB,
+        Who::Stranger => STRANGER,
+    }
+}
+
+impl ChannelUnderTest for Slack {
+    const NAME: &'static str = "slack";
+    const TELLS_STRANGERS: bool = true;
+    const HOLDS_A_CONNECTION: bool = true;
+    type Sent = Event;
+
+    fn start(_: &Ledger) -> Slack {
+        Slack {
+            t: StandIn::start(),
+        }
+    }
+
+    fn identity(&self, who: Who) -> String {
+        format!("slack:{TEAM}/{}", user(who))
+    }
+
+    fn relay(&self, l: &Ledger, env: &[(&str, &str)]) -> Relay {
+        Relay::slack(l, &self.t.url, env)
+    }
+
+    fn card(&self, who: Who, id: i64) -> Value {
+        card(&self.t, user(who), id)
+    }
+
+    fn cards(&self, who: Who, id: i64) -> usize {
+        posts(&self.t, user(who), &format!("Question {id} "))
+            .iter()
+            .filter(|m| {
+                m["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with(&format!("Question {id} "))
+            })
+            .count()
+    }
+
+    fn options(&self, card: &Value) -> Vec<String> {
+        card["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "actions")
+            .flat_map(|b| b["elements"].as_array().unwrap().clone())
+            .map(|b| b["text"]["text"].as_str().unwrap().to_string())
+            .filter(|label| !label.starts_with("Other"))
+            .map(|label| match label.split_once(". ") {
+                Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => rest.to_string(),
+                _ => label,
+            })
+            .collect()
+    }
+
+    fn press(&self, who: Who, card: &Value, label: &str) -> Event {
+        Event::Click(self.t.click(TEAM, user(who), card, &button(card, label)))
+    }
+
+    fn type_answer(&self, who: Who, card: &Value, text: &str) -> Event {
+        let channel = card["channel"].as_str().unwrap().to_string();
+        let thread = card["ts"].as_str().unwrap();
+        let ts = self
+            .t
+            .write(TEAM, user(who), &channel, Some(thread), text, true);
+        // The relay answers in the card's thread.
+        Event::Message {
+            channel,
+            thread: thread.to_string(),
+            ts,
+        }
+    }
+
+    fn forgeries(&self, who: Who, card: &Value, label: &str) -> Vec<Event> {
+        // Another option under the same signature, a signature changed.
+        let value = button(card, label);
+        let (head, sig) = value.rsplit_once(':').unwrap();
+        let other = head.replace(":o2", ":o1");
+        assert_ne!(other, head, "{value}");
+        let flipped = format!(
+            "{head}:{}{}",
+            &sig[..sig.len() - 1],
+            if sig.ends_with('0') { "1" } else { "0" }
+        );
+        [format!("{other}:{sig}"), flipped]
+            .iter()
+            .map(|forged| {
+                let sent = Event::Click(self.t.click(TEAM, user(who), card, forged));
+                let said = self.told(&sent);
+                assert!(said.contains("not one this relay signed"), "{said}");
+                sent
+            })
+            .collect()
+    }
+
+    fn write(&self, who: Who, text: &str) -> Event {
+        let channel = dm(user(who));
+        let ts = self.t.write(TEAM, user(who), &channel, None, text, true);
+        Event::Message {
+            channel,
+            thread: ts.clone(),
+            ts,
+        }
+    }
+
+    fn pairing(code: &str) -> String {
+        format!("my code: {code}")
+    }
+
+    fn deliver_twice(&self, who: Who, card: &Value, label: &str) -> (Event, Event) {
+        // The relay's first acknowledgement is lost: Slack sends the envelope again
+        // after 3 s.
+        self.t.with(|s| s.lose_acks = 1);
+        let Event::Click(id) = self.press(who, card, label) else {
+            unreachable!()
+        };
+        (Event::Click(id.clone()), Event::Again(id))
+    }
+
+    fn told(&self, sent: &Event) -> String {
+        match sent {
+            Event::Click(id) | Event::Again(id) => self.t.answer_to(id),
+            Event::Message {
+                channel, thread, ..
+            } => said_in_thread(&self.t, channel, thread, ""),
+        }
+    }
+
+    fn said_to(&self, who: Who) -> Vec<String> {
+        let (id, channel) = (user(who), dm(user(who)));
+        self.t.with(|s| {
+            let ephemerals = s
+                .ephemerals
+                .iter()
+                .filter(|m| m["user"] == id)
+                .filter_map(|m| m["text"].as_str().map(str::to_string));
+            let replies = s.messages.iter().filter_map(|m| {
+                let text = m["text"].as_str().unwrap_or("");
+                (m["channel"] == channel.as_str()
+                    && m.get("bot_id").is_some()
+                    && !text.starts_with("Question "))
+                .then(|| text.to_string())
+            });
+            ephemerals.chain(replies).collect()
+        })
+    }
+
+    fn passed(&self, _: &Ledger, sent: &Event) {
+        // Acknowledged only once what it records is committed.
+        match sent {
+            Event::Click(id) => self.t.until("the envelope acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.id == *id && e.acked)
+                    .then_some(())
+            }),
+            Event::Again(id) => self.t.until("the envelope sent again, acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.id == *id && e.sent >= 2 && e.acked)
+                    .then_some(())
+            }),
+            Event::Message { ts, .. } => self.t.until("the message's envelope acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.frame["payload"]["event"]["ts"] == ts.as_str() && e.acked)
+                    .then_some(())
+            }),
+        }
+    }
+
+    fn settled(&self, who: Who, id: i64) -> String {
+        closed(&self.t, user(who), id)["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn bad_configs() -> Vec<(String, &'static str)> {
+        [
+            (
+                "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\n",
+                "slack.app_token_env",
+            ),
+            (
+                "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"NOT_SET_ANYWHERE\"\n",
+                "NOT_SET_ANYWHERE",
+            ),
+            ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
+            ("[slack]\napi = 3\n", "slack.api"),
+            ("[slack]\napi = \"https://\"\n", "slack.api"),
+            ("[slack]\napi = \"https://slack .com/api\"\n", "slack.api"),
+            ("[slack]\napi = \"https://[::1/api\"\n", "slack.api"),
+        ]
+        .into_iter()
+        .map(|(config, names)| (config.to_string(), names))
+        .collect()
+    }
+
+    fn config_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("SLACK_APP_TOKEN", APP_TOKEN),
+            ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ]
+    }
+
+    fn secrets() -> Vec<&'static str> {
+        vec![APP_TOKEN, BOT_TOKEN]
+    }
 }
