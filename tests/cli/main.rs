@@ -9,6 +9,8 @@ mod approvals;
 mod ask;
 #[cfg(feature = "serve")]
 mod browser;
+#[cfg(feature = "relay")]
+mod channel_suite;
 mod channels;
 mod check;
 mod ci_gate;
@@ -64,6 +66,8 @@ mod relay_matrix;
 mod relay_routing;
 #[cfg(feature = "relay")]
 mod relay_slack;
+#[cfg(feature = "relay")]
+mod relay_suite;
 #[cfg(feature = "relay")]
 mod relay_week;
 #[cfg(all(feature = "serve", feature = "remote"))]

@@ -1,6 +1,6 @@
-//! What the relay's tests (relay.rs, relay_slack.rs, relay_email.rs) share: `questions
-//! relay` run as a process on a config, the runner's name on the ledger, and the two
-//! people each test links.
+//! What the relay's tests (channel_suite.rs, relay.rs, relay_slack.rs, relay_email.rs)
+//! share: `questions relay` run as a process on a config, the runner's name on the
+//! ledger, and the two people each test links.
 
 use std::io::BufRead;
 use std::path::PathBuf;

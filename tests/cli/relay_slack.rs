@@ -1,9 +1,11 @@
 //! `questions relay` on Slack (§14), against the Socket Mode and Web API stand-in
-//! (slack_standin.rs): each property the contract promises is a test that fails if it
-//! breaks. They run on the engine the pass gives (SQLite, PostgreSQL, PgBouncer).
+//! (slack_standin.rs): what every channel promises is the channel suite's
+//! (channel_suite.rs, run here through `Slack` below); what Slack alone does is a test
+//! here. They run on the engine the pass gives (SQLite, PostgreSQL, PgBouncer).
 
 use std::time::{Duration, Instant};
 
+use crate::channel_suite::{ChannelUnderTest, Who};
 use crate::common::*;
 use crate::relay_harness::{self, me, Relay};
 use crate::slack_standin::{StandIn, APP_TOKEN, BOT_TOKEN};
@@ -131,8 +133,10 @@ fn said_in_thread(t: &StandIn, channel: &str, thread: &str, words: &str) -> Stri
     })
 }
 
+/// Who presses is the team and user Slack vouches for: the runner's user id in another
+/// workspace is a stranger (the channel suite has the rest of a click's identity).
 #[test]
-fn relay_slack_a_click_records_once_and_strangers_and_forgeries_nothing() {
+fn relay_slack_the_runners_user_id_in_another_workspace_is_a_stranger() {
     let l = Ledger::new();
     let t = StandIn::start();
     let me = people(&l);
@@ -140,185 +144,15 @@ fn relay_slack_a_click_records_once_and_strangers_and_forgeries_nothing() {
     let relay = Relay::slack(&l, &t.url, &[]);
     let card = card(&t, ME, id);
     let sqlite = button(&card, "SQLite");
-    // A stranger of the workspace, and the runner's user id in another workspace.
-    let stranger = t.click(TEAM, STRANGER, &card, &sqlite);
-    assert!(t.answer_to(&stranger).contains("not linked"));
     let elsewhere = t.click("T0OTHER", ME, &card, &sqlite);
     assert!(t.answer_to(&elsewhere).contains("not linked"));
-    // bob, linked, presses my card's button: it was not sent to him.
-    let bob = t.click(TEAM, BOB, &card, &sqlite);
-    assert!(t.answer_to(&bob).contains(&format!("sent to {me}")));
-    // Altered values: another option under the same signature, a signature changed.
-    let (head, sig) = sqlite.rsplit_once(':').unwrap();
-    let other = head.replace(":o2", ":o1");
-    let forged = t.click(TEAM, ME, &card, &format!("{other}:{sig}"));
-    assert!(t.answer_to(&forged).contains("not one this relay signed"));
-    let flipped = format!(
-        "{head}:{}{}",
-        &sig[..sig.len() - 1],
-        if sig.ends_with('0') { "1" } else { "0" }
-    );
-    let forged = t.click(TEAM, ME, &card, &flipped);
-    assert!(t.answer_to(&forged).contains("not one this relay signed"));
     assert_eq!(l.question(id)["status"], "pending", "nothing was recorded");
-    // Mine, twice (a double click): recorded once, the second told so.
-    let first = t.click(TEAM, ME, &card, &sqlite);
-    let second = t.click(TEAM, ME, &card, &sqlite);
-    let said = t.answers_since(&first, ME, 2);
-    t.answer_to(&second);
-    assert!(said[0].starts_with("recorded"), "{said:?}");
-    assert!(
-        said[1].contains(&format!("already answered by {me}")),
-        "{said:?}"
-    );
-    let q = l.question(id);
-    assert_eq!(q["answer"], "SQLite");
-    assert_eq!(q["answered_by"], me.as_str());
-    assert_eq!(q["channel"], "slack");
+    // Mine, from my workspace, is recorded.
+    let mine = t.click(TEAM, ME, &card, &sqlite);
+    assert!(t.answer_to(&mine).starts_with("recorded"));
+    assert_eq!(l.question(id)["answered_by"], me.as_str());
     assert_eq!(kinds(&l, id, "answered"), 1);
-    let answered = events_of(&l, id)
-        .into_iter()
-        .find(|e| e["event"] == "answered")
-        .unwrap();
-    assert_eq!(answered["detail"]["identity"], format!("slack:{TEAM}/{ME}"));
-    // The card says so and loses its buttons.
-    let edited = closed(&t, ME, id);
-    assert!(edited["text"]
-        .as_str()
-        .unwrap()
-        .contains(&format!("answered by {me} via slack")));
     assert_eq!(relay.stop().code(), Some(0));
-}
-
-#[test]
-fn relay_slack_nobody_linked_nobody_answers() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    let id = options(&l, "design", "Which database?");
-    let relay = Relay::slack(&l, &t.url, &[]);
-    let ts = t.write(TEAM, ME, &dm(ME), None, "SQLite", true);
-    let said = said_in_thread(&t, &dm(ME), &ts, "not linked");
-    assert!(said.contains("pairing code"), "{said}");
-    assert!(t.with(|s| s
-        .messages
-        .iter()
-        .all(|m| !m["text"].as_str().unwrap_or("").starts_with("Question"))));
-    assert_eq!(l.question(id)["status"], "pending");
-    assert_eq!(relay.stop().code(), Some(0));
-}
-
-#[test]
-fn relay_slack_a_card_of_a_question_cleared_and_logged_again_records_nothing() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    people(&l);
-    let id = options(&l, "design", "Which database?");
-    let _relay = Relay::slack(&l, &t.url, &[]);
-    let old = card(&t, ME, id);
-    l.ok(["clear", "--stage", "design"]);
-    let again = options(&l, "design", "Which database?");
-    assert_ne!(again, id);
-    let fresh = card(&t, ME, again);
-    let stale = t.click(TEAM, ME, &old, &button(&old, "SQLite"));
-    let said = t.answer_to(&stale);
-    assert!(said.contains("no longer in the ledger"), "{said}");
-    assert_eq!(l.question(again)["status"], "pending");
-    let gone = closed(&t, ME, id);
-    assert!(gone["text"].as_str().unwrap().contains("cleared"));
-    let now = t.click(TEAM, ME, &fresh, &button(&fresh, "PostgreSQL"));
-    assert!(t.answer_to(&now).starts_with("recorded"));
-    assert_eq!(l.question(again)["answer"], "PostgreSQL");
-}
-
-#[test]
-fn relay_slack_the_requesters_approve_is_refused_and_recorded() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    let me = people(&l);
-    let logged = l.ok([
-        "log",
-        "--stage",
-        "deploy",
-        "--question",
-        "Deploy build 42?",
-        "--approval",
-        "--approvers",
-        &format!("{me},bob"),
-        "--min",
-        "1",
-    ]);
-    let id = logged["question_id"].as_i64().unwrap();
-    let _relay = Relay::slack(&l, &t.url, &[]);
-    let bobs = card(&t, BOB, id);
-    let approve = button(&bobs, "Approve");
-    button(&bobs, "Reject");
-    // The requester gets no card; pressing bob's Approve is refused and recorded.
-    assert!(t.with(|s| s.messages.iter().all(|m| m["channel"] != dm(ME).as_str())));
-    let mine = t.click(TEAM, ME, &bobs, &approve);
-    assert!(t.answer_to(&mine).contains("sent to bob"));
-    let refused: Vec<Value> = events_of(&l, id)
-        .into_iter()
-        .filter(|e| e["event"] == "refused")
-        .collect();
-    assert_eq!(refused.len(), 1);
-    assert_eq!(refused[0]["answered_by"], me.as_str());
-    assert_eq!(refused[0]["channel"], "slack");
-    assert_eq!(
-        l.run(["check", "--stage", "deploy"]).code,
-        1,
-        "the gate holds"
-    );
-    let his = t.click(TEAM, BOB, &bobs, &approve);
-    let said = t.answer_to(&his);
-    assert!(said.starts_with("recorded"), "{said}");
-    assert_eq!(l.run(["check", "--stage", "deploy"]).code, 0);
-    assert_eq!(l.question(id)["approval"]["votes"][0]["by"], "bob");
-}
-
-#[test]
-fn relay_slack_killed_between_the_envelope_and_the_commit_records_it_once_after_a_restart() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    let me = people(&l);
-    let id = options(&l, "design", "Which database?");
-    let pause = Pause::new(l.dir.path(), "relay-heard");
-    let mut first = Relay::slack(&l, &t.url, &[("QUESTIONS_TEST_PAUSE", &pause.env)]);
-    let card = card(&t, ME, id);
-    let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
-    pause.reached();
-    // Killed with the envelope read and nothing committed nor acknowledged.
-    first.child.kill().unwrap();
-    first.child.wait().unwrap();
-    assert_eq!(l.question(id)["status"], "pending");
-    assert!(t.with(|s| s.envelopes.iter().any(|e| e.id == click && !e.acked)));
-    let _second = Relay::slack(&l, &t.url, &[]);
-    let said = t.answer_to(&click);
-    assert!(said.starts_with("recorded"), "{said}");
-    assert!(t.sent(&click) >= 2, "redelivered to the new connection");
-    assert_eq!(l.question(id)["answered_by"], me.as_str());
-    assert_eq!(kinds(&l, id, "answered"), 1, "recorded exactly once");
-}
-
-#[test]
-fn relay_slack_an_envelope_not_acknowledged_is_redelivered_and_recorded_once() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    let me = people(&l);
-    let id = options(&l, "design", "Which database?");
-    let _relay = Relay::slack(&l, &t.url, &[]);
-    let card = card(&t, ME, id);
-    // The relay's first acknowledgement is lost: Slack sends the envelope again after 3 s.
-    t.with(|s| s.lose_acks = 1);
-    let click = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
-    let said = t.answer_to(&click);
-    assert!(said.starts_with("recorded"), "{said}");
-    assert_eq!(t.sent(&click), 2, "sent twice");
-    assert_eq!(kinds(&l, id, "answered"), 1, "recorded once");
-    assert_eq!(kinds(&l, id, "refused"), 0, "a redelivery is no refusal");
-    assert_eq!(l.question(id)["answered_by"], me.as_str());
-    // Told once: the redelivery says nothing more.
-    let told = t.with(|s| s.ephemerals.iter().filter(|m| m["user"] == ME).count());
-    assert_eq!(told, 1);
 }
 
 #[test]
@@ -346,38 +180,6 @@ fn relay_slack_honours_a_429s_retry_after() {
         sent.duration_since(throttled)
     );
     assert!(relay.stderr().contains("429"));
-}
-
-#[test]
-fn relay_slack_a_question_answered_elsewhere_closes_its_card() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    people(&l);
-    let id = options(&l, "design", "Which database?");
-    let _relay = Relay::slack(&l, &t.url, &[]);
-    let card = card(&t, ME, id);
-    let started = Instant::now();
-    l.ok([
-        "answer",
-        "--id",
-        &id.to_string(),
-        "--select",
-        "PostgreSQL",
-        "--by",
-        "carol",
-    ]);
-    let edited = closed(&t, ME, id);
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let text = edited["text"].as_str().unwrap();
-    assert!(
-        text.contains("answered by carol via cli: PostgreSQL"),
-        "{text}"
-    );
-    let late = t.click(TEAM, ME, &card, &button(&card, "SQLite"));
-    assert!(t
-        .answer_to(&late)
-        .contains("already answered by carol via cli"));
-    assert_eq!(l.question(id)["answer"], "PostgreSQL");
 }
 
 #[test]
@@ -495,98 +297,6 @@ fn relay_slack_multi_select_toggles_change_the_card_only_and_other_asks_in_the_t
         "{q}"
     );
     assert_eq!(q["answered_by"], me.as_str());
-}
-
-#[test]
-fn relay_slack_pairs_an_account_with_a_direct_message_holding_the_code() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    let me = me(&l);
-    let paired = l.ok(["relay", "pair", "slack", &me]);
-    let code = paired["code"].as_str().unwrap().to_string();
-    let _relay = Relay::slack(&l, &t.url, &[]);
-    let ts = t.write(TEAM, ME, &dm(ME), None, &format!("my code: {code}"), true);
-    said_in_thread(&t, &dm(ME), &ts, "linked");
-    let people = l.ok(["people", "list"]);
-    assert!(
-        people.to_string().contains(&format!("slack:{TEAM}/{ME}")),
-        "{people}"
-    );
-    // Used once.
-    let again = t.write(TEAM, STRANGER, &dm(STRANGER), None, &code, true);
-    said_in_thread(&t, &dm(STRANGER), &again, "unknown, used or expired");
-}
-
-#[test]
-fn relay_slack_opens_no_listening_socket() {
-    let l = Ledger::new();
-    let t = StandIn::start();
-    people(&l);
-    let id = options(&l, "design", "Which database?");
-    let relay = Relay::slack(&l, &t.url, &[]);
-    card(&t, ME, id);
-    t.until("the Socket Mode connection", |s| {
-        (s.connections > 0).then_some(())
-    });
-    let pid = relay.child.id();
-    let mut inodes = Vec::new();
-    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .flatten()
-    {
-        if let Ok(target) = std::fs::read_link(fd.path()) {
-            let target = target.display().to_string();
-            if let Some(inode) = target
-                .strip_prefix("socket:[")
-                .and_then(|s| s.strip_suffix(']'))
-            {
-                inodes.push(inode.to_string());
-            }
-        }
-    }
-    let mut outbound = 0;
-    for table in ["tcp", "tcp6", "udp", "udp6"] {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (state, inode) = (fields[3], fields[9]);
-            if inodes.iter().any(|i| i == inode) {
-                assert!(
-                    table.starts_with("tcp") && state != "0A",
-                    "the relay has a listening or {table} socket: {line}"
-                );
-                outbound += 1;
-            }
-        }
-    }
-    assert!(outbound >= 1, "the websocket is an outbound connection");
-    assert_eq!(relay.stop().code(), Some(0));
-}
-
-#[test]
-fn relay_slack_a_bad_config_is_a_usage_error_naming_the_key() {
-    let l = Ledger::new();
-    for (text, names) in [
-        (
-            "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\n",
-            "slack.app_token_env",
-        ),
-        (
-            "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"NOT_SET_ANYWHERE\"\n",
-            "NOT_SET_ANYWHERE",
-        ),
-        ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
-        ("[slack]\napi = 3\n", "slack.api"),
-        ("[slack]\napi = \"https://\"\n", "slack.api"),
-        ("[slack]\napi = \"https://slack .com/api\"\n", "slack.api"),
-        ("[slack]\napi = \"https://[::1/api\"\n", "slack.api"),
-    ] {
-        let env = [
-            ("SLACK_APP_TOKEN", APP_TOKEN),
-            ("SLACK_BOT_TOKEN", BOT_TOKEN),
-        ];
-        relay_harness::refuses(&l, text, &env, &[APP_TOKEN, BOT_TOKEN], names);
-    }
 }
 
 /// The Slack transcript in docs/guide/relay.md is a real run against the stand-in: a
@@ -1059,4 +769,239 @@ fn relay_slack_quiet_hours_hold_a_card_then_one_digest_and_the_card_answers() {
     assert_eq!(q["answered_by"], "bob");
     assert_eq!(q["channel"], "slack");
     kill(second);
+}
+
+/// Slack in the channel suite (channel_suite.rs), through the Socket Mode and Web API
+/// stand-in.
+pub(crate) struct Slack {
+    t: StandIn,
+}
+
+/// An event the suite handed Slack: a block action's envelope, that envelope with its
+/// first acknowledgement lost (sent again), or a message (its channel and ts).
+#[derive(Clone, Debug)]
+pub(crate) enum Event {
+    Click(String),
+    Again(String),
+    Message {
+        channel: String,
+        thread: String,
+        ts: String,
+    },
+}
+
+fn user(who: Who) -> &'static str {
+    match who {
+        Who::Me => ME,
+        Who::Bob => BOB,
+        Who::Stranger => STRANGER,
+    }
+}
+
+impl ChannelUnderTest for Slack {
+    const NAME: &'static str = "slack";
+    const TELLS_STRANGERS: bool = true;
+    const HOLDS_A_CONNECTION: bool = true;
+    type Sent = Event;
+
+    fn start(_: &Ledger) -> Slack {
+        Slack {
+            t: StandIn::start(),
+        }
+    }
+
+    fn identity(&self, who: Who) -> String {
+        format!("slack:{TEAM}/{}", user(who))
+    }
+
+    fn relay(&self, l: &Ledger, env: &[(&str, &str)]) -> Relay {
+        Relay::slack(l, &self.t.url, env)
+    }
+
+    fn card(&self, who: Who, id: i64) -> Value {
+        card(&self.t, user(who), id)
+    }
+
+    fn cards(&self, who: Who, id: i64) -> usize {
+        posts(&self.t, user(who), &format!("Question {id} "))
+            .iter()
+            .filter(|m| {
+                m["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with(&format!("Question {id} "))
+            })
+            .count()
+    }
+
+    fn options(&self, card: &Value) -> Vec<String> {
+        card["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "actions")
+            .flat_map(|b| b["elements"].as_array().unwrap().clone())
+            .map(|b| b["text"]["text"].as_str().unwrap().to_string())
+            .filter(|label| !label.starts_with("Other"))
+            .map(|label| match label.split_once(". ") {
+                Some((n, rest)) if n.chars().all(|c| c.is_ascii_digit()) => rest.to_string(),
+                _ => label,
+            })
+            .collect()
+    }
+
+    fn press(&self, who: Who, card: &Value, label: &str) -> Event {
+        Event::Click(self.t.click(TEAM, user(who), card, &button(card, label)))
+    }
+
+    fn type_answer(&self, who: Who, card: &Value, text: &str) -> Event {
+        let channel = card["channel"].as_str().unwrap().to_string();
+        let thread = card["ts"].as_str().unwrap();
+        let ts = self
+            .t
+            .write(TEAM, user(who), &channel, Some(thread), text, true);
+        // The relay answers in the card's thread.
+        Event::Message {
+            channel,
+            thread: thread.to_string(),
+            ts,
+        }
+    }
+
+    fn forgeries(&self, who: Who, card: &Value, label: &str) -> Vec<Event> {
+        // Another option under the same signature, a signature changed.
+        let value = button(card, label);
+        let (head, sig) = value.rsplit_once(':').unwrap();
+        let other = head.replace(":o2", ":o1");
+        assert_ne!(other, head, "{value}");
+        let flipped = format!(
+            "{head}:{}{}",
+            &sig[..sig.len() - 1],
+            if sig.ends_with('0') { "1" } else { "0" }
+        );
+        [format!("{other}:{sig}"), flipped]
+            .iter()
+            .map(|forged| {
+                let sent = Event::Click(self.t.click(TEAM, user(who), card, forged));
+                let said = self.told(&sent);
+                assert!(said.contains("not one this relay signed"), "{said}");
+                sent
+            })
+            .collect()
+    }
+
+    fn write(&self, who: Who, text: &str) -> Event {
+        let channel = dm(user(who));
+        let ts = self.t.write(TEAM, user(who), &channel, None, text, true);
+        Event::Message {
+            channel,
+            thread: ts.clone(),
+            ts,
+        }
+    }
+
+    fn pairing(code: &str) -> String {
+        format!("my code: {code}")
+    }
+
+    fn deliver_twice(&self, who: Who, card: &Value, label: &str) -> (Event, Event) {
+        // The relay's first acknowledgement is lost: Slack sends the envelope again
+        // after 3 s.
+        self.t.with(|s| s.lose_acks = 1);
+        let Event::Click(id) = self.press(who, card, label) else {
+            unreachable!()
+        };
+        (Event::Click(id.clone()), Event::Again(id))
+    }
+
+    fn told(&self, sent: &Event) -> String {
+        match sent {
+            Event::Click(id) | Event::Again(id) => self.t.answer_to(id),
+            Event::Message {
+                channel, thread, ..
+            } => said_in_thread(&self.t, channel, thread, ""),
+        }
+    }
+
+    fn said_to(&self, who: Who) -> Vec<String> {
+        let (id, channel) = (user(who), dm(user(who)));
+        self.t.with(|s| {
+            let ephemerals = s
+                .ephemerals
+                .iter()
+                .filter(|m| m["user"] == id)
+                .filter_map(|m| m["text"].as_str().map(str::to_string));
+            let replies = s.messages.iter().filter_map(|m| {
+                let text = m["text"].as_str().unwrap_or("");
+                (m["channel"] == channel.as_str()
+                    && m.get("bot_id").is_some()
+                    && !text.starts_with("Question "))
+                .then(|| text.to_string())
+            });
+            ephemerals.chain(replies).collect()
+        })
+    }
+
+    fn passed(&self, _: &Ledger, sent: &Event) {
+        // Acknowledged only once what it records is committed.
+        match sent {
+            Event::Click(id) => self.t.until("the envelope acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.id == *id && e.acked)
+                    .then_some(())
+            }),
+            Event::Again(id) => self.t.until("the envelope sent again, acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.id == *id && e.sent >= 2 && e.acked)
+                    .then_some(())
+            }),
+            Event::Message { ts, .. } => self.t.until("the message's envelope acknowledged", |s| {
+                s.envelopes
+                    .iter()
+                    .any(|e| e.frame["payload"]["event"]["ts"] == ts.as_str() && e.acked)
+                    .then_some(())
+            }),
+        }
+    }
+
+    fn settled(&self, who: Who, id: i64) -> String {
+        closed(&self.t, user(who), id)["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn bad_configs() -> Vec<(String, &'static str)> {
+        [
+            (
+                "[slack]\nbot_token_env = \"SLACK_BOT_TOKEN\"\n",
+                "slack.app_token_env",
+            ),
+            (
+                "[slack]\napp_token_env = \"SLACK_APP_TOKEN\"\nbot_token_env = \"NOT_SET_ANYWHERE\"\n",
+                "NOT_SET_ANYWHERE",
+            ),
+            ("[slack]\nsigning_secret = \"x\"\n", "slack.signing_secret"),
+            ("[slack]\napi = 3\n", "slack.api"),
+            ("[slack]\napi = \"https://\"\n", "slack.api"),
+            ("[slack]\napi = \"https://slack .com/api\"\n", "slack.api"),
+            ("[slack]\napi = \"https://[::1/api\"\n", "slack.api"),
+        ]
+        .into_iter()
+        .map(|(config, names)| (config.to_string(), names))
+        .collect()
+    }
+
+    fn config_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("SLACK_APP_TOKEN", APP_TOKEN),
+            ("SLACK_BOT_TOKEN", BOT_TOKEN),
+        ]
+    }
+
+    fn secrets() -> Vec<&'static str> {
+        vec![APP_TOKEN, BOT_TOKEN]
+    }
 }

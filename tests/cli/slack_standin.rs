@@ -282,35 +282,6 @@ impl StandIn {
                 .map(str::to_string)
         })
     }
-
-    /// The first `n` things the relay told `user` (ephemeral messages) from envelope `id`
-    /// on.
-    pub(crate) fn answers_since(&self, id: &str, user: &str, n: usize) -> Vec<String> {
-        let before = self.with(|s| {
-            s.envelopes
-                .iter()
-                .find(|e| e.id == id)
-                .map_or(0, |e| e.ephemerals_before)
-        });
-        self.until(&format!("{n} answers"), |s| {
-            let told: Vec<String> = s.ephemerals[before..]
-                .iter()
-                .filter(|m| m["user"] == user)
-                .filter_map(|m| m["text"].as_str().map(str::to_string))
-                .collect();
-            (told.len() >= n).then_some(told)
-        })
-    }
-
-    /// The envelope's times sent.
-    pub(crate) fn sent(&self, id: &str) -> u32 {
-        self.with(|s| {
-            s.envelopes
-                .iter()
-                .find(|e| e.id == id)
-                .map_or(0, |e| e.sent)
-        })
-    }
 }
 
 /// A Socket Mode connection: `hello`, then envelopes due (never sent, or not acknowledged

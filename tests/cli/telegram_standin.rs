@@ -173,11 +173,6 @@ impl StandIn {
             s.resend.push(again);
         });
     }
-
-    /// Whether the update was confirmed (a later getUpdates' offset passed it).
-    pub(crate) fn confirmed(&self, update: i64) -> bool {
-        self.with(|s| s.updates.iter().all(|u| u["update_id"] != update))
-    }
 }
 
 fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>) {
