@@ -814,7 +814,13 @@ fn relay_a_tap_on_approve_in_telegram_ends_the_ci_gate_waiting_for_it() {
     people(&l);
     let _relay = Relay::telegram(&l, &t.url, &[]);
     let mut took = Vec::new();
-    for run in 0..5 {
+    // Once; five times for the note's figure (QUESTIONS_FIGURES=1).
+    let runs = if std::env::var_os("QUESTIONS_FIGURES").is_some() {
+        5
+    } else {
+        1
+    };
+    for run in 0..runs {
         let stage = format!("deploy-{run}");
         let Some(mut job) = crate::ci_gate::start_action(
             &l,
@@ -851,8 +857,9 @@ fn relay_a_tap_on_approve_in_telegram_ends_the_ci_gate_waiting_for_it() {
     // A figure for the note, not a check: the tap to the step's exit (the runner's own
     // start and stop included).
     println!(
-        "tap on Approve to the action's exit, 5 runs: median {:?}, max {:?}",
-        took[2], took[4]
+        "tap on Approve to the action's exit, {runs} runs: median {:?}, max {:?}",
+        took[took.len() / 2],
+        took[took.len() - 1]
     );
 }
 
