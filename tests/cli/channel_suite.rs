@@ -17,7 +17,7 @@ use crate::relay_harness::{self, Relay};
 
 /// The people of the suite: the runner (linked as `me`), bob (linked), and a stranger
 /// (linked to nobody), each with an account on the channel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Who {
     Me,
     Bob,
@@ -34,6 +34,9 @@ pub(crate) trait ChannelUnderTest: Sized {
     /// Whether the relay holds a connection open at all times (a websocket, an IMAP
     /// session) rather than only while it polls.
     const HOLDS_A_CONNECTION: bool;
+    /// What the refusal of a forgery (`forgeries`) says, in part: a signature that does
+    /// not verify, where the channel's buttons or reply addresses are signed.
+    const FORGED: &'static str = "sign";
     /// What the suite keeps of an event it handed the channel (a click, a message).
     type Sent: Clone + std::fmt::Debug;
 
@@ -284,7 +287,7 @@ pub(crate) fn a_stranger_or_another_persons_answer_to_my_card_or_a_forged_one_re
         refused.iter().any(|e| e["detail"]["refused"]
             .as_str()
             .unwrap_or("")
-            .contains("sign")),
+            .contains(C::FORGED)),
         "{refused:?}"
     );
     // My own answer, after them, is recorded.

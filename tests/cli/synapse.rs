@@ -9,6 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// Whether scripts/synapse has installed Synapse.
+pub(crate) fn installed() -> bool {
+    python().is_some()
+}
+
 /// The Synapse's Python, when scripts/synapse has installed it.
 fn python() -> Option<PathBuf> {
     let python =
@@ -274,21 +279,32 @@ impl Synapse {
         self.call(user, "POST", &path, &json!({"user_id": other.id}));
     }
 
-    /// The rooms `user` is invited to now.
-    pub(crate) fn invites(&self, user: &User) -> Vec<String> {
-        // A filter of its own each time: Synapse answers a sync it was asked before
-        // (the same user, position and filter) from its cache for two minutes.
+    /// The homeserver's stream position now, as a sync of `user` starting afresh names
+    /// it (`next_batch`).
+    pub(crate) fn now(&self, user: &User) -> String {
+        let sync = self.call(user, "GET", &Synapse::fresh_sync(), &Value::Null);
+        sync["next_batch"].as_str().unwrap().to_string()
+    }
+
+    /// A sync path with no position and a filter of its own each time: Synapse answers
+    /// a sync it was asked before (the same user, position and filter) from its cache
+    /// for two minutes.
+    fn fresh_sync() -> String {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static ASKED: AtomicUsize = AtomicUsize::new(0);
         let filter = json!({
             "room": {"timeline": {"limit": 1}},
             "presence": {"not_types": [format!("x.{}", ASKED.fetch_add(1, Ordering::SeqCst))]},
         });
-        let path = format!(
+        format!(
             "/_matrix/client/v3/sync?timeout=0&filter={}",
             enc(&filter.to_string())
-        );
-        let sync = self.call(user, "GET", &path, &Value::Null);
+        )
+    }
+
+    /// The rooms `user` is invited to now.
+    pub(crate) fn invites(&self, user: &User) -> Vec<String> {
+        let sync = self.call(user, "GET", &Synapse::fresh_sync(), &Value::Null);
         sync["rooms"]["invite"]
             .as_object()
             .map(|m| m.keys().cloned().collect())
