@@ -1714,7 +1714,7 @@ mod tests {
         assert_eq!(Relayed::named("github"), None);
         assert_eq!(
             Relayed::listed("or", str::to_string),
-            "telegram, slack or email"
+            "telegram, slack, email or matrix"
         );
         assert_eq!(Relayed::Telegram.pairing_message("ABC"), "/start ABC");
         assert_eq!(Relayed::Email.pairing_message("ABC"), "ABC");
@@ -2119,7 +2119,7 @@ mod vocabulary_tests {
         assert_eq!(Verdict::ALL.len(), 2);
         assert_eq!(OnExpiry::ALL.len(), 4);
         assert_eq!(Source::ALL.len(), 4);
-        assert_eq!(Channel::ALL.len(), 17);
+        assert_eq!(Channel::ALL.len(), 18);
         assert_eq!(EventKind::ALL.len(), 20);
     }
 }
