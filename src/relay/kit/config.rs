@@ -185,10 +185,34 @@ impl<'a> Config<'a> {
 /// IPv4 address or a bracketed IPv6 one), a port if any, a path if any; no user, query or
 /// fragment (the token is put after it). Else why not.
 fn api_url(text: &str) -> std::result::Result<String, &'static str> {
-    let rest = text
-        .strip_prefix("https://")
-        .or_else(|| text.strip_prefix("http://"))
-        .ok_or("another scheme")?;
+    base_url(text).map(|_| text.to_string())
+}
+
+/// What a base URL names: whether it is `https://`, and its host as written (a bracketed
+/// IPv6 address with its brackets).
+pub(crate) struct BaseUrl<'a> {
+    pub(crate) tls: bool,
+    pub(crate) host: &'a str,
+}
+
+impl BaseUrl<'_> {
+    /// Whether the host is this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`).
+    pub(crate) fn loopback(&self) -> bool {
+        let bare = self.host.trim_start_matches('[').trim_end_matches(']');
+        bare.eq_ignore_ascii_case("localhost")
+            || bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// `text` read as `api_url` reads it; else why not.
+pub(crate) fn base_url(text: &str) -> std::result::Result<BaseUrl<'_>, &'static str> {
+    let (tls, rest) = match (text.strip_prefix("https://"), text.strip_prefix("http://")) {
+        (Some(rest), _) => (true, rest),
+        (_, Some(rest)) => (false, rest),
+        _ => return Err("another scheme"),
+    };
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("it holds a space or a control character");
     }
@@ -231,5 +255,5 @@ fn api_url(text: &str) -> std::result::Result<String, &'static str> {
     if !bracketed.unwrap_or(named) {
         return Err("it names no host");
     }
-    Ok(text.to_string())
+    Ok(BaseUrl { tls, host })
 }

@@ -6,7 +6,7 @@ use questions_core::error::Result;
 use questions_core::model::Relayed;
 
 use super::Matrix;
-use crate::relay::kit::config::{Config, Secret};
+use crate::relay::kit::config::{base_url, Config, Secret};
 
 /// Seconds a `/sync` long poll waits for an event, by default.
 const POLL_TIMEOUT: i64 = 25;
@@ -42,51 +42,8 @@ pub(crate) fn open(table: &toml_edit::Table) -> Result<Matrix> {
 /// bracketed IPv6 one), a port if any, a path if any; `http://` only for a loopback host;
 /// no user, query or fragment. Else why not.
 fn homeserver_url(text: &str) -> std::result::Result<String, &'static str> {
-    let (tls, rest) = match (text.strip_prefix("https://"), text.strip_prefix("http://")) {
-        (Some(rest), _) => (true, rest),
-        (_, Some(rest)) => (false, rest),
-        _ => return Err("another scheme"),
-    };
-    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("it holds a space or a control character");
-    }
-    if text.contains(['?', '#', '@', '\\']) {
-        return Err("a user, a query or a fragment");
-    }
-    let authority = rest.split('/').next().unwrap_or("");
-    let (host, port) = match authority.find(']') {
-        Some(end) if authority.starts_with('[') => {
-            let (host, after) = authority.split_at(end + 1);
-            match after.strip_prefix(':') {
-                Some(port) => (host, Some(port)),
-                None if after.is_empty() => (host, None),
-                None => return Err("it names no host"),
-            }
-        }
-        _ => match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    if port.is_some_and(|p| p.parse::<u16>().map_or(true, |p| p == 0)) {
-        return Err("its port is not a number from 1 to 65535");
-    }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let named = !host.is_empty()
-        && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        });
-    let ip = bare.parse::<std::net::IpAddr>().ok();
-    if !(named || (host.starts_with('[') && matches!(ip, Some(std::net::IpAddr::V6(_))))) {
-        return Err("it names no host");
-    }
-    let loopback = bare.eq_ignore_ascii_case("localhost") || ip.is_some_and(|ip| ip.is_loopback());
-    if !tls && !loopback {
+    let url = base_url(text)?;
+    if !url.tls && !url.loopback() {
         return Err("http:// names a host that is not this machine's loopback");
     }
     Ok(text.trim_end_matches('/').to_string())
