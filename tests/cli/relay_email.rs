@@ -768,16 +768,7 @@ fn relay_email_bench_idle_cpu_and_reply_latency() {
         .collect();
     let relay = Relay::email(&l, &host, &[]);
     let cards: Vec<Value> = ids.iter().map(|id| host.card("me", *id)).collect();
-    let ticks = || {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .collect();
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-    };
+    let ticks = || relay.cpu_ticks();
     std::thread::sleep(Duration::from_secs(2));
     let before = ticks();
     std::thread::sleep(Duration::from_secs(20));

@@ -46,6 +46,19 @@ pub(crate) struct Relay {
 }
 
 impl Relay {
+    /// The clock ticks of CPU (user and system, 10 ms each) the relay used so far: its
+    /// idle cost, for the benches.
+    pub(crate) fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
     /// Starts `questions relay` on `config` (the TOML of `channel`), with `secrets` and
     /// `env` in its environment; its first line must name `channel` alone.
     pub(crate) fn run(
@@ -208,4 +221,18 @@ pub(crate) fn refuses(
     for secret in secrets {
         assert!(!all.contains(secret), "a secret was printed: {config}");
     }
+}
+
+/// Runs `args` on `l` for a guide's transcript (it must succeed): the command as typed,
+/// and what it printed when `print`, go into `out`; its JSON.
+pub(crate) fn show(l: &Ledger, out: &mut String, args: &[&str], print: bool) -> Value {
+    let run = l.run(args);
+    assert_eq!(run.code, 0, "{args:?}: {run:?}");
+    out.push_str(&crate::docs::typed(args));
+    out.push('\n');
+    if print {
+        out.push_str(run.stdout.trim_end());
+        out.push('\n');
+    }
+    run.json
 }

@@ -308,17 +308,8 @@ fn relay_slack_the_guide_s_transcript_is_what_the_relay_does() {
     let t = StandIn::start();
     let admin = me(&l);
     let mut out = String::new();
-    let show = |out: &mut String, args: &[&str], print: bool| {
-        let run = l.run(args);
-        assert_eq!(run.code, 0, "{args:?}: {run:?}");
-        out.push_str(&crate::docs::typed(args));
-        out.push('\n');
-        if print {
-            out.push_str(run.stdout.trim_end());
-            out.push('\n');
-        }
-        run.json
-    };
+    let show =
+        |out: &mut String, args: &[&str], print: bool| relay_harness::show(&l, out, args, print);
     l.ok(["group", "create", "people", "--admins", &admin]);
     out.push_str("$ questions group create people --admins \"$(id -un)\"\n");
     let code = show(&mut out, &["relay", "pair", "slack", "alice"], true)["code"]
@@ -452,16 +443,7 @@ fn relay_slack_bench_idle_cpu() {
     t.until("the Socket Mode connection", |s| {
         (s.connections > 0).then_some(())
     });
-    let ticks = || {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", relay.child.id())).unwrap();
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .collect();
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-    };
+    let ticks = || relay.cpu_ticks();
     std::thread::sleep(Duration::from_secs(2));
     let before = ticks();
     std::thread::sleep(Duration::from_secs(20));
