@@ -336,14 +336,10 @@ impl Matrix {
         let heard = match reply_to {
             Some(card) => {
                 let reference = format!("{room}|{card}");
-                let approval = relay::open_cards(ledger, CHANNEL)
+                // An approval's card reads the reply as a vote (as email's does); what it
+                // is bound to, and may record, is `hear`'s to decide.
+                let approval = relay::card_by_ref(ledger, CHANNEL, &reference)
                     .map_err(db)?
-                    .into_iter()
-                    .find(|d| d.message_ref.as_deref() == Some(reference.as_str()))
-                    .map(|d| relay::card(ledger, d.id))
-                    .transpose()
-                    .map_err(db)?
-                    .flatten()
                     .and_then(|(_, q)| q)
                     .is_some_and(|q| q.state.approval.is_some());
                 let given = if approval {

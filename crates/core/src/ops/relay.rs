@@ -1310,6 +1310,22 @@ pub fn card(ledger: &mut Ledger, delivery: i64) -> Result<Option<(Delivery, Opti
     })
 }
 
+/// The card `channel` sent as the message `reference` (what a reply to it is bound by),
+/// with its question as it stands.
+pub fn card_by_ref(
+    ledger: &mut Ledger,
+    channel: Channel,
+    reference: &str,
+) -> Result<Option<(Delivery, Option<Question>)>> {
+    ledger.read(|tx| {
+        let Some(d) = tx.delivery_by_ref(channel.as_str(), reference)? else {
+            return Ok(None);
+        };
+        let q = tx.question(d.question_id)?;
+        Ok(Some((d, q)))
+    })
+}
+
 /// Whether a button's value was signed by this ledger's key for that card (a toggle of a
 /// multi-select changes only the card, and records nothing, but only its own).
 pub fn verify_button(key: &ButtonKey, data: &str) -> Option<(i64, String)> {
