@@ -51,9 +51,6 @@ pub(crate) struct Matrix {
     /// Senders told why nothing was recorded for them (strangers, and messages in
     /// encrypted rooms): once a minute at most.
     refused: Refusals,
-    /// When this relay started (ms since the epoch): a first sync, with no position
-    /// stored, acts only on events after it.
-    started_ms: u64,
 }
 
 /// The client-server API, as the reading side and the sending thread share it.
@@ -67,6 +64,8 @@ struct Api {
     agent: ureq::Agent,
     /// Transaction ids of the messages sent: unique to this process.
     txn: AtomicU64,
+    /// When this relay started (ms since the epoch): part of each transaction id, and a
+    /// first sync, with no position stored, acts only on events after it.
     started_ms: u64,
     /// Sends into one room: a burst of 10, then 5 a second. A homeserver's own limit
     /// (Synapse's `rc_message`, per user) answers 429 with the wait, which is honoured.
@@ -105,7 +104,6 @@ impl Matrix {
             me: Mutex::new(None),
             rooms: Mutex::new(HashMap::new()),
             refused: Refusals::default(),
-            started_ms: now,
         }
     }
 
@@ -524,7 +522,7 @@ impl super::Channel for Matrix {
                 // The first sync acts only on what came after this relay started: an old
                 // conversation is no answer to give now.
                 let at = event["origin_server_ts"].as_u64().unwrap_or(0);
-                if since.is_none() && at < self.started_ms {
+                if since.is_none() && at < self.api.started_ms {
                     continue;
                 }
                 self.handle(ledger, &me, room, event)?;
