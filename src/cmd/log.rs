@@ -29,19 +29,27 @@ pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
 }
 
 /// The policy of `--approval` (log and ingest): its requester named (by default whoever
-/// logs it: the PostgreSQL role, else the operating-system user), and checked.
+/// logs it: the PostgreSQL role, else the operating-system user; over https:// the
+/// token's holder), and checked.
 pub(super) fn policy(ledger: &mut Ledger, a: &ApprovalArgs) -> Result<Option<Approval>> {
     if !a.approval {
         return Ok(None);
     }
+    // Over https:// the server decides who logs it and who asks, from the token: this
+    // machine's user is nobody there. Only a requester the user named goes with it (the
+    // server refuses one an agent token names); the policy is the server's to check.
+    if super::is_served() {
+        return Ok(Some(Approval {
+            approvers: a.approvers.iter().map(|p| p.trim().to_string()).collect(),
+            min: a.min.unwrap_or(1),
+            requester: a.requester.as_deref().unwrap_or("").trim().to_string(),
+            logged_by: None,
+            votes: Vec::new(),
+        }));
+    }
     // Whoever logs it, as votes know them: the PostgreSQL role, else the operating-system
     // user by uid (never the environment).
-    // Over https:// the server puts the token's holder in its place.
-    let logger = if super::is_served() {
-        super::Who::os_user()
-    } else {
-        ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?
-    };
+    let logger = ops::identify(ledger, &ops::Identity::Local(super::Who::os_user()))?;
     let approval = Approval::new(
         &a.approvers,
         a.min.unwrap_or(1),

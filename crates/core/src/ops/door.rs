@@ -8,9 +8,9 @@
 //!   stage sees only its stages), waits, and clears a stage where nothing required is
 //!   pending. Anything else is `forbidden`, recorded as a `refused` event, and changes
 //!   nothing. What it logs names the token as who logged it.
-//! - A person token: acts as its person (answers, votes and group changes as them,
-//!   channel `api`); it does not link channel identities, make or revoke tokens, set
-//!   routing policy, or reset.
+//! - A person token: acts as its person (answers and votes as them, channel `api`); it
+//!   does not make or change groups, link channel identities, make or revoke tokens, set
+//!   routing policy, or reset: those take direct access, as on the command line.
 
 use serde::{Deserialize, Serialize};
 
@@ -77,9 +77,9 @@ pub enum Request {
         stage: Option<String>,
         ids: Option<Vec<i64>>,
     },
-    /// What the person chose in a form a client showed them (MCP elicitation). Off the
-    /// wire: only a front end that showed the form sends it.
-    #[serde(skip)]
+    /// What the person chose in a form a client showed them (MCP elicitation, a harness's
+    /// own card): with an agent's token the host's claim (`host:NAME`), which settles no
+    /// approval; the client that showed the form is all that vouches for it.
     Elicited {
         stage: String,
         chosen: Vec<(i64, Choice)>,
@@ -337,8 +337,7 @@ pub enum Reply {
 impl Reply {
     /// The reply `req` got, read back from its document (the envelope's own keys are
     /// passed over): what a client of a served ledger (§15) goes on from, as it would from
-    /// `call`'s. The requests only direct access makes, and a form's choices, which never
-    /// cross a wire, are `None`.
+    /// `call`'s. The requests only direct access makes are `None`.
     pub fn read(req: &Request, doc: serde_json::Value) -> Option<serde_json::Result<Reply>> {
         use serde_json::from_value as from;
         Some(match req {
@@ -347,7 +346,7 @@ impl Reply {
             Request::List(_) => from(doc).map(Reply::Listed),
             Request::Named { .. } => from(doc).map(Reply::Named),
             Request::Pending { .. } => from(doc).map(Reply::Pending),
-            Request::Asked { .. } => from(doc).map(Reply::Elicited),
+            Request::Asked { .. } | Request::Elicited { .. } => from(doc).map(Reply::Elicited),
             Request::Check(_) => from(doc).map(Reply::Gate),
             Request::Answers { .. } => from(doc).map(Reply::Answers),
             Request::History(_) => from(doc).map(Reply::History),
@@ -362,7 +361,6 @@ impl Reply {
             Request::HarnessCall { .. } => from(doc).map(Reply::Call),
             Request::Delivered { .. } => from(doc).map(Reply::Delivered),
             Request::LogAll { .. }
-            | Request::Elicited { .. }
             | Request::Group { .. }
             | Request::People { .. }
             | Request::Token(_)
@@ -685,6 +683,21 @@ fn as_agent(
             ),
         );
     }
+    // An approval an agent logs is its own request: naming someone else as its requester
+    // would take that person's vote away, which only a person may choose to do.
+    if let Some(named) = requesters(&req).find(|r| *r != agent.name.trim()) {
+        return refuse(
+            ledger,
+            who,
+            &req,
+            0,
+            &format!(
+                "an agent token logs an approval as its own request ('{}'): it may not name \
+                 '{named}' as the requester, who could then not vote on it",
+                agent.name
+            ),
+        );
+    }
     match req {
         Request::Log {
             mut draft,
@@ -943,21 +956,6 @@ fn as_person(
             }
             run(ledger, &caller, Request::Change(change))
         }
-        Request::Group {
-            name,
-            change,
-            people,
-            ..
-        } => run(
-            ledger,
-            &caller,
-            Request::Group {
-                identity: me,
-                name,
-                change,
-                people,
-            },
-        ),
         Request::Log {
             mut draft,
             expiry,
@@ -1002,7 +1000,10 @@ fn as_person(
             },
             elicited,
         ),
-        req @ (Request::People { .. }
+        // A group decides whose votes an approval counts: made and changed where the
+        // ledger is, as people's links are, never by whichever person comes first.
+        req @ (Request::Group { .. }
+        | Request::People { .. }
         | Request::Token(_)
         | Request::Policy(_)
         | Request::Reset { .. }) => {
@@ -1064,6 +1065,27 @@ fn watcher_of(token: &str, request: Request) -> Request {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WatcherAt {
     pub saved: bool,
+}
+
+/// The requesters the approvals of a request name (none named: a blank, left out), as a
+/// client sends them; over a wire the client names none unless its user did.
+fn requesters(req: &Request) -> impl Iterator<Item = &str> {
+    let drafts: Vec<&Draft> = match req {
+        Request::Log { draft, .. } => vec![draft],
+        Request::LogAll { drafts } => drafts.iter().collect(),
+        Request::HarnessCall { questions, .. } => questions.iter().collect(),
+        _ => Vec::new(),
+    };
+    let ingested = match req {
+        Request::Ingest { approval, .. } => approval.as_ref(),
+        _ => None,
+    };
+    drafts
+        .into_iter()
+        .filter_map(|d| d.approval.as_ref())
+        .chain(ingested)
+        .map(|a| a.requester.trim())
+        .filter(|r| !r.is_empty())
 }
 
 /// An approval logged through a token names the token's holder as who logged it (never a

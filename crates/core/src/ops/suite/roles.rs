@@ -49,11 +49,13 @@ fn state(
     Vec<Question>,
     Vec<crate::store::StoredToken>,
     Vec<crate::store::Policy>,
+    crate::model::Groups,
 ) {
     let questions = list(l, &Filter::default()).unwrap();
     let tokens = l.read(|tx| tx.tokens()).unwrap();
     let policies = l.read(|tx| tx.policies()).unwrap();
-    (questions, tokens, policies)
+    let groups = l.read(|tx| tx.groups(["release", "mine"])).unwrap();
+    (questions, tokens, policies, groups)
 }
 
 /// A routing policy to set (and one there is, to unset).
@@ -186,6 +188,27 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             detail: serde_json::json!({ "harness": "claude-code" }),
             key: None,
         },
+        // An approval naming another requester, who could then not vote on it.
+        Request::Log {
+            draft: approval_of("ci-build", "rex"),
+            expiry: Expiry::default(),
+            allow_duplicate: false,
+            key: None,
+        },
+        Request::LogAll {
+            drafts: vec![
+                draft("ci-build", "Which runner?"),
+                approval_of("ci-build", "dana"),
+            ],
+        },
+        Request::Ingest {
+            stage: "ci-build".into(),
+            text: r#"{"questions": [{"question": "Ship it?"}]}"#.into(),
+            only: None,
+            expiry: Expiry::default(),
+            approval: approval_of("ci-build", "dana").approval,
+            key: None,
+        },
         // A stage whose gate a required question still holds.
         Request::Clear {
             stage: "ci-build".into(),
@@ -307,6 +330,15 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
     .collect()
 }
 
+/// A question of `stage` that is an approval asking dana, rex and erin, as `requester`
+/// asks it.
+fn approval_of(stage: &str, requester: &str) -> Draft {
+    let mut d = draft(stage, "Ship the build?");
+    let approvers = ["dana".into(), "rex".into(), "erin".into()];
+    d.approval = Some(Approval::new(&approvers, 1, Some(requester), requester).unwrap());
+    d
+}
+
 fn text_input(text: &str) -> AnswerInput {
     AnswerInput {
         text: Some(text.into()),
@@ -367,10 +399,14 @@ on_every_engine!(
 );
 
 on_every_engine!(
-    an_agent_token_s_batch_names_it_as_the_logger_of_its_approvals,
+    an_agent_token_s_batch_names_it_as_the_requester_of_its_approvals,
     |l: &mut Ledger| {
+        // What a client sends: the requester its user named, or none.
+        let blank = Approval::new(&["dana".into(), "rex".into()], 2, Some("client"), "client");
+        let mut blank = blank.unwrap();
+        blank.requester = String::new();
         let mut gated = draft("ci-release", "Ship 2.0?");
-        gated.approval = Some(Approval::new(&["dana".into()], 1, Some("rex"), "rex").unwrap());
+        gated.approval = Some(blank.clone());
         let Reply::LoggedAll(done) = call(
             l,
             &agent(),
@@ -383,8 +419,30 @@ on_every_engine!(
         };
         assert_eq!(done.created_ids.len(), 2);
         let approval = done.questions[1].state.approval.clone().unwrap();
-        assert_eq!(approval.requester, "rex");
-        assert_eq!(approval.logged_by.as_deref(), Some(TOKEN));
+        assert_eq!(approval.requester, TOKEN);
+        assert_eq!(approval.logged_by, None);
+        assert_eq!(
+            approval.approvers,
+            ["dana", "rex"],
+            "nobody's vote is taken away"
+        );
+        // Naming itself is naming no one else.
+        let mut own = draft("ci-release", "Ship 2.1?");
+        own.approval = Some(Approval {
+            requester: TOKEN.into(),
+            ..blank.clone()
+        });
+        call(
+            l,
+            &agent(),
+            Request::Log {
+                draft: own,
+                expiry: Expiry::default(),
+                allow_duplicate: false,
+                key: None,
+            },
+        )
+        .unwrap();
         let Reply::Named(found) = call(
             l,
             &agent(),
@@ -396,7 +454,7 @@ on_every_engine!(
         .unwrap() else {
             panic!("the questions named")
         };
-        assert_eq!(found.count, 2);
+        assert_eq!(found.count, 3, "the batch's two and its own");
     }
 );
 
@@ -641,9 +699,8 @@ on_every_engine!(
             },
         )
         .unwrap_err();
-        // dana stays the requester the request named; the token is the logger: neither
-        // votes, so no approver is left.
-        assert_eq!(err.code, ErrorCode::Usage, "{}", err.message);
+        // Naming dana as the requester would take her vote away: an agent may not.
+        assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
         q.approval = Some(Approval {
             requester: String::new(),
             logged_by: Some("dana".into()),
@@ -736,6 +793,21 @@ on_every_engine!(a_person_token_acts_as_its_person, |l: &mut Ledger| {
     for req in [
         Request::Reset { confirmed: true },
         Request::Token(TokenRequest::List),
+        // A group decides whose votes count: made and changed where the ledger is.
+        Request::Group {
+            identity: Identity::Person("dana".into()),
+            name: "mine".into(),
+            change: GroupChange::Create {
+                admins: vec!["dana".into()],
+            },
+            people: vec![],
+        },
+        Request::Group {
+            identity: Identity::Person("dana".into()),
+            name: "release".into(),
+            change: GroupChange::Add,
+            people: vec!["dana".into()],
+        },
         Request::People {
             identity: Identity::Person("dana".into()),
             name: "dana".into(),
