@@ -180,6 +180,17 @@ impl Remote {
                 Err(Attempt::Cut(e)) => e,
                 Err(Attempt::Lost(e)) if reach.reached => e,
                 Err(Attempt::Lost(e) | Attempt::Final(e)) => return Err(e),
+                // The server slowed the call (429): the wait goes on once it says.
+                Err(Attempt::Busy(e, wait)) => {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now + wait >= d) {
+                        return Err(e);
+                    }
+                    reach.reached = true;
+                    crate::output::note(&format!("{}; waiting on", e.message));
+                    std::thread::sleep(wait);
+                    continue;
+                }
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
@@ -202,8 +213,7 @@ impl Remote {
 
     /// One request, sent again (with the same key) when the connection fails.
     fn send(&self, req: &Request, within: Duration) -> Result<Value> {
-        self.attempt(req, within)
-            .map_err(|(Attempt::Cut(e) | Attempt::Lost(e) | Attempt::Final(e))| e)
+        self.attempt(req, within).map_err(Attempt::error)
     }
 
     /// `send`, saying whether a failure may pass when the server is back.
@@ -229,6 +239,13 @@ impl Remote {
             match sent {
                 Ok(mut reply) => {
                     let status = reply.status().as_u16();
+                    // A call the server slowed (429) names when to send it again.
+                    let busy_for = (status == 429)
+                        .then(|| reply.headers().get("retry-after"))
+                        .flatten()
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(|s| Duration::from_secs(s.clamp(1, 60)));
                     let mut text = String::new();
                     reply
                         .body_mut()
@@ -238,12 +255,10 @@ impl Remote {
                         .map_err(|e| Attempt::Lost(self.unavailable(&e.to_string())))?;
                     // Unavailable (a server whose database is out of reach, a proxy's
                     // page while it restarts) may pass; any other refusal is final.
-                    return self.document(status, &text).map_err(|e| {
-                        if e.code == ErrorCode::Unavailable {
-                            Attempt::Lost(e)
-                        } else {
-                            Attempt::Final(e)
-                        }
+                    return self.document(status, &text).map_err(|e| match busy_for {
+                        Some(wait) if e.code == ErrorCode::Unavailable => Attempt::Busy(e, wait),
+                        _ if e.code == ErrorCode::Unavailable => Attempt::Lost(e),
+                        _ => Attempt::Final(e),
                     });
                 }
                 Err(e) if attempt < ATTEMPTS && again(&e) => {
@@ -308,6 +323,16 @@ enum Attempt {
     Cut(Error),
     Lost(Error),
     Final(Error),
+    /// The server answered that the call is to be sent again after a while (429).
+    Busy(Error, Duration),
+}
+
+impl Attempt {
+    fn error(self) -> Error {
+        match self {
+            Attempt::Cut(e) | Attempt::Lost(e) | Attempt::Final(e) | Attempt::Busy(e, _) => e,
+        }
+    }
 }
 
 /// Whether a waiter's server has answered it yet, and since when, and after what pause it

@@ -50,15 +50,29 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
         presented.filter(|t| inbox && t.starts_with(questions_core::ops::SECRET_PREFIX));
     let mut issued = None;
     if let Some(token) = ledger_token {
-        if client.is_none_or(|c| app.limits.may_try(c)) {
-            let secret = token.clone();
-            if let Ok(questions_core::ops::Principal::Person(p)) = app
-                .ledger(move |l| questions_core::ops::authenticate(l, Some(&secret)))
-                .await
-            {
+        // A client past its share of refusals is slowed, not the holders of the tokens
+        // this server honours (see `limit`).
+        let slowed = client.map_or(std::time::Duration::ZERO, |c| {
+            app.limits.wait_before(c, Some(&token))
+        });
+        if !slowed.is_zero() {
+            tokio::time::sleep(slowed).await;
+        }
+        let secret = token.clone();
+        match app
+            .ledger(move |l| questions_core::ops::authenticate(l, Some(&secret)))
+            .await
+        {
+            Ok(questions_core::ops::Principal::Person(p)) => {
+                app.limits.honour(&token);
                 issued = Some((token, p.person));
-            } else if let Some(c) = client {
-                app.limits.refused(c);
+            }
+            // An agent's token is a token, but it never opens the inbox.
+            Ok(_) => app.limits.honour(&token),
+            Err(_) => {
+                if let Some(c) = client {
+                    app.limits.refused(c);
+                }
             }
         }
     }

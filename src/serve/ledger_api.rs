@@ -40,11 +40,6 @@ pub(super) async fn call(
     body: Body,
 ) -> Result<Response, Failed> {
     let client = conn.0.client();
-    if !app.limits.may_try(client) {
-        return Ok(too_many(
-            "too many refused tokens from this address: wait a minute",
-        ));
-    }
     let token = super::guard::bearer(&headers);
     // A body beyond what anyone may send (a long subagent output to ingest) is read only
     // for a token the ledger issued, looked up first.
@@ -54,21 +49,14 @@ pub(super) async fn call(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .is_some_and(|n| n > BODY_LIMIT as u64);
     let authenticate = |procedure: Procedure| {
-        let given = token.clone();
-        let app = Arc::clone(&app);
-        async move {
-            app.ledger(move |l| ops::authenticate(l, given.as_deref()))
-                .await
-                .map_err(|e| {
-                    if e.code == ErrorCode::Unauthorized {
-                        app.limits.refused(client);
-                    }
-                    Failed::of(procedure)(e)
-                })
-        }
+        let (app, token) = (Arc::clone(&app), token.clone());
+        async move { principal(&app, client, token, procedure).await }
     };
     let (known, limit) = if large {
-        (Some(authenticate(Procedure::Serve).await?), CALL_BODY_LIMIT)
+        match authenticate(Procedure::Serve).await {
+            Ok(who) => (Some(who), CALL_BODY_LIMIT),
+            Err(refused) => return Ok(refused),
+        }
     } else {
         (None, BODY_LIMIT)
     };
@@ -132,18 +120,14 @@ pub(super) async fn call(
     }
     let who = match known {
         Some(who) => who,
-        None => authenticate(procedure).await?,
+        None => match authenticate(procedure).await {
+            Ok(who) => who,
+            Err(refused) => return Ok(refused),
+        },
     };
     let name = holder(&who);
-    if !conn.0.carries(&name) {
-        return Ok(too_many(
-            "too many connections with this token at once: close some, or wait",
-        ));
-    }
-    if !app.limits.may_ask(&name) {
-        return Ok(too_many(
-            "too many refused requests with this token: wait a minute",
-        ));
+    if let Some(busy) = admitted(&app, &conn, &name) {
+        return Ok(busy);
     }
     let refused = |e: Error| {
         if e.code == ErrorCode::Forbidden {
@@ -243,8 +227,75 @@ pub(super) fn holder(who: &ops::Principal) -> String {
     }
 }
 
-/// 429, with the failure document of a usage error: the call may be sent again later.
-pub(super) fn too_many(message: &str) -> Response {
-    let body = ops::failure(Some(Procedure::Serve), &Error::usage(message));
-    (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
+/// Who `token` names, read anew at every call (a revoked one is refused at once), as
+/// `limit` slows a client whose tokens are refused: past its share, a token not honoured
+/// lately waits `TARPIT` before it is looked up, and one refused then is 429. A refusal
+/// is the failure document of `procedure`.
+pub(super) async fn principal(
+    app: &Arc<App>,
+    client: std::net::IpAddr,
+    token: Option<String>,
+    procedure: Procedure,
+) -> Result<ops::Principal, Response> {
+    let slowed = app.limits.wait_before(client, token.as_deref());
+    if !slowed.is_zero() {
+        tokio::time::sleep(slowed).await;
+    }
+    let given = token.clone();
+    match app
+        .ledger(move |l| ops::authenticate(l, given.as_deref()))
+        .await
+    {
+        Ok(who) => {
+            if let Some(token) = &token {
+                app.limits.honour(token);
+            }
+            Ok(who)
+        }
+        Err(e) if e.code == ErrorCode::Unauthorized => {
+            app.limits.refused(client);
+            let wait = app.limits.refused_for(client);
+            if slowed.is_zero() || wait.is_zero() {
+                Err(Failed::of(procedure)(e).into_response())
+            } else {
+                Err(too_many(
+                    "too many refused tokens from this address: a token this server has \
+                     honoured lately is still served at once",
+                    wait,
+                ))
+            }
+        }
+        Err(e) => Err(Failed::of(procedure)(e).into_response()),
+    }
+}
+
+/// Whether a connection with the token `name` is served now: none (`None`), or the 429
+/// that says why and when to send it again.
+pub(super) fn admitted(app: &App, conn: &Conn, name: &str) -> Option<Response> {
+    if !conn.0.carries(name) {
+        return Some(too_many(
+            "too many connections with this token at once: close some, or wait",
+            Duration::from_secs(1),
+        ));
+    }
+    let wait = app.limits.forbidden_for(name);
+    (!wait.is_zero()).then(|| too_many("too many refused requests with this token", wait))
+}
+
+/// 429, with the failure document of `unavailable` (exit 1: not yet, never a usage
+/// error) and the time to wait, in its words and in `Retry-After`: the call may be sent
+/// again then, and a wait goes on after it (`remote`).
+pub(super) fn too_many(message: &str, wait: Duration) -> Response {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let secs = secs.max(1);
+    let err = Error::new(
+        ErrorCode::Unavailable,
+        format!("{message}: try again in {secs} s"),
+    );
+    let body = ops::failure(Some(Procedure::Serve), &err);
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, secs.into());
+    response
 }

@@ -9,10 +9,14 @@
 //! client's count for its token's: at most `MAX_PER_TOKEN` per token, `MAX_WITH_TOKEN` in
 //! all, so a CI runner's thousand waiters behind one address are served while the
 //! unauthenticated keep the limits above. Tokens refused are counted per client too:
-//! after `MAX_REFUSED` in a minute, its next calls are refused at once (429) until the
-//! minute is over. So are a token's requests refused as `forbidden`, each of which
-//! writes a `refused` event: past `MAX_REFUSED` a minute, the token waits (429) and the
-//! history does not fill.
+//! after `MAX_REFUSED` in a minute, the client is slowed, never its holders: a token the
+//! server honoured in the last `HONOURED_FOR` is looked up at once as ever, any other
+//! only after `TARPIT`, and one refused then is answered 429 (`unavailable`, with the time
+//! to wait) until the minute is over. So one job looping on an expired token behind a
+//! proxy never locks out the valid tokens that come through the same address, and a
+//! guesser gets a look a second for each connection it may hold. A token's requests
+//! refused as `forbidden`, each of which writes a `refused` event, are counted per token:
+//! past `MAX_REFUSED` a minute, the token waits (429) and the history does not fill.
 //!
 //! A client is the address a connection comes from: an IPv4 address, or an IPv6 address's
 //! /64 (one machine's usual share; the IPv6 form of an IPv4 address counts as that IPv4
@@ -24,6 +28,7 @@
 //! from any 127.x.y.z, nor against one who holds four addresses' worth of connections.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -41,6 +46,13 @@ pub(super) const MAX_PER_TOKEN: usize = 2048;
 /// The most tokens refused from one client in `REFUSED_WINDOW`.
 pub(super) const MAX_REFUSED: u32 = 20;
 pub(super) const REFUSED_WINDOW: Duration = Duration::from_mins(1);
+/// How long a client past `MAX_REFUSED` waits before a token the server has not honoured
+/// lately is looked up (see the module's comment).
+pub(super) const TARPIT: Duration = Duration::from_secs(1);
+/// How long a token honoured stays known: from a slowed client it is looked up at once.
+pub(super) const HONOURED_FOR: Duration = Duration::from_mins(10);
+/// The most tokens known as honoured at once (older ones are forgotten first).
+const MOST_HONOURED: usize = 4096;
 /// How long a request's header may take to arrive (a connection kept open between
 /// requests waits as long for the next one).
 pub(super) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,6 +67,10 @@ pub(super) struct Limits {
     refused: Mutex<HashMap<IpAddr, (Instant, u32)>>,
     /// Requests refused (`forbidden`) by token: each is a `refused` event in the history.
     forbidden: Mutex<HashMap<String, (Instant, u32)>>,
+    /// The tokens honoured lately, by a keyed hash of their secret (never the secret):
+    /// a hash that collides only spares a wait, the token is still looked up.
+    honoured: Mutex<HashMap<u64, Instant>>,
+    keys: std::collections::hash_map::RandomState,
 }
 
 /// Whose count a connection is in.
@@ -92,6 +108,8 @@ impl Limits {
             by_token: Mutex::new(HashMap::new()),
             refused: Mutex::new(HashMap::new()),
             forbidden: Mutex::new(HashMap::new()),
+            honoured: Mutex::new(HashMap::new()),
+            keys: std::collections::hash_map::RandomState::new(),
         })
     }
 
@@ -135,10 +153,58 @@ impl Limits {
         count(&self.refused, client(peer));
     }
 
-    /// Whether `token` may send a request now: fewer than `MAX_REFUSED` of its requests
-    /// were `forbidden` in the last `REFUSED_WINDOW` (each wrote a `refused` event).
-    pub(super) fn may_ask(&self, token: &str) -> bool {
-        below(&self.forbidden, &token.to_string())
+    /// How long before `peer`'s client may try tokens at once again (zero: it may now).
+    pub(super) fn refused_for(&self, peer: IpAddr) -> Duration {
+        let counts = lock(&self.refused);
+        counts
+            .get(&client(peer))
+            .filter(|&&(_, n)| n >= MAX_REFUSED)
+            .map_or(Duration::ZERO, |(since, _)| {
+                REFUSED_WINDOW.saturating_sub(since.elapsed())
+            })
+    }
+
+    /// How long a call from `peer` with `token` waits before the token is looked up: none,
+    /// unless the client is past `MAX_REFUSED` and the token was not honoured lately.
+    pub(super) fn wait_before(&self, peer: IpAddr, token: Option<&str>) -> Duration {
+        if self.may_try(peer) || token.is_some_and(|t| self.known(t)) {
+            Duration::ZERO
+        } else {
+            TARPIT
+        }
+    }
+
+    /// Remembers `token` as honoured (see `wait_before`).
+    pub(super) fn honour(&self, token: &str) {
+        let mut honoured = lock(&self.honoured);
+        let now = Instant::now();
+        if honoured.len() >= MOST_HONOURED {
+            honoured.retain(|_, at| now.duration_since(*at) < HONOURED_FOR);
+            if honoured.len() >= MOST_HONOURED {
+                honoured.clear();
+            }
+        }
+        honoured.insert(self.keys.hash_one(token.trim()), now);
+    }
+
+    fn known(&self, token: &str) -> bool {
+        lock(&self.honoured)
+            .get(&self.keys.hash_one(token.trim()))
+            .is_some_and(|at| at.elapsed() < HONOURED_FOR)
+    }
+
+    /// How long before `token` may send a request again: zero while fewer than
+    /// `MAX_REFUSED` of its requests were `forbidden` in the last `REFUSED_WINDOW` (each
+    /// wrote a `refused` event).
+    pub(super) fn forbidden_for(&self, token: &str) -> Duration {
+        if below(&self.forbidden, &token.to_string()) {
+            return Duration::ZERO;
+        }
+        lock(&self.forbidden)
+            .get(token)
+            .map_or(Duration::ZERO, |(since, _)| {
+                REFUSED_WINDOW.saturating_sub(since.elapsed())
+            })
     }
 
     /// Counts a request of `token` refused as `forbidden`.
@@ -338,6 +404,22 @@ mod token_tests {
         assert!(
             limits.may_try("192.0.2.2".parse().unwrap()),
             "another client"
+        );
+        assert!(limits.refused_for(peer) > Duration::from_secs(50));
+        assert_eq!(
+            limits.refused_for("192.0.2.2".parse().unwrap()),
+            Duration::ZERO
+        );
+        // The client is slowed, not the holders of the tokens the server honours.
+        assert_eq!(limits.wait_before(peer, Some("qtok_guess")), TARPIT);
+        assert_eq!(limits.wait_before(peer, None), TARPIT);
+        limits.honour("qtok_valid");
+        assert_eq!(limits.wait_before(peer, Some("qtok_valid")), Duration::ZERO);
+        assert_eq!(limits.wait_before(peer, Some("qtok_guess")), TARPIT);
+        assert!(
+            !lock(&limits.honoured).is_empty()
+                && !format!("{:?}", lock(&limits.honoured)).contains("valid"),
+            "the secret itself is never kept"
         );
     }
 }

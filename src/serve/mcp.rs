@@ -12,15 +12,14 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Extension;
 use axum::Router;
 
-use super::api::Failed;
 use super::limit::Conn;
 use super::{App, BODY_LIMIT};
-use questions_core::error::{ErrorCode, Result};
-use questions_core::ops::{self, Procedure};
+use questions_core::error::Result;
+use questions_core::ops::Procedure;
 
 /// The `/mcp` route: rmcp's service behind the token check.
 pub(super) fn routes(app: &Arc<App>) -> Result<Router<Arc<App>>> {
@@ -42,34 +41,14 @@ async fn authenticate(
     next: Next,
 ) -> Response {
     let client = conn.0.client();
-    if !app.limits.may_try(client) {
-        return super::ledger_api::too_many(
-            "too many refused tokens from this address: wait a minute",
-        );
-    }
     let token = super::guard::bearer(request.headers());
-    let who = app
-        .ledger(move |l| ops::authenticate(l, token.as_deref()))
-        .await;
-    let who = match who {
+    let who = match super::ledger_api::principal(&app, client, token, Procedure::Serve).await {
         Ok(who) => who,
-        Err(e) => {
-            if e.code == ErrorCode::Unauthorized {
-                app.limits.refused(client);
-            }
-            return Failed::of(Procedure::Serve)(e).into_response();
-        }
+        Err(refused) => return refused,
     };
     let name = super::ledger_api::holder(&who);
-    if !conn.0.carries(&name) {
-        return super::ledger_api::too_many(
-            "too many connections with this token at once: close some, or wait",
-        );
-    }
-    if !app.limits.may_ask(&name) {
-        return super::ledger_api::too_many(
-            "too many refused requests with this token: wait a minute",
-        );
+    if let Some(busy) = super::ledger_api::admitted(&app, &conn, &name) {
+        return busy;
     }
     request.extensions_mut().insert(who);
     let limits = Arc::clone(&app.limits);
