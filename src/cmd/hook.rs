@@ -591,25 +591,31 @@ fn answered(
     if choices.is_empty() {
         return end(ledger, caller, harness, call, Vec::new());
     }
-    if super::is_served() {
-        // What the person chose in the card is an answer, which only a person's token
-        // records; the agent has it from its own tool.
-        end(ledger, caller, harness, call, Vec::new())?;
-        return Err(Error::usage(
-            "the answers from the harness's card are not recorded over https://: an \
-             agent's token never answers (the agent has them from its own tool)",
-        ));
-    }
     // The card showed these questions: the call's own, found by its key just now.
     let shown = ops::Shown::all(None, &questions);
-    let asked = ops::record_choices(
-        ledger,
-        &caller,
-        stage,
-        &choices,
-        &shown,
-        ops::Together::Each,
-    )?;
+    let asked = if super::is_served() {
+        // Over https:// the server decides who chose: with an agent's token, the card is
+        // the host's claim (`host:NAME`, as an MCP form's), which never settles an
+        // approval; with a person's token, that person's.
+        let req = ops::Request::Elicited {
+            stage: stage.to_string(),
+            chosen: choices,
+            shown,
+        };
+        super::take!(
+            super::door_reply(ledger, caller.clone(), req, None)?,
+            ops::Reply::Elicited
+        )
+    } else {
+        ops::record_choices(
+            ledger,
+            &caller,
+            stage,
+            &choices,
+            &shown,
+            ops::Together::Each,
+        )?
+    };
     end(ledger, caller, harness, call, Vec::new())?;
     if asked.not_recorded.is_empty() {
         return Ok(());

@@ -135,6 +135,8 @@ struct Project {
     /// PATH's `questions` on this machine, as `init` names it in a project's files: the
     /// binary under test.
     bin: tempfile::TempDir,
+    /// What Claude Code's environment holds beyond its own (a server's URL and token).
+    env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Project {
@@ -148,6 +150,7 @@ impl Project {
             dir,
             home: tempfile::tempdir().unwrap(),
             bin,
+            env: Vec::new(),
         };
         let init = project.questions(&["init", "claude-code"]);
         assert_eq!(init.code, 0, "{init:?}");
@@ -224,6 +227,7 @@ impl Project {
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1")
             .env("QUESTIONS_USER", "dana")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -487,6 +491,73 @@ fn sqlite_only_unanswered_questions_fall_through_to_the_card_and_its_answers_are
     assert_eq!(all[2]["answered_by"], "dana");
     assert_eq!(all[3]["selected"], json!(["Search", "Export"]));
     assert_eq!(all[3]["channel"], "claude-code");
+}
+
+/// A laptop's hooks logging to the team's server with an agent token: what the person
+/// chooses in the card reaches the model, and is recorded as the host's claim
+/// (`host:NAME`), never as a person's answer the token could not prove.
+#[test]
+#[cfg(feature = "remote")]
+fn sqlite_only_over_https_with_an_agent_token_the_card_s_answers_are_the_host_s_claim() {
+    crate::sqlite_only!();
+    if claude().is_none() {
+        return;
+    }
+    let l = crate::common::Ledger::new();
+    let Some((ca, leaf, key)) = crate::common::throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = l.ok([
+        "token",
+        "create",
+        "laptop",
+        "--agent",
+        "--stages",
+        "claude-code",
+    ])["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = crate::remote::served_tls(&l, &leaf, &key, &[]);
+    let _one = ONE_CLAUDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut project = Project::new();
+    project.env = vec![
+        ("QUESTIONS_DB".into(), s.base().into()),
+        ("QUESTIONS_TOKEN".into(), agent.clone().into()),
+        ("QUESTIONS_CA".into(), ca.clone().into()),
+    ];
+    let model = Model::start();
+    let answers = json!({DATABASE: "PostgreSQL", FEATURES: "Search, Export"});
+    let requests = project.turn(&model, Some(answers));
+    assert_eq!(requests.len(), 1, "the card was shown: {requests:?}");
+    let text = tool_result_text(&model.results()[0]);
+    assert!(
+        text.contains("\"PostgreSQL\""),
+        "the model has the answer: {text}"
+    );
+    let all = l.ok(["list"])["questions"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 2, "logged on the server: {all:?}");
+    assert_eq!(all[0]["answer"], "PostgreSQL", "{all:?}");
+    assert_eq!(all[1]["selected"], json!(["Search", "Export"]), "{all:?}");
+    for q in &all {
+        assert_eq!(q["answered_by"], "host:laptop", "{q}");
+        assert_eq!(q["channel"], "elicitation", "{q}");
+    }
+    assert_eq!(
+        project.all().len(),
+        0,
+        "nothing in the project's own ledger"
+    );
+    for (path, text) in std::fs::read_dir(project.dir.path().join(".claude"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| Some((e.path(), std::fs::read_to_string(e.path()).ok()?)))
+    {
+        assert!(!text.contains(&agent), "{path:?} holds the token");
+    }
 }
 
 #[test]

@@ -310,7 +310,7 @@ const REMOTE_WITHOUT_MCP: &str = "the MCP server entry is left out: `questions m
 /// environment's, never a file's.
 const REMOTE_TOKEN: &str = "set QUESTIONS_TOKEN to an agent token ('questions token create \
      NAME --agent --stages …' where the ledger is) in the environment the harness runs in, as \
-     a secret of the sandbox or the job: init writes no token into any file";
+     a secret of the sandbox or the job: init writes no token into any file. What a person      chooses in the harness's own card then reaches the agent and is recorded as the host's      claim (host:NAME), which settles no approval; answers only a person's token records are      theirs";
 
 /// A server's `/mcp` as `init --url` writes it into a host's config, and the environment
 /// variable the host reads the token from: the token itself is never written.
