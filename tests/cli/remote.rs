@@ -1723,3 +1723,154 @@ fn remote_an_agent_renders_its_stage_for_its_asking_tool_and_no_other() {
         "{refused:?}"
     );
 }
+
+/// An approval an agent logs over the wire is requested by its token, whatever user the
+/// sandbox runs as: nobody's vote is taken away by the machine it runs on, and an agent
+/// naming someone else as the requester is refused (that is a person's choice).
+#[test]
+fn remote_tls_an_agent_s_approval_is_requested_by_its_token_and_takes_no_one_s_vote() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci", "--agent", "--stages", "ci-*"]);
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    let as_root = |args: &[&str]| {
+        let mut cmd = bare_command(l.dir.path());
+        cmd.env("QUESTIONS_DB", &base)
+            .env("QUESTIONS_TOKEN", &agent)
+            .env("QUESTIONS_CA", &ca)
+            .env("USER", "root")
+            .env("LOGNAME", "root")
+            .env("QUESTIONS_USER", "root")
+            .env_remove("QUESTIONS_TOKEN_FILE")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .args(args);
+        finish(cmd)
+    };
+    let approval = [
+        "log",
+        "--stage",
+        "ci-b",
+        "--question",
+        "Ship?",
+        "--approval",
+        "--approvers",
+        "dana,erin,root",
+        "--min",
+        "2",
+    ];
+    let logged = as_root(&approval);
+    assert_eq!(logged.code, 0, "{logged:?}");
+    let id = logged.json["question_id"].as_i64().unwrap();
+    let state = l.question(id)["approval"].clone();
+    assert_eq!(state["requester"], "ci", "{state}");
+    assert_eq!(
+        state["approvers"],
+        json!(["dana", "erin", "root"]),
+        "{state}"
+    );
+    // root may vote: it is a person here, not the sandbox's user.
+    let root = token(&l, &["root-phone", "--person", "root"]);
+    let voted = over_tls(
+        &l,
+        &base,
+        &root,
+        Some(&ca),
+        &["approve", "--id", &id.to_string()],
+    );
+    assert_eq!(voted.code, 0, "{voted:?}");
+
+    let mut named = approval.to_vec();
+    named[4] = "Ship 2?";
+    named.extend(["--requester", "dana"]);
+    let refused = as_root(&named);
+    assert_eq!(
+        (refused.code, refused.error_code()),
+        (2, "forbidden"),
+        "{refused:?}"
+    );
+    assert!(refused.json["error"].as_str().unwrap().contains("'dana'"));
+    let mut own = approval.to_vec();
+    own[4] = "Ship 3?";
+    own.extend(["--requester", "ci"]);
+    assert_eq!(as_root(&own).code, 0, "naming itself names no one else");
+    assert_eq!(l.ok(["list", "--stage", "ci-b"])["count"], 2);
+}
+
+/// One job looping on a bad token behind the team's address never stops the valid tokens
+/// that come through it: the guesses past the limit are `unavailable` (exit 1, not a usage
+/// error), and a person's `list` and an agent's `check --wait` are served.
+#[test]
+fn remote_tls_guessed_tokens_from_one_address_never_stop_the_valid_ones() {
+    let l = Ledger::new();
+    let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
+        crate::common::skip("openssl cannot make a throw-away CA here");
+        return;
+    };
+    let agent = token(&l, &["ci-runner", "--agent", "--stages", "ci-*"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let id = l.log("ci-a", "Ship?");
+    let s = served_tls(&l, &leaf, &key, &[]);
+    let base = s.base();
+    for n in 0..25 {
+        let guess = format!("qtok_{n:064x}");
+        let run = over_tls(&l, &base, &guess, Some(&ca), &["list"]);
+        let expected = if n < 20 {
+            (2, "unauthorized")
+        } else {
+            (1, "unavailable")
+        };
+        assert_eq!((run.code, run.error_code()), expected, "{n}: {run:?}");
+        if n >= 20 {
+            assert!(run.json["error"].as_str().unwrap().contains("try again in"));
+        }
+    }
+    let listed = over_tls(&l, &base, &dana, Some(&ca), &["list"]);
+    assert_eq!(
+        (listed.code, &listed.json["count"]),
+        (0, &json!(1)),
+        "{listed:?}"
+    );
+    let waiter = Background::start(
+        &l,
+        &base,
+        &agent,
+        &ca,
+        &["check", "--stage", "ci-a", "--wait", "--timeout", "300"],
+    );
+    // The waiter is served: its token is used, and the answer then opens its gate.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["token", "list"])["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["name"] != "ci-runner" || t["last_used_at"].is_null())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiter never called"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let answered = over_tls(
+        &l,
+        &base,
+        &dana,
+        Some(&ca),
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    let (code, out, err) = waiter.output();
+    let gate: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(
+        (code, gate["gate"].clone()),
+        (Some(0), json!("pass")),
+        "{gate} {err}"
+    );
+}
