@@ -1149,15 +1149,10 @@ fn every_request_reads_back_as_it_was_written() {
             ..PersonsChange::of(9, answer("x"))
         }),
     ]);
-    // A form's answers are the front end's that showed it: never sent over a wire.
-    let (kept, off_the_wire): (Vec<Request>, Vec<Request>) = all
-        .into_iter()
-        .partition(|r| !matches!(r, Request::Elicited { .. }));
-    assert!(!off_the_wire.is_empty());
-    for req in off_the_wire {
-        assert!(serde_json::to_string(&req).is_err(), "{req:?}");
-    }
-    for req in kept {
+    // A form's answers cross the wire too (a harness's card, from its hook): the door
+    // decides whose they are.
+    assert!(all.iter().any(|r| matches!(r, Request::Elicited { .. })));
+    for req in all {
         let text = serde_json::to_string(&req).unwrap();
         let back: Request = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
