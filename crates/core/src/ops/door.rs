@@ -683,21 +683,6 @@ fn as_agent(
             ),
         );
     }
-    // An approval an agent logs is its own request: naming someone else as its requester
-    // would take that person's vote away, which only a person may choose to do.
-    if let Some(named) = requesters(&req).find(|r| *r != agent.name.trim()) {
-        return refuse(
-            ledger,
-            who,
-            &req,
-            0,
-            &format!(
-                "an agent token logs an approval as its own request ('{}'): it may not name \
-                 '{named}' as the requester, who could then not vote on it",
-                agent.name
-            ),
-        );
-    }
     match req {
         Request::Log {
             mut draft,
@@ -1065,27 +1050,6 @@ fn watcher_of(token: &str, request: Request) -> Request {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WatcherAt {
     pub saved: bool,
-}
-
-/// The requesters the approvals of a request name (none named: a blank, left out), as a
-/// client sends them; over a wire the client names none unless its user did.
-fn requesters(req: &Request) -> impl Iterator<Item = &str> {
-    let drafts: Vec<&Draft> = match req {
-        Request::Log { draft, .. } => vec![draft],
-        Request::LogAll { drafts } => drafts.iter().collect(),
-        Request::HarnessCall { questions, .. } => questions.iter().collect(),
-        _ => Vec::new(),
-    };
-    let ingested = match req {
-        Request::Ingest { approval, .. } => approval.as_ref(),
-        _ => None,
-    };
-    drafts
-        .into_iter()
-        .filter_map(|d| d.approval.as_ref())
-        .chain(ingested)
-        .map(|a| a.requester.trim())
-        .filter(|r| !r.is_empty())
 }
 
 /// An approval logged through a token names the token's holder as who logged it (never a

@@ -188,27 +188,6 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
             detail: serde_json::json!({ "harness": "claude-code" }),
             key: None,
         },
-        // An approval naming another requester, who could then not vote on it.
-        Request::Log {
-            draft: approval_of("ci-build", "rex"),
-            expiry: Expiry::default(),
-            allow_duplicate: false,
-            key: None,
-        },
-        Request::LogAll {
-            drafts: vec![
-                draft("ci-build", "Which runner?"),
-                approval_of("ci-build", "dana"),
-            ],
-        },
-        Request::Ingest {
-            stage: "ci-build".into(),
-            text: r#"{"questions": [{"question": "Ship it?"}]}"#.into(),
-            only: None,
-            expiry: Expiry::default(),
-            approval: approval_of("ci-build", "dana").approval,
-            key: None,
-        },
         // A stage whose gate a required question still holds.
         Request::Clear {
             stage: "ci-build".into(),
@@ -328,15 +307,6 @@ fn forbidden_to_agents(inside: i64, outside: i64, approval: i64) -> Vec<Request>
         },
     ])
     .collect()
-}
-
-/// A question of `stage` that is an approval asking dana, rex and erin, as `requester`
-/// asks it.
-fn approval_of(stage: &str, requester: &str) -> Draft {
-    let mut d = draft(stage, "Ship the build?");
-    let approvers = ["dana".into(), "rex".into(), "erin".into()];
-    d.approval = Some(Approval::new(&approvers, 1, Some(requester), requester).unwrap());
-    d
 }
 
 fn text_input(text: &str) -> AnswerInput {
@@ -699,8 +669,9 @@ on_every_engine!(
             },
         )
         .unwrap_err();
-        // Naming dana as the requester would take her vote away: an agent may not.
-        assert_eq!(err.code, ErrorCode::Forbidden, "{}", err.message);
+        // dana stays the requester the request named; the token is the logger: neither
+        // votes, so no approver is left.
+        assert_eq!(err.code, ErrorCode::Usage, "{}", err.message);
         q.approval = Some(Approval {
             requester: String::new(),
             logged_by: Some("dana".into()),
