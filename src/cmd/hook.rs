@@ -593,29 +593,18 @@ fn answered(
     }
     // The card showed these questions: the call's own, found by its key just now.
     let shown = ops::Shown::all(None, &questions);
-    let asked = if super::is_served() {
-        // Over https:// the server decides who chose: with an agent's token, the card is
-        // the host's claim (`host:NAME`, as an MCP form's), which never settles an
-        // approval; with a person's token, that person's.
-        let req = ops::Request::Elicited {
-            stage: stage.to_string(),
-            chosen: choices,
-            shown,
-        };
-        super::take!(
-            super::door_reply(ledger, caller.clone(), req, None)?,
-            ops::Reply::Elicited
-        )
-    } else {
-        ops::record_choices(
-            ledger,
-            &caller,
-            stage,
-            &choices,
-            &shown,
-            ops::Together::Each,
-        )?
+    // Through the door, on a file and over https:// alike: there the server decides who
+    // chose (with an agent's token, the host's claim `host:NAME`, as an MCP form's, which
+    // never settles an approval; with a person's, that person).
+    let req = ops::Request::Elicited {
+        stage: stage.to_string(),
+        chosen: choices,
+        shown,
     };
+    let asked = super::take!(
+        super::door_reply(ledger, caller.clone(), req, None)?,
+        ops::Reply::Elicited
+    );
     end(ledger, caller, harness, call, Vec::new())?;
     if asked.not_recorded.is_empty() {
         return Ok(());

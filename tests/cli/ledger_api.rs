@@ -389,14 +389,7 @@ fn what_takes_direct_access_is_forbidden_over_the_wire_to_every_token() {
         (tokens, l.ok(["people", "list"]))
     };
     let was = before(&l);
-    let refusals = |l: &Ledger| -> Vec<Value> {
-        let out = l.command().args(["events"]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|line| serde_json::from_str::<Value>(line).unwrap())
-            .filter(|e| e["event"] == "refused")
-            .collect()
-    };
+    let refusals = crate::mcp_http::refusals;
     for (holder, name) in [(&agent, "ci-runner"), (&dana, "dana")] {
         for body in &requests {
             let (status, doc) = call(&s, Some(holder), body);

@@ -87,7 +87,7 @@ fn forbidden(result: &Value, words: &str) {
 }
 
 /// The `refused` events of the ledger, as `events` prints them.
-fn refusals(l: &Ledger) -> Vec<Value> {
+pub(crate) fn refusals(l: &Ledger) -> Vec<Value> {
     let out = l.command().args(["events"]).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -1096,6 +1096,24 @@ impl Drop for Background {
 }
 
 /// Kills `s` at once (SIGKILL: a crash, not a clean stop); its port.
+/// Waits (a minute at most) until the ledger says the token `name` was used: a caller's
+/// first request has reached the server.
+fn wait_for_first_use(l: &Ledger, name: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
+    while l.ok(["token", "list"])["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["name"] != name || t["last_used_at"].is_null())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "'{name}' never called"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 fn crash(s: Served) -> u16 {
     let port = s.port;
     let _ = std::process::Command::new("kill")
@@ -1196,19 +1214,7 @@ fn remote_a_check_wait_over_https_survives_a_server_restart_and_passes_on_the_an
         ],
     );
     // The waiter's first poll has reached the server once its token was used.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-    while l.ok(["token", "list"])["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|t| t["name"] != "ci-runner" || t["last_used_at"].is_null())
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the waiter never called"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_first_use(&l, "ci-runner");
     // The server crashes, and is back only after the waiter has said it is out of reach.
     let port = crash(s);
     waiter.wait_to_say("waiting on, and trying again");
@@ -1854,19 +1860,7 @@ fn remote_tls_guessed_tokens_from_one_address_never_stop_the_valid_ones() {
         &["check", "--stage", "ci-a", "--wait", "--timeout", "300"],
     );
     // The waiter is served: its token is used, and the answer then opens its gate.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_mins(1);
-    while l.ok(["token", "list"])["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|t| t["name"] != "ci-runner" || t["last_used_at"].is_null())
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the waiter never called"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_first_use(&l, "ci-runner");
     let answered = over_tls(
         &l,
         &base,
