@@ -969,6 +969,35 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert's certificate, read again when it changes
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Believe Forwarded and X-Forwarded-For/-Proto/-Host only from these addresses or
+    /// ranges (CIDR, comma-separated): the proxies in front of this server
+    #[arg(long, value_name = "CIDR,…")]
+    pub trusted_proxy: Vec<String>,
+    /// The server as its users reach it (https://questions.example.com): its host passes
+    /// the Host check, and printed URLs and cookies use it
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// One line a request on stderr: text, json, or none
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: LogFormat,
+    /// On SIGTERM, how long /readyz says 503 while requests are still served, so that
+    /// a load balancer takes this server out first
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub drain_seconds: u64,
+    /// Serve /metrics with no token on this address alone (keep it private)
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_bind: Option<std::net::SocketAddr>,
+}
+
+/// How `serve` writes its request log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    // `TIME CLIENT METHOD PATH STATUS MS who=NAME role=ROLE`.
+    Text,
+    // One JSON object a line.
+    Json,
+    // No request log.
+    None,
 }
 
 /// The body a webhook gets (`watch --format`; the variants' comments are not doc

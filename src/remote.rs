@@ -191,6 +191,17 @@ impl Remote {
                     std::thread::sleep(wait);
                     continue;
                 }
+                // A server that stops let go of the wait: it is sent again (through a
+                // load balancer, to another server), with nothing to say.
+                Err(Attempt::Elsewhere(e, wait)) => {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now + wait >= d) {
+                        return Err(e);
+                    }
+                    reach.reached = true;
+                    std::thread::sleep(wait);
+                    continue;
+                }
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
@@ -239,8 +250,9 @@ impl Remote {
             match sent {
                 Ok(mut reply) => {
                     let status = reply.status().as_u16();
-                    // A call the server slowed (429) names when to send it again.
-                    let busy_for = (status == 429)
+                    // A call the server slowed (429), or let go of as it stops (503),
+                    // names when to send it again.
+                    let busy_for = (status == 429 || status == 503)
                         .then(|| reply.headers().get("retry-after"))
                         .flatten()
                         .and_then(|v| v.to_str().ok())
@@ -256,6 +268,9 @@ impl Remote {
                     // Unavailable (a server whose database is out of reach, a proxy's
                     // page while it restarts) may pass; any other refusal is final.
                     return self.document(status, &text).map_err(|e| match busy_for {
+                        Some(wait) if e.code == ErrorCode::Unavailable && status == 503 => {
+                            Attempt::Elsewhere(e, wait)
+                        }
                         Some(wait) if e.code == ErrorCode::Unavailable => Attempt::Busy(e, wait),
                         _ if e.code == ErrorCode::Unavailable => Attempt::Lost(e),
                         _ => Attempt::Final(e),
@@ -325,12 +340,18 @@ enum Attempt {
     Final(Error),
     /// The server answered that the call is to be sent again after a while (429).
     Busy(Error, Duration),
+    /// The server is stopping (503 with `Retry-After`): send it again after a while.
+    Elsewhere(Error, Duration),
 }
 
 impl Attempt {
     fn error(self) -> Error {
         match self {
-            Attempt::Cut(e) | Attempt::Lost(e) | Attempt::Final(e) | Attempt::Busy(e, _) => e,
+            Attempt::Cut(e)
+            | Attempt::Lost(e)
+            | Attempt::Final(e)
+            | Attempt::Busy(e, _)
+            | Attempt::Elsewhere(e, _) => e,
         }
     }
 }

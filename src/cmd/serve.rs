@@ -1,5 +1,5 @@
 use super::{Outcome, Who};
-use crate::cli::ServeArgs;
+use crate::cli::{LogFormat, ServeArgs};
 use crate::serve;
 use questions_core::error::Result;
 use questions_core::model::Channel;
@@ -33,6 +33,15 @@ pub(super) fn run(ledger: &mut Ledger, who: &Who, args: ServeArgs) -> Result<Out
                 (Some(cert), Some(key)) => Some(serve::tls::Files { cert, key }),
                 _ => None,
             },
+            trusted_proxy: args.trusted_proxy,
+            public_url: args.public_url,
+            log: match args.log_format {
+                LogFormat::Text => serve::LogFormat::Text,
+                LogFormat::Json => serve::LogFormat::Json,
+                LogFormat::None => serve::LogFormat::None,
+            },
+            drain: std::time::Duration::from_secs(args.drain_seconds),
+            metrics_bind: args.metrics_bind,
         },
     )?;
     Ok(Outcome::text(String::new()))

@@ -80,7 +80,10 @@ impl IntoResponse for Failed {
     fn into_response(self) -> Response {
         let body =
             ops::failure(Some(self.procedure), &self.error).on_record(self.on_record.as_deref());
-        json(status_of(self.error.code), crate::output::pretty(&body))
+        let mut response = json(status_of(self.error.code), crate::output::pretty(&body));
+        // The metrics count refusals by code (see `metrics`).
+        response.extensions_mut().insert(self.error.code);
+        response
     }
 }
 

@@ -37,8 +37,8 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
     // not even looked up.
     let client = request
         .extensions()
-        .get::<super::limit::Conn>()
-        .map(|conn| conn.0.client());
+        .get::<super::proxy::Seen>()
+        .map(|seen| seen.client);
     // The ledger's API and MCP read their tokens themselves, and the assets need none:
     // neither is looked up here.
     let path = request.uri().path();
@@ -65,6 +65,9 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
         {
             Ok(questions_core::ops::Principal::Person(p)) => {
                 app.limits.honour(&token);
+                if let Some(actor) = request.extensions().get::<super::reqlog::Actor>() {
+                    actor.set(&p.name, "person");
+                }
                 issued = Some((token, p.person));
             }
             // An agent's token is a token, but it never opens the inbox.
@@ -94,6 +97,14 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
                 .or_else(|| cookie(request.headers(), &cookie_name(&app)))
                 .and_then(|t| holder(&t))
                 .flatten();
+            if let Some(actor) = request.extensions().get::<super::reqlog::Actor>() {
+                if actor.get().is_none() && !is_ledger_route(request.uri().path()) {
+                    match &person {
+                        Some(name) => actor.set(name, "person"),
+                        None => actor.set("", "operator"),
+                    }
+                }
+            }
             request.extensions_mut().insert(Person(person));
             next.run(request).await
         }
@@ -123,11 +134,12 @@ fn check(
     holder: &dyn Fn(&str) -> Option<Option<String>>,
 ) -> Result<Option<Response>, Refusal> {
     let headers = request.headers();
-    if !host_allowed(app, headers) {
+    let seen = request.extensions().get::<super::proxy::Seen>();
+    if !host_allowed(app, headers, seen) {
         return Err(refuse(
             StatusCode::FORBIDDEN,
-            "the Host header names neither this server's address nor localhost; open the \
-             URL that 'questions serve' printed",
+            "the Host header names neither this server's address, its --public-url nor \
+             localhost; open the URL that 'questions serve' printed",
         ));
     }
     let length = headers
@@ -153,7 +165,7 @@ fn check(
         // anew at every request (a revoked one is refused at once): not this server's. A
         // browser on another site may not send one either (nor open MCP's event stream).
         if request.method() != Method::GET && request.method() != Method::HEAD || path == "/mcp" {
-            cross_origin(app, headers)?;
+            cross_origin(app, headers, seen)?;
         }
         return Ok(None);
     }
@@ -180,7 +192,7 @@ fn check(
         ));
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
-        cross_origin(app, headers)?;
+        cross_origin(app, headers, seen)?;
     }
     Ok(None)
 }
@@ -202,8 +214,14 @@ fn welcome(app: &App, request: &Request) -> Response {
     }
     // The token given: the server's, or a person's (`--users`).
     let given = query_token(request.uri().query()).unwrap_or_else(|| app.token.clone());
-    // Over TLS, the browser never sends it back in plain text.
-    let secure = if app.tls { "; Secure" } else { "" };
+    // Over TLS (here, at the proxy, or the public URL's), the browser never sends it back
+    // in plain text.
+    let seen = request.extensions().get::<super::proxy::Seen>();
+    let secure = if scheme(app, seen) == "https" {
+        "; Secure"
+    } else {
+        ""
+    };
     let cookie = format!(
         "{}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
         cookie_name(app),
@@ -226,7 +244,11 @@ fn cookie_name(app: &App) -> String {
 /// `Sec-Fetch-Site` (every current browser) decides; without it, `Origin` must be this
 /// server. A client that sends neither is not a browser, and it needed the token anyway.
 /// (`Origin` alone is not enough: Chromium sends `Origin: null` with same-origin forms.)
-fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
+fn cross_origin(
+    app: &App,
+    headers: &HeaderMap,
+    seen: Option<&super::proxy::Seen>,
+) -> Result<(), Refusal> {
     let refused = || {
         refuse(
             StatusCode::FORBIDDEN,
@@ -240,23 +262,43 @@ fn cross_origin(app: &App, headers: &HeaderMap) -> Result<(), Refusal> {
         };
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
+        let host = seen
+            .and_then(|s| s.host.as_deref())
+            .or_else(|| headers.get(header::HOST).and_then(|h| h.to_str().ok()))
             .unwrap_or("");
-        let scheme = if app.tls { "https" } else { "http" };
-        let expected = format!("{scheme}://{host}");
-        if origin.to_str().ok() != Some(expected.as_str()) || !host_is_allowed(app, host) {
+        let expected = format!("{}://{host}", scheme(app, seen));
+        let origin = origin.to_str().ok().unwrap_or("");
+        if !origin.eq_ignore_ascii_case(&expected) || !host_is_allowed(app, host) {
             return Err(refused());
         }
     }
     Ok(())
 }
 
-fn host_allowed(app: &App, headers: &HeaderMap) -> bool {
+/// The scheme the client used: a trusted proxy's word, else this server's own (over
+/// TLS, https), else the public URL's.
+fn scheme(app: &App, seen: Option<&super::proxy::Seen>) -> &'static str {
+    match seen.and_then(|s| s.proto.as_deref()) {
+        Some("https") => "https",
+        Some(_) => "http",
+        None if app.tls || app.front.public.as_ref().is_some_and(|p| p.https) => "https",
+        None => "http",
+    }
+}
+
+/// Routes that read the ledger's tokens themselves (and name who made the request).
+fn is_ledger_route(path: &str) -> bool {
+    path == "/v1/call" || path == "/mcp" || path.starts_with("/mcp/")
+}
+
+fn host_allowed(app: &App, headers: &HeaderMap, seen: Option<&super::proxy::Seen>) -> bool {
     // Two Host headers: which one a proxy in front read is anyone's guess.
     if headers.get_all(header::HOST).iter().count() != 1 {
         return false;
+    }
+    // The Host the client sent, as a trusted proxy reports it; else the request's own.
+    if let Some(host) = seen.and_then(|s| s.host.as_deref()) {
+        return host_is_allowed(app, host);
     }
     headers
         .get(header::HOST)
@@ -271,6 +313,9 @@ fn host_allowed(app: &App, headers: &HeaderMap) -> bool {
 /// another site's name refuses the certificate, so no page of that site gets here. A
 /// port left out is the scheme's own (443 over TLS).
 fn host_is_allowed(app: &App, host: &str) -> bool {
+    if app.front.public.as_ref().is_some_and(|p| p.names(host)) {
+        return true;
+    }
     let (name, port) = match host.rsplit_once(':') {
         Some((name, port)) if !port.contains(']') => (name, port.parse::<u16>().ok()),
         _ => (host, Some(if app.tls { 443 } else { 80 })),
@@ -331,6 +376,17 @@ fn refuse(status: StatusCode, message: &'static str) -> Refusal {
     Refusal { status, message }
 }
 
+/// The error code a refusal stands for, as the metrics count it.
+fn refusal_code(status: StatusCode) -> questions_core::error::ErrorCode {
+    use questions_core::error::ErrorCode;
+    match status {
+        StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+        StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+        StatusCode::NOT_FOUND => ErrorCode::NotFound,
+        _ => ErrorCode::Usage,
+    }
+}
+
 impl Refusal {
     fn page(self) -> Response {
         let body = format!(
@@ -340,12 +396,14 @@ impl Refusal {
              </head><body><main><p class=\"flash failed\" role=\"alert\">{}</p></main></body></html>\n",
             crate::page::esc(self.message)
         );
-        (
+        let mut response = (
             self.status,
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
             body,
         )
-            .into_response()
+            .into_response();
+        response.extensions_mut().insert(refusal_code(self.status));
+        response
     }
 }
 
@@ -353,6 +411,8 @@ impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         let err = questions_core::error::Error::usage(self.message);
         let body = questions_core::ops::failure(Some(questions_core::ops::Procedure::Serve), &err);
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        response.extensions_mut().insert(refusal_code(self.status));
+        response
     }
 }

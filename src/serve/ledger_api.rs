@@ -36,10 +36,12 @@ pub(super) const LONGEST_WAIT: Duration = Duration::from_secs(50);
 pub(super) async fn call(
     State(app): State<Arc<App>>,
     Extension(conn): Extension<Conn>,
+    Extension(seen): Extension<super::proxy::Seen>,
+    Extension(actor): Extension<super::reqlog::Actor>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failed> {
-    let client = conn.0.client();
+    let client = seen.client;
     let token = super::guard::bearer(&headers);
     // A body beyond what anyone may send (a long subagent output to ingest) is read only
     // for a token the ledger issued, looked up first.
@@ -125,6 +127,7 @@ pub(super) async fn call(
             Err(refused) => return Ok(refused),
         },
     };
+    actor.principal(&who);
     let name = holder(&who);
     if let Some(busy) = admitted(&app, &conn, &name) {
         return Ok(busy);
@@ -136,10 +139,15 @@ pub(super) async fn call(
         Failed::of(procedure)(e)
     };
     let mut reply = match held {
-        Some(wait) => long_poll(&app, who, req, wait).await,
-        None => app.ledger(move |l| ops::call(l, &who, req)).await,
-    }
-    .map_err(refused)?;
+        Some(wait) => match long_poll(&app, who, req, wait).await.map_err(refused)? {
+            Some(reply) => reply,
+            None => return Ok(draining()),
+        },
+        None => app
+            .ledger(move |l| ops::call(l, &who, req))
+            .await
+            .map_err(refused)?,
+    };
     if let ops::Reply::Info(info) = &mut reply {
         // Where the server keeps the ledger is the server's business: the client names
         // the URL it called.
@@ -154,15 +162,21 @@ pub(super) async fn call(
 /// applied, a reset), its deadline, or the server stopping; a look that finds nothing yet
 /// is the core's to say (a gate's report `timed_out`, a page of no events). A thousand
 /// waiters are a thousand futures.
+///
+/// From the signal to stop on (`draining`), a wait is not held: a look that finds
+/// nothing yet is `None`, which the client is told to send again elsewhere (see
+/// `draining`).
 async fn long_poll(
     app: &Arc<App>,
     who: ops::Principal,
     req: Request,
     wait: Duration,
-) -> questions_core::error::Result<ops::Reply> {
+) -> questions_core::error::Result<Option<ops::Reply>> {
     let deadline = tokio::time::Instant::now() + wait;
+    let _held = app.metrics.waiting();
     let mut changed = app.seq.clone();
     let mut stopping = app.stopping.clone();
+    let mut draining = app.draining.clone();
     // Ids name questions of the ledger there now: every look says which, so that a
     // reset while the wait is held is the core's `conflict`, not another question's gate.
     let mut req = req;
@@ -198,17 +212,42 @@ async fn long_poll(
                 .any(|q| q.state.status == questions_core::model::Status::Pending),
             _ => false,
         };
-        if !nothing_yet || tokio::time::Instant::now() >= deadline || *stopping.borrow() {
-            return Ok(reply);
+        if nothing_yet && (*draining.borrow() || *stopping.borrow()) {
+            return Ok(None);
+        }
+        if !nothing_yet || tokio::time::Instant::now() >= deadline {
+            return Ok(Some(reply));
         }
         // A change missed (none should be) is looked for again after a while.
         let next = deadline.min(tokio::time::Instant::now() + LOOK_AGAIN);
         tokio::select! {
             _ = changed.changed() => {}
             _ = stopping.changed() => {}
+            _ = draining.changed() => {}
             () = tokio::time::sleep_until(next) => {}
         }
     }
+}
+
+/// A held wait the server let go of as it stops: 503 `unavailable` with `Retry-After`, and
+/// the connection closed, so that the client sends it again and the load balancer (which
+/// has seen `/readyz` say 503) takes it to another server. The client's wait goes on
+/// (`remote`).
+fn draining() -> Response {
+    let err = Error::new(
+        ErrorCode::Unavailable,
+        "this server is stopping: send the wait again, to another server",
+    );
+    let body = ops::failure(Some(Procedure::Serve), &err);
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(axum::http::header::RETRY_AFTER, 1.into());
+    headers.insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response.extensions_mut().insert(ErrorCode::Unavailable);
+    response
 }
 
 /// How many held waits look at once (see `long_poll`).
@@ -294,6 +333,7 @@ pub(super) fn too_many(message: &str, wait: Duration) -> Response {
     );
     let body = ops::failure(Some(Procedure::Serve), &err);
     let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response.extensions_mut().insert(ErrorCode::Unavailable);
     response
         .headers_mut()
         .insert(axum::http::header::RETRY_AFTER, secs.into());

@@ -91,11 +91,11 @@ enum Holder {
 /// requests (see `Conn`).
 pub(super) struct Place {
     limits: Arc<Limits>,
-    client: IpAddr,
     holder: Mutex<Holder>,
 }
 
-/// What a request knows of its connection: where it comes from, and its place.
+/// What a request knows of its connection: its place (where it comes from is
+/// `proxy::Seen`'s).
 #[derive(Clone)]
 pub(super) struct Conn(pub(super) Arc<Place>);
 
@@ -115,17 +115,18 @@ impl Limits {
 
     /// A place for a connection from `peer`; none when its client has `MAX_PER_CLIENT`
     /// open already, or the server `MAX_CONNECTIONS`.
-    pub(super) fn admit(self: &Arc<Self>, peer: IpAddr) -> Option<Place> {
+    /// A trusted proxy's connections (`proxy`) are not held to `MAX_PER_CLIENT`: everyone
+    /// behind it comes through them.
+    pub(super) fn admit(self: &Arc<Self>, peer: IpAddr, proxy: bool) -> Option<Place> {
         let client = client(peer);
         let mut open = lock(&self.by_client);
-        if open.get(&client).is_some_and(|&n| n >= MAX_PER_CLIENT) {
+        if !proxy && open.get(&client).is_some_and(|&n| n >= MAX_PER_CLIENT) {
             return None;
         }
         let permit = Arc::clone(&self.all).try_acquire_owned().ok()?;
         *open.entry(client).or_insert(0) += 1;
         Some(Place {
             limits: Arc::clone(self),
-            client,
             holder: Mutex::new(Holder::Client {
                 client,
                 _permit: permit,
@@ -234,11 +235,6 @@ impl Limits {
 }
 
 impl Place {
-    /// The client the connection comes from.
-    pub(super) fn client(&self) -> IpAddr {
-        self.client
-    }
-
     /// Moves the connection into `token`'s count (once: later calls on it keep it
     /// there); false when `token` has `MAX_PER_TOKEN` connections open already, or the
     /// server `MAX_WITH_TOKEN`, and the connection stays where it was.
@@ -343,11 +339,14 @@ mod tests {
     fn each_client_has_its_share_and_all_of_them_the_server_s() {
         let limits = Limits::new();
         let flood: Vec<Place> = (0..MAX_PER_CLIENT)
-            .map(|_| limits.admit(ip("127.0.0.2")).unwrap())
+            .map(|_| limits.admit(ip("127.0.0.2"), false).unwrap())
             .collect();
-        assert!(limits.admit(ip("127.0.0.2")).is_none(), "over its share");
+        assert!(
+            limits.admit(ip("127.0.0.2"), false).is_none(),
+            "over its share"
+        );
         let other = limits
-            .admit(ip("127.0.0.1"))
+            .admit(ip("127.0.0.1"), false)
             .expect("another client's place");
         // Places given back are forgotten.
         drop(flood);
@@ -358,11 +357,14 @@ mod tests {
         let mut rest = vec![other];
         for n in 1..MAX_CONNECTIONS {
             let peer = IpAddr::V4([10, 0, (n / 250) as u8, (n % 250) as u8].into());
-            rest.push(limits.admit(peer).unwrap());
+            rest.push(limits.admit(peer, false).unwrap());
         }
-        assert!(limits.admit(ip("10.9.9.9")).is_none(), "the server is full");
+        assert!(
+            limits.admit(ip("10.9.9.9"), false).is_none(),
+            "the server is full"
+        );
         rest.pop();
-        assert!(limits.admit(ip("10.9.9.9")).is_some());
+        assert!(limits.admit(ip("10.9.9.9"), false).is_some());
     }
 }
 
@@ -376,7 +378,7 @@ mod token_tests {
         let peer: IpAddr = "127.0.0.3".parse().unwrap();
         let waiters: Vec<Place> = (0..MAX_PER_CLIENT * 4)
             .map(|_| {
-                let place = limits.admit(peer).expect("a place");
+                let place = limits.admit(peer, false).expect("a place");
                 assert!(place.carries("ci"));
                 place
             })

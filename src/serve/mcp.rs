@@ -37,15 +37,19 @@ pub(super) fn routes(app: &Arc<App>) -> Result<Router<Arc<App>>> {
 async fn authenticate(
     State(app): State<Arc<App>>,
     Extension(conn): Extension<Conn>,
+    Extension(seen): Extension<super::proxy::Seen>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let client = conn.0.client();
+    let client = seen.client;
     let token = super::guard::bearer(request.headers());
     let who = match super::ledger_api::principal(&app, client, token, Procedure::Serve).await {
         Ok(who) => who,
         Err(refused) => return refused,
     };
+    if let Some(actor) = request.extensions().get::<super::reqlog::Actor>() {
+        actor.principal(&who);
+    }
     let name = super::ledger_api::holder(&who);
     if let Some(busy) = super::ledger_api::admitted(&app, &conn, &name) {
         return busy;

@@ -6,11 +6,16 @@
 
 mod api;
 mod guard;
+mod health;
 mod ledger_api;
 mod limit;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod metrics;
 mod page;
+pub(crate) mod proxy;
+mod reqlog;
+pub(crate) use reqlog::Format as LogFormat;
 pub(crate) mod tls;
 pub(crate) mod votes;
 
@@ -51,6 +56,15 @@ pub(crate) struct Config {
     pub users: Vec<(String, String)>,
     /// `--tls-cert`, `--tls-key`: HTTPS on the same port.
     pub tls: Option<tls::Files>,
+    /// `--trusted-proxy`, `--public-url` (as given: checked at start).
+    pub trusted_proxy: Vec<String>,
+    pub public_url: Option<String>,
+    /// `--log-format`: the request log on stderr.
+    pub log: LogFormat,
+    /// `--drain-seconds`: how long /readyz says 503 before the server stops accepting.
+    pub drain: Duration,
+    /// `--metrics-bind`: `/metrics` alone, with no token, on an address of its own.
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 /// What every request shares.
@@ -71,6 +85,29 @@ pub(crate) struct App {
     stopping: watch::Receiver<bool>,
     /// The connections open, and the tokens refused, by client (see `limit`).
     limits: Arc<Limits>,
+    /// The proxies trusted and the public URL (see `proxy`).
+    front: proxy::Front,
+    /// Becomes true on SIGTERM or SIGINT: `/readyz` says 503 from then on.
+    draining: watch::Receiver<bool>,
+    /// The request log (see `reqlog`).
+    log: reqlog::Log,
+    /// What `/metrics` says (see `metrics`).
+    metrics: Arc<metrics::Metrics>,
+}
+
+impl App {
+    /// The origin to print and to name in links: the public URL, else the address bound.
+    pub(crate) fn origin(&self) -> String {
+        if let Some(public) = &self.front.public {
+            return public.origin.clone();
+        }
+        let shown = match self.bound.ip() {
+            ip if ip.is_unspecified() => SocketAddr::new([127, 0, 0, 1].into(), self.bound.port()),
+            _ => self.bound,
+        };
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{shown}")
+    }
 }
 
 impl App {
@@ -103,7 +140,16 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
         Some(t) => t.trim().to_string(),
         None => new_token()?,
     };
-    if config.allow_remote && !config.bind.ip().is_loopback() && config.tls.is_none() {
+    let proxied_tls = config
+        .public_url
+        .as_deref()
+        .is_some_and(|u| u.starts_with("https://"))
+        && !config.trusted_proxy.is_empty();
+    if config.allow_remote
+        && !config.bind.ip().is_loopback()
+        && config.tls.is_none()
+        && !proxied_tls
+    {
         crate::output::note(&format!(
             "warning: the inbox listens on {} and answers anyone who can reach it and \
              holds the token; the token travels in plain HTTP. Prefer a loopback address \
@@ -119,6 +165,11 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
              (it goes into a URL and a cookie as it is)",
         ));
     }
+    let front = proxy::Front::new(
+        &config.trusted_proxy,
+        config.public_url.as_deref(),
+        config.tls.is_some(),
+    )?;
     // A pair that cannot be served is said before anything else happens.
     let acceptor = config.tls.map(tls::acceptor).transpose()?;
     // The inbox records answers: open the ledger for writing now (creating it if it is
@@ -134,10 +185,16 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     let kept = runtime.block_on(serve(
         ledger.location().clone(),
         config.bind,
-        config.stage,
-        config.caller,
-        token,
-        config.users,
+        Shared {
+            stage: config.stage,
+            caller: config.caller,
+            token,
+            users: config.users,
+            front,
+            log: config.log,
+            drain: config.drain,
+            metrics_bind: config.metrics_bind,
+        },
         acceptor,
     ))?;
     // A PostgreSQL client blocks on a runtime of its own when it closes, which it may not
@@ -147,15 +204,34 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     Ok(())
 }
 
-async fn serve(
-    location: Location,
-    bind: SocketAddr,
+/// What `serve` hands every request, as `run` checked it.
+struct Shared {
     stage: Option<String>,
     caller: Caller,
     token: String,
     users: Vec<(String, String)>,
+    front: proxy::Front,
+    log: reqlog::Format,
+    drain: Duration,
+    metrics_bind: Option<SocketAddr>,
+}
+
+async fn serve(
+    location: Location,
+    bind: SocketAddr,
+    shared: Shared,
     acceptor: Option<tokio_rustls::TlsAcceptor>,
 ) -> Result<Vec<Ledger>> {
+    let Shared {
+        stage,
+        caller,
+        token,
+        users,
+        front,
+        log,
+        drain,
+        metrics_bind,
+    } = shared;
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {bind}: {e}")))?;
@@ -164,7 +240,9 @@ async fn serve(
         .map_err(|e| Error::io(format!("cannot read the address bound: {e}")))?;
     let (seq_tx, seq) = watch::channel((None, -1));
     let (stop_tx, stopping) = watch::channel(false);
-    spawn_watcher(location.clone(), seq_tx);
+    let (drain_tx, draining) = watch::channel(false);
+    let metrics = metrics::Metrics::new();
+    spawn_watcher(location.clone(), seq_tx, Arc::clone(&metrics));
     let app = Arc::new(App {
         location,
         stage,
@@ -176,29 +254,56 @@ async fn serve(
         seq,
         stopping,
         limits: Limits::new(),
+        front,
+        draining,
+        log: reqlog::Log::start(log),
+        metrics,
     });
+    if let Some(at) = metrics_bind {
+        let listener = tokio::net::TcpListener::bind(at)
+            .await
+            .map_err(|e| Error::io(format!("cannot listen on --metrics-bind {at}: {e}")))?;
+        let only = Router::new()
+            .route(
+                "/metrics",
+                get(
+                    |axum::extract::State(app): axum::extract::State<Arc<App>>| async move {
+                        metrics::render(&app).await
+                    },
+                ),
+            )
+            .with_state(Arc::clone(&app));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, only).await;
+        });
+    }
     let router = routes(Arc::clone(&app))?;
 
-    let shown = match bound.ip() {
-        ip if ip.is_unspecified() => SocketAddr::new([127, 0, 0, 1].into(), bound.port()),
-        _ => bound,
+    let signal = stop_signal()?;
+    // On the signal, `/readyz` says 503 at once; requests are served for the grace that
+    // lets a load balancer see it, then the listener closes (see `accept`).
+    let stop = async move {
+        signal.await;
+        let _ = drain_tx.send(true);
+        if !drain.is_zero() {
+            let again = stop_signal();
+            tokio::select! {
+                () = tokio::time::sleep(drain) => {}
+                // A second signal means now.
+                () = async { if let Ok(again) = again { again.await } else { std::future::pending().await } } => {}
+            }
+        }
     };
-    let stop = stop_signal()?;
-    let scheme = if app.tls { "https" } else { "http" };
-    let url = serde_json::json!({ "url": format!("{scheme}://{shown}/?token={}", app.token) });
+    // `listen`: where it listens, which a public URL does not say.
+    let url = serde_json::json!({
+        "url": format!("{}/?token={}", app.origin(), app.token),
+        "listen": bound.to_string(),
+    });
     let line = serde_json::to_string(&ops::document(true, ops::Procedure::Serve, &url))
         .unwrap_or_default();
     crate::output::text_out(&format!("{line}\n"));
 
-    accept(
-        listener,
-        router,
-        acceptor,
-        Arc::clone(&app.limits),
-        stop,
-        stop_tx,
-    )
-    .await;
+    accept(listener, router, acceptor, Arc::clone(&app), stop, stop_tx).await;
     Ok(crate::bridge::close())
 }
 
@@ -213,11 +318,12 @@ async fn accept(
     listener: tokio::net::TcpListener,
     router: Router,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    limits: Arc<Limits>,
+    app: Arc<App>,
     stop: impl std::future::Future<Output = ()>,
     stopping: watch::Sender<bool>,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
+    let limits = Arc::clone(&app.limits);
     tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
@@ -230,7 +336,8 @@ async fn accept(
             },
             () = &mut stop => break,
         };
-        let Some(place) = limits.admit(peer.ip()) else {
+        // A trusted proxy brings everyone behind it: its connections are not one client's.
+        let Some(place) = limits.admit(peer.ip(), app.front.trusts(peer.ip())) else {
             drop(stream);
             continue;
         };
@@ -240,8 +347,11 @@ async fn accept(
         let conn = limit::Conn(Arc::new(place));
         let inner = hyper_util::service::TowerToHyperService::new(router.clone());
         let held = conn.clone();
+        let app = Arc::clone(&app);
         let service = hyper::service::service_fn(
             move |mut request: hyper::Request<hyper::body::Incoming>| {
+                let seen = app.front.seen(peer.ip(), request.headers());
+                request.extensions_mut().insert(seen);
                 request.extensions_mut().insert(held.clone());
                 hyper::service::Service::call(&inner, request)
             },
@@ -315,13 +425,22 @@ fn routes(app: Arc<App>) -> Result<Router> {
         .route("/api/questions/{id}/approve", post(votes::approve))
         .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
-        .route("/v1/call", post(ledger_api::call));
+        .route("/v1/call", post(ledger_api::call))
+        .route("/metrics", get(metrics::metrics));
     #[cfg(feature = "mcp")]
     let router = router.merge(mcp::routes(&app)?);
+    // Health and readiness need no token and pass no Host check: they say nothing of the
+    // ledger but whether it answers.
     Ok(router
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),
             guard::guard,
+        ))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            reqlog::observe,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(app))
@@ -331,12 +450,27 @@ fn routes(app: Arc<App>) -> Result<Router> {
 /// long-polling pages wake on it. Expiries that fall due are applied here too, so a
 /// question whose time ran out leaves the inbox without anyone looking.
 /// A ledger reset or replaced has another id (and its seqs start again): pages reload.
-fn spawn_watcher(location: Location, seq: watch::Sender<(Option<String>, i64)>) {
+fn spawn_watcher(
+    location: Location,
+    seq: watch::Sender<(Option<String>, i64)>,
+    metrics: Arc<metrics::Metrics>,
+) {
+    // The events after this one are counted in the metrics (none of those before).
+    let mut seen: Option<(Option<String>, i64)> = None;
     std::thread::spawn(move || loop {
         let mut ledger = Ledger::new(location.clone());
         let followed = ops::follow(&mut ledger, None, ops::READ_AGAIN_AFTER, |ledger, _| {
             ops::settle(ledger)?;
             let last = (ledger.id()?, ops::last_seq(ledger)?);
+            match &seen {
+                Some((id, after)) if *id == last.0 && *after < last.1 => {
+                    if let Ok(page) = ops::events(ledger, *after, None, 1000) {
+                        metrics.decided(&page.events);
+                    }
+                }
+                _ => {}
+            }
+            seen = Some(last.clone());
             seq.send_if_modified(|s| {
                 let changed = *s != last;
                 *s = last;

@@ -6,14 +6,14 @@ use serde_json::{json, Value};
 use crate::common::Ledger;
 use crate::serve::Served;
 
-fn token(l: &Ledger, args: &[&str]) -> String {
+pub(crate) fn token(l: &Ledger, args: &[&str]) -> String {
     let mut all = vec!["token", "create"];
     all.extend_from_slice(args);
     l.ok(all)["token"].as_str().unwrap().to_string()
 }
 
 /// One call: its HTTP status and its document.
-fn call(s: &Served, token: Option<&str>, body: &Value) -> (u16, Value) {
+pub(crate) fn call(s: &Served, token: Option<&str>, body: &Value) -> (u16, Value) {
     let bearer = token.map(|t| format!("Authorization: Bearer {t}"));
     let mut headers = vec!["Content-Type: application/json"];
     if let Some(b) = &bearer {

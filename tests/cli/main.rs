@@ -52,6 +52,8 @@ mod pi;
 mod policy;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(all(feature = "serve", feature = "remote", feature = "mcp"))]
+mod proxy;
 #[cfg(feature = "watch")]
 mod receiver;
 #[cfg(feature = "relay")]

@@ -83,14 +83,8 @@ impl Served {
         assert_eq!(start["ok"], true);
         assert_eq!(start["procedure"], "serve");
         let url = start["url"].as_str().unwrap().to_string();
-        let port = url
-            .trim_start_matches("https://127.0.0.1:")
-            .trim_start_matches("http://127.0.0.1:")
-            .split('/')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let listen: std::net::SocketAddr = start["listen"].as_str().unwrap().parse().unwrap();
+        let port = listen.port();
         Served { child, url, port }
     }
 

@@ -367,6 +367,26 @@ pub fn create(ledger: &mut Ledger) -> Result<()> {
     ledger.write(|_| Ok(()))
 }
 
+/// Whether a server may take requests for the ledger: it is there, its migrations are
+/// this binary's, and it answers a read. `unavailable` saying which is not so.
+pub fn ready(ledger: &mut Ledger) -> Result<()> {
+    let (exists, found) = ledger.schema()?;
+    let ours = schema_version();
+    if !exists {
+        return Err(Error::new(
+            crate::error::ErrorCode::Unavailable,
+            "the ledger is not there",
+        ));
+    }
+    if found != ours {
+        return Err(Error::new(
+            crate::error::ErrorCode::Unavailable,
+            format!("the ledger's schema is version {found}, this binary's is {ours}"),
+        ));
+    }
+    last_seq(ledger).map(|_| ())
+}
+
 /// The newest event's seq.
 pub fn last_seq(ledger: &mut Ledger) -> Result<i64> {
     ledger.read(|tx| tx.last_seq())
