@@ -837,7 +837,9 @@ pub struct DeclineArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(i64).range(1..))]
     pub id: i64,
     /// What is wrong with the question as asked, for the orchestrator to rephrase it by
-    #[arg(long, value_name = "TEXT", allow_hyphen_values = true, value_parser = non_blank)]
+    // A blank one is the core's `invalid_answer`, as on the web and over MCP: not refused
+    // here as a usage error.
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub reason: String,
     /// Decline even an answered question (the answer stays in the history)
     #[arg(long)]

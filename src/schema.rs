@@ -285,6 +285,7 @@ fn a_question_prints_every_field_it_holds() {
     let full = Question {
         harness_call: Some("claude-code:s:c".into()),
         urgent: true,
+        logged_by: Some("ci-runner".into()),
         state: State {
             approval: Some(Approval::default()),
             ..State::default()

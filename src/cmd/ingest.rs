@@ -1,9 +1,9 @@
-use super::{door, nobody, read_input, take, Outcome};
+use super::{door, read_input, take, Outcome, Who};
 use crate::cli::IngestArgs;
 use questions_core::error::Result;
 use questions_core::ops::{Expiry, Ledger, Reply, Request};
 
-pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: IngestArgs) -> Result<Outcome> {
     let text = read_input(args.file.as_deref())?;
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,
@@ -19,7 +19,7 @@ pub(super) fn run(ledger: &mut Ledger, args: IngestArgs) -> Result<Outcome> {
         key: None,
     };
     Ok(Outcome::ok(take!(
-        door(ledger, nobody(), req)?,
+        door(ledger, who.via(questions_core::model::Channel::Cli), req)?,
         Reply::Ingested
     )))
 }

@@ -1,10 +1,12 @@
-use super::{door, nobody, take, Outcome};
+use super::{door, take, Outcome, Who};
 use crate::cli::{ApprovalArgs, LogArgs};
 use questions_core::error::{ApprovalClash, Error, Refusal, Result};
 use questions_core::model::{Approval, Draft, QuestionOption, Source};
 use questions_core::ops::{self, Expiry, Ledger, Reply, Request};
 
-pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
+/// Logs a question; on a file, `who` is recorded as who logged it (over https:// the
+/// server records the token's holder).
+pub(super) fn run(ledger: &mut Ledger, who: &Who, args: LogArgs) -> Result<Outcome> {
     let allow_duplicate = args.allow_duplicate;
     let expiry = Expiry {
         expires_in: args.expiry.expires_in,
@@ -24,7 +26,8 @@ pub(super) fn run(ledger: &mut Ledger, args: LogArgs) -> Result<Outcome> {
         // Over https:// the invocation's own key (`remote`); a file needs none.
         key: None,
     };
-    let logged = door(ledger, nobody(), req).map_err(in_flags)?;
+    let caller = who.via(questions_core::model::Channel::Cli);
+    let logged = door(ledger, caller, req).map_err(in_flags)?;
     Ok(Outcome::ok(take!(logged, Reply::Logged)))
 }
 

@@ -198,7 +198,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
     let who = Who::new(cli.by);
     let w = &who;
     let outcome = match cli.command {
-        Command::Log(args) => log::run(l, args),
+        Command::Log(args) => log::run(l, w, args),
         Command::Answer(args) => answer::run(l, w, args),
         Command::Skip(args) => skip::run(l, w, args),
         Command::Decline(args) => decline::run(l, w, args),
@@ -207,7 +207,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Clear(args) => clear::run(l, w, args),
         Command::Reset(args) => reset::run(l, args),
         Command::History(args) => history::run(l, args),
-        Command::Ingest(args) => ingest::run(l, args),
+        Command::Ingest(args) => ingest::run(l, w, args),
         Command::Render(args) => render::run(l, args),
         Command::Import(args) => import::run(l, w, args),
         Command::Answers(args) => answers::run(l, args),
@@ -374,7 +374,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             ops::FoundBy::Flag
         };
         let ran = match cli.command {
-            Command::Log(args) => log::run(l, args),
+            Command::Log(args) => log::run(l, w, args),
             Command::Answer(args) => answer::run(l, w, args),
             Command::Skip(args) => skip::run(l, w, args),
             Command::Decline(args) => decline::run(l, w, args),
@@ -382,7 +382,7 @@ fn remote(cli: Cli) -> Result<Outcome> {
             Command::Check(args) => check::run(l, args),
             Command::Clear(args) => clear::run(l, w, args),
             Command::History(args) => history::run(l, args),
-            Command::Ingest(args) => ingest::run(l, args),
+            Command::Ingest(args) => ingest::run(l, w, args),
             Command::Answers(args) => answers::run(l, args),
             Command::Info => info::run(l, found_by, &[]),
             Command::Events(args) => events::run(l, args),

@@ -264,6 +264,7 @@ mod tests {
             on_expiry: OnExpiry::Keep,
             harness_call: None,
             urgent: false,
+            logged_by: None,
             state: State {
                 status: Status::Answered,
                 answer: Some(answer.into()),

@@ -405,3 +405,86 @@ fn what_takes_direct_access_is_forbidden_over_the_wire_to_every_token() {
     // No group "mine" was made: it can be made now, by whoever has the ledger.
     l.ok(["group", "create", "mine", "--admins", "root"]);
 }
+
+#[test]
+fn every_question_names_who_logged_it_on_the_question_and_its_logged_event() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let dana = token(&l, &["dana-phone", "--person", "dana"]);
+    let s = Served::start(&l, &[]);
+    let logged = |token: &str, text: &str| {
+        let (status, doc) = call(&s, Some(token), &log("ci", text));
+        assert_eq!(status, 200, "{doc}");
+        doc["question_id"].as_i64().unwrap()
+    };
+    let by_agent = logged(&agent, "Deploy build 42?");
+    let by_dana = logged(&dana, "Tag the release?");
+    // A name the request gives for it is not the caller's: the door sets it.
+    let mut claimed = log("ci", "Who asked?");
+    claimed["args"]["draft"]["logged_by"] = json!("dana");
+    let (status, doc) = call(&s, Some(&agent), &claimed);
+    assert_eq!(status, 200, "{doc}");
+    let claimed = doc["question_id"].as_i64().unwrap();
+    let direct = l.ok([
+        "--by",
+        "ana",
+        "log",
+        "--stage",
+        "ci",
+        "--question",
+        "Which database?",
+    ])["question_id"]
+        .as_i64()
+        .unwrap();
+    for (id, who) in [
+        (by_agent, "ci-runner"),
+        (by_dana, "dana"),
+        (claimed, "ci-runner"),
+        (direct, "ana"),
+    ] {
+        assert_eq!(l.question(id)["logged_by"], who, "question {id}");
+        let events = l.ok(["history", "--id", &id.to_string()])["events"].clone();
+        assert_eq!(events[0]["event"], "logged");
+        assert_eq!(events[0]["after"]["logged_by"], who, "{events}");
+    }
+    // Over the wire the agent sees it too, as the command line prints it.
+    let (_, listed) = call(&s, Some(&agent), &list_all());
+    let names: Vec<&str> = listed["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|q| q["logged_by"].as_str())
+        .collect();
+    assert_eq!(names, ["ci-runner", "dana", "ci-runner", "ana"]);
+}
+
+fn list_all() -> Value {
+    json!({"op": "list", "args": {"stage": null, "status": null, "group": null, "ids": null}})
+}
+
+#[test]
+fn a_refusal_is_recorded_in_the_stage_it_was_about() {
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let id = l.log("ci-1", "Deploy build 42?");
+    let s = Served::start(&l, &[]);
+    for request in [
+        json!({"op": "clear", "args": {"stage": "ci-1"}}),
+        json!({"op": "accept_defaults", "args": {"stage": "ci-1", "include_required": true}}),
+        json!({"op": "import", "args": {"stage": "ci-1", "text": "{}", "format": null,
+               "force": false}}),
+    ] {
+        let (status, doc) = call(&s, Some(&agent), &request);
+        assert_eq!(status, 403, "{request}: {doc}");
+    }
+    let events = l.ok(["history", "--stage", "ci-1"])["events"].clone();
+    let refused: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .map(|e| e["detail"]["refused"].as_str().unwrap())
+        .collect();
+    assert_eq!(refused, ["clear", "accept-defaults", "import"], "{events}");
+    assert!(l.question(id)["status"] == "pending");
+}

@@ -211,6 +211,7 @@ fn as_version_3(mut events: serde_json::Value) -> serde_json::Value {
                     "expires_at",
                     "on_expiry",
                     "decline_reason",
+                    "logged_by",
                 ] {
                     q.remove(key);
                 }

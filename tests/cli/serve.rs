@@ -1049,3 +1049,25 @@ fn accept_proposed_takes_only_a_pending_question_s_proposal() {
     assert_eq!(events.as_array().unwrap().len(), 2);
     assert_eq!(events[1]["event"], "defaulted");
 }
+
+#[test]
+fn a_decline_without_a_reason_is_one_refusal_on_every_front_end() {
+    let l = Ledger::new();
+    let id = l.log("design", "Which database?");
+    for blank in ["", "   "] {
+        let run = l.run(["decline", "--id", &id.to_string(), "--reason", blank]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert_eq!(run.error_code(), "invalid_answer");
+    }
+    let s = Served::start(&l, &[]);
+    let (status, doc) = s.api(
+        "POST",
+        &format!("/api/questions/{id}/decline"),
+        Some(json!({"reason": "  "})),
+    );
+    assert_eq!(
+        (status, doc["error_code"].as_str()),
+        (422, Some("invalid_answer"))
+    );
+    assert_eq!(l.question(id)["status"], "pending");
+}

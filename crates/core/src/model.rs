@@ -421,6 +421,11 @@ pub struct Question {
     /// Logged `--urgent` (§14a): quiet hours hold none of its cards. Printed only when set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub urgent: bool,
+    /// Who logged it (§15): an agent token's name, a person's, or the direct caller's
+    /// (`--by`, `QUESTIONS_USER`, the OS user). None for questions logged before this was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logged_by: Option<String>,
     /// Its status and answer, and who gave them.
     #[serde(flatten)]
     pub state: State,
@@ -446,6 +451,7 @@ impl Question {
         full.state.approval = Some(Approval::default());
         full.harness_call = Some(String::new());
         full.urgent = true;
+        full.logged_by = Some(String::new());
         let Some(serde_json::Value::Object(mut properties)) = schema.remove("properties") else {
             return;
         };
@@ -480,7 +486,8 @@ impl Serialize for Question {
             .filter(|call| !call.starts_with(CALLER_KEY));
         let optional = usize::from(s.approval.is_some())
             + usize::from(call.is_some())
-            + usize::from(self.urgent);
+            + usize::from(self.urgent)
+            + usize::from(self.logged_by.is_some());
         let mut out = serializer.serialize_struct("Question", 25 + optional)?;
         out.serialize_field("id", &self.id)?;
         out.serialize_field("stage", &self.stage)?;
@@ -515,6 +522,9 @@ impl Serialize for Question {
         }
         if self.urgent {
             out.serialize_field("urgent", &true)?;
+        }
+        if let Some(by) = &self.logged_by {
+            out.serialize_field("logged_by", by)?;
         }
         out.end()
     }
@@ -1243,6 +1253,7 @@ impl NewQuestion {
             approval: d.approval,
             harness_call: None,
             urgent: d.urgent,
+            logged_by: None,
         })
     }
 
@@ -1301,6 +1312,7 @@ impl NewQuestion {
             on_expiry: self.on_expiry,
             harness_call: self.harness_call.clone(),
             urgent: self.urgent,
+            logged_by: self.logged_by.clone(),
             state: State::logged(now, self.approval.clone()),
         }
     }
@@ -1341,6 +1353,8 @@ pub struct NewQuestion {
     pub harness_call: Option<String>,
     /// Logged `--urgent` (see `Question::urgent`).
     pub urgent: bool,
+    /// Who logs it (see `Question::logged_by`): the door sets it from its caller.
+    pub logged_by: Option<String>,
 }
 
 #[derive(
@@ -1746,6 +1760,7 @@ mod tests {
             on_expiry: OnExpiry::Keep,
             harness_call: None,
             urgent: false,
+            logged_by: None,
             state: State::logged("", None),
         }
     }

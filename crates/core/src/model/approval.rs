@@ -550,6 +550,7 @@ mod tests {
             }),
             harness_call: None,
             urgent: false,
+            logged_by: None,
         };
         let mut q = new.as_logged("2026-01-01T00:00:00.000Z");
         q.id = 1;

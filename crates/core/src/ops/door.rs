@@ -399,6 +399,7 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             key,
         } => {
             let mut new = NewQuestion::build(draft)?;
+            new.logged_by.clone_from(&caller.by);
             expiry.apply(&mut new, &clock::now())?;
             let once = key.map(|k| once_key(caller, &k)).transpose()?;
             Reply::Logged(change::log_once(
@@ -411,7 +412,7 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
         Request::LogAll { drafts } => {
             let new = drafts
                 .into_iter()
-                .map(NewQuestion::build)
+                .map(|d| logged_as(d, caller))
                 .collect::<Result<Vec<_>>>()?;
             Reply::LoggedAll(change::log_all(ledger, &new)?)
         }
@@ -461,6 +462,7 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
                 expiry,
                 approval.as_ref(),
                 once.as_deref(),
+                caller.by.as_deref(),
             )?)
         }
         Request::List(filter) => Reply::Listed(Listed::new(list(ledger, &filter)?)),
@@ -547,7 +549,14 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
             step,
             questions,
             wait,
-        } => Reply::Call(harness_call(ledger, &call.into(), step, questions, wait)?),
+        } => Reply::Call(harness_call(
+            ledger,
+            caller,
+            &call.into(),
+            step,
+            questions,
+            wait,
+        )?),
         Request::Delivered {
             call,
             ids,
@@ -570,6 +579,7 @@ fn run(ledger: &mut Ledger, caller: &Caller, req: Request) -> Result<Reply> {
 /// model's rules, found or logged, and waited for.
 fn harness_call(
     ledger: &mut Ledger,
+    caller: &Caller,
     call: &HarnessCall,
     step: CallStep,
     drafts: Vec<Draft>,
@@ -577,7 +587,7 @@ fn harness_call(
 ) -> Result<CallQuestions> {
     let news = drafts
         .into_iter()
-        .map(NewQuestion::build)
+        .map(|d| logged_as(d, caller))
         .collect::<Result<Vec<_>>>()?;
     let mut questions = change::log_call(ledger, call, step, &news)?;
     if let Some(wait) = wait.filter(|w| !w.is_zero()) {
@@ -844,6 +854,7 @@ fn as_agent(
             let key = call.clone();
             let asked = harness_call(
                 ledger,
+                &caller,
                 &call.into(),
                 CallStep::Looking,
                 questions.clone(),
@@ -1046,10 +1057,39 @@ fn watcher_of(token: &str, request: Request) -> Request {
     }
 }
 
+impl Request {
+    /// The stage a request names, if it names one.
+    pub fn stage(&self) -> Option<&str> {
+        match self {
+            Request::Log { draft, .. } => Some(draft.stage.as_str()),
+            Request::Ingest { stage, .. }
+            | Request::Elicited { stage, .. }
+            | Request::Asked { stage, .. }
+            | Request::Pending { stage, .. }
+            | Request::Answers { stage, .. }
+            | Request::Clear { stage, .. }
+            | Request::AcceptDefaults { stage, .. }
+            | Request::Import { stage, .. } => Some(stage.as_str()),
+            Request::Named { stage, .. } | Request::Events { stage, .. } => stage.as_deref(),
+            Request::Check(check) => check.stage.as_deref(),
+            Request::HarnessCall { questions, .. } => questions.first().map(|d| d.stage.as_str()),
+            _ => None,
+        }
+        .filter(|s| !s.trim().is_empty())
+    }
+}
+
 /// Whether a watcher's position was stored (false: the ledger there now is another).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WatcherAt {
     pub saved: bool,
+}
+
+/// A draft made a question to log, with its caller as who logs it (`logged_by`).
+fn logged_as(draft: Draft, caller: &Caller) -> Result<NewQuestion> {
+    let mut new = NewQuestion::build(draft)?;
+    new.logged_by.clone_from(&caller.by);
+    Ok(new)
 }
 
 /// An approval logged through a token names the token's holder as who logged it (never a
@@ -1154,6 +1194,16 @@ fn refuse(
         "role": role,
         "reason": why,
     });
-    ledger.write(|tx| tx.refused_event(id, &actor, &detail))?;
+    // The stage it was about: the request's, else its question's.
+    let stage = match req.stage() {
+        Some(stage) => Some(stage.trim().to_string()),
+        None if id != 0 => ledger
+            .read(|tx| tx.question(id))
+            .ok()
+            .flatten()
+            .map(|q| q.stage),
+        None => None,
+    };
+    ledger.write(|tx| tx.refused_event(id, stage.as_deref(), &actor, &detail))?;
     Err(Error::new(ErrorCode::Forbidden, why))
 }

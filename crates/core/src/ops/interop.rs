@@ -98,6 +98,10 @@ impl Expiry {
     }
 }
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the door's Ingest request, field for field, and who logs it"
+)]
 pub fn ingest(
     ledger: &mut Ledger,
     stage: &str,
@@ -106,6 +110,7 @@ pub fn ingest(
     expiry: Expiry,
     approval: Option<&crate::model::Approval>,
     key: Option<&str>,
+    logged_by: Option<&str>,
 ) -> Result<Ingested> {
     let envelope = formats::parse_envelope(text, only).map_err(|e| Error::parse(e.0))?;
     let Some(envelope) = envelope else {
@@ -122,6 +127,7 @@ pub fn ingest(
     let mut questions = envelope.questions;
     for new in &mut questions {
         new.stage = stage.to_string();
+        new.logged_by = logged_by.map(str::to_string);
         if let Some(approval) = approval {
             super::approval::make_approval(new, approval)?;
         }

@@ -469,7 +469,12 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
     let refuse = |question: Option<&Question>, why: String| -> Result<Heard> {
         let mut detail = about.clone();
         detail["refused"] = why.clone().into();
-        tx.refused_event(question.map_or(0, |q| q.id), &actor, &detail)?;
+        tx.refused_event(
+            question.map_or(0, |q| q.id),
+            question.map(|q| q.stage.as_str()),
+            &actor,
+            &detail,
+        )?;
         Ok(Heard {
             outcome: Outcome::Refused,
             question_id: question.map(|q| q.id),
@@ -676,7 +681,7 @@ fn hear_in(tx: &Tx, event: &FromChannel, now: &str) -> Result<Heard> {
             if !matches!(req.act, Act::Vote(..)) {
                 let mut detail = about.clone();
                 detail["refused"] = e.message.clone().into();
-                tx.refused_event(q.id, &actor, &detail)?;
+                tx.refused_event(q.id, Some(&q.stage), &actor, &detail)?;
             }
             Ok(Heard {
                 outcome: Outcome::Refused,
@@ -813,6 +818,7 @@ pub fn redeem(ledger: &mut Ledger, event: &FromChannel, code: &str) -> Result<He
                 (None, _) => {
                     tx.refused_event(
                         0,
+                        None,
                         &actor,
                         &serde_json::json!({
                             "identity": event.identity, "event": event.event_id,
@@ -901,6 +907,7 @@ pub fn refuse(ledger: &mut Ledger, event: &FromChannel, why: &str) -> Result<Out
             };
             tx.refused_event(
                 0,
+                None,
                 &actor,
                 &serde_json::json!({
                     "identity": event.identity, "event": event.event_id, "refused": why,

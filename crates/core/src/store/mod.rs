@@ -695,6 +695,7 @@ mod tests {
             approval: None,
             harness_call: None,
             urgent: false,
+            logged_by: None,
         }
     }
 

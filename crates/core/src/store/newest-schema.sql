@@ -10,7 +10,7 @@ CREATE TABLE questions (
   answer TEXT,
   created_at TEXT NOT NULL,
   answered_at TEXT
-, updated_at TEXT, header TEXT, context TEXT, options TEXT NOT NULL DEFAULT '[]', multi_select INTEGER NOT NULL DEFAULT 0, allow_freeform INTEGER NOT NULL DEFAULT 1, selected TEXT NOT NULL DEFAULT '[]', was_custom INTEGER, skip_reason TEXT, source TEXT NOT NULL DEFAULT 'cli', answered_by TEXT, channel TEXT, expires_at TEXT, on_expiry TEXT, decline_reason TEXT, text_hash INTEGER, approval TEXT, harness_call TEXT, urgent INTEGER);
+, updated_at TEXT, header TEXT, context TEXT, options TEXT NOT NULL DEFAULT '[]', multi_select INTEGER NOT NULL DEFAULT 0, allow_freeform INTEGER NOT NULL DEFAULT 1, selected TEXT NOT NULL DEFAULT '[]', was_custom INTEGER, skip_reason TEXT, source TEXT NOT NULL DEFAULT 'cli', answered_by TEXT, channel TEXT, expires_at TEXT, on_expiry TEXT, decline_reason TEXT, text_hash INTEGER, approval TEXT, harness_call TEXT, urgent INTEGER, logged_by TEXT);
 CREATE TABLE question_events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   at TEXT NOT NULL,

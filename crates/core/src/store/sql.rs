@@ -217,7 +217,7 @@ const QUESTION: &str = "id, stage, group_name, question, proposed, required, sta
      created_at, answered_at, COALESCE(updated_at, answered_at, created_at) AS updated_at, \
      header, context, options, multi_select, allow_freeform, selected, was_custom, \
      skip_reason, source, answered_by, channel, expires_at, on_expiry, decline_reason, approval, \
-     harness_call, urgent";
+     harness_call, urgent, logged_by";
 
 const QUESTION_NAMES: &[&str] = &[
     "id",
@@ -248,6 +248,7 @@ const QUESTION_NAMES: &[&str] = &[
     "approval",
     "harness_call",
     "urgent",
+    "logged_by",
 ];
 
 fn question(r: &mut Record) -> Result<Question> {
@@ -286,6 +287,7 @@ fn question(r: &mut Record) -> Result<Question> {
         on_expiry: OnExpiry::from_stored(r.text("on_expiry").as_deref()),
         harness_call: r.text("harness_call"),
         urgent: r.take("urgent").flag(false).unwrap_or(false),
+        logged_by: r.text("logged_by"),
         state,
     };
     // Another tool may have marked a row answered without an answer: an answered
@@ -539,9 +541,9 @@ impl<'a> Tx<'a> {
                 "INSERT INTO questions (stage, group_name, question, proposed, required, status, \
                  created_at, updated_at, header, context, options, multi_select, allow_freeform, \
                  selected, source, expires_at, on_expiry, text_hash, approval, harness_call, \
-                 urgent) \
+                 urgent, logged_by) \
                  VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, $7, $8, $9, $10, $11, '[]', $12, \
-                 $13, $14, $15, $16, $17, $18) \
+                 $13, $14, $15, $16, $17, $18, $19) \
                  RETURNING {QUESTION}"
             ),
             &[
@@ -563,6 +565,7 @@ impl<'a> Tx<'a> {
                 approval.as_deref().into(),
                 (&new.harness_call).into(),
                 new.urgent.then_some(true).into(),
+                (&new.logged_by).into(),
             ],
         )?;
         rows.each(question, QUESTION_NAMES)?
@@ -935,10 +938,16 @@ impl<'a> Tx<'a> {
             EventFilter::Stage(stage) => {
                 // The stage's questions: those it holds, and those cleared from it (only a
                 // `cleared` event stores its stage).
+                // And what was refused in it that names no question (an agent's `clear`,
+                // `import`, `accept-defaults`): a `refused` event of question 0 keeps the
+                // stage it was about.
                 let ids = self.stage_question_ids(stage)?;
                 let events = self.stored_events(
-                    &self.conn.dialect().ids_in("question_id", 1),
-                    &[Param::Ids(&ids)],
+                    &format!(
+                        "({}) OR (question_id = 0 AND event = 'refused' AND trim(stage) = $2)",
+                        self.conn.dialect().ids_in("question_id", 1)
+                    ),
+                    &[Param::Ids(&ids), stage.into()],
                 )?;
                 return self.whole(events);
             }

@@ -113,6 +113,7 @@ fn new(stage: &str, group: Option<&str>, text: &str) -> NewQuestion {
         approval: None,
         harness_call: None,
         urgent: false,
+        logged_by: None,
     }
 }
 

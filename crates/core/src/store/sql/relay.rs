@@ -202,10 +202,11 @@ impl Tx<'_> {
 
     /// Records something refused that names no question the ledger still holds (a
     /// stranger's message, a forged button): a `refused` event of question `question_id`
-    /// (0 for none).
+    /// (0 for none), in `stage` when it was about one (`history --stage` shows it).
     pub(crate) fn refused_event(
         &self,
         question_id: i64,
+        stage: Option<&str>,
         actor: &Actor,
         detail: &serde_json::Value,
     ) -> Result<()> {
@@ -213,7 +214,7 @@ impl Tx<'_> {
             kind: EventKind::Refused,
             at: &actor.at,
             question_id,
-            stage: None,
+            stage,
             by: actor.by.as_deref(),
             channel: Some(actor.channel),
             before: None,
