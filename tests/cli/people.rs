@@ -121,8 +121,10 @@ fn a_declined_question_holds_the_gate_and_says_why() {
     assert_eq!(answers["gate"], "fail");
 
     // Not an answer: no reason is no decline, and the answer on record needs --force.
+    // A blank reason is the core's refusal, as on the web: `invalid_answer` (exit 1).
     let blank = l.run(["decline", "--id", &goal.to_string(), "--reason", " "]);
-    assert_eq!(blank.code, 2, "{blank:?}");
+    assert_eq!(blank.code, 1, "{blank:?}");
+    assert_eq!(blank.error_code(), "invalid_answer");
     // Answering it afterwards is allowed, and opens the gate.
     l.ok([
         "answer",
