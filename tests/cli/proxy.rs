@@ -555,3 +555,164 @@ fn the_deployment_files_start_the_server_they_describe() {
         "exposure above 2 (of 10): {said}"
     );
 }
+
+/// Waits held on a server, as its metrics say.
+fn held(s: &Served) -> usize {
+    metrics(s)
+        .lines()
+        .find_map(|l| l.strip_prefix("questions_waiters "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
+    if Command::new("haproxy").arg("-v").output().is_err() {
+        return crate::common::skip("haproxy is not installed");
+    }
+    const WAITERS: usize = 200;
+    let l = Ledger::new();
+    let agent = token(&l, &["ci-runner", "--agent"]);
+    let id = l.log("deploy", "Deploy build 42?");
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "haproxy") else {
+        return crate::common::skip("openssl is not installed");
+    };
+    let mut pem = std::fs::read(&cert).unwrap();
+    pem.extend(std::fs::read(&key).unwrap());
+    let pem_path = l.dir.path().join("haproxy.pem");
+    std::fs::write(&pem_path, pem).unwrap();
+    let front = free_port();
+    let public = format!("https://127.0.0.1:{front}");
+    let server = |port: u16| {
+        let bind = format!("127.0.0.1:{port}");
+        Served::start(
+            &l,
+            &[
+                "--bind",
+                &bind,
+                "--trusted-proxy",
+                "127.0.0.1",
+                "--public-url",
+                &public,
+                "--drain-seconds",
+                "3",
+                "--log-format",
+                "none",
+            ],
+        )
+    };
+    let (pa, pb) = (free_port(), free_port());
+    let a = server(pa);
+    let b = server(pb);
+    let config = format!(
+        "global\n    maxconn 4096\ndefaults\n    mode http\n    timeout connect 2s\n\
+         \x20   timeout client 75s\n    timeout server 75s\n\
+         frontend questions\n    bind 127.0.0.1:{front} ssl crt {}\n    option forwardfor\n\
+         \x20   http-request set-header X-Forwarded-Proto https\n    default_backend servers\n\
+         backend servers\n    option httpchk GET /readyz\n\
+         \x20   retry-on conn-failure empty-response response-timeout\n    option redispatch\n\
+         \x20   server a 127.0.0.1:{pa} check inter 300ms fall 1 rise 2\n\
+         \x20   server b 127.0.0.1:{pb} check inter 300ms fall 1 rise 2\n",
+        pem_path.display()
+    );
+    let cfg = l.dir.path().join("haproxy.cfg");
+    std::fs::write(&cfg, config).unwrap();
+    let checked = Command::new("haproxy")
+        .arg("-c")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{checked:?}");
+    let mut haproxy = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // HAProxy serves once its first check of each server passed.
+    let up = Instant::now();
+    loop {
+        let through = Command::new(BIN)
+            .env("QUESTIONS_CA", &ca)
+            .env("QUESTIONS_TOKEN", &agent)
+            .env_remove("QUESTIONS_DB")
+            .args(["--db", &public, "info"])
+            .output()
+            .unwrap();
+        if through.status.success() {
+            break;
+        }
+        assert!(up.elapsed() < Duration::from_secs(20), "{through:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let waiters: Vec<std::process::Child> = (0..WAITERS)
+        .map(|_| {
+            Command::new(BIN)
+                .env("QUESTIONS_CA", &ca)
+                .env("QUESTIONS_TOKEN", &agent)
+                .env_remove("QUESTIONS_DB")
+                .args(["--db", &public])
+                .args(["check", "--stage", "deploy", "--wait", "--timeout", "300"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let start = Instant::now();
+    while held(&a) + held(&b) < WAITERS {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{} + {}",
+            held(&a),
+            held(&b)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(held(&a) > 0 && held(&b) > 0, "HAProxy spread them");
+    // A deploy stops one server: its waits go to the other.
+    assert_eq!(a.stop(), 0);
+    let moved = Instant::now();
+    while held(&b) < WAITERS {
+        assert!(moved.elapsed() < Duration::from_secs(20), "{}", held(&b));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    l.ok([
+        "answer",
+        "--id",
+        &id.to_string(),
+        "--answer",
+        "yes",
+        "--by",
+        "dana",
+    ]);
+    let answered = Instant::now();
+    for waiter in waiters {
+        let out = waiter.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stdout} {stderr}");
+        assert!(stderr.is_empty(), "the wait noticed: {stderr}");
+        let doc: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(doc["gate"], "pass", "{doc}");
+    }
+    let last = answered.elapsed();
+    assert!(
+        last < Duration::from_secs(2),
+        "the last waiter passed {last:?} after the answer"
+    );
+    let events = l.ok(["history", "--stage", "deploy"])["events"].clone();
+    let answers = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "answered")
+        .count();
+    assert_eq!(answers, 1, "nothing recorded twice: {events}");
+    let _ = haproxy.kill();
+    let _ = haproxy.wait();
+    drop(b);
+}
