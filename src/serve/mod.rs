@@ -286,11 +286,16 @@ async fn serve(
         signal.await;
         let _ = drain_tx.send(true);
         if !drain.is_zero() {
-            let again = stop_signal();
+            // A second signal means now.
+            let again = async {
+                match stop_signal() {
+                    Ok(again) => again.await,
+                    Err(_) => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = tokio::time::sleep(drain) => {}
-                // A second signal means now.
-                () = async { if let Ok(again) = again { again.await } else { std::future::pending().await } } => {}
+                () = again => {}
             }
         }
     };
