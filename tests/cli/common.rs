@@ -207,8 +207,13 @@ macro_rules! unpooled {
 fn new_database(admin: &str) -> String {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // Each test runs in its own process, and a long pass reuses process ids: the
+    // clock's nanoseconds keep a name from meeting an earlier test's database.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let name = format!(
-        "q_{}_{}",
+        "q_{}_{nanos}_{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
     );
