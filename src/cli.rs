@@ -620,7 +620,7 @@ pub struct GroupArgs {
 
 #[derive(Debug, Args)]
 pub struct PeopleArgs {
-    /// link, unlink, list, delegate or quiet
+    /// link, unlink, list, delegate, quiet, sessions or revoke
     #[arg(value_enum)]
     pub action: PeopleAction,
     /// The person (with link, unlink and delegate)
@@ -658,6 +658,10 @@ pub enum PeopleAction {
     List,
     Delegate,
     Quiet,
+    /// NAME's tokens and sessions, with where each came from
+    Sessions,
+    /// Ends every token and session of NAME at once
+    Revoke,
 }
 
 #[derive(Debug, Args)]
@@ -789,9 +793,24 @@ pub struct TokenCreateArgs {
     /// A person's token: it acts as PERSON (answers, votes)
     #[arg(long, value_name = "PERSON", allow_hyphen_values = true)]
     pub person: Option<String>,
-    /// It stops working after this long: 90s, 30m, 2h, 1d; default: never
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = duration)]
-    pub expires: Option<std::time::Duration>,
+    /// It stops working after this long: 90s, 30m, 2h, 1d, or never; default: a person's
+    /// after 90d, an agent's never
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = expires)]
+    pub expires: Option<Expires>,
+}
+
+/// `token create --expires`: a duration, or `never`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expires {
+    Never,
+    After(std::time::Duration),
+}
+
+fn expires(text: &str) -> Result<Expires, String> {
+    if text.trim() == "never" {
+        return Ok(Expires::Never);
+    }
+    duration(text).map(Expires::After)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,30 @@ pub(super) fn people(ledger: &mut Ledger, by_from_flag: bool, args: PeopleArgs) 
         }
         return Ok(Outcome::ok(relay::people_list(ledger)?));
     }
+    if matches!(args.action, PeopleAction::Sessions | PeopleAction::Revoke) {
+        if by_from_flag {
+            return Err(Error::usage(
+                "--by is refused for 'people sessions' and 'people revoke': they are recorded \
+                 as the operating-system user who runs them",
+            ));
+        }
+        let Some(person) = args.name else {
+            return Err(Error::usage(
+                "name the person: questions people sessions|revoke NAME",
+            ));
+        };
+        if args.identity.is_some() || args.tz.is_some() || args.to.is_some() {
+            return Err(Error::usage(
+                "questions people sessions|revoke NAME takes nothing else",
+            ));
+        }
+        let req = if args.action == PeopleAction::Sessions {
+            ops::TokenRequest::Sessions { person }
+        } else {
+            ops::TokenRequest::RevokePerson { person }
+        };
+        return super::token::of_person(ledger, req);
+    }
     let identity = super::approve::voter(by_from_flag, "people")?;
     if args.action == PeopleAction::Delegate {
         let Some(name) = args.name else {

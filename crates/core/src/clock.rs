@@ -25,6 +25,15 @@ pub fn after(now: &str, within: std::time::Duration) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Whole seconds from `from` to `to` (both as `now` gives them); 0 when either is not an
+/// instant.
+pub fn seconds_between(from: &str, to: &str) -> i64 {
+    match (DateTime::parse_from_rfc3339(from), DateTime::parse_from_rfc3339(to)) {
+        (Ok(a), Ok(b)) => (b - a).num_seconds(),
+        _ => 0,
+    }
+}
+
 /// `90s`, `30m`, `2h`, `1d` (or several, `1h30m`): a duration as people write one.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let bad = || {

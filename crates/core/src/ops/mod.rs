@@ -16,6 +16,7 @@ mod quiet;
 pub mod relay;
 mod routing;
 mod secret;
+pub mod signin;
 mod stream;
 #[cfg(test)]
 mod suite;
@@ -45,14 +46,15 @@ pub use routing::{
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
-    authenticate, Grant, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
+    authenticate, Grant, PersonRevoked, PersonSessions, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
     SECRET_PREFIX, UNAUTHORIZED,
 };
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, Delegation, Delivery, EventFilter,
-    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, QuietHours, StoredTask, StoredToken,
+    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, QuietHours, StoredSignIn, StoredTask,
+    StoredToken,
     TaskState, TokenRole,
 };
 pub use stream::{

@@ -65,7 +65,7 @@ pub fn channel_identity(text: &str) -> Result<String> {
     let bad = |why: &str| {
         let forms: Vec<&str> = Relayed::all().iter().map(|r| r.identity_form()).collect();
         Error::usage(format!(
-            "'{text}' is not a channel identity: {why} ({}, github:<login>)",
+            "'{text}' is not a channel identity: {why} ({}, github:<login>, oidc:<issuer>#<sub>)",
             forms.join(", ")
         ))
     };
@@ -74,6 +74,11 @@ pub fn channel_identity(text: &str) -> Result<String> {
         .split_once(':')
         .ok_or_else(|| bad("it names no channel"))?;
     let channel = channel.to_lowercase();
+    if channel == "oidc" {
+        // Who an OpenID provider says signed in (§18): its issuer and its `sub`, both as
+        // the provider writes them.
+        return super::signin::check_oidc(id).map_err(|why| bad(&why));
+    }
     if channel == "github" {
         // GitHub's rule for a login: letters, digits and single inner hyphens, at most 39
         // characters.

@@ -46,6 +46,14 @@ pub enum TokenRequest {
     Revoke {
         name: String,
     },
+    /// A person's tokens and sessions (`people sessions NAME`).
+    Sessions {
+        person: String,
+    },
+    /// Every token and session of a person, ended at once (`people revoke NAME`).
+    RevokePerson {
+        person: String,
+    },
 }
 
 /// A token just made: the only document that ever holds its secret.
@@ -74,8 +82,32 @@ pub struct Tokens {
 pub struct TokenListed {
     #[serde(flatten)]
     pub token: StoredToken,
-    /// Its time is up: it is refused as a revoked one is.
+    /// Its time is up (or, for a browser's session, its idle time): it is refused as a
+    /// revoked one is.
     pub expired: bool,
+    /// Where it came from: `token` (`token create`), `web` (a browser's sign-in) or
+    /// `login` (`questions login`).
+    pub source: String,
+    /// For a sign-in's, the OpenID provider that vouched for the person.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PersonSessions {
+    pub person: String,
+    pub count: usize,
+    /// Without their secrets.
+    pub tokens: Vec<TokenListed>,
+}
+
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PersonRevoked {
+    pub person: String,
+    /// The tokens and sessions ended.
+    pub revoked: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,6 +124,8 @@ pub enum TokenReply {
     Made(TokenMade),
     Listed(Tokens),
     Revoked(TokenRevoked),
+    Sessions(PersonSessions),
+    RevokedPerson(PersonRevoked),
 }
 
 /// Runs a token request for a caller with direct access (the door refuses every other).
@@ -104,6 +138,22 @@ pub(super) fn run(ledger: &mut Ledger, caller: &Caller, req: &TokenRequest) -> R
         } => create(ledger, caller, name, grant, *expires_in).map(TokenReply::Made),
         TokenRequest::List => list(ledger).map(TokenReply::Listed),
         TokenRequest::Revoke { name } => revoke(ledger, caller, name).map(TokenReply::Revoked),
+        TokenRequest::Sessions { person } => {
+            let person = person.trim();
+            let tokens: Vec<TokenListed> = list(ledger)?
+                .tokens
+                .into_iter()
+                .filter(|t| t.token.person.as_deref() == Some(person))
+                .collect();
+            Ok(TokenReply::Sessions(PersonSessions {
+                person: person.to_string(),
+                count: tokens.len(),
+                tokens,
+            }))
+        }
+        TokenRequest::RevokePerson { person } => {
+            revoke_person(ledger, caller, person).map(TokenReply::RevokedPerson)
+        }
     }
 }
 
@@ -192,14 +242,22 @@ pub(super) fn check_pattern(pattern: &str) -> Result<()> {
 
 fn list(ledger: &mut Ledger) -> Result<Tokens> {
     let now = clock::now();
-    let tokens: Vec<TokenListed> = ledger
-        .read(|tx| tx.tokens())?
-        .into_iter()
-        .map(|token| TokenListed {
-            expired: is_expired(&token, &now),
-            token,
-        })
-        .collect();
+    let tokens: Vec<TokenListed> = ledger.read(|tx| {
+        let sign_ins = tx.sign_ins()?;
+        tx.tokens()?
+            .into_iter()
+            .map(|token| {
+                let made_by = sign_ins.iter().find(|s| s.token == token.name);
+                Ok(TokenListed {
+                    expired: is_expired(&token, &now)
+                        || super::signin::idle_over(tx, &token, &now)?,
+                    source: made_by.map_or("token", |s| s.kind.as_str()).to_string(),
+                    issuer: made_by.map(|s| s.issuer.clone()),
+                    token,
+                })
+            })
+            .collect::<Result<_>>()
+    })?;
     Ok(Tokens {
         count: tokens.len(),
         tokens,
@@ -227,6 +285,31 @@ fn revoke(ledger: &mut Ledger, caller: &Caller, name: &str) -> Result<TokenRevok
     })
 }
 
+fn revoke_person(ledger: &mut Ledger, caller: &Caller, person: &str) -> Result<PersonRevoked> {
+    let person = person.trim();
+    check_name(person, "person").map_err(Error::usage)?;
+    let actor = caller.actor(&clock::now());
+    ledger.write(|tx| {
+        let mut revoked = Vec::new();
+        for token in tx.tokens()? {
+            if token.person.as_deref() != Some(person) {
+                continue;
+            }
+            tx.delete_token(&token.name)?;
+            tx.delete_sign_in(&token.name)?;
+            revoked.push(token.name);
+        }
+        tx.token_event(
+            &actor,
+            &serde_json::json!({"person": person, "revoked": revoked, "role": TokenRole::Person}),
+        )?;
+        Ok(PersonRevoked {
+            person: person.to_string(),
+            revoked,
+        })
+    })
+}
+
 fn is_expired(token: &StoredToken, now: &str) -> bool {
     token.expires_at.as_deref().is_some_and(|end| end <= now)
 }
@@ -248,7 +331,7 @@ pub fn authenticate(ledger: &mut Ledger, secret: Option<&str>) -> Result<Princip
     let Some(token) = ledger.read(|tx| tx.token_by_hash(&hash))? else {
         return Err(unauthorized());
     };
-    if is_expired(&token, &now) {
+    if is_expired(&token, &now) || ledger.read(|tx| super::signin::idle_over(tx, &token, &now))? {
         return Err(unauthorized());
     }
     let stale = token

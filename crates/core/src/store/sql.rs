@@ -320,7 +320,7 @@ mod tokens;
 pub use relay::{Delivery, Link};
 pub use routing::{Delegation, Policy, QuietHours};
 pub use tasks::{StoredTask, TaskState};
-pub use tokens::{StoredToken, TokenRole};
+pub use tokens::{StoredSignIn, StoredToken, TokenRole};
 
 /// The operations of one transaction, over either engine.
 pub(crate) struct Tx<'a> {

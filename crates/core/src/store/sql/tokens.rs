@@ -168,3 +168,119 @@ impl Tx<'_> {
         })
     }
 }
+
+/// A token a sign-in made (§18): how the person signed in, and the rules it keeps
+/// beyond its expiry (a browser session's idle time; a login's refresh token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StoredSignIn {
+    /// The token's name (`api_tokens.name`).
+    pub token: String,
+    /// `web` (a browser's session) or `login` (`questions login`).
+    pub kind: String,
+    /// The OpenID provider, and the person's id there.
+    pub issuer: String,
+    pub subject: String,
+    /// A session unused this long is over.
+    pub idle_seconds: Option<i64>,
+    /// Until when its refresh token may make a new one.
+    pub refresh_expires_at: Option<String>,
+}
+
+const SIGN_IN_COLUMNS: &[&str] = &[
+    "token",
+    "kind",
+    "issuer",
+    "subject",
+    "idle_seconds",
+    "refresh_expires_at",
+];
+
+/// The sign-ins' table in SQLite, made by the first sign-in (PostgreSQL makes it in V15).
+const SQLITE_SIGN_IN_TABLE: &str = "CREATE TABLE IF NOT EXISTS sign_ins (
+  token TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  issuer TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  idle_seconds INTEGER,
+  refresh_hash TEXT UNIQUE,
+  refresh_expires_at TEXT
+) WITHOUT ROWID";
+
+impl Tx<'_> {
+    fn sign_in_table(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("sign_ins", &[SQLITE_SIGN_IN_TABLE], make)
+    }
+
+    fn sign_ins_where(&self, clause: &str, params: &[Param]) -> Result<Vec<StoredSignIn>> {
+        if !self.sign_in_table(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            &format!(
+                "SELECT {} FROM sign_ins {clause}",
+                SIGN_IN_COLUMNS.join(", ")
+            ),
+            params,
+        )?;
+        rows.each(
+            |r| {
+                Ok(StoredSignIn {
+                    token: r.text("token").unwrap_or_default(),
+                    kind: r.text("kind").unwrap_or_default(),
+                    issuer: r.text("issuer").unwrap_or_default(),
+                    subject: r.text("subject").unwrap_or_default(),
+                    idle_seconds: r.text("idle_seconds").and_then(|t| t.parse().ok()),
+                    refresh_expires_at: r.text("refresh_expires_at"),
+                })
+            },
+            SIGN_IN_COLUMNS,
+        )
+    }
+
+    /// The sign-in that made the token `name`, if one did.
+    pub(crate) fn sign_in(&self, name: &str) -> Result<Option<StoredSignIn>> {
+        Ok(self
+            .sign_ins_where("WHERE token = $1", &[name.into()])?
+            .pop())
+    }
+
+    /// Every sign-in's record.
+    pub(crate) fn sign_ins(&self) -> Result<Vec<StoredSignIn>> {
+        self.sign_ins_where("ORDER BY token", &[])
+    }
+
+    /// The sign-in whose refresh token hashes to `hash`.
+    pub(crate) fn sign_in_by_refresh(&self, hash: &str) -> Result<Option<StoredSignIn>> {
+        Ok(self
+            .sign_ins_where("WHERE refresh_hash = $1", &[hash.into()])?
+            .pop())
+    }
+
+    pub(crate) fn insert_sign_in(&self, s: &StoredSignIn, refresh_hash: Option<&str>) -> Result<()> {
+        self.sign_in_table(true)?;
+        self.conn.execute(
+            "INSERT INTO sign_ins \
+             (token, kind, issuer, subject, idle_seconds, refresh_hash, refresh_expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                s.token.as_str().into(),
+                s.kind.as_str().into(),
+                s.issuer.as_str().into(),
+                s.subject.as_str().into(),
+                Param::Int(s.idle_seconds),
+                refresh_hash.into(),
+                (&s.refresh_expires_at).into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn delete_sign_in(&self, token: &str) -> Result<()> {
+        if self.sign_in_table(false)? {
+            self.conn
+                .execute("DELETE FROM sign_ins WHERE token = $1", &[token.into()])?;
+        }
+        Ok(())
+    }
+}
