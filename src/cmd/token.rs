@@ -8,7 +8,7 @@ use questions_core::model::Channel;
 use questions_core::ops::{self, Caller, Grant, Ledger, Principal, Reply, Request, TokenRequest};
 
 /// How long a person token made without `--expires` works.
-const PERSON_EXPIRES: std::time::Duration = std::time::Duration::from_secs(90 * 86_400);
+const PERSON_EXPIRES: std::time::Duration = std::time::Duration::from_hours(90 * 24);
 
 pub(super) fn run(ledger: &mut Ledger, by_from_flag: bool, args: TokenArgs) -> Result<Outcome> {
     // Who may call the ledger is decided as a group's members are: by who runs this

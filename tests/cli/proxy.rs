@@ -683,14 +683,13 @@ fn unpooled_two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
         .collect();
     let start = Instant::now();
     while held(&a) + held(&b) < WAITERS {
-        if start.elapsed() > Duration::from_mins(1) {
-            panic!(
-                "{} + {} held; ended early: {:?}",
-                held(&a),
-                held(&b),
-                ended(&mut waiters)
-            );
-        }
+        assert!(
+            start.elapsed() < Duration::from_mins(1),
+            "{} + {} held; ended early: {:?}",
+            held(&a),
+            held(&b),
+            ended(&mut waiters)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(held(&a) > 0 && held(&b) > 0, "HAProxy spread them");
@@ -698,9 +697,12 @@ fn unpooled_two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
     assert_eq!(a.stop(), 0);
     let moved = Instant::now();
     while held(&b) < WAITERS {
-        if moved.elapsed() > Duration::from_secs(20) {
-            panic!("{} held; ended early: {:?}", held(&b), ended(&mut waiters));
-        }
+        assert!(
+            moved.elapsed() < Duration::from_secs(20),
+            "{} held; ended early: {:?}",
+            held(&b),
+            ended(&mut waiters)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     l.ok([
