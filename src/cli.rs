@@ -1008,6 +1008,28 @@ pub struct ServeArgs {
     /// Serve /metrics with no token on this address alone (keep it private)
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_bind: Option<std::net::SocketAddr>,
+    /// People sign in with this OpenID provider (its issuer URL, as its discovery names it)
+    #[arg(long, value_name = "URL", requires = "oidc_client_id")]
+    pub oidc_issuer: Option<String>,
+    /// The client id the provider gave this server
+    #[arg(long, value_name = "ID", requires = "oidc_issuer")]
+    pub oidc_client_id: Option<String>,
+    /// The environment variable that holds the client secret (never the secret itself)
+    #[arg(long, value_name = "NAME", conflicts_with = "oidc_client_secret_file")]
+    pub oidc_client_secret_env: Option<String>,
+    /// A file that holds the client secret
+    #[arg(long, value_name = "FILE")]
+    pub oidc_client_secret_file: Option<std::path::PathBuf>,
+    /// Only people whose verified email is at these domains may sign in (besides being
+    /// linked)
+    #[arg(long, value_name = "DOMAIN,…", value_delimiter = ',')]
+    pub oidc_allow_domain: Vec<String>,
+    /// A browser's session ends when unused this long
+    #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = duration)]
+    pub session_idle: std::time::Duration,
+    /// A browser's session ends this long after the sign-in, used or not
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = duration)]
+    pub session_lifetime: std::time::Duration,
 }
 
 /// How `serve` writes its request log.

@@ -26,6 +26,8 @@ pub(crate) mod page;
 #[cfg(feature = "relay")]
 pub(crate) mod relay;
 // `--db https://…`: the ledger `questions serve` serves (§15).
+#[cfg(any(feature = "remote", feature = "serve"))]
+pub(crate) mod client;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 #[cfg(feature = "serve")]

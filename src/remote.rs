@@ -82,7 +82,7 @@ impl Remote {
             base,
             host,
             token,
-            agent: agent()?,
+            agent: crate::client::agent()?,
             key: hex(&random(16)?),
         })
     }
@@ -539,41 +539,6 @@ fn valid(token: String) -> Result<String> {
              'questions token create'",
         ))
     }
-}
-
-/// The client: proxies from the environment, and the roots it trusts.
-fn agent() -> Result<ureq::Agent> {
-    use ureq::tls::{RootCerts, TlsConfig};
-    let roots = match std::env::var_os("QUESTIONS_CA").filter(|f| !f.is_empty()) {
-        None => RootCerts::WebPki,
-        Some(file) => {
-            let path = std::path::Path::new(&file);
-            let pem = std::fs::read(path).map_err(|e| {
-                Error::usage(format!("cannot read QUESTIONS_CA {}: {e}", path.display()))
-            })?;
-            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
-                .filter_map(|item| match item {
-                    Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                    _ => None,
-                })
-                .collect();
-            if certs.is_empty() {
-                return Err(Error::usage(format!(
-                    "QUESTIONS_CA {} holds no PEM certificate",
-                    path.display()
-                )));
-            }
-            RootCerts::new_with_certs(&certs)
-        }
-    };
-    let config = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_connect(Some(Duration::from_secs(10)))
-        .proxy(ureq::Proxy::try_from_env())
-        .tls_config(TlsConfig::builder().root_certs(roots).build())
-        .user_agent(concat!("questions/", env!("CARGO_PKG_VERSION")))
-        .build();
-    Ok(config.into())
 }
 
 /// Random bytes from the operating system.

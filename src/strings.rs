@@ -24,6 +24,13 @@ pub(crate) const SKIP: &str = "Skip";
 pub(crate) const DECLINE: &str = "Decline";
 pub(crate) const HISTORY: &str = "History";
 pub(crate) const NEXT_REQUIRED: &str = "Next required";
+/// The inbox's button that ends a sign-in's session.
+pub(crate) const SIGN_OUT: &str = "Sign out";
+
+/// Who the inbox is open as, when they signed in (`person` already escaped).
+pub(crate) fn signed_in_as(person: &str) -> String {
+    format!("<span>Signed in as <strong>{person}</strong></span> ")
+}
 pub(crate) const KEYS: &str = "Keys: j / k next / previous · r next required · o open or close · \
                         1–9 choose · Enter answer (Ctrl+Enter in text) · a accept proposed";
 pub(crate) const TIME_UP: &str = "time is up";

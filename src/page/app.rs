@@ -17,6 +17,7 @@ pub(crate) fn page(ledger: &mut Ledger) -> Result<String> {
     let inbox = ops::inbox(ledger, None)?;
     let now = clock::now();
     let body = html::inbox(&html::Page {
+        signed_in: false,
         seq: inbox.seq,
         now: &now,
         ledger: inbox.ledger.as_deref(),

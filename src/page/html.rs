@@ -30,6 +30,9 @@ pub(crate) struct Page<'a> {
     /// Who may vote on each approval (see `ops::Inbox::voters`).
     pub voters: &'a std::collections::HashMap<i64, std::collections::BTreeSet<String>>,
     pub flash: Option<Flash>,
+    /// The person signed in through the server's OpenID provider: the page says who, and
+    /// offers to sign out.
+    pub signed_in: bool,
 }
 
 type Item = (Question, Vec<Event>);
@@ -84,6 +87,15 @@ pub(crate) fn inbox(page: &Page) -> String {
         now = esc(page.now),
         words = esc(&strings::script_words()),
     );
+    if let (true, Some(person)) = (page.signed_in, page.person) {
+        let _ = write!(
+            out,
+            "<form class=\"who\" method=\"post\" action=\"/signout\">{}\
+             <button type=\"submit\">{}</button></form>",
+            strings::signed_in_as(&esc(person)),
+            strings::SIGN_OUT,
+        );
+    }
     let _ = write!(
         out,
         "<a id=\"next-required\" class=\"jump\" href=\"#q-{}\"{}>{}</a></div>\

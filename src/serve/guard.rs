@@ -127,6 +127,14 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
     response
 }
 
+/// Whether a browser asks for a page (not a client of the API).
+fn wants_page(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"))
+}
+
 /// `Err`: refused. `Ok(Some)`: answered here (the token's first visit). `Ok(None)`: go on.
 fn check(
     app: &App,
@@ -174,6 +182,13 @@ fn check(
         // sending the token its user configured.
         return Err(refuse(StatusCode::NOT_FOUND, "nothing here"));
     }
+    if app.signin.is_some()
+        && request.method() == Method::GET
+        && (path == "/signin" || path == "/signin/callback")
+    {
+        // On the way to the provider and back: no token yet (see `signin`).
+        return Ok(None);
+    }
     if let Some(given) = query_token(request.uri().query()) {
         if request.method() != Method::GET || holder(&given).is_none() {
             return Err(refuse(
@@ -185,6 +200,18 @@ fn check(
     }
     let token = bearer(headers).or_else(|| cookie(headers, &cookie_name(app)));
     if token.is_none_or(|t| holder(&t).is_none()) {
+        if app.signin.is_some() && request.method() == Method::GET && wants_page(headers) {
+            // A person who is not signed in (or whose session ended) signs in, and comes
+            // back here.
+            let here = request
+                .uri()
+                .path_and_query()
+                .map_or("/", axum::http::uri::PathAndQuery::as_str);
+            let to = format!("/signin?to={}", super::signin::encode(here));
+            return Ok(Some(
+                (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response(),
+            ));
+        }
         return Err(refuse(
             StatusCode::UNAUTHORIZED,
             "a token is needed: open the URL that 'questions serve' printed, or send \
@@ -236,7 +263,7 @@ fn welcome(app: &App, request: &Request) -> Response {
 
 /// Cookies ignore ports: each server's cookie is named for its port, so two inboxes on
 /// one machine do not log each other out.
-fn cookie_name(app: &App) -> String {
+pub(super) fn cookie_name(app: &App) -> String {
     format!("questions_token_{}", app.bound.port())
 }
 
@@ -348,7 +375,7 @@ pub(super) fn bearer(headers: &HeaderMap) -> Option<String> {
     value.strip_prefix("Bearer ").map(|t| t.trim().to_string())
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

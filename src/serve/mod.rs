@@ -15,6 +15,7 @@ mod metrics;
 mod page;
 pub(crate) mod proxy;
 mod reqlog;
+pub(crate) mod signin;
 pub(crate) use reqlog::Format as LogFormat;
 pub(crate) mod tls;
 pub(crate) mod votes;
@@ -65,6 +66,8 @@ pub(crate) struct Config {
     pub drain: Duration,
     /// `--metrics-bind`: `/metrics` alone, with no token, on an address of its own.
     pub metrics_bind: Option<SocketAddr>,
+    /// `--oidc-…`: people sign in with the team's OpenID provider.
+    pub signin: Option<signin::Settings>,
 }
 
 /// What every request shares.
@@ -93,6 +96,8 @@ pub(crate) struct App {
     log: reqlog::Log,
     /// What `/metrics` says (see `metrics`).
     metrics: Arc<metrics::Metrics>,
+    /// The OpenID provider people sign in with, if any (see `signin`).
+    signin: Option<Arc<signin::Provider>>,
 }
 
 impl App {
@@ -172,6 +177,12 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     )?;
     // A pair that cannot be served is said before anything else happens.
     let acceptor = config.tls.map(tls::acceptor).transpose()?;
+    // As is a provider that cannot be read.
+    let signin = config
+        .signin
+        .map(signin::Provider::discover)
+        .transpose()?
+        .map(Arc::new);
     // The inbox records answers: open the ledger for writing now (creating it if it is
     // missing), so every reader sees the real ledger from the first request on.
     ops::create(ledger)?;
@@ -194,6 +205,7 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
             log: config.log,
             drain: config.drain,
             metrics_bind: config.metrics_bind,
+            signin,
         },
         acceptor,
     ))?;
@@ -214,6 +226,7 @@ struct Shared {
     log: reqlog::Format,
     drain: Duration,
     metrics_bind: Option<SocketAddr>,
+    signin: Option<Arc<signin::Provider>>,
 }
 
 async fn serve(
@@ -231,6 +244,7 @@ async fn serve(
         log,
         drain,
         metrics_bind,
+        signin,
     } = shared;
     let listener = tokio::net::TcpListener::bind(bind)
         .await
@@ -258,6 +272,7 @@ async fn serve(
         draining,
         log: reqlog::Log::start(log),
         metrics,
+        signin,
     });
     if let Some(at) = metrics_bind {
         let listener = tokio::net::TcpListener::bind(at)
@@ -431,7 +446,10 @@ fn routes(app: Arc<App>) -> Result<Router> {
         .route("/api/questions/{id}/reject", post(votes::reject))
         .route("/api/changes", get(api::changes))
         .route("/v1/call", post(ledger_api::call))
-        .route("/metrics", get(metrics::metrics));
+        .route("/metrics", get(metrics::metrics))
+        .route("/signin", get(signin::start))
+        .route("/signin/callback", get(signin::callback))
+        .route("/signout", post(signin::sign_out));
     #[cfg(feature = "mcp")]
     let router = router.merge(mcp::routes(&app)?);
     // Health and readiness need no token and pass no Host check: they say nothing of the

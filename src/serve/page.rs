@@ -71,6 +71,7 @@ pub(super) async fn render(
     match read {
         Ok((inbox, now)) => {
             let body = html::inbox(&html::Page {
+                signed_in: app.signin.is_some(),
                 seq: inbox.seq,
                 now: &now,
                 ledger: inbox.ledger.as_deref(),

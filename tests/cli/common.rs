@@ -781,3 +781,13 @@ impl Pause {
         let _ = std::fs::remove_file(&self.reached);
     }
 }
+
+/// A free port on loopback, for a server that must come back on the same one (or that
+/// another program must know before it starts).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -80,6 +80,8 @@ mod schema;
 mod scripted;
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(all(feature = "serve", feature = "relay"))]
+mod signin;
 mod skip;
 #[cfg(feature = "relay")]
 mod slack_standin;

@@ -285,21 +285,12 @@ fn metrics(s: &Served) -> String {
     r.body
 }
 
-/// A free port on loopback, for a server that must come back on the same one.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn sigterm_drains_readiness_first_then_lets_the_waits_go_and_a_waiter_goes_on() {
     let l = Ledger::new();
     let agent = token(&l, &["ci-runner", "--agent"]);
     let id = l.log("ci-1", "Deploy build 42?");
-    let port = free_port();
+    let port = crate::common::free_port();
     let bind = format!("127.0.0.1:{port}");
     let (s, log) = logged(&l, &["--bind", &bind, "--drain-seconds", "3"]);
     for path in ["/healthz", "/readyz"] {
@@ -378,7 +369,7 @@ fn metrics_are_prometheus_text_for_the_server_s_token_or_a_bind_of_their_own() {
     l.log("ci-1", "Deploy build 42?");
     l.log("ci-1", "Tag it?");
     let id = l.log("design", "Which database?");
-    let mbind = format!("127.0.0.1:{}", free_port());
+    let mbind = format!("127.0.0.1:{}", crate::common::free_port());
     let s = Served::start(&l, &["--metrics-bind", &mbind]);
     // An agent's refused request, and an answer the server sees happen.
     let forbidden = json!({"op": "group", "args": {"identity": {"person": "dana"},
@@ -600,7 +591,7 @@ fn unpooled_two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
     pem.extend(std::fs::read(&key).unwrap());
     let pem_path = l.dir.path().join("haproxy.pem");
     std::fs::write(&pem_path, pem).unwrap();
-    let front = free_port();
+    let front = crate::common::free_port();
     let public = format!("https://127.0.0.1:{front}");
     let server = |port: u16| {
         let bind = format!("127.0.0.1:{port}");
@@ -620,7 +611,7 @@ fn unpooled_two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
             ],
         )
     };
-    let (pa, pb) = (free_port(), free_port());
+    let (pa, pb) = (crate::common::free_port(), crate::common::free_port());
     let a = server(pa);
     let b = server(pb);
     let config = format!(

@@ -140,15 +140,6 @@ struct OwnServer {
 }
 
 #[cfg(feature = "postgres")]
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-#[cfg(feature = "postgres")]
 impl OwnServer {
     /// None (the test reported as skipped) where PostgreSQL's programs are missing.
     fn start(max_connections: u32) -> Option<OwnServer> {
@@ -184,7 +175,7 @@ impl OwnServer {
             Vec::new()
         };
         let server = OwnServer {
-            port: free_port(),
+            port: crate::common::free_port(),
             dir,
             bin,
             bouncer: None,
@@ -259,7 +250,7 @@ impl OwnServer {
     }
 
     fn pgbouncer(&self) -> (Child, u16) {
-        let port = free_port();
+        let port = crate::common::free_port();
         let ini = self.dir.path().join("pgbouncer.ini");
         std::fs::write(
             &ini,

@@ -28,7 +28,10 @@ pub fn after(now: &str, within: std::time::Duration) -> String {
 /// Whole seconds from `from` to `to` (both as `now` gives them); 0 when either is not an
 /// instant.
 pub fn seconds_between(from: &str, to: &str) -> i64 {
-    match (DateTime::parse_from_rfc3339(from), DateTime::parse_from_rfc3339(to)) {
+    match (
+        DateTime::parse_from_rfc3339(from),
+        DateTime::parse_from_rfc3339(to),
+    ) {
         (Ok(a), Ok(b)) => (b - a).num_seconds(),
         _ => 0,
     }

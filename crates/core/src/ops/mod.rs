@@ -46,16 +46,15 @@ pub use routing::{
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
-    authenticate, Grant, PersonRevoked, PersonSessions, TokenListed, TokenMade, TokenReply, TokenRequest, TokenRevoked, Tokens,
-    SECRET_PREFIX, UNAUTHORIZED,
+    authenticate, Grant, PersonRevoked, PersonSessions, TokenListed, TokenMade, TokenReply,
+    TokenRequest, TokenRevoked, Tokens, SECRET_PREFIX, UNAUTHORIZED,
 };
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.
 pub use crate::store::{
     make_default_folder, refuse_non_ledger, schema_version, Delegation, Delivery, EventFilter,
-    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, QuietHours, StoredSignIn, StoredTask,
-    StoredToken,
-    TaskState, TokenRole,
+    Filter, FoundBy, Ledger, Link, Location, LockWait, Policy, QuietHours, StoredSignIn,
+    StoredTask, StoredToken, TaskState, TokenRole,
 };
 pub use stream::{
     events, events_after, resume, save_watcher_position, start_watcher, LedgerEvent, Page, Resume,

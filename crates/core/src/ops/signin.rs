@@ -40,7 +40,10 @@ pub enum Kind {
     Web { idle: Duration, absolute: Duration },
     /// `questions login`: a token for `lifetime`, and a refresh token that makes another
     /// until `refresh` after the sign-in.
-    Login { lifetime: Duration, refresh: Duration },
+    Login {
+        lifetime: Duration,
+        refresh: Duration,
+    },
 }
 
 impl Kind {
@@ -84,7 +87,9 @@ pub(super) fn check_oidc(id: &str) -> std::result::Result<String, String> {
     };
     let scheme_ok = issuer.starts_with("https://") || issuer.starts_with("http://");
     if !scheme_ok || issuer.len() <= "https://".len() || issuer.contains(char::is_whitespace) {
-        return Err("its issuer is the provider's URL (https://…), as its discovery names it".into());
+        return Err(
+            "its issuer is the provider's URL (https://…), as its discovery names it".into(),
+        );
     }
     if subject.is_empty() || subject.len() > 255 || subject.chars().any(char::is_control) {
         return Err("its sub is the provider's id of the person (1 to 255 characters)".into());
@@ -125,7 +130,12 @@ pub fn sign_in(ledger: &mut Ledger, who: &Vouched, admit: &Admit, kind: Kind) ->
 }
 
 /// The person `who` is, or why nobody is.
-fn find(tx: &Tx, who: &Vouched, admit: &Admit, now: &str) -> Result<std::result::Result<String, String>> {
+fn find(
+    tx: &Tx,
+    who: &Vouched,
+    admit: &Admit,
+    now: &str,
+) -> Result<std::result::Result<String, String>> {
     let ask = "ask whoever runs this ledger to link you (questions people link NAME …)";
     let email = who.email.as_deref().map(|e| e.trim().to_lowercase());
     if !admit.domains.is_empty() {

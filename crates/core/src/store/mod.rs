@@ -29,7 +29,8 @@ pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
 pub(crate) use sql::Tx;
 pub use sql::{
-    Delegation, Delivery, Link, Policy, QuietHours, StoredTask, StoredSignIn, StoredToken, TaskState, TokenRole,
+    Delegation, Delivery, Link, Policy, QuietHours, StoredSignIn, StoredTask, StoredToken,
+    TaskState, TokenRole,
 };
 pub use sqlite::LockWait;
 

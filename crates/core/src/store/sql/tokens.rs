@@ -257,7 +257,11 @@ impl Tx<'_> {
             .pop())
     }
 
-    pub(crate) fn insert_sign_in(&self, s: &StoredSignIn, refresh_hash: Option<&str>) -> Result<()> {
+    pub(crate) fn insert_sign_in(
+        &self,
+        s: &StoredSignIn,
+        refresh_hash: Option<&str>,
+    ) -> Result<()> {
         self.sign_in_table(true)?;
         self.conn.execute(
             "INSERT INTO sign_ins \

@@ -1,0 +1,536 @@
+//! Signing in with an OpenID provider (§18): `serve --oidc-issuer`. Against a real
+//! provider nobody here wrote (panva's `oidc-provider` from npm, `scripts/oidc-provider`)
+//! and a hostile stand-in that hands out forged ID tokens (`tests/fixtures/oidc/
+//! hostile.mjs`), both on loopback, each started by its test.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{free_port, Ledger};
+use crate::serve::{Reply, Served};
+
+const CLIENT_ID: &str = "questions-test";
+const CLIENT_SECRET: &str = "client-secret-5f2b9c1d7e";
+
+/// A provider on loopback, stopped when dropped (its stdin held open: it ends with it).
+pub(crate) struct Idp {
+    child: Child,
+    pub issuer: String,
+}
+
+impl Idp {
+    /// `scripts/oidc-provider [hostile]`, with the redirect URI of a server on `port`.
+    pub(crate) fn start(hostile: Option<&str>, port: u16, more: &[(&str, &str)]) -> Option<Idp> {
+        if Command::new("node").arg("--version").output().is_err() {
+            crate::common::skip("node is not installed");
+            return None;
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/oidc-provider");
+        let mut cmd = Command::new(script);
+        if let Some(attack) = hostile {
+            cmd.arg("hostile").env("OIDC_ATTACK", attack);
+        }
+        cmd.env("OIDC_PORT", "0")
+            .env("OIDC_CLIENT_ID", CLIENT_ID)
+            .env("OIDC_CLIENT_SECRET", CLIENT_SECRET)
+            .env(
+                "OIDC_REDIRECT_URIS",
+                format!(
+                    "http://127.0.0.1:{port}/signin/callback,https://127.0.0.1:{port}/signin/callback"
+                ),
+            )
+            .envs(more.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("scripts/oidc-provider starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the provider's ready line ({e}): {line:?}"));
+        let issuer = ready["issuer"].as_str().unwrap().to_string();
+        Some(Idp { child, issuer })
+    }
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve` on `port` signing people in with `idp`.
+pub(crate) fn served(l: &Ledger, idp: &Idp, port: u16, more: &[&str]) -> Served {
+    let secret = l.dir.path().join("oidc-secret");
+    std::fs::write(&secret, format!("{CLIENT_SECRET}\n")).unwrap();
+    let bind = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "--bind",
+        &bind,
+        "--oidc-issuer",
+        &idp.issuer,
+        "--oidc-client-id",
+        CLIENT_ID,
+        "--oidc-client-secret-file",
+        secret.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    Served::start(l, &args)
+}
+
+/// Who may link people: the test's own user, as admin of the group `people`.
+pub(crate) fn link(l: &Ledger, person: &str, identity: &str) {
+    let me = crate::relay_harness::me(l);
+    let _ = l.run(["group", "create", "people", "--admins", &me]);
+    l.ok(["people", "link", person, identity]);
+}
+
+/// A plain GET to a URL on loopback, as a browser's address bar would, not following
+/// redirects; with the cookies given.
+fn get(url: &str, cookies: &str) -> Reply {
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = rest.split_once('/').map_or((rest, "/"), |(h, p)| (h, p));
+    let path = format!("/{}", path.trim_start_matches('/'));
+    let mut stream = TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    if !cookies.is_empty() {
+        request.push_str(&format!("Cookie: {cookies}\r\n"));
+    }
+    request.push_str("Accept: text/html\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    let _ = stream.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    Reply {
+        status: head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap(),
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// Every `Set-Cookie` of a reply, as `name=value` (attributes in `.1`).
+fn set_cookies(reply: &Reply) -> Vec<(String, String)> {
+    reply
+        .head
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("set-cookie").then(|| {
+                let v = v.trim();
+                let (pair, attrs) = v.split_once(';').unwrap_or((v, ""));
+                (pair.to_string(), attrs.to_string())
+            })
+        })
+        .collect()
+}
+
+fn location(reply: &Reply) -> String {
+    reply
+        .header("location")
+        .unwrap_or_else(|| panic!("a redirect: {} {}", reply.status, reply.head))
+}
+
+/// One sign-in through a provider that asks nothing (the stand-in): `/signin?to=…`, off
+/// to `/authorize`, back to the callback with the flow's cookie. The callback's reply.
+fn through(s: &Served, to: &str) -> (Reply, String) {
+    let start = s.request(
+        "GET",
+        &format!("/signin?to={to}"),
+        &["Accept: text/html"],
+        "",
+    );
+    assert_eq!(start.status, 303, "{}", start.head);
+    let flow = set_cookies(&start)
+        .into_iter()
+        .find(|(pair, _)| pair.starts_with("questions_signin_"))
+        .expect("the flow's cookie")
+        .0;
+    let authorize = location(&start);
+    let back = get(&authorize, "");
+    assert_eq!(back.status, 303, "{}", back.head);
+    let callback = location(&back);
+    let path = callback
+        .strip_prefix(&s.base())
+        .unwrap_or_else(|| panic!("back to this server: {callback}"))
+        .to_string();
+    let cookie = format!("Cookie: {flow}");
+    (
+        s.request("GET", &path, &["Accept: text/html", &cookie], ""),
+        flow,
+    )
+}
+
+/// The session cookie a finished sign-in set, as `name=value`.
+fn session(reply: &Reply) -> Option<String> {
+    set_cookies(reply)
+        .into_iter()
+        .find(|(pair, _)| pair.starts_with("questions_token_") && !pair.ends_with('='))
+        .map(|(pair, _)| pair)
+}
+
+fn tokens(l: &Ledger) -> Vec<Value> {
+    l.ok(["token", "list"])["tokens"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Every event of the ledger, as the text `events` prints.
+fn history_text(l: &Ledger) -> String {
+    let run = l.run(["events"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    run.stdout
+}
+
+#[test]
+fn sqlite_only_a_person_linked_by_email_signs_in_answers_as_themself_and_signs_out() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let id = l.log("deploy", "Deploy build 42?");
+    let s = served(&l, &idp, port, &["--log-format", "json"]);
+    // A browser with no session is sent to sign in, and back to where it was.
+    let page = s.request("GET", "/?answered=1", &["Accept: text/html"], "");
+    assert_eq!(page.status, 303);
+    assert_eq!(location(&page), "/signin?to=%2F%3Fanswered%3D1");
+    let (back, flow) = through(&s, "%2F%3Fanswered%3D1");
+    assert_eq!(back.status, 303, "{}", back.body);
+    assert_eq!(location(&back), "/?answered=1");
+    let cookies = set_cookies(&back);
+    let (pair, attrs) = cookies
+        .iter()
+        .find(|(p, _)| p.starts_with("questions_token_"))
+        .expect("a session cookie");
+    assert!(
+        attrs.contains("HttpOnly") && attrs.contains("SameSite=Lax"),
+        "{attrs}"
+    );
+    assert!(attrs.contains("Max-Age=604800"), "7 days: {attrs}");
+    // The flow's cookie is spent.
+    assert!(cookies
+        .iter()
+        .any(|(p, a)| p.starts_with("questions_signin_")
+            && p.ends_with('=')
+            && a.contains("Max-Age=0")));
+    let cookie = format!("Cookie: {pair}");
+    let inbox = s.request("GET", "/", &["Accept: text/html", &cookie], "");
+    assert_eq!(inbox.status, 200);
+    assert!(
+        inbox.body.contains("Signed in as <strong>alice</strong>"),
+        "{}",
+        inbox.body
+    );
+    assert!(inbox.body.contains("action=\"/signout\""));
+    // The first sign-in by email records the account it came with.
+    let people = l.ok(["people", "list"]).to_string();
+    assert!(
+        people.contains(&format!("oidc:{}#alice", idp.issuer)),
+        "{people}"
+    );
+    // `token list` and `people sessions` say where the session came from.
+    let listed = tokens(&l);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["source"], "web");
+    assert_eq!(listed[0]["person"], "alice");
+    assert_eq!(listed[0]["issuer"], idp.issuer.as_str());
+    let sessions = l.ok(["people", "sessions", "alice"]);
+    assert_eq!(sessions["count"], 1, "{sessions}");
+    // An answer in the session is alice's, through the web.
+    let fields = "answer=yes&ledger=&fingerprint=";
+    let answered = s.request(
+        "POST",
+        &format!("/q/{id}/answer"),
+        &[
+            &cookie,
+            "Content-Type: application/x-www-form-urlencoded",
+            "Sec-Fetch-Site: same-origin",
+        ],
+        fields,
+    );
+    assert_eq!(answered.status, 303, "{}", answered.body);
+    let shown = l.ok(["list", "--status", "answered"]);
+    assert_eq!(shown["questions"][0]["answered_by"], "alice", "{shown}");
+    let history = l.ok(["history", "--id", &id.to_string()]).to_string();
+    assert!(history.contains("\"channel\":\"web\""), "{history}");
+    // Signing out ends the session on the ledger: the cookie no longer opens anything.
+    let out = s.request(
+        "POST",
+        "/signout",
+        &[&cookie, "Sec-Fetch-Site: same-origin", "Accept: text/html"],
+        "",
+    );
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert!(tokens(&l).is_empty());
+    let after = s.request("GET", "/", &["Accept: text/html", &cookie], "");
+    assert_eq!(after.status, 303, "sent to sign in again");
+    let api = s.request("GET", "/api/questions", &[&cookie], "");
+    assert_eq!(api.status, 401);
+    // Nothing secret in what the server printed, nor in the ledger's history.
+    drop(s);
+    let secret_value = pair.split_once('=').unwrap().1;
+    let history = history_text(&l);
+    for secret in [CLIENT_SECRET, secret_value, flow.split_once('=').unwrap().1] {
+        assert!(!history.contains(secret), "a secret in the history");
+    }
+}
+
+/// A forged or wrong ID token: refused with a clear page, no session, nothing recorded
+/// as the person the token names.
+fn refused_for(attack: &str, extra: &[(&str, &str)], linked: &[(&str, &str)]) -> (Reply, Ledger) {
+    let port = free_port();
+    let idp = Idp::start(Some(attack), port, extra).expect("node is here");
+    let l = Ledger::new();
+    for (person, identity) in linked {
+        link(&l, person, identity);
+    }
+    let s = served(&l, &idp, port, &[]);
+    let (back, _) = through(&s, "%2F");
+    assert!(
+        session(&back).is_none(),
+        "{attack}: a session was set: {}",
+        back.head
+    );
+    assert!(tokens(&l).is_empty(), "{attack}: a token was made");
+    (back, l)
+}
+
+fn node_here() -> bool {
+    let here = Command::new("node").arg("--version").output().is_ok();
+    if !here {
+        crate::common::skip("node is not installed");
+    }
+    here
+}
+
+#[test]
+fn sqlite_only_forged_id_tokens_are_refused_and_nobody_is_signed_in() {
+    if !node_here() {
+        return;
+    }
+    let alice = [("alice", "email:alice@example.com")];
+    for (attack, said) in [
+        ("wrong-key", "signature"),
+        ("alg-none", "signature"),
+        ("other-aud", "audience"),
+        ("expired", "expired"),
+        ("nonce-replay", "nonce"),
+        ("no-nonce", "nonce"),
+        ("other-iss", "issuer"),
+    ] {
+        let (back, l) = refused_for(attack, &[], &alice);
+        assert_eq!(back.status, 403, "{attack}: {}", back.body);
+        assert!(
+            back.body.to_lowercase().contains(said),
+            "{attack}: {}",
+            back.body
+        );
+        let history = history_text(&l);
+        assert!(
+            !history.contains("\"by\":\"alice\",\"channel\":\"web\""),
+            "{history}"
+        );
+    }
+}
+
+#[test]
+fn sqlite_only_a_stranger_an_unverified_email_and_a_recycled_one_are_refused_and_recorded() {
+    if !node_here() {
+        return;
+    }
+    // A stranger: told who to ask, and the refusal is in the history.
+    let (back, l) = refused_for(
+        "good",
+        &[("OIDC_SUB", "eve"), ("OIDC_EMAIL", "eve@elsewhere.example")],
+        &[("alice", "email:alice@example.com")],
+    );
+    assert_eq!(back.status, 403);
+    assert!(
+        back.body.contains("nobody this ledger knows"),
+        "{}",
+        back.body
+    );
+    assert!(back.body.contains("questions people link"), "{}", back.body);
+    let history = history_text(&l);
+    assert!(history.contains("eve@elsewhere.example"), "{history}");
+    assert!(history.contains("\"event\":\"refused\""), "{history}");
+    // An address the provider has not verified says nothing of who signs in.
+    let (back, _) = refused_for(
+        "unverified-email",
+        &[],
+        &[("alice", "email:alice@example.com")],
+    );
+    assert_eq!(back.status, 403);
+    assert!(back.body.contains("not verified"), "{}", back.body);
+    // alice signed in once (her sub recorded); the same address on another account of
+    // the same provider later is not alice.
+    let port = free_port();
+    let idp = Idp::start(Some("good"), port, &[]).unwrap();
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let s = served(&l, &idp, port, &[]);
+    let (first, _) = through(&s, "%2F");
+    assert!(session(&first).is_some(), "{}", first.body);
+    let switched = get(
+        &format!(
+            "{}/attack?sub=alice-recycled&email=alice@example.com",
+            idp.issuer
+        ),
+        "",
+    );
+    assert_eq!(switched.status, 200, "{}", switched.body);
+    let (recycled, _) = through(&s, "%2F");
+    assert_eq!(recycled.status, 403, "{}", recycled.body);
+    assert!(
+        recycled.body.contains("another account"),
+        "{}",
+        recycled.body
+    );
+    assert_eq!(tokens(&l).len(), 1, "only the first sign-in made a session");
+}
+
+#[test]
+fn sqlite_only_a_callback_this_browser_did_not_start_and_an_open_redirect_are_refused() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let s = served(&l, &idp, port, &[]);
+    // Login CSRF: a callback with a code from someone else's sign-in, and no flow cookie.
+    let start = s.request("GET", "/signin", &["Accept: text/html"], "");
+    let back = get(&location(&start), "");
+    let path = location(&back).strip_prefix(&s.base()).unwrap().to_string();
+    let forced = s.request("GET", &path, &["Accept: text/html"], "");
+    assert_eq!(forced.status, 400, "{}", forced.body);
+    assert!(
+        forced.body.contains("not begun in this browser"),
+        "{}",
+        forced.body
+    );
+    // A state that is not the flow's.
+    let (pair, _) = set_cookies(&start).into_iter().next().unwrap();
+    let other = s.request("GET", "/signin", &["Accept: text/html"], "");
+    let back = get(&location(&other), "");
+    let path = location(&back).strip_prefix(&s.base()).unwrap().to_string();
+    let mismatched = s.request(
+        "GET",
+        &path,
+        &["Accept: text/html", &format!("Cookie: {pair}")],
+        "",
+    );
+    assert_eq!(mismatched.status, 400, "{}", mismatched.body);
+    assert!(mismatched.body.contains("another sign-in"));
+    assert!(tokens(&l).is_empty());
+    // The return address is a path of this server, whatever was asked.
+    for evil in [
+        "%2F%2Fevil.example%2F",
+        "https%3A%2F%2Fevil.example%2F",
+        "%2F%5Cevil.example",
+    ] {
+        let (back, _) = through(&s, evil);
+        assert_eq!(back.status, 303);
+        assert_eq!(location(&back), "/", "{evil}");
+    }
+}
+
+#[test]
+fn sqlite_only_a_session_of_another_server_and_a_revoked_one_open_nothing() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let s = served(&l, &idp, port, &[]);
+    let (back, _) = through(&s, "%2F");
+    let pair = session(&back).expect("signed in");
+    let value = pair.split_once('=').unwrap().1.to_string();
+    // Another ledger's server (same cookie name on its own port) knows nothing of it.
+    let other = Ledger::new();
+    let o = Served::start(&other, &[]);
+    let cookie = format!("Cookie: questions_token_{}={value}", o.port);
+    let refused = o.request("GET", "/api/questions", &[&cookie], "");
+    assert_eq!(refused.status, 401);
+    // `people revoke` ends every session and token of the person at once.
+    l.ok(["token", "create", "alice-phone", "--person", "alice"]);
+    assert_eq!(l.ok(["people", "sessions", "alice"])["count"], 2);
+    let revoked = l.ok(["people", "revoke", "alice"]);
+    assert_eq!(revoked["revoked"].as_array().unwrap().len(), 2, "{revoked}");
+    let cookie = format!("Cookie: {pair}");
+    let after = s.request("GET", "/api/questions", &[&cookie], "");
+    assert_eq!(after.status, 401);
+    let page = s.request("GET", "/", &["Accept: text/html", &cookie], "");
+    assert_eq!(page.status, 303);
+    assert_eq!(l.ok(["people", "sessions", "alice"])["count"], 0);
+}
+
+#[test]
+fn serve_refuses_a_provider_it_cannot_trust_or_reach_and_a_secret_on_the_command_line() {
+    let l = Ledger::new();
+    let plain = l.run([
+        "serve",
+        "--oidc-issuer",
+        "http://idp.example.com",
+        "--oidc-client-id",
+        "x",
+        "--oidc-client-secret-env",
+        "HOME",
+    ]);
+    assert_eq!(plain.code, 2, "{plain:?}");
+    assert!(plain.json["error"].as_str().unwrap().contains("https://"));
+    let no_secret = l.run([
+        "serve",
+        "--oidc-issuer",
+        "https://idp.example.com",
+        "--oidc-client-id",
+        "x",
+    ]);
+    assert_eq!(no_secret.code, 2, "{no_secret:?}");
+    assert!(no_secret.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("--oidc-client-secret-env"));
+    let missing = l.run([
+        "serve",
+        "--oidc-issuer",
+        "https://idp.example.com",
+        "--oidc-client-id",
+        "x",
+        "--oidc-client-secret-env",
+        "NO_SUCH_VARIABLE_HERE",
+    ]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    // Nobody there: said at start, not at the first sign-in.
+    let port = free_port();
+    let gone = l.run([
+        "serve",
+        "--oidc-issuer",
+        &format!("http://127.0.0.1:{port}"),
+        "--oidc-client-id",
+        "x",
+        "--oidc-client-secret-env",
+        "HOME",
+    ]);
+    assert_eq!(gone.code, 1, "{gone:?}");
+    assert_eq!(gone.error_code(), "unavailable");
+    assert!(gone.json["error"].as_str().unwrap().contains("discovery"));
+}
