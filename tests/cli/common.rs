@@ -784,6 +784,7 @@ impl Pause {
 
 /// A free port on loopback, for a server that must come back on the same one (or that
 /// another program must know before it starts).
+#[cfg(any(feature = "serve", feature = "postgres"))]
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
