@@ -87,18 +87,18 @@ pub(crate) fn inbox(page: &Page) -> String {
         now = esc(page.now),
         words = esc(&strings::script_words()),
     );
-    if let (true, Some(person)) = (page.signed_in, page.person) {
-        let _ = write!(
-            out,
+    let who = match (page.signed_in, page.person) {
+        (true, Some(person)) => format!(
             "<form class=\"who\" method=\"post\" action=\"/signout\">{}\
              <button type=\"submit\">{}</button></form>",
             strings::signed_in_as(&esc(person)),
             strings::SIGN_OUT,
-        );
-    }
+        ),
+        _ => String::new(),
+    };
     let _ = write!(
         out,
-        "<a id=\"next-required\" class=\"jump\" href=\"#q-{}\"{}>{}</a></div>\
+        "<a id=\"next-required\" class=\"jump\" href=\"#q-{}\"{}>{}</a></div>{who}\
          <p id=\"summary\" aria-live=\"polite\">{}</p>\
          <p id=\"keys\" class=\"keys\" hidden>{}</p></header><main>",
         first_required.unwrap_or(0),

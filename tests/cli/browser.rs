@@ -120,6 +120,15 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    with_browser_args(javascript, &[], test);
+}
+
+/// As `with_browser`, with more of Chromium's flags.
+pub(crate) fn with_browser_args<F, Fut>(javascript: bool, extra: &[&str], test: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let _one = ONE_BROWSER
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -135,6 +144,7 @@ where
     if is_root() {
         args.push("--no-sandbox");
     }
+    args.extend_from_slice(extra);
     let mut options = json!({ "args": args, "binary": chromium });
     if !javascript {
         options["prefs"] = json!({ "profile.managed_default_content_settings.javascript": 2 });
@@ -191,7 +201,7 @@ pub(crate) async fn present(c: &Client, css: &str) -> bool {
         .is_ok_and(|found| !found.is_empty())
 }
 
-async fn text(c: &Client, css: &str) -> String {
+pub(crate) async fn text(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))

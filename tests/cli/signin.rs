@@ -534,3 +534,141 @@ fn serve_refuses_a_provider_it_cannot_trust_or_reach_and_a_secret_on_the_command
     assert_eq!(gone.error_code(), "unavailable");
     assert!(gone.json["error"].as_str().unwrap().contains("discovery"));
 }
+
+/// Types into the field `css` of the page.
+async fn type_in(c: &fantoccini::Client, css: &str, text: &str) {
+    c.find(fantoccini::Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .send_keys(text)
+        .await
+        .unwrap();
+}
+
+async fn click(c: &fantoccini::Client, css: &str) {
+    c.find(fantoccini::Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+/// At the provider's own login form (oidc-provider's): the account, any password.
+async fn sign_in_at_provider(c: &fantoccini::Client, account: &str) {
+    use crate::browser::{eventually, present};
+    eventually(
+        Duration::from_secs(20),
+        "the provider's login form",
+        || async { present(c, "input[name=login]").await },
+    )
+    .await;
+    type_in(c, "input[name=login]", account).await;
+    type_in(c, "input[name=password]", "any password").await;
+    click(c, "button[type=submit]").await;
+}
+
+#[test]
+fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger_and_a_person_taken_out(
+) {
+    use crate::browser::{eventually, present, text, with_browser_args};
+    if !crate::browser::chromium_here() {
+        return;
+    }
+    let port = free_port();
+    let Some(idp) = Idp::start(None, port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    link(&l, "bob", "email:bob@example.com");
+    let id = l.log("deploy", "Deploy build 42?");
+    let Some((_ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "signin") else {
+        return crate::common::skip("openssl is not installed");
+    };
+    let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let s = served(
+        &l,
+        &idp,
+        port,
+        &["--tls-cert", cert, "--tls-key", key, "--log-format", "none"],
+    );
+    let inbox = format!("https://127.0.0.1:{port}/");
+    let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let tls = ["--ignore-certificate-errors", "--window-size=390,844"];
+    // alice opens the inbox, is sent to the provider's own form, and comes back signed in.
+    with_browser_args(true, &tls, |c| async move {
+        c.goto(&inbox).await.unwrap();
+        sign_in_at_provider(&c, "alice").await;
+        eventually(Duration::from_secs(20), "back in the inbox", || async {
+            present(&c, "form.who").await
+        })
+        .await;
+        assert!(text(&c, "form.who").await.contains("alice"));
+        let png = c.screenshot().await.unwrap();
+        std::fs::write(shots.join("signed-in-phone.png"), png).unwrap();
+        type_in(&c, &format!("#q{id}t"), "yes, ship it").await;
+        click(&c, &format!("#q-{id} button.primary")).await;
+        eventually(
+            Duration::from_secs(10),
+            "the answer is confirmed",
+            || async { present(&c, "#flash.done").await },
+        )
+        .await;
+        click(&c, "form.who button").await;
+        eventually(Duration::from_secs(10), "signed out", || async {
+            c.source()
+                .await
+                .unwrap_or_default()
+                .contains("You are signed out")
+        })
+        .await;
+    });
+    let q = l.question(id);
+    assert_eq!(q["answer"], "yes, ship it");
+    assert_eq!(q["answered_by"], "alice");
+    assert_eq!(q["channel"], "web");
+    assert!(tokens(&l).is_empty(), "signing out ended the session");
+    // A stranger signs in at the provider and is told who to ask; it is recorded.
+    with_browser_args(true, &tls, |c| async move {
+        c.goto(&format!("https://127.0.0.1:{port}/")).await.unwrap();
+        sign_in_at_provider(&c, "eve").await;
+        eventually(Duration::from_secs(20), "the refusal", || async {
+            c.source()
+                .await
+                .unwrap_or_default()
+                .contains("nobody this ledger knows")
+        })
+        .await;
+    });
+    assert!(history_text(&l).contains("eve@elsewhere.example"));
+    // bob signs in; he is taken out (every session ended, his link removed): his next
+    // request is refused, though the provider still knows him.
+    l.ok(["log", "--stage", "deploy", "--question", "Roll back?"]);
+    let ledger = &l;
+    let issuer = idp.issuer.clone();
+    with_browser_args(true, &tls, |c| async move {
+        c.goto(&format!("https://127.0.0.1:{port}/")).await.unwrap();
+        sign_in_at_provider(&c, "bob").await;
+        eventually(Duration::from_secs(20), "bob in the inbox", || async {
+            present(&c, "form.who").await
+        })
+        .await;
+        let revoked = ledger.ok(["people", "revoke", "bob"]);
+        assert_eq!(revoked["revoked"].as_array().unwrap().len(), 1);
+        ledger.ok(["people", "unlink", "bob", "email:bob@example.com"]);
+        let oidc = format!("oidc:{issuer}#bob");
+        ledger.ok(["people", "unlink", "bob", &oidc]);
+        c.refresh().await.unwrap();
+        eventually(Duration::from_secs(20), "bob refused", || async {
+            c.source()
+                .await
+                .unwrap_or_default()
+                .contains("nobody this ledger knows")
+        })
+        .await;
+    });
+    assert!(tokens(&l).is_empty());
+    drop(s);
+}
