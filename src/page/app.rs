@@ -18,6 +18,7 @@ pub(crate) fn page(ledger: &mut Ledger) -> Result<String> {
     let now = clock::now();
     let body = html::inbox(&html::Page {
         signed_in: false,
+        csrf: None,
         seq: inbox.seq,
         now: &now,
         ledger: inbox.ledger.as_deref(),

@@ -33,6 +33,8 @@ pub(crate) struct Page<'a> {
     /// The person signed in through the server's OpenID provider: the page says who, and
     /// offers to sign out.
     pub signed_in: bool,
+    /// The form token every form carries back (see `serve::guard::form_token`).
+    pub csrf: Option<&'a str>,
 }
 
 type Item = (Question, Vec<Event>);
@@ -60,6 +62,13 @@ fn by_stage(questions: &[Item]) -> Vec<(&str, Vec<&Item>)> {
     groups
 }
 
+/// The form token's hidden field, when the page has one.
+fn csrf_field(page: &Page) -> String {
+    page.csrf.map_or_else(String::new, |t| {
+        format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(t))
+    })
+}
+
 pub(crate) fn inbox(page: &Page) -> String {
     let count = page.questions.len();
     let required = page.questions.iter().filter(|(q, _)| q.required).count();
@@ -79,18 +88,22 @@ pub(crate) fn inbox(page: &Page) -> String {
          <link rel=\"stylesheet\" href=\"/assets/inbox.css\">\
          <script src=\"/assets/inbox.js\" defer></script></head>\
          <body data-seq=\"{seq}\" data-ledger=\"{ledger}\" data-now=\"{now}\" \
-         data-strings=\"{words}\">\
+         data-strings=\"{words}\"{csrf}>\
          <header class=\"top\"><div class=\"bar\"><h1>{title}</h1>",
         page_title = strings::page_title(&title, count),
         seq = page.seq,
         ledger = esc(page.ledger.unwrap_or("")),
         now = esc(page.now),
         words = esc(&strings::script_words()),
+        csrf = page
+            .csrf
+            .map_or_else(String::new, |t| format!(" data-csrf=\"{}\"", esc(t))),
     );
     let who = match (page.signed_in, page.person) {
         (true, Some(person)) => format!(
-            "<form class=\"who\" method=\"post\" action=\"/signout\">{}\
+            "<form class=\"who\" method=\"post\" action=\"/signout\">{}{}\
              <button type=\"submit\">{}</button></form>",
+            csrf_field(page),
             strings::signed_in_as(&esc(person)),
             strings::SIGN_OUT,
         ),
@@ -194,9 +207,10 @@ fn question(
     // What this page showed, sent back with every change (see `Page::ledger`).
     let shown = format!(
         "<input type=\"hidden\" name=\"ledger\" value=\"{}\">\
-         <input type=\"hidden\" name=\"fingerprint\" value=\"{}\">",
+         <input type=\"hidden\" name=\"fingerprint\" value=\"{}\">{}",
         esc(page.ledger.unwrap_or("")),
-        q.fingerprint()
+        q.fingerprint(),
+        csrf_field(page)
     );
     let due = deadline(q, now);
     let _ = write!(

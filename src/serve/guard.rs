@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use super::{App, BODY_LIMIT, CALL_BODY_LIMIT};
 
 /// Who made a request: the person whose token it carried; none for the server's token.
+/// With it, the form token of a browser that sent its credential as a cookie (see
+/// `form_token`): every form the page shows carries it back.
 #[derive(Debug, Clone)]
-pub(crate) struct Person(pub Option<String>);
+pub(crate) struct Person(pub Option<String>, pub Option<String>);
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -85,7 +87,7 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
             _ => app.holder(given),
         }
     };
-    let mut response = match check(&app, &request, &holder) {
+    let response = match check(&app, &request, &holder) {
         Err(refused) if page => refused.page(),
         Err(refused) => refused.into_response(),
         Ok(Some(redirect)) => redirect,
@@ -105,10 +107,69 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
                     }
                 }
             }
-            request.extensions_mut().insert(Person(person));
+            // A credential the browser sends by itself (its cookie) proves nothing about
+            // who wrote the form: a change must carry the form token the page gave.
+            let ambient = bearer(request.headers())
+                .is_none()
+                .then(|| cookie(request.headers(), &cookie_name(&app)))
+                .flatten();
+            let form = ambient.as_deref().map(form_token);
+            let changes = request.method() != Method::GET && request.method() != Method::HEAD;
+            let ledger_route = is_ledger_route(request.uri().path());
+            if let (Some(expected), true) = (&form, changes && !ledger_route) {
+                match carries(request, expected).await {
+                    Ok(back) => request = back,
+                    Err(()) => {
+                        let refused = refuse(
+                            StatusCode::FORBIDDEN,
+                            "this form is not from this inbox's page, or from before you \
+                             signed in again: reload the page and try again",
+                        );
+                        return with_headers(if page {
+                            refused.page()
+                        } else {
+                            refused.into_response()
+                        });
+                    }
+                }
+            }
+            request.extensions_mut().insert(Person(person, form));
             next.run(request).await
         }
     };
+    with_headers(response)
+}
+
+/// What a change sent with a cookie must carry: derived from the cookie's secret (so a
+/// page of another site, which cannot read the cookie, cannot know it), as the form field
+/// `csrf` or the header `X-CSRF-Token`.
+pub(super) fn form_token(secret: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("questions form token\0{secret}").as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The request back, when it carries `expected` (in its header, or its form's `csrf`).
+async fn carries(request: Request, expected: &str) -> Result<Request, ()> {
+    let said = request
+        .headers()
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok());
+    if said.is_some_and(|v| same(v, expected)) {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT)
+        .await
+        .map_err(|_| ())?;
+    let found = url::form_urlencoded::parse(&bytes).any(|(k, v)| k == "csrf" && same(&v, expected));
+    if !found {
+        return Err(());
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+}
+
+fn with_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,

@@ -72,6 +72,7 @@ pub(super) async fn render(
         Ok((inbox, now)) => {
             let body = html::inbox(&html::Page {
                 signed_in: app.signin.is_some(),
+                csrf: person.1.as_deref(),
                 seq: inbox.seq,
                 now: &now,
                 ledger: inbox.ledger.as_deref(),

@@ -150,12 +150,12 @@ fn the_inbox_s_forms_name_the_question_they_showed() {
         let rest = &page[at + name.len() + 15..];
         rest[..rest.find('"').unwrap()].to_string()
     };
-    let (ledger, fingerprint) = (hidden("ledger"), hidden("fingerprint"));
+    let (ledger, fingerprint, csrf) = (hidden("ledger"), hidden("fingerprint"), hidden("csrf"));
     assert_eq!(fingerprint.len(), 16);
 
     l.ok(["reset", "--yes"]);
     l.log("s", "Delete the production database?");
-    let form = format!("answer=yes&ledger={ledger}&fingerprint={fingerprint}");
+    let form = format!("answer=yes&ledger={ledger}&fingerprint={fingerprint}&csrf={csrf}");
     let origin = format!("Origin: {}", served.base());
     let reply = served.request(
         "POST",

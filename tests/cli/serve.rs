@@ -39,6 +39,18 @@ impl Reply {
     }
 }
 
+/// The form token the inbox gives a browser that sends `cookie` (a `Cookie: …` line):
+/// every change it posts with that cookie carries it.
+pub(crate) fn form_token(s: &Served, cookie: &str) -> String {
+    let page = s.request("GET", "/", &[cookie, "Accept: text/html"], "");
+    page.body
+        .split("data-csrf=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the page's form token: {} {}", page.status, page.body))
+        .to_string()
+}
+
 impl Served {
     pub(crate) fn start(ledger: &Ledger, more: &[&str]) -> Served {
         Served::start_with(ledger, more, Some(TOKEN))
@@ -360,13 +372,15 @@ ben ben-token-0123456789
     let ann =
         "Cookie: questions_token_PORT=ann-token-0123456789".replace("PORT", &s.port.to_string());
     // Through the page's forms, with ann's cookie: every kind of change is hers.
+    let csrf = format!("csrf={}", form_token(&s, &ann));
     for (id, action, body) in [
         (ids[0], "answer", "answer=no"),
         (ids[1], "accept", ""),
         (ids[2], "skip", "reason=later"),
         (ids[3], "decline", "reason=two+in+one"),
     ] {
-        let reply = s.request("POST", &format!("/q/{id}/{action}"), &[&ann, form], body);
+        let body = format!("{body}&{csrf}");
+        let reply = s.request("POST", &format!("/q/{id}/{action}"), &[&ann, form], &body);
         assert_eq!(reply.status, 303, "{action}: {reply:?}");
     }
     // Through the API, with ben's bearer token: his.
@@ -563,12 +577,25 @@ fn a_post_from_another_origin_is_refused() {
     }
     assert_eq!(l.question(id)["status"], "pending");
     let origin = format!("Origin: http://127.0.0.1:{}", s.port);
-    let reply = s.request(
-        "POST",
-        &path,
-        &[&cookie, form, &origin, "Sec-Fetch-Site: same-origin"],
+    // From this origin, the cookie alone is not enough either: the page's form token
+    // comes with it (a form another page made, or one from before a new sign-in, lacks it).
+    let same = [
+        cookie.as_str(),
+        form,
+        &origin,
+        "Sec-Fetch-Site: same-origin",
+    ];
+    for body in [
         "answer=yes",
-    );
+        "answer=yes&csrf=0123456789abcdef0123456789abcdef",
+    ] {
+        let reply = s.request("POST", &path, &same, body);
+        assert_eq!(reply.status, 403, "{body}: {reply:?}");
+        assert!(reply.body.contains("reload the page"), "{}", reply.body);
+    }
+    assert_eq!(l.question(id)["status"], "pending");
+    let body = format!("answer=yes&csrf={}", form_token(&s, &cookie));
+    let reply = s.request("POST", &path, &same, &body);
     assert_eq!(reply.status, 303, "{reply:?}");
     assert_eq!(l.question(id)["answer"], "yes");
 }
@@ -679,11 +706,15 @@ fn the_page_works_without_javascript_post_then_redirect() {
     let page = s.request("GET", "/", &[&cookie], "");
     assert!(page.body.contains(&format!("action=\"/q/{id}/answer\"")));
     assert!(page.body.contains("type=\"radio\""));
+    let csrf = form_token(&s, &cookie);
+    assert!(page
+        .body
+        .contains(&format!("name=\"csrf\" value=\"{csrf}\"")));
     let reply = s.request(
         "POST",
         &format!("/q/{id}/answer"),
         &[&cookie, form],
-        "select=SQLite&answer=",
+        &format!("select=SQLite&answer=&csrf={csrf}"),
     );
     assert_eq!(reply.status, 303, "{reply:?}");
     assert_eq!(
@@ -697,7 +728,7 @@ fn the_page_works_without_javascript_post_then_redirect() {
         "POST",
         &format!("/q/{id}/answer"),
         &[&cookie, form],
-        "select=PostgreSQL",
+        &format!("select=PostgreSQL&csrf={csrf}"),
     );
     assert_eq!(again.status, 409);
     assert!(
@@ -1010,7 +1041,8 @@ fn accept_proposed_takes_only_a_pending_question_s_proposal() {
     let s = Served::start(&l, &["--user", "bob"]);
     let cookie = format!("Cookie: questions_token_{}={TOKEN}", s.port);
     let form = "Content-Type: application/x-www-form-urlencoded";
-    let accept = |id: i64| s.request("POST", &format!("/q/{id}/accept"), &[&cookie, form], "");
+    let csrf = format!("csrf={}", form_token(&s, &cookie));
+    let accept = |id: i64| s.request("POST", &format!("/q/{id}/accept"), &[&cookie, form], &csrf);
     // No proposal: nothing to accept, and nothing recorded.
     let none = accept(bare);
     assert_eq!(none.status, 422, "{none:?}");

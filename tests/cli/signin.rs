@@ -254,7 +254,8 @@ fn sqlite_only_a_person_linked_by_email_signs_in_answers_as_themself_and_signs_o
     let sessions = l.ok(["people", "sessions", "alice"]);
     assert_eq!(sessions["count"], 1, "{sessions}");
     // An answer in the session is alice's, through the web.
-    let fields = "answer=yes&ledger=&fingerprint=";
+    let csrf = crate::serve::form_token(&s, &cookie);
+    let fields = format!("answer=yes&ledger=&fingerprint=&csrf={csrf}");
     let answered = s.request(
         "POST",
         &format!("/q/{id}/answer"),
@@ -263,7 +264,7 @@ fn sqlite_only_a_person_linked_by_email_signs_in_answers_as_themself_and_signs_o
             "Content-Type: application/x-www-form-urlencoded",
             "Sec-Fetch-Site: same-origin",
         ],
-        fields,
+        &fields,
     );
     assert_eq!(answered.status, 303, "{}", answered.body);
     let shown = l.ok(["list", "--status", "answered"]);
@@ -275,7 +276,7 @@ fn sqlite_only_a_person_linked_by_email_signs_in_answers_as_themself_and_signs_o
         "POST",
         "/signout",
         &[&cookie, "Sec-Fetch-Site: same-origin", "Accept: text/html"],
-        "",
+        &format!("csrf={csrf}"),
     );
     assert_eq!(out.status, 200, "{}", out.body);
     assert!(tokens(&l).is_empty());
