@@ -117,21 +117,19 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
             let changes = request.method() != Method::GET && request.method() != Method::HEAD;
             let ledger_route = is_ledger_route(request.uri().path());
             if let (Some(expected), true) = (&form, changes && !ledger_route) {
-                match carries(request, expected).await {
-                    Ok(back) => request = back,
-                    Err(()) => {
-                        let refused = refuse(
-                            StatusCode::FORBIDDEN,
-                            "this form is not from this inbox's page, or from before you \
-                             signed in again: reload the page and try again",
-                        );
-                        return with_headers(if page {
-                            refused.page()
-                        } else {
-                            refused.into_response()
-                        });
-                    }
-                }
+                let Ok(back) = carries(request, expected).await else {
+                    let refused = refuse(
+                        StatusCode::FORBIDDEN,
+                        "this form is not from this inbox's page, or from before you \
+                         signed in again: reload the page and try again",
+                    );
+                    return with_headers(if page {
+                        refused.page()
+                    } else {
+                        refused.into_response()
+                    });
+                };
+                request = back;
             }
             request.extensions_mut().insert(Person(person, form));
             next.run(request).await
