@@ -317,6 +317,13 @@ pub enum Command {
         after_help = "Tools: ask_questions, wait_for_answers, check_gate, list_questions, get_answers,\nrecord_answers. Logs go to stderr. Changes made through it record channel \"mcp\", by\n\"mcp:<client name>\". An agent's host starts it, e.g. for Claude Code:\nclaude mcp add questions -- questions --db /path/to/ledger.db mcp\n\nExample:\n  printf '%s%s\\n%s\\n%s\\n' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",' \\\n    '\"capabilities\":{},\"clientInfo\":{\"name\":\"sh\",\"version\":\"1\"}}}' \\\n    '{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' \\\n    '{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}' | questions mcp"
     )]
     Mcp(McpArgs),
+    /// Sign in to a ledger's server as yourself, through its OpenID provider
+    #[command(
+        after_help = "The server (serve --oidc-issuer) gives a code; open the page printed (or the browser\nthat opens), sign in as yourself and approve the code. The token made expires after\n12 hours and is refreshed by itself for 30 days; it is kept, with its refresh token, in\n$XDG_CONFIG_HOME/questions/credentials.json (mode 600). Every command with\n--db https://HOST uses it when QUESTIONS_TOKEN is not set. Agents keep their tokens\n('questions token create NAME --agent'): a login is a person's.\n\nExample:\n  questions login https://questions.example.com\n  questions --db https://questions.example.com list\n  questions logout https://questions.example.com"
+    )]
+    Login(LoginArgs),
+    /// Sign out of a ledger's server: its login is revoked there and forgotten here
+    Logout(LoginArgs),
     /// Serve the inbox: a page where people answer pending questions, and its JSON API
     #[command(
         after_help = "Prints one JSON line with the URL to open (its token becomes a cookie), then serves\nuntil interrupted. Loopback only unless --allow-remote; over SSH, forward the port:\n  ssh -L 8466:127.0.0.1:8466 host 'questions serve'\nWith --tls-cert and --tls-key it speaks HTTPS itself on the same port, and reads the two\nfiles again when they change (a renewed certificate needs no restart).\n\nExample:\n  questions serve\n  questions serve --bind 127.0.0.1:0 --stage intake --user alice"
@@ -397,6 +404,8 @@ impl Command {
             Command::Events(_) => Procedure::Events,
             Command::Watch(_) => Procedure::Watch,
             Command::Serve(_) => Procedure::Serve,
+            Command::Login(_) => Procedure::Login,
+            Command::Logout(_) => Procedure::Logout,
             Command::Approve(_) => Procedure::Approve,
             Command::Reject(_) => Procedure::Reject,
             Command::Group(_) => Procedure::Group,
@@ -688,6 +697,16 @@ pub enum RelayAction {
         #[arg(value_name = "NAME")]
         name: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server: https://HOST[:PORT] (default: --db, when it names one)
+    #[arg(value_name = "URL")]
+    pub server: Option<String>,
+    /// Do not open a browser: only print the page's address
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 #[derive(Debug, Args)]

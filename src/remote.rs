@@ -19,6 +19,7 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+pub(crate) mod login;
 pub(crate) mod mcp;
 
 use serde_json::Value;
@@ -77,7 +78,7 @@ impl Remote {
             Error::usage("the ledger's URL is not valid UTF-8: write https://HOST[:PORT][/PREFIX]")
         })?;
         let (base, host) = parse(text)?;
-        let token = token()?;
+        let token = token(&base)?;
         Ok(Remote {
             base,
             host,
@@ -477,14 +478,18 @@ fn parse(text: &str) -> Result<(String, String)> {
     Ok((base, authority.to_string()))
 }
 
-/// The token: `QUESTIONS_TOKEN`, else the file `QUESTIONS_TOKEN_FILE` names.
-fn token() -> Result<String> {
+/// The token: `QUESTIONS_TOKEN`, else the file `QUESTIONS_TOKEN_FILE` names, else this
+/// user's `questions login` to `base`.
+fn token(base: &str) -> Result<String> {
     let unset = || {
         Error::new(
             ErrorCode::Unauthorized,
-            "a ledger served over HTTPS needs a token: set QUESTIONS_TOKEN, or \
-             QUESTIONS_TOKEN_FILE to a file only you may read ('questions token create' \
-             where the ledger is makes one)",
+            format!(
+                "a ledger served over HTTPS needs a token: questions login {base} (where the \
+                 server signs people in), or set QUESTIONS_TOKEN, or QUESTIONS_TOKEN_FILE to \
+                 a file only you may read ('questions token create' where the ledger is \
+                 makes one)"
+            ),
         )
     };
     if let Some(token) = std::env::var("QUESTIONS_TOKEN")
@@ -495,7 +500,7 @@ fn token() -> Result<String> {
         return valid(token);
     }
     let Some(file) = std::env::var_os("QUESTIONS_TOKEN_FILE").filter(|f| !f.is_empty()) else {
-        return Err(unset());
+        return login::token_for(base)?.map_or_else(|| Err(unset()), valid);
     };
     let path = std::path::Path::new(&file);
     let meta = std::fs::metadata(path).map_err(|e| {

@@ -165,6 +165,9 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         return Err(Error::usage(clash));
     }
     let json = cli.json;
+    if let Command::Login(args) | Command::Logout(args) = &cli.command {
+        return login(&cli.command, args, cli.db.as_deref());
+    }
     if cli.db.as_deref().is_some_and(is_remote) {
         return remote(cli);
     }
@@ -239,11 +242,48 @@ pub(crate) fn dispatch(cli: Cli) -> Result<Outcome> {
         Command::Relay(args) => people::relay(l, by_from_flag, args),
         Command::Token(args) => token::run(l, by_from_flag, args),
         Command::Policy(args) => policy::run(l, by_from_flag, args),
+        // Answered before a ledger is found (see `login`).
+        Command::Login(_) | Command::Logout(_) => Err(Error::usage(
+            "questions login|logout https://HOST: a server's, never a ledger's own",
+        )),
     };
     if let Some(files) = fresh {
         tracked::warn_if_created_unignored(&files);
     }
     outcome
+}
+
+/// `questions login|logout [URL]` (§17): a person's own token for a server, kept for
+/// every later call to it.
+fn login(
+    command: &Command,
+    args: &crate::cli::LoginArgs,
+    db: Option<&std::ffi::OsStr>,
+) -> Result<Outcome> {
+    #[cfg(feature = "remote")]
+    {
+        let given = args
+            .server
+            .clone()
+            .or_else(|| {
+                db.filter(|d| is_remote(d))
+                    .map(|d| d.to_string_lossy().into_owned())
+            })
+            .ok_or_else(|| {
+                Error::usage("name the server: questions login https://HOST (or --db https://HOST)")
+            })?;
+        let base = crate::remote::base_of(&given)?;
+        let done = match command {
+            Command::Login(_) => crate::remote::login::login(&base, !args.no_browser)?,
+            _ => crate::remote::login::logout(&base)?,
+        };
+        Ok(Outcome::ok(done))
+    }
+    #[cfg(not(feature = "remote"))]
+    {
+        let _ = (command, args, db);
+        Err(not_built("remote"))
+    }
 }
 
 /// Whether `--db` names a server (§15).
@@ -306,9 +346,15 @@ fn over_https(procedure: Procedure) -> OverHttps {
         P::Reset | P::Serve | P::Group | P::People | P::Relay | P::Token | P::Policy => {
             OverHttps::Direct
         }
-        P::Watch | P::Mcp | P::Hook | P::Init | P::Completions | P::Man | P::Version => {
-            OverHttps::Own
-        }
+        P::Watch
+        | P::Mcp
+        | P::Hook
+        | P::Init
+        | P::Completions
+        | P::Man
+        | P::Version
+        | P::Login
+        | P::Logout => OverHttps::Own,
         // The MCP tools' own documents, never a command of the command line.
         P::AskQuestions | P::WaitForAnswers | P::Vote | P::OpenInbox | P::AnswerInApp => {
             OverHttps::Direct

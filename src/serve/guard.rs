@@ -248,6 +248,14 @@ fn check(
         // On the way to the provider and back: no token yet (see `signin`).
         return Ok(None);
     }
+    if app.signin.is_some()
+        && request.method() == Method::POST
+        && matches!(path, "/oauth/device" | "/oauth/token" | "/oauth/revoke")
+    {
+        // `questions login` and `logout`: the device code, refresh token or token in the
+        // form is the credential. No browser sends one from another site.
+        return cross_origin(app, headers, seen).map(|()| None);
+    }
     if let Some(given) = query_token(request.uri().query()) {
         if request.method() != Method::GET || holder(&given).is_none() {
             return Err(refuse(

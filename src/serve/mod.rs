@@ -449,7 +449,14 @@ fn routes(app: Arc<App>) -> Result<Router> {
         .route("/metrics", get(metrics::metrics))
         .route("/signin", get(signin::start))
         .route("/signin/callback", get(signin::callback))
-        .route("/signout", post(signin::sign_out));
+        .route("/signout", post(signin::sign_out))
+        .route(
+            "/device",
+            get(signin::device_page).post(signin::device_decide),
+        )
+        .route("/oauth/device", post(signin::device_start))
+        .route("/oauth/token", post(signin::token))
+        .route("/oauth/revoke", post(signin::revoke));
     #[cfg(feature = "mcp")]
     let router = router.merge(mcp::routes(&app)?);
     // Health and readiness need no token and pass no Host check: they say nothing of the

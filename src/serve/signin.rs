@@ -530,6 +530,244 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// How long a `questions login` token works before its refresh token makes another.
+const LOGIN_LIFETIME: Duration = Duration::from_hours(12);
+
+/// How long a login's refresh token works, from the sign-in: then the person signs in
+/// again.
+const LOGIN_REFRESH: Duration = Duration::from_hours(30 * 24);
+
+/// The device grant's type (RFC 8628 §3.4).
+const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
+
+/// An OAuth error document (RFC 6749 §5.2), status 400.
+fn oauth_error(error: &str, description: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(serde_json::json!({"error": error, "error_description": description})),
+    )
+        .into_response()
+}
+
+/// `POST /oauth/device`: `questions login` begins (RFC 8628 §3.1).
+pub(super) async fn device_start(State(app): State<Arc<App>>) -> Response {
+    if app.signin.is_none() {
+        return oauth_error("unsupported_grant_type", "this server signs nobody in");
+    }
+    match app.ledger(signin::device_start).await {
+        Ok(started) => {
+            let page = format!("{}/device", app.origin());
+            axum::Json(serde_json::json!({
+                "device_code": started.device_code,
+                "user_code": started.user_code,
+                "verification_uri": page,
+                "verification_uri_complete": format!("{page}?code={}", started.user_code),
+                "expires_in": signin::DEVICE_LIFETIME.as_secs(),
+                "interval": signin::DEVICE_INTERVAL.as_secs(),
+            }))
+            .into_response()
+        }
+        Err(e) => super::api::Failed::of(questions_core::ops::Procedure::Serve)(e).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct TokenForm {
+    grant_type: Option<String>,
+    device_code: Option<String>,
+    refresh_token: Option<String>,
+}
+
+/// `POST /oauth/token`: a device code once approved, or a refresh token, for a login's
+/// token (RFC 8628 §3.4, RFC 6749 §6).
+pub(super) async fn token(
+    State(app): State<Arc<App>>,
+    axum::Form(form): axum::Form<TokenForm>,
+) -> Response {
+    if app.signin.is_none() {
+        return oauth_error("unsupported_grant_type", "this server signs nobody in");
+    }
+    let issued = match form.grant_type.as_deref() {
+        Some(DEVICE_GRANT) => {
+            let Some(code) = form.device_code else {
+                return oauth_error("invalid_request", "device_code is missing");
+            };
+            let polled = app
+                .ledger(move |l| signin::device_poll(l, &code, LOGIN_LIFETIME, LOGIN_REFRESH))
+                .await;
+            match polled {
+                Ok(signin::DevicePoll::Issued(made)) => made,
+                Ok(signin::DevicePoll::Pending) => {
+                    return oauth_error("authorization_pending", "not approved yet")
+                }
+                Ok(signin::DevicePoll::SlowDown) => {
+                    return oauth_error("slow_down", "asked sooner than the interval")
+                }
+                Ok(signin::DevicePoll::Denied) => {
+                    return oauth_error("access_denied", "the person denied this sign-in")
+                }
+                Ok(signin::DevicePoll::Expired) => {
+                    return oauth_error(
+                        "expired_token",
+                        "the code is unknown, used or past its time: sign in again",
+                    )
+                }
+                Err(e) => {
+                    return super::api::Failed::of(questions_core::ops::Procedure::Serve)(e)
+                        .into_response()
+                }
+            }
+        }
+        Some("refresh_token") => {
+            let Some(refresh) = form.refresh_token else {
+                return oauth_error("invalid_request", "refresh_token is missing");
+            };
+            match app
+                .ledger(move |l| signin::refresh(l, &refresh, LOGIN_LIFETIME))
+                .await
+            {
+                Ok(made) => made,
+                Err(e) if e.code == ErrorCode::Unauthorized => {
+                    return oauth_error(
+                        "invalid_grant",
+                        "the refresh token is unknown, used, revoked or past its time: \
+                         questions login again",
+                    )
+                }
+                Err(e) => {
+                    return super::api::Failed::of(questions_core::ops::Procedure::Serve)(e)
+                        .into_response()
+                }
+            }
+        }
+        _ => {
+            return oauth_error(
+                "unsupported_grant_type",
+                "this server takes the device code grant and refresh tokens",
+            )
+        }
+    };
+    axum::Json(serde_json::json!({
+        "access_token": issued.token,
+        "token_type": "Bearer",
+        "expires_in": LOGIN_LIFETIME.as_secs(),
+        "refresh_token": issued.refresh_token,
+        "person": issued.person,
+        "name": issued.name,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+pub(super) struct RevokeForm {
+    token: Option<String>,
+}
+
+/// `POST /oauth/revoke`: `questions logout` (RFC 7009: 200 whatever the token was).
+pub(super) async fn revoke(
+    State(app): State<Arc<App>>,
+    axum::Form(form): axum::Form<RevokeForm>,
+) -> Response {
+    if let Some(token) = form.token {
+        if let Err(e) = app.ledger(move |l| signin::sign_out(l, &token)).await {
+            return super::api::Failed::of(questions_core::ops::Procedure::Serve)(e)
+                .into_response();
+        }
+    }
+    StatusCode::OK.into_response()
+}
+
+#[derive(Deserialize)]
+pub(super) struct DeviceQuery {
+    code: Option<String>,
+}
+
+/// `GET /device`: the person, signed in, confirms the code the command line shows.
+pub(super) async fn device_page(
+    axum::Extension(person): axum::Extension<super::guard::Person>,
+    Query(q): Query<DeviceQuery>,
+) -> Response {
+    let Some(name) = person.0 else {
+        return page(
+            StatusCode::FORBIDDEN,
+            "sign in as a person to approve a sign-in of the command line",
+            true,
+        );
+    };
+    let code = q
+        .code
+        .as_deref()
+        .map(signin::normal_user_code)
+        .unwrap_or_default();
+    let csrf = person
+        .1
+        .map(|t| {
+            format!(
+                "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+                esc(&t)
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Questions: sign in the command line</title>\
+         <link rel=\"stylesheet\" href=\"/assets/inbox.css\"></head><body><main class=\"device\">\
+         <h1>Sign in the command line</h1>\
+         <p>Approve only if you just ran <code>questions login</code> and it shows this code. \
+         It will act as <strong>{who}</strong> for 12 hours at a time, until you sign it out.</p>\
+         <form method=\"post\" action=\"/device\">{csrf}\
+         <label for=\"code\">Code</label> \
+         <input id=\"code\" name=\"user_code\" value=\"{code}\" autocomplete=\"off\" \
+         autocapitalize=\"characters\" required> \
+         <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"primary\">Approve</button> \
+         <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form>\
+         </main></body></html>\n",
+        who = esc(&name),
+        code = esc(&code),
+    );
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+#[derive(Deserialize)]
+pub(super) struct DeviceForm {
+    user_code: Option<String>,
+    decision: Option<String>,
+}
+
+/// `POST /device`: the person's decision.
+pub(super) async fn device_decide(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<DeviceForm>,
+) -> Response {
+    let Some(secret) = super::guard::cookie(&headers, &super::guard::cookie_name(&app)) else {
+        return page(
+            StatusCode::FORBIDDEN,
+            "sign in in this browser to approve a sign-in of the command line",
+            true,
+        );
+    };
+    let approve = form.decision.as_deref() == Some("approve");
+    let code = form.user_code.unwrap_or_default();
+    match app
+        .ledger(move |l| signin::device_decide(l, &secret, &code, approve))
+        .await
+    {
+        Ok(person) if approve => page(
+            StatusCode::OK,
+            &format!("The command line is signed in as {person}. You can close this page."),
+            false,
+        ),
+        Ok(_) => page(
+            StatusCode::OK,
+            "Denied: that command line is not signed in.",
+            false,
+        ),
+        Err(e) => page(super::api::status_of(e.code), &e.message, false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

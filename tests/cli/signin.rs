@@ -1,4 +1,4 @@
-//! Signing in with an OpenID provider (§18): `serve --oidc-issuer`. Against a real
+//! Signing in with an OpenID provider (§17): `serve --oidc-issuer`. Against a real
 //! provider nobody here wrote (panva's `oidc-provider` from npm, `scripts/oidc-provider`)
 //! and a hostile stand-in that hands out forged ID tokens (`tests/fixtures/oidc/
 //! hostile.mjs`), both on loopback, each started by its test.
@@ -672,4 +672,184 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
     });
     assert!(tokens(&l).is_empty());
     drop(s);
+}
+
+/// `questions login URL` run as a person would, its credentials under `config`.
+fn login(l: &Ledger, config: &std::path::Path, base: &str) -> Child {
+    Command::new(crate::common::BIN)
+        .current_dir(l.dir.path())
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("QUESTIONS_TOKEN")
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("QUESTIONS_DB")
+        .env_remove("BROWSER")
+        .env_remove("DISPLAY")
+        .args(["login", base, "--no-browser"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The code `questions login` shows, read from its stderr as a person reads it.
+fn shown_code(child: &mut Child) -> String {
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "no code shown: {said}"
+        );
+        said.push_str(&line);
+        if let Some(at) = line.find("the code ") {
+            let code: String = line[at + 9..].chars().take(9).collect();
+            std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+            return code;
+        }
+    }
+}
+
+/// The person whose session `cookie` is approves `code` on the server's page.
+fn approve(s: &Served, cookie: &str, code: &str) -> Reply {
+    let page = s.request(
+        "GET",
+        &format!("/device?code={code}"),
+        &[cookie, "Accept: text/html"],
+        "",
+    );
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains(code), "{}", page.body);
+    let csrf = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("the page's form token")
+        .to_string();
+    s.request(
+        "POST",
+        "/device",
+        &[
+            cookie,
+            "Content-Type: application/x-www-form-urlencoded",
+            "Sec-Fetch-Site: same-origin",
+            "Accept: text/html",
+        ],
+        &format!("user_code={code}&decision=approve&csrf={csrf}"),
+    )
+}
+
+fn remote(l: &Ledger, config: &std::path::Path, base: &str, args: &[&str]) -> crate::common::Run {
+    let mut cmd = assert_cmd::Command::new(crate::common::BIN);
+    cmd.current_dir(l.dir.path())
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("QUESTIONS_TOKEN")
+        .env_remove("QUESTIONS_TOKEN_FILE")
+        .env_remove("QUESTIONS_DB")
+        .arg("--db")
+        .arg(base)
+        .args(args);
+    crate::common::finish(cmd)
+}
+
+#[test]
+fn sqlite_only_questions_login_gets_a_person_s_own_token_that_logout_and_revoke_end() {
+    use std::os::unix::fs::PermissionsExt;
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let id = l.log("deploy", "Deploy build 42?");
+    let s = served(&l, &idp, port, &[]);
+    let base = s.base();
+    let (back, _) = through(&s, "%2F");
+    let cookie = format!("Cookie: {}", session(&back).expect("alice's browser"));
+    let config = tempfile::tempdir().unwrap();
+    // Nobody logged in: the message says how to.
+    let none = remote(&l, config.path(), &base, &["list"]);
+    assert_eq!(none.error_code(), "unauthorized", "{none:?}");
+    assert!(none.json["error"]
+        .as_str()
+        .unwrap()
+        .contains("questions login"));
+    // alice runs `questions login`, reads the code, approves it in her browser.
+    let mut child = login(&l, config.path(), &base);
+    let code = shown_code(&mut child);
+    assert_eq!(code.len(), 9, "{code}");
+    let approved = approve(&s, &cookie, &code);
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert!(
+        approved.body.contains("signed in as alice"),
+        "{}",
+        approved.body
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["procedure"], "login");
+    assert_eq!(done["person"], "alice");
+    let file = config.path().join("questions/credentials.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let access = kept["servers"][&base]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refresh = kept["servers"][&base]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!printed.contains(&access) && !printed.contains(&refresh));
+    // The code is spent: approving it again finds nothing.
+    let again = approve(&s, &cookie, &code);
+    assert_eq!(again.status, 404, "{}", again.body);
+    // Every command with --db https://… now acts as alice.
+    let answered = remote(
+        &l,
+        config.path(),
+        &base,
+        &["answer", "--id", &id.to_string(), "--answer", "yes"],
+    );
+    assert_eq!(answered.code, 0, "{answered:?}");
+    assert_eq!(l.question(id)["answered_by"], "alice");
+    let listed = tokens(&l);
+    let made = listed
+        .iter()
+        .find(|t| t["source"] == "login")
+        .expect("a login token");
+    assert_eq!(made["person"], "alice");
+    assert!(made["expires_at"].is_string());
+    // logout: revoked on the server and forgotten here.
+    let out = remote(&l, config.path(), &base, &["logout"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json["revoked"], true, "{out:?}");
+    assert!(!tokens(&l).iter().any(|t| t["source"] == "login"));
+    let after = remote(&l, config.path(), &base, &["list"]);
+    assert_eq!(after.error_code(), "unauthorized");
+    // Logged in again, then taken out with `people revoke`: the next call is refused.
+    let mut child = login(&l, config.path(), &base);
+    let code = shown_code(&mut child);
+    assert_eq!(approve(&s, &cookie, &code).status, 200);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(remote(&l, config.path(), &base, &["list"]).code, 0);
+    l.ok(["people", "revoke", "alice"]);
+    let revoked = remote(&l, config.path(), &base, &["list"]);
+    assert_eq!(revoked.error_code(), "unauthorized", "{revoked:?}");
+    // The refresh token is spent with it.
+    let refreshed = s.request(
+        "POST",
+        "/oauth/token",
+        &["Content-Type: application/x-www-form-urlencoded"],
+        &format!("grant_type=refresh_token&refresh_token={refresh}"),
+    );
+    assert_eq!(refreshed.status, 400);
+    assert_eq!(refreshed.json()["error"], "invalid_grant");
+    // No secret of the login in the history.
+    let history = history_text(&l);
+    assert!(!history.contains(&access) && !history.contains(&refresh));
 }

@@ -1,4 +1,4 @@
--- Sign-ins (§18): see SQLite's V15. A token a sign-in made, how, and its refresh token's
+-- Sign-ins (§17): see SQLite's V15. A token a sign-in made, how, and its refresh token's
 -- SHA-256 (never the secret).
 CREATE TABLE IF NOT EXISTS sign_ins (
   token TEXT PRIMARY KEY,
@@ -8,4 +8,16 @@ CREATE TABLE IF NOT EXISTS sign_ins (
   idle_seconds BIGINT,
   refresh_hash TEXT UNIQUE,
   refresh_expires_at TEXT
+);
+-- `questions login`'s device sign-ins (RFC 8628): the device code kept as its SHA-256.
+CREATE TABLE IF NOT EXISTS device_sign_ins (
+  device_hash TEXT PRIMARY KEY,
+  user_code TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  state TEXT NOT NULL,
+  person TEXT,
+  issuer TEXT,
+  subject TEXT,
+  polled_at TEXT
 );

@@ -1,2 +1,2 @@
--- Sign-ins (§18): their table (sign_ins) is made by the first sign-in
+-- Sign-ins (§17): their tables (sign_ins, device_sign_ins) are made by the first sign-in
 -- (store/sql/tokens.rs, SQLITE_SIGN_IN_TABLE), not here, as the tokens' is (see V11).

@@ -75,7 +75,7 @@ pub fn channel_identity(text: &str) -> Result<String> {
         .ok_or_else(|| bad("it names no channel"))?;
     let channel = channel.to_lowercase();
     if channel == "oidc" {
-        // Who an OpenID provider says signed in (§18): its issuer and its `sub`, both as
+        // Who an OpenID provider says signed in (§17): its issuer and its `sub`, both as
         // the provider writes them.
         return super::signin::check_oidc(id).map_err(|why| bad(&why));
     }

@@ -1,4 +1,4 @@
-//! Signing in (§18): who a person the team's OpenID provider vouches for is on this
+//! Signing in (§17): who a person the team's OpenID provider vouches for is on this
 //! ledger, and the token a sign-in makes (a browser's session, or `questions login`'s).
 //! The front end speaks the protocol and verifies the provider's ID token; what it may
 //! then say of the person, and every rule after that, is here.
@@ -267,7 +267,15 @@ pub fn sign_out(ledger: &mut Ledger, secret: &str) -> Result<bool> {
     let hash = sha256_hex(secret.trim());
     let now = clock::now();
     ledger.write(|tx| {
-        let Some(token) = tx.token_by_hash(&hash)? else {
+        // The token itself, or a login's refresh token (RFC 7009 takes either).
+        let token = match tx.token_by_hash(&hash)? {
+            Some(token) => Some(token),
+            None => match tx.sign_in_by_refresh(&hash)? {
+                Some(record) => tx.token(&record.token)?,
+                None => None,
+            },
+        };
+        let Some(token) = token else {
             return Ok(false);
         };
         if tx.sign_in(&token.name)?.is_none() {
@@ -339,4 +347,176 @@ pub(super) fn idle_over(tx: &Tx, token: &StoredToken, now: &str) -> Result<bool>
     let last = token.last_used_at.as_deref().unwrap_or(&token.created_at);
     let idle = Duration::from_secs(u64::try_from(idle).unwrap_or(0));
     Ok(clock::after(last, idle).as_str() <= now)
+}
+
+/// How long a device's code may wait for the person's approval.
+pub const DEVICE_LIFETIME: Duration = Duration::from_mins(10);
+
+/// How often the command line may ask whether the person approved (RFC 8628's
+/// `interval`); asking sooner is answered `slow_down`.
+pub const DEVICE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A device's sign-in begun: the long code the command line keeps (a secret), and the
+/// short one the person reads and confirms in the browser.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceStarted {
+    pub device_code: String,
+    pub user_code: String,
+    pub expires_at: String,
+}
+
+/// `questions login` asks for a device's sign-in.
+pub fn device_start(ledger: &mut Ledger) -> Result<DeviceStarted> {
+    let now = clock::now();
+    let device_code = format!("{SECRET_PREFIX}d_{}", hex(&random(32)?));
+    // Eight letters a person reads off one screen and finds on another: no vowels (no
+    // words), no look-alikes.
+    const LETTERS: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
+    let picked = random(8)?;
+    let letters: String = picked
+        .iter()
+        .map(|b| LETTERS[usize::from(*b) % LETTERS.len()] as char)
+        .collect();
+    let user_code = format!("{}-{}", &letters[..4], &letters[4..]);
+    let expires_at = clock::after(&now, DEVICE_LIFETIME);
+    let device = crate::store::StoredDevice {
+        user_code: user_code.clone(),
+        created_at: now.clone(),
+        expires_at: expires_at.clone(),
+        state: "pending".into(),
+        person: None,
+        issuer: None,
+        subject: None,
+        polled_at: None,
+    };
+    ledger.write(|tx| tx.insert_device(&sha256_hex(&device_code), &device))?;
+    Ok(DeviceStarted {
+        device_code,
+        user_code,
+        expires_at,
+    })
+}
+
+/// A user code as a person may type it: any case, with or without its dash.
+pub fn normal_user_code(text: &str) -> String {
+    let letters: String = text
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    match letters.len() {
+        8 => format!("{}-{}", &letters[..4], &letters[4..]),
+        _ => letters,
+    }
+}
+
+/// The person whose browser session holds `secret` approves (or denies) the device
+/// sign-in of `user_code`. Only a person may; an unknown or expired code is `not_found`.
+pub fn device_decide(
+    ledger: &mut Ledger,
+    secret: &str,
+    user_code: &str,
+    approve: bool,
+) -> Result<String> {
+    let principal = super::token::authenticate(ledger, Some(secret))?;
+    let super::Principal::Person(person) = principal else {
+        return Err(Error::new(
+            ErrorCode::Forbidden,
+            "only a person approves a sign-in of the command line",
+        ));
+    };
+    let code = normal_user_code(user_code);
+    let now = clock::now();
+    ledger.write(|tx| {
+        let found = tx.device_by_code(&code)?;
+        let Some((hash, mut device)) =
+            found.filter(|(_, d)| d.state == "pending" && d.expires_at.as_str() > now.as_str())
+        else {
+            return Err(Error::not_found(format!(
+                "there is no sign-in waiting for the code {code}: it was used, denied or \
+                 is more than 10 minutes old; run 'questions login' again"
+            )));
+        };
+        let record = tx.sign_in(&person.name)?;
+        device.state = if approve { "approved" } else { "denied" }.into();
+        device.person = Some(person.person.clone());
+        device.issuer = Some(
+            record
+                .as_ref()
+                .map_or_else(|| "token".to_string(), |r| r.issuer.clone()),
+        );
+        device.subject = Some(record.map_or_else(|| person.name.clone(), |r| r.subject));
+        tx.set_device(&hash, &device)?;
+        Ok(person.person.clone())
+    })
+}
+
+/// What the command line hears when it asks after its device code (RFC 8628 §3.5).
+#[derive(Debug, Clone)]
+pub enum DevicePoll {
+    /// Not yet approved: ask again after the interval.
+    Pending,
+    /// Asked sooner than the interval.
+    SlowDown,
+    Denied,
+    /// Unknown, spent or past its time.
+    Expired,
+    Issued(SignedIn),
+}
+
+/// The command line asks after `device_code`: once approved, the login's token and
+/// refresh token, made once.
+pub fn device_poll(
+    ledger: &mut Ledger,
+    device_code: &str,
+    lifetime: Duration,
+    refresh: Duration,
+) -> Result<DevicePoll> {
+    let hash = sha256_hex(device_code.trim());
+    let now = clock::now();
+    ledger.write(|tx| {
+        let Some(mut device) = tx.device_by_hash(&hash)? else {
+            return Ok(DevicePoll::Expired);
+        };
+        if device.expires_at.as_str() <= now.as_str() || device.state == "spent" {
+            return Ok(DevicePoll::Expired);
+        }
+        let soon = device.polled_at.as_deref().is_some_and(|last| {
+            clock::after(
+                last,
+                DEVICE_INTERVAL.saturating_sub(Duration::from_millis(500)),
+            )
+            .as_str()
+                > now.as_str()
+        });
+        device.polled_at = Some(now.clone());
+        match device.state.as_str() {
+            "denied" => {
+                device.state = "spent".into();
+                tx.set_device(&hash, &device)?;
+                Ok(DevicePoll::Denied)
+            }
+            "approved" => {
+                device.state = "spent".into();
+                tx.set_device(&hash, &device)?;
+                let who = Vouched {
+                    issuer: device.issuer.clone().unwrap_or_default(),
+                    subject: device.subject.clone().unwrap_or_default(),
+                    email: None,
+                    email_verified: false,
+                };
+                let person = device.person.clone().unwrap_or_default();
+                mint(tx, &person, &who, Kind::Login { lifetime, refresh }, &now)
+                    .map(DevicePoll::Issued)
+            }
+            _ => {
+                tx.set_device(&hash, &device)?;
+                Ok(if soon {
+                    DevicePoll::SlowDown
+                } else {
+                    DevicePoll::Pending
+                })
+            }
+        }
+    })
 }

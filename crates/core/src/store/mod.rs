@@ -27,11 +27,11 @@ mod watch;
 
 pub use location::{make_default_folder, refuse_non_ledger, FoundBy, Location};
 pub use migrate::latest_version as schema_version;
-pub(crate) use sql::Tx;
 pub use sql::{
     Delegation, Delivery, Link, Policy, QuietHours, StoredSignIn, StoredTask, StoredToken,
     TaskState, TokenRole,
 };
+pub(crate) use sql::{StoredDevice, Tx};
 pub use sqlite::LockWait;
 
 use std::path::Path;

@@ -169,7 +169,7 @@ impl Tx<'_> {
     }
 }
 
-/// A token a sign-in made (§18): how the person signed in, and the rules it keeps
+/// A token a sign-in made (§17): how the person signed in, and the rules it keeps
 /// beyond its expiry (a browser session's idle time; a login's refresh token).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -285,6 +285,137 @@ impl Tx<'_> {
             self.conn
                 .execute("DELETE FROM sign_ins WHERE token = $1", &[token.into()])?;
         }
+        Ok(())
+    }
+}
+
+/// A device's sign-in under way (`questions login`, RFC 8628): what the person approves in
+/// a browser, by its short code, and the command line collects by its long one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredDevice {
+    pub user_code: String,
+    pub created_at: String,
+    pub expires_at: String,
+    /// `pending`, `approved`, `denied` or `spent`.
+    pub state: String,
+    pub person: Option<String>,
+    pub issuer: Option<String>,
+    pub subject: Option<String>,
+    pub polled_at: Option<String>,
+}
+
+const DEVICE_COLUMNS: &[&str] = &[
+    "user_code",
+    "created_at",
+    "expires_at",
+    "state",
+    "person",
+    "issuer",
+    "subject",
+    "polled_at",
+];
+
+/// The device sign-ins' table in SQLite, made by the first `questions login` (PostgreSQL
+/// makes it in V15). The device code is kept as its SHA-256.
+const SQLITE_DEVICE_TABLE: &str = "CREATE TABLE IF NOT EXISTS device_sign_ins (
+  device_hash TEXT PRIMARY KEY,
+  user_code TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  state TEXT NOT NULL,
+  person TEXT,
+  issuer TEXT,
+  subject TEXT,
+  polled_at TEXT
+) WITHOUT ROWID";
+
+impl Tx<'_> {
+    fn device_table(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("device_sign_ins", &[SQLITE_DEVICE_TABLE], make)
+    }
+
+    fn devices_where(&self, clause: &str, params: &[Param]) -> Result<Vec<(String, StoredDevice)>> {
+        if !self.device_table(false)? {
+            return Ok(Vec::new());
+        }
+        let rows = self.conn.query(
+            &format!(
+                "SELECT device_hash, {} FROM device_sign_ins {clause}",
+                DEVICE_COLUMNS.join(", ")
+            ),
+            params,
+        )?;
+        let mut names = vec!["device_hash"];
+        names.extend_from_slice(DEVICE_COLUMNS);
+        rows.each(
+            |r| {
+                Ok((
+                    r.text("device_hash").unwrap_or_default(),
+                    StoredDevice {
+                        user_code: r.text("user_code").unwrap_or_default(),
+                        created_at: r.text("created_at").unwrap_or_default(),
+                        expires_at: r.text("expires_at").unwrap_or_default(),
+                        state: r.text("state").unwrap_or_default(),
+                        person: r.text("person"),
+                        issuer: r.text("issuer"),
+                        subject: r.text("subject"),
+                        polled_at: r.text("polled_at"),
+                    },
+                ))
+            },
+            &names,
+        )
+    }
+
+    pub(crate) fn device_by_hash(&self, hash: &str) -> Result<Option<StoredDevice>> {
+        Ok(self
+            .devices_where("WHERE device_hash = $1", &[hash.into()])?
+            .pop()
+            .map(|(_, d)| d))
+    }
+
+    /// The device sign-in of a user code, and its device code's hash.
+    pub(crate) fn device_by_code(&self, user_code: &str) -> Result<Option<(String, StoredDevice)>> {
+        Ok(self
+            .devices_where("WHERE user_code = $1", &[user_code.into()])?
+            .pop())
+    }
+
+    pub(crate) fn insert_device(&self, hash: &str, d: &StoredDevice) -> Result<()> {
+        self.device_table(true)?;
+        // Those whose time is up go as new ones come.
+        self.conn.execute(
+            "DELETE FROM device_sign_ins WHERE expires_at <= $1",
+            &[d.created_at.as_str().into()],
+        )?;
+        self.conn.execute(
+            "INSERT INTO device_sign_ins \
+             (device_hash, user_code, created_at, expires_at, state, person, issuer, subject, \
+              polled_at) VALUES ($1, $2, $3, $4, $5, NULL, NULL, NULL, NULL)",
+            &[
+                hash.into(),
+                d.user_code.as_str().into(),
+                d.created_at.as_str().into(),
+                d.expires_at.as_str().into(),
+                d.state.as_str().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn set_device(&self, hash: &str, d: &StoredDevice) -> Result<()> {
+        self.conn.execute(
+            "UPDATE device_sign_ins SET state = $2, person = $3, issuer = $4, subject = $5, \
+             polled_at = $6 WHERE device_hash = $1",
+            &[
+                hash.into(),
+                d.state.as_str().into(),
+                (&d.person).into(),
+                (&d.issuer).into(),
+                (&d.subject).into(),
+                (&d.polled_at).into(),
+            ],
+        )?;
         Ok(())
     }
 }
