@@ -323,6 +323,9 @@ pub enum Command {
     )]
     Login(LoginArgs),
     /// Sign out of a ledger's server: its login is revoked there and forgotten here
+    #[command(
+        after_help = "Revokes the login's token and refresh token on the server and removes them from\n$XDG_CONFIG_HOME/questions/credentials.json. A server not logged in to: nothing to do.\n\nExample:\n  questions logout https://questions.example.com"
+    )]
     Logout(LoginArgs),
     /// Serve the inbox: a page where people answer pending questions, and its JSON API
     #[command(

@@ -166,6 +166,11 @@ const NOT_ZERO: &[(&str, i32)] = &[
     ("questions check --stage intake --ids 7,8,9", 1),
     // No terminal here: ask says to use render and import instead.
     ("questions ask --stage intake", 2),
+    // No server of that name can be reached from the tests, and nobody logged in to it:
+    // login is `unavailable`, a call without a token `unauthorized` (logout of a server
+    // never logged in to has nothing to do, exit 0).
+    ("questions login https://questions.example.com", 1),
+    ("questions --db https://questions.example.com list", 2),
 ];
 
 /// The examples that run until interrupted (a server): each must print its start line,
