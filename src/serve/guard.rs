@@ -371,7 +371,7 @@ fn cross_origin(
 
 /// The scheme the client used: a trusted proxy's word, else this server's own (over
 /// TLS, https), else the public URL's.
-fn scheme(app: &App, seen: Option<&super::proxy::Seen>) -> &'static str {
+pub(super) fn scheme(app: &App, seen: Option<&super::proxy::Seen>) -> &'static str {
     match seen.and_then(|s| s.proto.as_deref()) {
         Some("https") => "https",
         Some(_) => "http",

@@ -177,6 +177,24 @@ pub(crate) fn run(ledger: &mut Ledger, config: Config) -> Result<()> {
     )?;
     // A pair that cannot be served is said before anything else happens.
     let acceptor = config.tls.map(tls::acceptor).transpose()?;
+    // Behind a proxy the provider sends people back to the public URL: the address this
+    // server binds is not where they are.
+    if config.signin.is_some() && !config.trusted_proxy.is_empty() && config.public_url.is_none() {
+        return Err(Error::usage(
+            "--oidc-issuer behind --trusted-proxy needs --public-url: the provider sends \
+             people back to https://HOST/signin/callback, which only the public URL names",
+        ));
+    }
+    // /metrics without a token is for a private address: anyone who reaches it reads
+    // the stages and how many wait.
+    if let Some(at) = config.metrics_bind {
+        if !at.ip().is_loopback() && !config.allow_remote {
+            return Err(Error::usage(format!(
+                "--metrics-bind {at} is not a loopback address: /metrics there needs no \
+                 token. Pass --allow-remote to mean it (a private network's scraper)"
+            )));
+        }
+    }
     // As is a provider that cannot be read.
     let signin = config
         .signin

@@ -228,7 +228,7 @@ pub(super) struct Start {
 /// `GET /signin`: off to the provider, with a new state, nonce and PKCE challenge.
 pub(super) async fn start(
     State(app): State<Arc<App>>,
-    headers: HeaderMap,
+    seen: Option<axum::Extension<super::proxy::Seen>>,
     Query(start): Query<Start>,
 ) -> Response {
     let Some(provider) = app.signin.clone() else {
@@ -261,7 +261,7 @@ pub(super) async fn start(
         "{}={value}; HttpOnly; SameSite=Lax; Path=/signin; Max-Age={}{}",
         flow_cookie(&app),
         FLOW_LIFETIME.as_secs(),
-        secure(&app, &headers)
+        secure(&app, seen.as_ref())
     );
     let mut response =
         (StatusCode::SEE_OTHER, [(header::LOCATION, url.to_string())]).into_response();
@@ -285,6 +285,7 @@ pub(super) struct Back {
 pub(super) async fn callback(
     State(app): State<Arc<App>>,
     actor: Option<axum::Extension<super::reqlog::Actor>>,
+    seen: Option<axum::Extension<super::proxy::Seen>>,
     headers: HeaderMap,
     Query(back): Query<Back>,
 ) -> Response {
@@ -359,7 +360,7 @@ pub(super) async fn callback(
     if let Some(axum::Extension(actor)) = actor {
         actor.set(&signed.name, "person");
     }
-    let secure = secure(&app, &headers);
+    let secure = secure(&app, seen.as_ref());
     let session = format!(
         "{}={}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{secure}",
         super::guard::cookie_name(&app),
@@ -450,7 +451,11 @@ fn parse_flow(value: &str) -> Option<(String, String, String, String)> {
 }
 
 /// `POST /signout`: the session ends, here and on every server of the ledger.
-pub(super) async fn sign_out(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(super) async fn sign_out(
+    State(app): State<Arc<App>>,
+    seen: Option<axum::Extension<super::proxy::Seen>>,
+    headers: HeaderMap,
+) -> Response {
     let secret = super::guard::cookie(&headers, &super::guard::cookie_name(&app))
         .or_else(|| super::guard::bearer(&headers));
     if let Some(secret) = secret {
@@ -458,7 +463,7 @@ pub(super) async fn sign_out(State(app): State<Arc<App>>, headers: HeaderMap) ->
             return page(super::api::status_of(e.code), &e.message, false);
         }
     }
-    let secure = secure(&app, &headers);
+    let secure = secure(&app, seen.as_ref());
     let gone = format!(
         "{}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0{secure}",
         super::guard::cookie_name(&app)
@@ -470,9 +475,10 @@ pub(super) async fn sign_out(State(app): State<Arc<App>>, headers: HeaderMap) ->
     response
 }
 
-/// `; Secure` when the browser reached this server over TLS.
-fn secure(app: &App, _headers: &HeaderMap) -> &'static str {
-    if app.origin().starts_with("https://") {
+/// `; Secure` when the browser reached this server over TLS: here, at a trusted proxy,
+/// or by the public URL.
+fn secure(app: &App, seen: Option<&axum::Extension<super::proxy::Seen>>) -> &'static str {
+    if super::guard::scheme(app, seen.map(|s| &s.0)) == "https" {
         "; Secure"
     } else {
         ""

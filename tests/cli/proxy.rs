@@ -260,6 +260,23 @@ fn a_server_that_would_trust_everyone_or_send_tokens_in_clear_does_not_start() {
             ],
             "root of its host",
         ),
+        (
+            vec!["--metrics-bind", "0.0.0.0:0"],
+            "not a loopback address",
+        ),
+        (
+            vec![
+                "--trusted-proxy",
+                "127.0.0.1",
+                "--oidc-issuer",
+                "https://accounts.example.com",
+                "--oidc-client-id",
+                "questions",
+                "--oidc-client-secret-env",
+                "HOME",
+            ],
+            "needs --public-url",
+        ),
     ] {
         let mut all = vec!["serve", "--bind", "127.0.0.1:0"];
         all.extend(args.iter().copied());
