@@ -66,6 +66,8 @@ pub(crate) struct Remote {
     /// `host[:port]`, as errors name it.
     host: String,
     token: String,
+    /// Whether the token is this user's `questions login` (see `login`).
+    logged_in: bool,
     agent: ureq::Agent,
     /// This invocation's idempotency key.
     key: String,
@@ -78,11 +80,12 @@ impl Remote {
             Error::usage("the ledger's URL is not valid UTF-8: write https://HOST[:PORT][/PREFIX]")
         })?;
         let (base, host) = parse(text)?;
-        let token = token(&base)?;
+        let (token, logged_in) = token(&base)?;
         Ok(Remote {
             base,
             host,
             token,
+            logged_in,
             agent: crate::client::agent()?,
             key: hex(&random(16)?),
         })
@@ -96,7 +99,25 @@ impl Remote {
     /// Sends `req` and returns the server's document: a success (`"ok"` may still be
     /// false: a gate that fails), or its failure as the error it names. A wait is sent
     /// again, in polls of at most `LONGEST_WAIT`, until its own limit.
-    pub(crate) fn call(&self, mut req: Request) -> Result<Value> {
+    pub(crate) fn call(&self, req: Request) -> Result<Value> {
+        self.call_once(req).map_err(|e| {
+            if e.code == ErrorCode::Unauthorized && self.logged_in {
+                // The server says one thing for every refused token; this one is known.
+                Error::new(
+                    ErrorCode::Unauthorized,
+                    format!(
+                        "your login to {} has ended (it was revoked, or a person's \
+                         sessions were): questions login {}",
+                        self.host, self.base
+                    ),
+                )
+            } else {
+                e
+            }
+        })
+    }
+
+    fn call_once(&self, mut req: Request) -> Result<Value> {
         match &mut req {
             Request::Log { key, .. }
             | Request::Ingest { key, .. }
@@ -479,8 +500,8 @@ fn parse(text: &str) -> Result<(String, String)> {
 }
 
 /// The token: `QUESTIONS_TOKEN`, else the file `QUESTIONS_TOKEN_FILE` names, else this
-/// user's `questions login` to `base`.
-fn token(base: &str) -> Result<String> {
+/// user's `questions login` to `base` (then true).
+fn token(base: &str) -> Result<(String, bool)> {
     let unset = || {
         Error::new(
             ErrorCode::Unauthorized,
@@ -497,10 +518,13 @@ fn token(base: &str) -> Result<String> {
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
     {
-        return valid(token);
+        return valid(token).map(|t| (t, false));
     }
     let Some(file) = std::env::var_os("QUESTIONS_TOKEN_FILE").filter(|f| !f.is_empty()) else {
-        return login::token_for(base)?.map_or_else(|| Err(unset()), valid);
+        return match login::token_for(base)? {
+            Some(token) => valid(token).map(|t| (t, true)),
+            None => Err(unset()),
+        };
     };
     let path = std::path::Path::new(&file);
     let meta = std::fs::metadata(path).map_err(|e| {
@@ -530,7 +554,7 @@ fn token(base: &str) -> Result<String> {
     if token.is_empty() {
         return Err(unset());
     }
-    valid(token)
+    valid(token).map(|t| (t, false))
 }
 
 /// A token goes into a header as it is: anything else is refused before it is sent

@@ -95,18 +95,20 @@ pub(super) async fn guard(State(app): State<Arc<App>>, request: Request, next: N
             // Whose token it is: an answer or a vote counts as that person (see
             // `api::apply` and `votes`).
             let mut request = request;
-            let person = bearer(request.headers())
+            let held = bearer(request.headers())
                 .or_else(|| cookie(request.headers(), &cookie_name(&app)))
-                .and_then(|t| holder(&t))
-                .flatten();
+                .and_then(|t| holder(&t));
             if let Some(actor) = request.extensions().get::<super::reqlog::Actor>() {
                 if actor.get().is_none() && !is_ledger_route(request.uri().path()) {
-                    match &person {
-                        Some(name) => actor.set(name, "person"),
-                        None => actor.set("", "operator"),
+                    match &held {
+                        Some(Some(name)) => actor.set(name, "person"),
+                        Some(None) => actor.set("", "operator"),
+                        // No credential: on the way to sign in (see `signin`).
+                        None => actor.set("", "none"),
                     }
                 }
             }
+            let person = held.flatten();
             // A credential the browser sends by itself (its cookie) proves nothing about
             // who wrote the form: a change must carry the form token the page gave.
             let ambient = bearer(request.headers())

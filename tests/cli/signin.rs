@@ -840,6 +840,13 @@ fn sqlite_only_questions_login_gets_a_person_s_own_token_that_logout_and_revoke_
     l.ok(["people", "revoke", "alice"]);
     let revoked = remote(&l, config.path(), &base, &["list"]);
     assert_eq!(revoked.error_code(), "unauthorized", "{revoked:?}");
+    assert!(
+        revoked.json["error"]
+            .as_str()
+            .unwrap()
+            .contains("questions login"),
+        "{revoked:?}"
+    );
     // The refresh token is spent with it.
     let refreshed = s.request(
         "POST",
