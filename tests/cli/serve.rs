@@ -67,9 +67,20 @@ impl Served {
         token: Option<&str>,
         stderr: Stdio,
     ) -> Served {
+        Served::start_at(ledger, more, token, stderr, NOW)
+    }
+
+    /// As `start_logged`, its clock pinned at `now`.
+    pub(crate) fn start_at(
+        ledger: &Ledger,
+        more: &[&str],
+        token: Option<&str>,
+        stderr: Stdio,
+        now: &str,
+    ) -> Served {
         let mut cmd = std::process::Command::new(BIN);
         cmd.current_dir(ledger.dir.path())
-            .env("QUESTIONS_NOW", NOW)
+            .env("QUESTIONS_NOW", now)
             .env_remove("QUESTIONS_DB")
             .env_remove("QUESTIONS_USER")
             .env_remove("QUESTIONS_SERVE_TOKEN")

@@ -85,6 +85,33 @@ pub(crate) fn served(l: &Ledger, idp: &Idp, port: u16, more: &[&str]) -> Served 
     Served::start(l, &args)
 }
 
+/// As `served`, its clock at `now` and its log in `log`.
+fn served_at(l: &Ledger, idp: &Idp, port: u16, now: &str, log: &std::path::Path) -> Served {
+    let secret = l.dir.path().join("oidc-secret");
+    std::fs::write(&secret, format!("{CLIENT_SECRET}\n")).unwrap();
+    let bind = format!("127.0.0.1:{port}");
+    let args = [
+        "--bind",
+        &bind,
+        "--oidc-issuer",
+        &idp.issuer,
+        "--oidc-client-id",
+        CLIENT_ID,
+        "--oidc-client-secret-file",
+        secret.to_str().unwrap(),
+        "--log-format",
+        "json",
+    ];
+    let stderr = std::fs::File::create(log).unwrap();
+    Served::start_at(
+        l,
+        &args,
+        Some(crate::serve::TOKEN),
+        Stdio::from(stderr),
+        now,
+    )
+}
+
 /// Who may link people: the test's own user, as admin of the group `people`.
 pub(crate) fn link(l: &Ledger, person: &str, identity: &str) {
     let me = crate::relay_harness::me(l);
@@ -859,4 +886,80 @@ fn sqlite_only_questions_login_gets_a_person_s_own_token_that_logout_and_revoke_
     // No secret of the login in the history.
     let history = history_text(&l);
     assert!(!history.contains(&access) && !history.contains(&refresh));
+}
+
+#[test]
+fn sqlite_only_a_session_unused_past_its_idle_time_or_past_its_life_opens_nothing_and_no_secret_is_logged(
+) {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    l.log("deploy", "Deploy build 42?");
+    let log = l.dir.path().join("serve.log");
+    let start = "2026-11-21T08:00:00.000Z";
+    let s = served_at(&l, &idp, port, start, &log);
+    let (back, flow) = through(&s, "%2F");
+    let pair = session(&back).expect("signed in");
+    let cookie = format!("Cookie: {pair}");
+    assert_eq!(
+        s.request("GET", "/api/questions", &[&cookie], "").status,
+        200
+    );
+    drop(s);
+    // The same cookie, the same ledger, later: 11 h unused still opens the inbox (and
+    // counts as use), 12 h past that use is over.
+    for (now, status) in [
+        ("2026-11-21T19:00:00.000Z", 200),
+        ("2026-11-22T06:59:00.000Z", 200),
+        ("2026-11-22T19:30:00.000Z", 401),
+    ] {
+        let s = served_at(&l, &idp, port, now, &l.dir.path().join("later.log"));
+        let reply = s.request("GET", "/api/questions", &[&cookie], "");
+        assert_eq!(reply.status, status, "at {now}: {}", reply.body);
+    }
+    let listed = l.run_at("2026-11-22T19:30:00.000Z", ["token", "list"]);
+    assert_eq!(listed.json["tokens"][0]["expired"], true, "{listed:?}");
+    // Signed in afresh and used every few hours, it still ends 7 days after the sign-in.
+    let s = served_at(&l, &idp, port, start, &log);
+    let (back, _) = through(&s, "%2F");
+    let pair = session(&back).expect("signed in again");
+    drop(s);
+    let cookie = format!("Cookie: {pair}");
+    let s = served_at(
+        &l,
+        &idp,
+        port,
+        "2026-11-28T07:59:00.000Z",
+        &l.dir.path().join("l.log"),
+    );
+    assert_eq!(
+        s.request("GET", "/api/questions", &[&cookie], "").status,
+        401
+    );
+    drop(s);
+    // What the provider saw (its codes) and every secret of the sign-in: in no log line,
+    // no event, no page.
+    let seen = get(&format!("{}/log", idp.issuer), "").body;
+    let codes: Vec<String> = seen
+        .split("\"code\":\"")
+        .skip(1)
+        .filter_map(|r| r.split('"').next())
+        .map(str::to_string)
+        .collect();
+    assert!(!codes.is_empty(), "{seen}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("/signin/callback"), "{logged}");
+    let history = history_text(&l);
+    let session_secret = pair.split_once('=').unwrap().1.to_string();
+    let flow_secret = flow.split_once('=').unwrap().1.to_string();
+    let mut secrets = vec![CLIENT_SECRET.to_string(), session_secret, flow_secret];
+    secrets.extend(codes);
+    for secret in &secrets {
+        for (what, text) in [("the server's log", &logged), ("the history", &history)] {
+            assert!(!text.contains(secret.as_str()), "a secret in {what}");
+        }
+    }
 }
