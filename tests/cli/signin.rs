@@ -225,7 +225,7 @@ fn history_text(l: &Ledger) -> String {
 }
 
 #[test]
-fn sqlite_only_a_person_linked_by_email_signs_in_answers_as_themself_and_signs_out() {
+fn a_person_linked_by_email_signs_in_answers_as_themself_and_signs_out() {
     let port = free_port();
     let Some(idp) = Idp::start(Some("good"), port, &[]) else {
         return;
@@ -781,7 +781,7 @@ fn remote(l: &Ledger, config: &std::path::Path, base: &str, args: &[&str]) -> cr
 }
 
 #[test]
-fn sqlite_only_questions_login_gets_a_person_s_own_token_that_logout_and_revoke_end() {
+fn questions_login_gets_a_person_s_own_token_that_logout_and_revoke_end() {
     use std::os::unix::fs::PermissionsExt;
     let port = free_port();
     let Some(idp) = Idp::start(Some("good"), port, &[]) else {
