@@ -120,7 +120,12 @@ impl Provider {
             settings: Settings { issuer, ..settings },
             meta: RwLock::new(meta),
             agent,
-            fetched: Mutex::new(Instant::now()),
+            // The first key the provider rolls in may be fetched at once.
+            fetched: Mutex::new(
+                Instant::now()
+                    .checked_sub(REDISCOVER_EVERY)
+                    .unwrap_or_else(Instant::now),
+            ),
         })
     }
 

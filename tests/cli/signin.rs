@@ -435,6 +435,34 @@ fn sqlite_only_a_stranger_an_unverified_email_and_a_recycled_one_are_refused_and
 }
 
 #[test]
+fn sqlite_only_a_key_the_provider_rolls_in_is_fetched_and_a_domain_not_admitted_is_refused() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let s = served(&l, &idp, port, &[]);
+    let (first, _) = through(&s, "%2F");
+    assert!(session(&first).is_some(), "{}", first.body);
+    // The provider rolls a new key in: a token signed with it names a kid the server has
+    // not seen; it reads the keys again, and the sign-in holds.
+    assert_eq!(get(&format!("{}/attack?mode=rotated", idp.issuer), "").status, 200);
+    let (rotated, _) = through(&s, "%2F");
+    assert!(session(&rotated).is_some(), "{}", rotated.body);
+    drop(s);
+    // Only verified addresses of the domains admitted, even for a person linked.
+    let s = served(&l, &idp, port, &["--oidc-allow-domain", "corp.example"]);
+    let (refused, _) = through(&s, "%2F");
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("corp.example"), "{}", refused.body);
+    drop(s);
+    let s = served(&l, &idp, port, &["--oidc-allow-domain", "Example.com"]);
+    let (admitted, _) = through(&s, "%2F");
+    assert!(session(&admitted).is_some(), "{}", admitted.body);
+}
+
+#[test]
 fn sqlite_only_a_callback_this_browser_did_not_start_and_an_open_redirect_are_refused() {
     let port = free_port();
     let Some(idp) = Idp::start(Some("good"), port, &[]) else {
