@@ -639,7 +639,7 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
     link(&l, "alice", "email:alice@example.com");
     link(&l, "bob", "email:bob@example.com");
     let id = l.log("deploy", "Deploy build 42?");
-    let Some((_ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "signin") else {
+    let Some((ca, cert, key)) = crate::common::throwaway_ca(l.dir.path(), "signin") else {
         return crate::common::skip("openssl is not installed");
     };
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
@@ -650,6 +650,8 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
         &["--tls-cert", cert, "--tls-key", key, "--log-format", "none"],
     );
     let inbox = format!("https://127.0.0.1:{port}/");
+    let ledger = &l;
+    let ca = ca.as_path();
     let shots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let tls = ["--ignore-certificate-errors", "--window-size=390,844"];
@@ -672,6 +674,38 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
             || async { present(&c, "#flash.done").await },
         )
         .await;
+        // On her laptop, `questions login`: the code it shows, approved in this browser.
+        let config = tempfile::tempdir().unwrap();
+        let base = format!("https://127.0.0.1:{port}");
+        let mut child = login_trusting(ledger, config.path(), &base, Some(&ca));
+        let code = shown_code(&mut child);
+        c.goto(&format!("{base}/device?code={code}")).await.unwrap();
+        let shown = text(&c, "main").await;
+        assert!(shown.contains("alice"), "{shown}");
+        assert_eq!(
+            c.find(fantoccini::Locator::Css("#code"))
+                .await
+                .unwrap()
+                .prop("value")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some(code.as_str())
+        );
+        let png = c.screenshot().await.unwrap();
+        std::fs::write(shots.join("device-phone.png"), png).unwrap();
+        click(&c, "button[value=approve]").await;
+        eventually(Duration::from_secs(10), "approved", || async {
+            c.source().await.unwrap_or_default().contains("signed in as alice")
+        })
+        .await;
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        c.goto(&inbox).await.unwrap();
+        eventually(Duration::from_secs(10), "the inbox again", || async {
+            present(&c, "form.who").await
+        })
+        .await;
         click(&c, "form.who button").await;
         eventually(Duration::from_secs(10), "signed out", || async {
             c.source()
@@ -685,7 +719,10 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
     assert_eq!(q["answer"], "yes, ship it");
     assert_eq!(q["answered_by"], "alice");
     assert_eq!(q["channel"], "web");
-    assert!(tokens(&l).is_empty(), "signing out ended the session");
+    let left = tokens(&l);
+    assert_eq!(left.len(), 1, "signing out ended the session, not the login: {left:?}");
+    assert_eq!(left[0]["source"], "login");
+    l.ok(["people", "revoke", "alice"]);
     // A stranger signs in at the provider and is told who to ask; it is recorded.
     with_browser_args(true, &tls, |c| async move {
         c.goto(&format!("https://127.0.0.1:{port}/")).await.unwrap();
@@ -702,7 +739,6 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
     // bob signs in; he is taken out (every session ended, his link removed): his next
     // request is refused, though the provider still knows him.
     l.ok(["log", "--stage", "deploy", "--question", "Roll back?"]);
-    let ledger = &l;
     let issuer = idp.issuer.clone();
     with_browser_args(true, &tls, |c| async move {
         c.goto(&format!("https://127.0.0.1:{port}/")).await.unwrap();
@@ -731,8 +767,21 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
 
 /// `questions login URL` run as a person would, its credentials under `config`.
 fn login(l: &Ledger, config: &std::path::Path, base: &str) -> Child {
-    Command::new(crate::common::BIN)
-        .current_dir(l.dir.path())
+    login_trusting(l, config, base, None)
+}
+
+/// As `login`, trusting the CA `ca` (a server over TLS with a throw-away CA).
+fn login_trusting(
+    l: &Ledger,
+    config: &std::path::Path,
+    base: &str,
+    ca: Option<&std::path::Path>,
+) -> Child {
+    let mut cmd = Command::new(crate::common::BIN);
+    if let Some(ca) = ca {
+        cmd.env("QUESTIONS_CA", ca);
+    }
+    cmd.current_dir(l.dir.path())
         .env("XDG_CONFIG_HOME", config)
         .env_remove("QUESTIONS_TOKEN")
         .env_remove("QUESTIONS_TOKEN_FILE")
