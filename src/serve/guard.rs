@@ -184,7 +184,10 @@ fn with_headers(mut response: Response) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Nothing is kept by a cache but what a route says may be (discovery documents).
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     response
 }
 
@@ -238,6 +241,18 @@ fn check(
         }
         return Ok(None);
     }
+    if app.signin.is_some()
+        && request.method() == Method::GET
+        && matches!(
+            path,
+            "/.well-known/oauth-protected-resource"
+                | "/.well-known/oauth-protected-resource/mcp"
+                | "/.well-known/oauth-authorization-server"
+        )
+    {
+        // MCP hosts discover how to sign in (see `oauth`): public documents.
+        return Ok(None);
+    }
     if path.starts_with("/.well-known/") {
         // No OAuth metadata here (see `mcp`): a host that finds some signs in instead of
         // sending the token its user configured.
@@ -252,7 +267,10 @@ fn check(
     }
     if app.signin.is_some()
         && request.method() == Method::POST
-        && matches!(path, "/oauth/device" | "/oauth/token" | "/oauth/revoke")
+        && matches!(
+            path,
+            "/oauth/device" | "/oauth/token" | "/oauth/revoke" | "/oauth/register"
+        )
     {
         // `questions login` and `logout`: the device code, refresh token or token in the
         // form is the credential. No browser sends one from another site.

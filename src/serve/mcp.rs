@@ -2,9 +2,10 @@
 //! `questions mcp` (see `crate::mcp::http`), for agents that cannot start a process. A
 //! request must carry a token the ledger issued (`Authorization: Bearer qtok_…`), read
 //! anew at every request as `/v1/call` reads it: its holder is the principal every tool
-//! call acts for. Without a valid one the answer is 401 with the one message of §15, and
-//! no OAuth metadata: a host that sees it (a `WWW-Authenticate` naming a resource) drops
-//! the bearer header its user configured and starts a sign-in this server does not offer.
+//! call acts for. Without a valid one the answer is 401 with the one message of §15. Only
+//! a server that signs people in (`--oidc-issuer`) names its OAuth metadata there (a
+//! `WWW-Authenticate` naming a resource, see `oauth`): a host that sees it drops the
+//! bearer header its user configured and signs in, which another server does not offer.
 //!
 //! Refused tokens and connections are counted as `/v1/call` counts them (see `limit`).
 
@@ -45,7 +46,17 @@ async fn authenticate(
     let token = super::guard::bearer(request.headers());
     let who = match super::ledger_api::principal(&app, client, token, Procedure::Serve).await {
         Ok(who) => who,
-        Err(refused) => return refused,
+        Err(mut refused) => {
+            // Where hosts may sign in, the 401 says where to learn how (RFC 9728).
+            if refused.status() == axum::http::StatusCode::UNAUTHORIZED {
+                if let Some(how) = super::oauth::challenge(&app) {
+                    refused
+                        .headers_mut()
+                        .insert(axum::http::header::WWW_AUTHENTICATE, how);
+                }
+            }
+            return refused;
+        }
     };
     if let Some(actor) = request.extensions().get::<super::reqlog::Actor>() {
         actor.principal(&who);

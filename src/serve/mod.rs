@@ -12,6 +12,7 @@ mod limit;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod metrics;
+mod oauth;
 mod page;
 pub(crate) mod proxy;
 mod reqlog;
@@ -98,6 +99,8 @@ pub(crate) struct App {
     metrics: Arc<metrics::Metrics>,
     /// The OpenID provider people sign in with, if any (see `signin`).
     signin: Option<Arc<signin::Provider>>,
+    /// OAuth clients registered this minute (see `oauth`).
+    registrations: oauth::Registrations,
 }
 
 impl App {
@@ -291,6 +294,7 @@ async fn serve(
         log: reqlog::Log::start(log),
         metrics,
         signin,
+        registrations: oauth::Registrations::new(),
     });
     if let Some(at) = metrics_bind {
         let listener = tokio::net::TcpListener::bind(at)
@@ -474,7 +478,24 @@ fn routes(app: Arc<App>) -> Result<Router> {
         )
         .route("/oauth/device", post(signin::device_start))
         .route("/oauth/token", post(signin::token))
-        .route("/oauth/revoke", post(signin::revoke));
+        .route("/oauth/revoke", post(signin::revoke))
+        .route("/oauth/register", post(oauth::register))
+        .route(
+            "/oauth/authorize",
+            get(oauth::authorize).post(oauth::decide),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(oauth::authorization_server),
+        );
     #[cfg(feature = "mcp")]
     let router = router.merge(mcp::routes(&app)?);
     // Health and readiness need no token and pass no Host check: they say nothing of the

@@ -211,7 +211,7 @@ pub(super) fn local_path(to: Option<&str>) -> String {
     let ok = to.starts_with('/')
         && !to.starts_with("//")
         && !to.starts_with("/\\")
-        && to.len() <= 1024
+        && to.len() <= 1500
         && !to.chars().any(|c| c.is_control() || c == '\\');
     if ok && !to.starts_with("/signin") {
         to.to_string()
@@ -541,13 +541,6 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// How long a `questions login` token works before its refresh token makes another.
-const LOGIN_LIFETIME: Duration = Duration::from_hours(12);
-
-/// How long a login's refresh token works, from the sign-in: then the person signs in
-/// again.
-const LOGIN_REFRESH: Duration = Duration::from_hours(30 * 24);
-
 /// The device grant's type (RFC 8628 §3.4).
 const DEVICE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -587,6 +580,10 @@ pub(super) struct TokenForm {
     grant_type: Option<String>,
     device_code: Option<String>,
     refresh_token: Option<String>,
+    code: Option<String>,
+    code_verifier: Option<String>,
+    redirect_uri: Option<String>,
+    client_id: Option<String>,
 }
 
 /// `POST /oauth/token`: a device code once approved, or a refresh token, for a login's
@@ -604,7 +601,9 @@ pub(super) async fn token(
                 return oauth_error("invalid_request", "device_code is missing");
             };
             let polled = app
-                .ledger(move |l| signin::device_poll(l, &code, LOGIN_LIFETIME, LOGIN_REFRESH))
+                .ledger(move |l| {
+                    signin::device_poll(l, &code, signin::LOGIN_LIFETIME, signin::REFRESH_LIFETIME)
+                })
                 .await;
             match polled {
                 Ok(signin::DevicePoll::Issued(made)) => made,
@@ -629,14 +628,39 @@ pub(super) async fn token(
                 }
             }
         }
+        Some("authorization_code") => {
+            let (Some(code), Some(verifier), Some(redirect), Some(client)) = (
+                form.code,
+                form.code_verifier,
+                form.redirect_uri,
+                form.client_id,
+            ) else {
+                return oauth_error(
+                    "invalid_request",
+                    "code, code_verifier, redirect_uri and client_id are all needed",
+                );
+            };
+            match app
+                .ledger(move |l| {
+                    questions_core::ops::oauth::redeem(l, &code, &verifier, &client, &redirect)
+                })
+                .await
+            {
+                Ok(made) => made,
+                Err(e) if e.code == ErrorCode::Unauthorized => {
+                    return oauth_error("invalid_grant", &e.message)
+                }
+                Err(e) => {
+                    return super::api::Failed::of(questions_core::ops::Procedure::Serve)(e)
+                        .into_response()
+                }
+            }
+        }
         Some("refresh_token") => {
             let Some(refresh) = form.refresh_token else {
                 return oauth_error("invalid_request", "refresh_token is missing");
             };
-            match app
-                .ledger(move |l| signin::refresh(l, &refresh, LOGIN_LIFETIME))
-                .await
-            {
+            match app.ledger(move |l| signin::refresh(l, &refresh)).await {
                 Ok(made) => made,
                 Err(e) if e.code == ErrorCode::Unauthorized => {
                     return oauth_error(
@@ -661,12 +685,17 @@ pub(super) async fn token(
     axum::Json(serde_json::json!({
         "access_token": issued.token,
         "token_type": "Bearer",
-        "expires_in": LOGIN_LIFETIME.as_secs(),
+        "expires_in": clock_seconds(&issued.expires_at),
         "refresh_token": issued.refresh_token,
         "person": issued.person,
         "name": issued.name,
     }))
     .into_response()
+}
+
+/// Seconds from now until `at` (the server's clock), as `expires_in` says them.
+fn clock_seconds(at: &str) -> i64 {
+    questions_core::clock::seconds_between(&questions_core::clock::now(), at).max(0)
 }
 
 #[derive(Deserialize)]

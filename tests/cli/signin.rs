@@ -447,7 +447,10 @@ fn sqlite_only_a_key_the_provider_rolls_in_is_fetched_and_a_domain_not_admitted_
     assert!(session(&first).is_some(), "{}", first.body);
     // The provider rolls a new key in: a token signed with it names a kid the server has
     // not seen; it reads the keys again, and the sign-in holds.
-    assert_eq!(get(&format!("{}/attack?mode=rotated", idp.issuer), "").status, 200);
+    assert_eq!(
+        get(&format!("{}/attack?mode=rotated", idp.issuer), "").status,
+        200
+    );
     let (rotated, _) = through(&s, "%2F");
     assert!(session(&rotated).is_some(), "{}", rotated.body);
     drop(s);
@@ -677,7 +680,7 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
         // On her laptop, `questions login`: the code it shows, approved in this browser.
         let config = tempfile::tempdir().unwrap();
         let base = format!("https://127.0.0.1:{port}");
-        let mut child = login_trusting(ledger, config.path(), &base, Some(&ca));
+        let mut child = login_trusting(ledger, config.path(), &base, Some(ca));
         let code = shown_code(&mut child);
         c.goto(&format!("{base}/device?code={code}")).await.unwrap();
         let shown = text(&c, "main").await;
@@ -696,7 +699,10 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
         std::fs::write(shots.join("device-phone.png"), png).unwrap();
         click(&c, "button[value=approve]").await;
         eventually(Duration::from_secs(10), "approved", || async {
-            c.source().await.unwrap_or_default().contains("signed in as alice")
+            c.source()
+                .await
+                .unwrap_or_default()
+                .contains("signed in as alice")
         })
         .await;
         let out = child.wait_with_output().unwrap();
@@ -720,7 +726,11 @@ fn sqlite_only_chromium_signs_alice_in_at_a_real_provider_and_refuses_a_stranger
     assert_eq!(q["answered_by"], "alice");
     assert_eq!(q["channel"], "web");
     let left = tokens(&l);
-    assert_eq!(left.len(), 1, "signing out ended the session, not the login: {left:?}");
+    assert_eq!(
+        left.len(),
+        1,
+        "signing out ended the session, not the login: {left:?}"
+    );
     assert_eq!(left[0]["source"], "login");
     l.ok(["people", "revoke", "alice"]);
     // A stranger signs in at the provider and is told who to ask; it is recorded.
@@ -1039,4 +1049,382 @@ fn sqlite_only_a_session_unused_past_its_idle_time_or_past_its_life_opens_nothin
             assert!(!text.contains(secret.as_str()), "a secret in {what}");
         }
     }
+}
+
+/// The MCP Python SDK's OAuth client against `url`, the person's browser holding
+/// `cookie`; its output lines.
+#[cfg(feature = "mcp")]
+fn python_oauth(url: &str, cookie: &str, calls: &[Value], consent: &str) -> Option<Vec<Value>> {
+    let python = crate::mcp_clients::client(crate::mcp_clients::clients().join("venv/bin/python"))?;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/mcp_python_oauth.py"
+    );
+    let mut child = Command::new(python)
+        .arg(script)
+        .arg(url)
+        .env("QUESTIONS_TEST_COOKIE", cookie)
+        .env("QUESTIONS_TEST_CONSENT", consent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(calls).unwrap().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+    )
+}
+
+/// A form POST to the server, its reply's JSON.
+#[cfg(feature = "mcp")]
+fn form(s: &Served, path: &str, body: &str) -> (u16, Value) {
+    let reply = s.request(
+        "POST",
+        path,
+        &["Content-Type: application/x-www-form-urlencoded"],
+        body,
+    );
+    let doc = serde_json::from_str(&reply.body).unwrap_or(Value::Null);
+    (reply.status, doc)
+}
+
+#[test]
+#[cfg(feature = "mcp")]
+fn an_mcp_host_signs_in_with_the_python_sdk_s_oauth_client_and_answers_as_the_person() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let id = l.log("deploy", "Which region?");
+    let s = served(&l, &idp, port, &[]);
+    let base = s.base();
+    // Discovery: what a host reads first.
+    let bare = s.request("POST", "/mcp", &["Content-Type: application/json"], "{}");
+    assert_eq!(bare.status, 401);
+    let how = bare.header("www-authenticate").expect("a challenge");
+    assert!(
+        how.contains(&format!(
+            "resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+        )),
+        "{how}"
+    );
+    let prm = s.request("GET", "/.well-known/oauth-protected-resource/mcp", &[], "");
+    assert_eq!(prm.status, 200);
+    assert!(prm.header("cache-control").unwrap().contains("max-age"));
+    let prm = prm.json();
+    assert_eq!(prm["resource"], format!("{base}/mcp"));
+    assert_eq!(prm["authorization_servers"][0], base.as_str());
+    let asm = s
+        .request("GET", "/.well-known/oauth-authorization-server", &[], "")
+        .json();
+    for field in [
+        "issuer",
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+    ] {
+        assert!(asm[field].is_string(), "{field}: {asm}");
+    }
+    assert_eq!(asm["issuer"], base.as_str());
+    assert_eq!(
+        asm["code_challenge_methods_supported"],
+        serde_json::json!(["S256"])
+    );
+    // alice's browser is signed in; the SDK registers, sends her to consent, trades the
+    // code, and its session is hers.
+    let (back, _) = through(&s, "%2F");
+    let cookie = session(&back).expect("alice's browser");
+    let calls = [
+        serde_json::json!({"list_tools": true}),
+        serde_json::json!({"tool": "record_answers",
+            "arguments": {"stage": "deploy", "answers": {id.to_string(): "eu"}}}),
+    ];
+    let Some(out) = python_oauth(&format!("{base}/mcp"), &cookie, &calls, "allow") else {
+        return;
+    };
+    assert_eq!(out[0]["consent"], "Connect Python SDK host?", "{out:?}");
+    let tools = out[1]["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&serde_json::json!("record_answers")),
+        "{tools:?}"
+    );
+    assert!(tools.contains(&serde_json::json!("vote")), "{tools:?}");
+    assert_eq!(out[2]["is_error"], false, "{}", out[2]);
+    let q = l.question(id);
+    assert_eq!(q["answered_by"], "alice", "{q}");
+    let access = out[3]["tokens"]["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let refresh = out[3]["tokens"]["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let client_id = out[3]["client_id"].as_str().unwrap().to_string();
+    let listed = tokens(&l);
+    let grant = listed
+        .iter()
+        .find(|t| t["source"] == "oauth")
+        .expect("the host's grant");
+    assert_eq!(grant["person"], "alice");
+    // A refresh token rotates; the spent one used again ends the whole family.
+    let (status, fresh) = form(
+        &s,
+        "/oauth/token",
+        &format!("grant_type=refresh_token&refresh_token={refresh}"),
+    );
+    assert_eq!(status, 200, "{fresh}");
+    let newer = fresh["access_token"].as_str().unwrap().to_string();
+    assert_ne!(newer, access);
+    let (status, reused) = form(
+        &s,
+        "/oauth/token",
+        &format!("grant_type=refresh_token&refresh_token={refresh}"),
+    );
+    assert_eq!(
+        (status, &reused["error"]),
+        (400, &serde_json::json!("invalid_grant"))
+    );
+    let bearer = format!("Authorization: Bearer {newer}");
+    let after = s.request(
+        "POST",
+        "/mcp",
+        &[&bearer, "Content-Type: application/json"],
+        "{}",
+    );
+    assert_eq!(after.status, 401, "the family ended with the reuse");
+    assert!(!tokens(&l).iter().any(|t| t["source"] == "oauth"));
+    // Nothing of the grant's secrets in the history.
+    let history = history_text(&l);
+    for secret in [&access, &refresh, &newer] {
+        assert!(!history.contains(secret.as_str()));
+    }
+    let _ = client_id;
+}
+
+#[test]
+#[cfg(feature = "mcp")]
+fn an_authorization_request_that_does_not_hold_is_refused_before_the_person_is_asked() {
+    let port = free_port();
+    let Some(idp) = Idp::start(Some("good"), port, &[]) else {
+        return;
+    };
+    let l = Ledger::new();
+    link(&l, "alice", "email:alice@example.com");
+    let s = served(&l, &idp, port, &[]);
+    let base = s.base();
+    let (back, _) = through(&s, "%2F");
+    let cookie = format!("Cookie: {}", session(&back).unwrap());
+    let registered = s.request(
+        "POST",
+        "/oauth/register",
+        &["Content-Type: application/json"],
+        r#"{"client_name":"Evil <b>host</b>","redirect_uris":["https://host.example/cb"]}"#,
+    );
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let client = registered.json()["client_id"].as_str().unwrap().to_string();
+    for bad in [
+        r#"{"redirect_uris":["http://evil.example/cb"]}"#,
+        r#"{"redirect_uris":["https://host.example/cb#frag"]}"#,
+        r#"{"redirect_uris":[]}"#,
+    ] {
+        let refused = s.request(
+            "POST",
+            "/oauth/register",
+            &["Content-Type: application/json"],
+            bad,
+        );
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
+    }
+    // PKCE: the RFC 7636 example pair.
+    let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+    let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    let ask = |redirect: &str, extra: &str| {
+        let path = format!(
+            "/oauth/authorize?response_type=code&client_id={client}&redirect_uri={}\
+             &code_challenge={challenge}&code_challenge_method=S256&state=st{extra}",
+            enc(redirect)
+        );
+        s.request("GET", &path, &[&cookie, "Accept: text/html"], "")
+    };
+    // Another path, another port, another host, no PKCE, plain PKCE, another resource.
+    for (redirect, extra) in [
+        ("https://host.example/cb2", ""),
+        ("https://host.example:8443/cb", ""),
+        ("https://evil.example/cb", ""),
+    ] {
+        let page = ask(redirect, extra);
+        assert_eq!(page.status, 400, "{redirect}: {}", page.body);
+        assert!(page.header("location").is_none());
+    }
+    let no_pkce = s.request(
+        "GET",
+        &format!(
+            "/oauth/authorize?response_type=code&client_id={client}&redirect_uri={}",
+            enc("https://host.example/cb")
+        ),
+        &[&cookie, "Accept: text/html"],
+        "",
+    );
+    assert_eq!(no_pkce.status, 400);
+    let other_resource = ask(
+        "https://host.example/cb",
+        "&resource=https%3A%2F%2Fother.example%2Fmcp",
+    );
+    assert_eq!(other_resource.status, 400);
+    // The page names the host's claims as text and cannot be framed.
+    let page = ask("https://host.example/cb", "&scope=questions%3Aread");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Evil &lt;b&gt;host&lt;/b&gt;"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("not answer or vote"));
+    assert!(page
+        .header("content-security-policy")
+        .unwrap()
+        .contains("frame-ancestors 'none'"));
+    // Allowed read-only: the code once, with its verifier, for its redirect.
+    let csrf = crate::serve::form_token(&s, &cookie);
+    let allow = format!(
+        "response_type=code&client_id={client}&redirect_uri={}&code_challenge={challenge}\
+         &code_challenge_method=S256&scope=questions%3Aread&state=st&decision=allow&csrf={csrf}",
+        enc("https://host.example/cb")
+    );
+    let decided = s.request(
+        "POST",
+        "/oauth/authorize",
+        &[
+            &cookie,
+            "Content-Type: application/x-www-form-urlencoded",
+            "Sec-Fetch-Site: same-origin",
+        ],
+        &allow,
+    );
+    assert_eq!(decided.status, 303, "{}", decided.body);
+    let to = decided.header("location").unwrap();
+    assert!(to.starts_with("https://host.example/cb?code="), "{to}");
+    assert!(to.contains("state=st") && to.contains("iss="), "{to}");
+    let code = to
+        .split("code=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let trade = |verifier: &str, redirect: &str| {
+        form(
+            &s,
+            "/oauth/token",
+            &format!(
+                "grant_type=authorization_code&code={code}&code_verifier={verifier}\
+                 &redirect_uri={}&client_id={client}",
+                enc(redirect)
+            ),
+        )
+    };
+    let (status, wrong) = trade(
+        "another-verifier-of-forty-three-characters-xx",
+        "https://host.example/cb",
+    );
+    assert_eq!(
+        (status, &wrong["error"]),
+        (400, &serde_json::json!("invalid_grant"))
+    );
+    // Spent by the failed try: a code is tried once.
+    let (status, _) = trade(verifier, "https://host.example/cb");
+    assert_eq!(status, 400);
+    // A fresh code, traded right; then a read-only token may not answer through /mcp.
+    let decided = s.request(
+        "POST",
+        "/oauth/authorize",
+        &[
+            &cookie,
+            "Content-Type: application/x-www-form-urlencoded",
+            "Sec-Fetch-Site: same-origin",
+        ],
+        &allow,
+    );
+    let to = decided.header("location").unwrap();
+    let code2 = to
+        .split("code=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let (status, issued) = form(
+        &s,
+        "/oauth/token",
+        &format!(
+            "grant_type=authorization_code&code={code2}&code_verifier={verifier}\
+             &redirect_uri={}&client_id={client}",
+            enc("https://host.example/cb")
+        ),
+    );
+    assert_eq!(status, 200, "{issued}");
+    assert_eq!(issued["token_type"], "Bearer");
+    assert!(issued["expires_in"].as_i64().unwrap() <= 3600);
+    let bearer = format!(
+        "Authorization: Bearer {}",
+        issued["access_token"].as_str().unwrap()
+    );
+    let works = s.request(
+        "POST",
+        "/mcp",
+        &[&bearer, "Content-Type: application/json"],
+        "{}",
+    );
+    assert_ne!(
+        works.status, 401,
+        "the grant's token opens /mcp: {}",
+        works.body
+    );
+    let (status, replay) = form(
+        &s,
+        "/oauth/token",
+        &format!(
+            "grant_type=authorization_code&code={code2}&code_verifier={verifier}\
+             &redirect_uri={}&client_id={client}",
+            enc("https://host.example/cb")
+        ),
+    );
+    assert_eq!(status, 400, "a code replayed: {replay}");
+    // The replay ended what the code made.
+    let r = s.request(
+        "POST",
+        "/mcp",
+        &[&bearer, "Content-Type: application/json"],
+        "{}",
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    let _ = base;
+}
+
+/// `text` as a query's value.
+pub(crate) fn enc(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

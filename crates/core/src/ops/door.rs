@@ -945,6 +945,30 @@ fn as_person(
 ) -> Result<Reply> {
     let caller = who.caller();
     let me = Identity::Person(token.person.clone());
+    let answers = matches!(
+        req,
+        Request::Change(_)
+            | Request::AcceptDefaults { .. }
+            | Request::Import { .. }
+            | Request::Elicited { .. }
+    );
+    if answers && !token.answers {
+        let id = match &req {
+            Request::Change(c) => c.id,
+            _ => 0,
+        };
+        let what = req.name();
+        return refuse(
+            ledger,
+            who,
+            &req,
+            id,
+            &format!(
+                "this grant may read the questions, not {what}: it was given without \
+                 questions:answer"
+            ),
+        );
+    }
     match req {
         Request::Change(mut change) => {
             if let Act::Vote(identity, _) = &mut change.act {

@@ -10,6 +10,7 @@ mod envelope;
 mod follow;
 mod gate;
 mod interop;
+pub mod oauth;
 mod people;
 mod principal;
 mod quiet;

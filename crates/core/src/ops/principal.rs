@@ -42,13 +42,20 @@ pub struct PersonToken {
     pub name: String,
     /// Who it acts as.
     pub person: String,
+    /// Whether it may answer and vote as them: every person token but an MCP host's OAuth
+    /// grant without `questions:answer` (§17).
+    pub answers: bool,
 }
 
 impl Principal {
     /// Whether it may answer, vote or import answers: a person's acts, which an agent
     /// token never makes. A front end hides what it may not do; `call` refuses it.
     pub fn answers(&self) -> bool {
-        !matches!(self, Principal::Agent(_))
+        match self {
+            Principal::Agent(_) => false,
+            Principal::Person(p) => p.answers,
+            Principal::Direct(_) => true,
+        }
     }
 
     /// Who a change this principal makes is recorded as.

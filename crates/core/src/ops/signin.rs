@@ -44,6 +44,11 @@ pub enum Kind {
         lifetime: Duration,
         refresh: Duration,
     },
+    /// An MCP host's OAuth grant (§17): as `Login`, for one client and its scope.
+    OAuth {
+        lifetime: Duration,
+        refresh: Duration,
+    },
 }
 
 impl Kind {
@@ -51,8 +56,26 @@ impl Kind {
         match self {
             Kind::Web { .. } => "web",
             Kind::Login { .. } => "login",
+            Kind::OAuth { .. } => "oauth",
         }
     }
+}
+
+/// How long a `questions login` token works before its refresh token makes another.
+pub const LOGIN_LIFETIME: Duration = Duration::from_hours(12);
+
+/// How long an MCP host's OAuth access token works (its refresh token makes another).
+pub const OAUTH_LIFETIME: Duration = Duration::from_hours(1);
+
+/// How long a refresh token chain lasts from the sign-in: then the person signs in again.
+pub const REFRESH_LIFETIME: Duration = Duration::from_hours(30 * 24);
+
+/// What a grant adds to a sign-in's token: its refresh family, an OAuth client and scope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Grant {
+    pub family: Option<String>,
+    pub client_id: Option<String>,
+    pub scope: Option<String>,
 }
 
 /// Who may sign in besides being linked: an email domain among these (none: any).
@@ -103,7 +126,7 @@ pub(super) fn check_oidc(id: &str) -> std::result::Result<String, String> {
 pub fn sign_in(ledger: &mut Ledger, who: &Vouched, admit: &Admit, kind: Kind) -> Result<SignedIn> {
     let now = clock::now();
     let found = ledger.write(|tx| match find(tx, who, admit, &now)? {
-        Ok(person) => mint(tx, &person, who, kind, &now).map(Ok),
+        Ok(person) => mint(tx, &person, who, kind, &now, &Grant::default()).map(Ok),
         Err(why) => {
             let actor = Actor {
                 by: None,
@@ -206,12 +229,23 @@ fn find(
     Ok(Ok(person))
 }
 
-fn mint(tx: &Tx, person: &str, who: &Vouched, kind: Kind, now: &str) -> Result<SignedIn> {
+pub(super) fn mint(
+    tx: &Tx,
+    person: &str,
+    who: &Vouched,
+    kind: Kind,
+    now: &str,
+    grant: &Grant,
+) -> Result<SignedIn> {
     let (lifetime, idle, refresh) = match kind {
         Kind::Web { idle, absolute } => (absolute, Some(idle), None),
-        Kind::Login { lifetime, refresh } => (lifetime, None, Some(refresh)),
+        Kind::Login { lifetime, refresh } | Kind::OAuth { lifetime, refresh } => {
+            (lifetime, None, Some(refresh))
+        }
     };
     let name = format!("{SIGN_IN_PREFIX}{}-{}", kind.as_str(), hex(&random(6)?));
+    // A refresh chain's tokens are one family: the first names it.
+    let family = refresh.map(|_| grant.family.clone().unwrap_or_else(|| name.clone()));
     let secret = format!("{SECRET_PREFIX}{}", hex(&random(32)?));
     let refresh_token = refresh
         .map(|_| random(32).map(|b| format!("{SECRET_PREFIX}r_{}", hex(&b))))
@@ -233,6 +267,9 @@ fn mint(tx: &Tx, person: &str, who: &Vouched, kind: Kind, now: &str) -> Result<S
         subject: who.subject.clone(),
         idle_seconds: idle.map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
         refresh_expires_at: refresh.map(|d| clock::after(now, d)),
+        family,
+        client_id: grant.client_id.clone(),
+        scope: grant.scope.clone(),
     };
     tx.insert_sign_in(&record, refresh_token.as_deref().map(sha256_hex).as_deref())?;
     tx.token_event(
@@ -248,6 +285,7 @@ fn mint(tx: &Tx, person: &str, who: &Vouched, kind: Kind, now: &str) -> Result<S
             "person": person,
             "sign_in": kind.as_str(),
             "issuer": who.issuer,
+            "client_id": grant.client_id,
             "expires_at": token.expires_at,
         }),
     )?;
@@ -286,41 +324,70 @@ pub fn sign_out(ledger: &mut Ledger, secret: &str) -> Result<bool> {
     })
 }
 
-/// A login's refresh token spent for a new token and a new refresh token (the old pair
-/// is gone); an unknown, spent or expired one is `unauthorized`.
-pub fn refresh(ledger: &mut Ledger, refresh_token: &str, lifetime: Duration) -> Result<SignedIn> {
+/// A refresh token spent for a new token and a new refresh token (the old pair is gone;
+/// the chain keeps its first sign-in's end). An unknown or expired one is `unauthorized`;
+/// one already spent ends every token of its family (RFC 9700: it was stolen, or the
+/// thief used it first).
+pub fn refresh(ledger: &mut Ledger, refresh_token: &str) -> Result<SignedIn> {
     let unauthorized = || Error::new(ErrorCode::Unauthorized, super::token::UNAUTHORIZED);
     let hash = sha256_hex(refresh_token.trim());
     let now = clock::now();
-    ledger.write(|tx| {
+    let spent = ledger.write(|tx| {
         let Some(old) = tx.sign_in_by_refresh(&hash)? else {
-            return Err(unauthorized());
+            if let Some(family) = tx.spent_family(&hash)? {
+                for record in tx.sign_ins()? {
+                    if record.family.as_deref() == Some(family.as_str()) {
+                        if let Some(token) = tx.token(&record.token)? {
+                            end(tx, &token, &now, "refresh_reused")?;
+                        }
+                    }
+                }
+            }
+            return Ok(None);
         };
         let Some(token) = tx.token(&old.token)? else {
-            return Err(unauthorized());
+            return Ok(None);
         };
         let until = old.refresh_expires_at.clone().unwrap_or_default();
         if until.as_str() <= now.as_str() {
-            return Err(unauthorized());
+            return Ok(None);
         }
         let person = token.person.clone().unwrap_or_default();
         end(tx, &token, &now, "refreshed")?;
+        let family = old.family.clone().unwrap_or_else(|| old.token.clone());
+        tx.spend_refresh(&hash, &family, &now)?;
         let left = clock::seconds_between(&now, &until).max(0);
         let refresh = Duration::from_secs(u64::try_from(left).unwrap_or(0));
+        let kind = if old.kind == "oauth" {
+            Kind::OAuth {
+                lifetime: OAUTH_LIFETIME,
+                refresh,
+            }
+        } else {
+            Kind::Login {
+                lifetime: LOGIN_LIFETIME,
+                refresh,
+            }
+        };
         let who = Vouched {
-            issuer: old.issuer,
-            subject: old.subject,
+            issuer: old.issuer.clone(),
+            subject: old.subject.clone(),
             email: None,
             email_verified: false,
         };
-        let mut made = mint(tx, &person, &who, Kind::Login { lifetime, refresh }, &now)?;
-        // The refresh token keeps the first sign-in's end: refreshing never outlives it.
+        let grant = Grant {
+            family: Some(family),
+            client_id: old.client_id.clone(),
+            scope: old.scope.clone(),
+        };
+        let mut made = mint(tx, &person, &who, kind, &now, &grant)?;
         made.refresh_expires_at = Some(until);
-        Ok(made)
-    })
+        Ok(Some(made))
+    })?;
+    spent.ok_or_else(unauthorized)
 }
 
-fn end(tx: &Tx, token: &StoredToken, now: &str, why: &str) -> Result<()> {
+pub(super) fn end(tx: &Tx, token: &StoredToken, now: &str, why: &str) -> Result<()> {
     tx.delete_token(&token.name)?;
     tx.delete_sign_in(&token.name)?;
     tx.token_event(
@@ -506,8 +573,8 @@ pub fn device_poll(
                     email_verified: false,
                 };
                 let person = device.person.clone().unwrap_or_default();
-                mint(tx, &person, &who, Kind::Login { lifetime, refresh }, &now)
-                    .map(DevicePoll::Issued)
+                let kind = Kind::Login { lifetime, refresh };
+                mint(tx, &person, &who, kind, &now, &Grant::default()).map(DevicePoll::Issued)
             }
             _ => {
                 tx.set_device(&hash, &device)?;

@@ -341,6 +341,8 @@ pub fn authenticate(ledger: &mut Ledger, secret: Option<&str>) -> Result<Princip
     if stale {
         ledger.write(|tx| tx.token_used(&token.name, &now))?;
     }
+    let answers = token.role == TokenRole::Person
+        && ledger.read(|tx| super::oauth::may_answer(tx, &token.name))?;
     Ok(match token.role {
         TokenRole::Agent => Principal::Agent(AgentToken {
             name: token.name,
@@ -349,6 +351,7 @@ pub fn authenticate(ledger: &mut Ledger, secret: Option<&str>) -> Result<Princip
         TokenRole::Person => Principal::Person(PersonToken {
             name: token.name,
             person: token.person.unwrap_or_default(),
+            answers,
         }),
     })
 }

@@ -31,7 +31,7 @@ pub use sql::{
     Delegation, Delivery, Link, Policy, QuietHours, StoredSignIn, StoredTask, StoredToken,
     TaskState, TokenRole,
 };
-pub(crate) use sql::{StoredDevice, Tx};
+pub(crate) use sql::{StoredClient, StoredCode, StoredDevice, Tx};
 pub use sqlite::LockWait;
 
 use std::path::Path;

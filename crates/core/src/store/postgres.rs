@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 /// Every table a ledger's migrations create, in the order a reset locks them (the events
 /// first, as writers do): `reset` drops them all, so that nothing of a ledger (its groups
 /// of approvers, say) outlives it into the next one.
-const LEDGER_TABLES: [&str; 19] = [
+const LEDGER_TABLES: [&str; 24] = [
     "question_events",
     "questions",
     "watchers",
@@ -32,6 +32,11 @@ const LEDGER_TABLES: [&str; 19] = [
     "relay_events",
     "relay_state",
     "api_tokens",
+    "sign_ins",
+    "device_sign_ins",
+    "spent_refresh",
+    "oauth_clients",
+    "oauth_codes",
     "routing_policies",
     "routing_slots",
     "routing_reminders",

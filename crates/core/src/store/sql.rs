@@ -320,7 +320,7 @@ mod tokens;
 pub use relay::{Delivery, Link};
 pub use routing::{Delegation, Policy, QuietHours};
 pub use tasks::{StoredTask, TaskState};
-pub(crate) use tokens::StoredDevice;
+pub(crate) use tokens::{StoredClient, StoredCode, StoredDevice};
 pub use tokens::{StoredSignIn, StoredToken, TokenRole};
 
 /// The operations of one transaction, over either engine.

@@ -35,6 +35,7 @@ fn dana() -> Principal {
     Principal::Person(PersonToken {
         name: "dana-phone".into(),
         person: "dana".into(),
+        answers: true,
     })
 }
 

@@ -185,6 +185,15 @@ pub struct StoredSignIn {
     pub idle_seconds: Option<i64>,
     /// Until when its refresh token may make a new one.
     pub refresh_expires_at: Option<String>,
+    /// The tokens one sign-in's refresh tokens made, one after another: a refresh token
+    /// used twice ends all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// An MCP host's OAuth grant: the client, and what it may do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 const SIGN_IN_COLUMNS: &[&str] = &[
@@ -194,6 +203,9 @@ const SIGN_IN_COLUMNS: &[&str] = &[
     "subject",
     "idle_seconds",
     "refresh_expires_at",
+    "family",
+    "client_id",
+    "scope",
 ];
 
 /// The sign-ins' table in SQLite, made by the first sign-in (PostgreSQL makes it in V15).
@@ -204,8 +216,62 @@ const SQLITE_SIGN_IN_TABLE: &str = "CREATE TABLE IF NOT EXISTS sign_ins (
   subject TEXT NOT NULL,
   idle_seconds INTEGER,
   refresh_hash TEXT UNIQUE,
-  refresh_expires_at TEXT
+  refresh_expires_at TEXT,
+  family TEXT,
+  client_id TEXT,
+  scope TEXT
 ) WITHOUT ROWID";
+
+/// Refresh tokens already spent, by family: one seen again ends its family (RFC 9700).
+const SQLITE_SPENT_TABLE: &str = "CREATE TABLE IF NOT EXISTS spent_refresh (
+  refresh_hash TEXT PRIMARY KEY,
+  family TEXT NOT NULL,
+  spent_at TEXT NOT NULL
+) WITHOUT ROWID";
+
+/// MCP hosts registered as OAuth clients (RFC 7591), and their codes under way.
+const SQLITE_OAUTH_TABLES: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS oauth_clients (
+  client_id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  redirect_uris TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS oauth_codes (
+  code_hash TEXT PRIMARY KEY,
+  client_id TEXT NOT NULL,
+  redirect_uri TEXT NOT NULL,
+  challenge TEXT NOT NULL,
+  person TEXT NOT NULL,
+  issuer TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used INTEGER NOT NULL
+) WITHOUT ROWID",
+];
+
+/// A registered client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredClient {
+    pub client_id: String,
+    pub name: String,
+    pub redirect_uris: Vec<String>,
+}
+
+/// An authorization code under way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredCode {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub challenge: String,
+    pub person: String,
+    pub issuer: String,
+    pub subject: String,
+    pub scope: String,
+    pub expires_at: String,
+    pub used: bool,
+}
 
 impl Tx<'_> {
     fn sign_in_table(&self, make: bool) -> Result<bool> {
@@ -232,6 +298,9 @@ impl Tx<'_> {
                     subject: r.text("subject").unwrap_or_default(),
                     idle_seconds: r.text("idle_seconds").and_then(|t| t.parse().ok()),
                     refresh_expires_at: r.text("refresh_expires_at"),
+                    family: r.text("family"),
+                    client_id: r.text("client_id"),
+                    scope: r.text("scope"),
                 })
             },
             SIGN_IN_COLUMNS,
@@ -265,8 +334,9 @@ impl Tx<'_> {
         self.sign_in_table(true)?;
         self.conn.execute(
             "INSERT INTO sign_ins \
-             (token, kind, issuer, subject, idle_seconds, refresh_hash, refresh_expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+             (token, kind, issuer, subject, idle_seconds, refresh_hash, refresh_expires_at, \
+              family, client_id, scope) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             &[
                 s.token.as_str().into(),
                 s.kind.as_str().into(),
@@ -275,6 +345,9 @@ impl Tx<'_> {
                 Param::Int(s.idle_seconds),
                 refresh_hash.into(),
                 (&s.refresh_expires_at).into(),
+                (&s.family).into(),
+                (&s.client_id).into(),
+                (&s.scope).into(),
             ],
         )?;
         Ok(())
@@ -415,6 +488,150 @@ impl Tx<'_> {
                 (&d.subject).into(),
                 (&d.polled_at).into(),
             ],
+        )?;
+        Ok(())
+    }
+}
+
+impl Tx<'_> {
+    fn spent_table(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("spent_refresh", &[SQLITE_SPENT_TABLE], make)
+    }
+
+    fn oauth_tables(&self, make: bool) -> Result<bool> {
+        self.lazy_tables("oauth_clients", SQLITE_OAUTH_TABLES, make)
+    }
+
+    /// Records a refresh token spent (its hash), of `family`.
+    pub(crate) fn spend_refresh(&self, hash: &str, family: &str, at: &str) -> Result<()> {
+        self.spent_table(true)?;
+        self.conn.execute(
+            "INSERT INTO spent_refresh (refresh_hash, family, spent_at) VALUES ($1, $2, $3)",
+            &[hash.into(), family.into(), at.into()],
+        )?;
+        Ok(())
+    }
+
+    /// The family of a refresh token already spent.
+    pub(crate) fn spent_family(&self, hash: &str) -> Result<Option<String>> {
+        if !self.spent_table(false)? {
+            return Ok(None);
+        }
+        let rows = self.conn.query(
+            "SELECT family FROM spent_refresh WHERE refresh_hash = $1",
+            &[hash.into()],
+        )?;
+        Ok(rows
+            .each(|r| Ok(r.text("family").unwrap_or_default()), &["family"])?
+            .pop())
+    }
+
+    pub(crate) fn insert_client(&self, c: &StoredClient, at: &str) -> Result<()> {
+        self.oauth_tables(true)?;
+        let uris = to_json(&c.redirect_uris)?;
+        self.conn.execute(
+            "INSERT INTO oauth_clients (client_id, name, redirect_uris, created_at) \
+             VALUES ($1, $2, $3, $4)",
+            &[
+                c.client_id.as_str().into(),
+                c.name.as_str().into(),
+                uris.as_str().into(),
+                at.into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn client(&self, client_id: &str) -> Result<Option<StoredClient>> {
+        if !self.oauth_tables(false)? {
+            return Ok(None);
+        }
+        let rows = self.conn.query(
+            "SELECT client_id, name, redirect_uris FROM oauth_clients WHERE client_id = $1",
+            &[client_id.into()],
+        )?;
+        Ok(rows
+            .each(
+                |r| {
+                    Ok(StoredClient {
+                        client_id: r.text("client_id").unwrap_or_default(),
+                        name: r.text("name").unwrap_or_default(),
+                        redirect_uris: r.take("redirect_uris").json(),
+                    })
+                },
+                &["client_id", "name", "redirect_uris"],
+            )?
+            .pop())
+    }
+
+    pub(crate) fn insert_code(&self, hash: &str, c: &StoredCode) -> Result<()> {
+        self.oauth_tables(true)?;
+        self.conn.execute(
+            "INSERT INTO oauth_codes (code_hash, client_id, redirect_uri, challenge, person, \
+             issuer, subject, scope, expires_at, used) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            &[
+                hash.into(),
+                c.client_id.as_str().into(),
+                c.redirect_uri.as_str().into(),
+                c.challenge.as_str().into(),
+                c.person.as_str().into(),
+                c.issuer.as_str().into(),
+                c.subject.as_str().into(),
+                c.scope.as_str().into(),
+                c.expires_at.as_str().into(),
+                Param::Int(Some(i64::from(c.used))),
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(crate) fn code(&self, hash: &str) -> Result<Option<StoredCode>> {
+        if !self.oauth_tables(false)? {
+            return Ok(None);
+        }
+        const COLS: &[&str] = &[
+            "client_id",
+            "redirect_uri",
+            "challenge",
+            "person",
+            "issuer",
+            "subject",
+            "scope",
+            "expires_at",
+            "used",
+        ];
+        let rows = self.conn.query(
+            &format!(
+                "SELECT {} FROM oauth_codes WHERE code_hash = $1",
+                COLS.join(", ")
+            ),
+            &[hash.into()],
+        )?;
+        Ok(rows
+            .each(
+                |r| {
+                    Ok(StoredCode {
+                        client_id: r.text("client_id").unwrap_or_default(),
+                        redirect_uri: r.text("redirect_uri").unwrap_or_default(),
+                        challenge: r.text("challenge").unwrap_or_default(),
+                        person: r.text("person").unwrap_or_default(),
+                        issuer: r.text("issuer").unwrap_or_default(),
+                        subject: r.text("subject").unwrap_or_default(),
+                        scope: r.text("scope").unwrap_or_default(),
+                        expires_at: r.text("expires_at").unwrap_or_default(),
+                        used: r.text("used").is_some_and(|u| u != "0"),
+                    })
+                },
+                COLS,
+            )?
+            .pop())
+    }
+
+    pub(crate) fn use_code(&self, hash: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE oauth_codes SET used = 1 WHERE code_hash = $1",
+            &[hash.into()],
         )?;
         Ok(())
     }
