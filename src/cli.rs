@@ -632,7 +632,7 @@ pub struct GroupArgs {
 
 #[derive(Debug, Args)]
 pub struct PeopleArgs {
-    /// link, unlink, list, delegate, quiet, sessions or revoke
+    /// link, unlink, list, delegate, quiet, sessions, grants or revoke
     #[arg(value_enum)]
     pub action: PeopleAction,
     /// The person (with link, unlink and delegate)
@@ -672,6 +672,8 @@ pub enum PeopleAction {
     Quiet,
     /// NAME's tokens and sessions, with where each came from
     Sessions,
+    /// The MCP hosts NAME let in with OAuth (their grants), which revoke ends
+    Grants,
     /// Ends every token and session of NAME at once
     Revoke,
 }

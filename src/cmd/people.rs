@@ -16,27 +16,36 @@ pub(super) fn people(ledger: &mut Ledger, by_from_flag: bool, args: PeopleArgs) 
         }
         return Ok(Outcome::ok(relay::people_list(ledger)?));
     }
-    if matches!(args.action, PeopleAction::Sessions | PeopleAction::Revoke) {
+    if matches!(
+        args.action,
+        PeopleAction::Sessions | PeopleAction::Grants | PeopleAction::Revoke
+    ) {
         if by_from_flag {
             return Err(Error::usage(
-                "--by is refused for 'people sessions' and 'people revoke': they are recorded \
+                "--by is refused for 'people sessions', 'grants' and 'revoke': they are recorded \
                  as the operating-system user who runs them",
             ));
         }
         let Some(person) = args.name else {
             return Err(Error::usage(
-                "name the person: questions people sessions|revoke NAME",
+                "name the person: questions people sessions|grants|revoke NAME",
             ));
         };
         if args.identity.is_some() || args.tz.is_some() || args.to.is_some() {
             return Err(Error::usage(
-                "questions people sessions|revoke NAME takes nothing else",
+                "questions people sessions|grants|revoke NAME takes nothing else",
             ));
         }
-        let req = if args.action == PeopleAction::Sessions {
-            ops::TokenRequest::Sessions { person }
-        } else {
-            ops::TokenRequest::RevokePerson { person }
+        let req = match args.action {
+            PeopleAction::Sessions => ops::TokenRequest::Sessions {
+                person,
+                source: None,
+            },
+            PeopleAction::Grants => ops::TokenRequest::Sessions {
+                person,
+                source: Some("oauth".into()),
+            },
+            _ => ops::TokenRequest::RevokePerson { person },
         };
         return super::token::of_person(ledger, req);
     }

@@ -1180,6 +1180,12 @@ fn an_mcp_host_signs_in_with_the_python_sdk_s_oauth_client_and_answers_as_the_pe
         .find(|t| t["source"] == "oauth")
         .expect("the host's grant");
     assert_eq!(grant["person"], "alice");
+    let grants = l.ok(["people", "grants", "alice"]);
+    assert_eq!(
+        grants["count"], 1,
+        "only the host's grant, not her browser's session: {grants}"
+    );
+    assert_eq!(grants["tokens"][0]["source"], "oauth");
     // A refresh token rotates; the spent one used again ends the whole family.
     let (status, fresh) = form(
         &s,

@@ -46,9 +46,12 @@ pub enum TokenRequest {
     Revoke {
         name: String,
     },
-    /// A person's tokens and sessions (`people sessions NAME`).
+    /// A person's tokens and sessions (`people sessions NAME`); with `source`, those of
+    /// that source alone (`people grants NAME`: `oauth`, the MCP hosts they let in).
     Sessions {
         person: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
     },
     /// Every token and session of a person, ended at once (`people revoke NAME`).
     RevokePerson {
@@ -138,12 +141,13 @@ pub(super) fn run(ledger: &mut Ledger, caller: &Caller, req: &TokenRequest) -> R
         } => create(ledger, caller, name, grant, *expires_in).map(TokenReply::Made),
         TokenRequest::List => list(ledger).map(TokenReply::Listed),
         TokenRequest::Revoke { name } => revoke(ledger, caller, name).map(TokenReply::Revoked),
-        TokenRequest::Sessions { person } => {
+        TokenRequest::Sessions { person, source } => {
             let person = person.trim();
             let tokens: Vec<TokenListed> = list(ledger)?
                 .tokens
                 .into_iter()
                 .filter(|t| t.token.person.as_deref() == Some(person))
+                .filter(|t| source.as_deref().is_none_or(|s| t.source == s))
                 .collect();
             Ok(TokenReply::Sessions(PersonSessions {
                 person: person.to_string(),
