@@ -951,6 +951,7 @@ fn as_person(
             | Request::AcceptDefaults { .. }
             | Request::Import { .. }
             | Request::Elicited { .. }
+            | Request::Asked { .. }
     );
     if answers && !token.answers {
         let id = match &req {

@@ -1146,3 +1146,50 @@ fn every_request_reads_back_as_it_was_written() {
         assert!(serde_json::from_str::<Request>(bad).is_err(), "{bad}");
     }
 }
+
+on_every_engine!(
+    a_read_only_grant_reads_and_never_answers_or_votes,
+    |l: &mut Ledger| {
+        // An MCP host's OAuth grant without `questions:answer` (§17).
+        let reader = Principal::Person(PersonToken {
+            name: "signin-oauth-0".into(),
+            person: "dana".into(),
+            answers: false,
+        });
+        assert!(!reader.answers());
+        let (inside, outside, approval) = ledger_for_attacks(l);
+        assert!(call(l, &reader, Request::List(Filter::default())).is_ok());
+        // What an agent may not do that a person may: the person's answering acts.
+        let acts: Vec<Request> = forbidden_to_agents(inside, outside, approval)
+            .into_iter()
+            .filter(|r| {
+                matches!(
+                    r,
+                    Request::Change(_)
+                        | Request::AcceptDefaults { .. }
+                        | Request::Import { .. }
+                        | Request::Elicited { .. }
+                        | Request::Asked { .. }
+                )
+            })
+            .collect();
+        assert!(acts.len() >= 5, "{acts:?}");
+        for req in acts {
+            let what = format!("{req:?}");
+            let before = state(l);
+            let err = call(l, &reader, req).expect_err(&what);
+            assert_eq!(err.code, ErrorCode::Forbidden, "{what}");
+            assert_eq!(state(l), before, "{what}");
+        }
+        // The same acts by a person token that answers are the person's.
+        let Reply::Recorded(done) = call(
+            l,
+            &dana(),
+            Request::Change(PersonsChange::of(inside, answer("yes"))),
+        )
+        .unwrap() else {
+            panic!("a change replies Recorded")
+        };
+        assert_eq!(done.question.state.answered_by.as_deref(), Some("dana"));
+    }
+);
