@@ -47,6 +47,10 @@ async fn authenticate(
     let who = match super::ledger_api::principal(&app, client, token, Procedure::Serve).await {
         Ok(who) => who,
         Err(mut refused) => {
+            // The body is read before the refusal goes, so that the connection stays
+            // usable: a client that sends its next request on it (a host signing in after
+            // this 401) would otherwise race the close.
+            let _ = axum::body::to_bytes(request.into_body(), BODY_LIMIT).await;
             // Where hosts may sign in, the 401 says where to learn how (RFC 9728).
             if refused.status() == axum::http::StatusCode::UNAUTHORIZED {
                 if let Some(how) = super::oauth::challenge(&app) {
