@@ -638,8 +638,8 @@ fn unpooled_two_servers_behind_haproxy_hand_their_waiters_over_on_sigterm() {
          \x20   http-request set-header X-Forwarded-Proto https\n    default_backend servers\n\
          backend servers\n    option httpchk GET /readyz\n\
          \x20   retry-on conn-failure empty-response response-timeout\n    option redispatch\n\
-         \x20   server a 127.0.0.1:{pa} check inter 300ms fall 1 rise 2\n\
-         \x20   server b 127.0.0.1:{pb} check inter 300ms fall 1 rise 2\n",
+         \x20   server a 127.0.0.1:{pa} check inter 300ms fall 3 rise 2\n\
+         \x20   server b 127.0.0.1:{pb} check inter 300ms fall 3 rise 2\n",
         pem_path.display()
     );
     let cfg = l.dir.path().join("haproxy.cfg");
