@@ -7,9 +7,6 @@ use questions_core::error::{Error, Result};
 use questions_core::model::Channel;
 use questions_core::ops::{self, Caller, Grant, Ledger, Principal, Reply, Request, TokenRequest};
 
-/// How long a person token made without `--expires` works.
-const PERSON_EXPIRES: std::time::Duration = std::time::Duration::from_hours(90 * 24);
-
 pub(super) fn run(ledger: &mut Ledger, by_from_flag: bool, args: TokenArgs) -> Result<Outcome> {
     // Who may call the ledger is decided as a group's members are: by who runs this
     // (the operating-system user), never by a name given.
@@ -20,40 +17,31 @@ pub(super) fn run(ledger: &mut Ledger, by_from_flag: bool, args: TokenArgs) -> R
         ));
     }
     let req = match args.action {
-        TokenAction::Create(create) => TokenRequest::Create {
-            expires_in: match create.expires {
-                Some(crate::cli::Expires::After(d)) => Some(d),
-                Some(crate::cli::Expires::Never) => None,
-                // A person's secret is sent by hand and kept on a phone: it ends by
-                // itself unless it is meant not to (`never`).
-                None if create.person.is_some() => Some(PERSON_EXPIRES),
-                None => None,
-            },
-            name: create.name,
-            grant: match create.person {
+        TokenAction::Create(create) => {
+            let grant = match create.person {
                 Some(person) => Grant::Person(person),
                 None => Grant::Agent {
                     stages: create.stages,
                 },
-            },
-        },
+            };
+            TokenRequest::Create {
+                expires_in: match create.expires {
+                    Some(crate::cli::Expires::After(d)) => Some(d),
+                    Some(crate::cli::Expires::Never) => None,
+                    None => ops::default_lifetime(&grant),
+                },
+                name: create.name,
+                grant,
+            }
+        }
         TokenAction::List => TokenRequest::List,
         TokenAction::Revoke { name } => TokenRequest::Revoke { name },
     };
-    let caller = Caller {
-        by: Some(Who::os_user()),
-        channel: Channel::Cli,
-    };
-    match ops::call(ledger, &Principal::Direct(caller), Request::Token(req))? {
-        Reply::Token(reply) => Ok(Outcome::ok(reply)),
-        other => Err(Error::db(format!(
-            "a token request was answered with {other:?}"
-        ))),
-    }
+    of_person(ledger, req)
 }
 
-/// `people sessions NAME`, `people revoke NAME`: a person's tokens and sign-ins, through
-/// the door as every token request is.
+/// A token request through the door, as the operating-system user: `token …`, and
+/// `people sessions|grants|revoke NAME` (a person's tokens and sign-ins).
 pub(super) fn of_person(ledger: &mut Ledger, req: TokenRequest) -> Result<Outcome> {
     let caller = Caller {
         by: Some(Who::os_user()),

@@ -135,3 +135,32 @@ fn a_token_asked_for_wrongly_is_refused_and_nothing_is_made() {
     assert_eq!(twice.error_code(), "conflict", "{twice:?}");
     assert_eq!(l.ok(["token", "list"])["tokens"][0]["role"], "agent");
 }
+
+#[test]
+fn a_person_token_ends_after_90_days_unless_it_is_made_to_last_and_an_agent_s_never_does() {
+    let l = Ledger::new();
+    let made = l.ok(["token", "create", "dana-phone", "--person", "dana"]);
+    assert_eq!(made["expires_at"], "2027-02-19T23:47:04.692Z", "{made}");
+    let kept = l.ok([
+        "token",
+        "create",
+        "dana-break-glass",
+        "--person",
+        "dana",
+        "--expires",
+        "never",
+    ]);
+    assert!(kept["expires_at"].is_null(), "{kept}");
+    let agent = l.ok(["token", "create", "ci-runner", "--agent"]);
+    assert!(agent["expires_at"].is_null(), "{agent}");
+    let listed = l.ok(["token", "list"]);
+    let phone = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "dana-phone")
+        .unwrap()
+        .clone();
+    assert_eq!(phone["expires_at"], "2027-02-19T23:47:04.692Z");
+    assert_eq!(phone["source"], "token");
+}

@@ -47,8 +47,8 @@ pub use routing::{
 };
 pub use tasks::{cancel_task, look_task, start_task, NewTask, TaskEnd};
 pub use token::{
-    authenticate, Grant, PersonRevoked, PersonSessions, TokenListed, TokenMade, TokenReply,
-    TokenRequest, TokenRevoked, Tokens, SECRET_PREFIX, UNAUTHORIZED,
+    authenticate, default_lifetime, Grant, PersonRevoked, PersonSessions, TokenListed, TokenMade,
+    TokenReply, TokenRequest, TokenRevoked, Tokens, SECRET_PREFIX, UNAUTHORIZED,
 };
 // What a front end names to reach the ledger: where it is, the handle the operations take
 // (it opens no transaction for a front end), and the filters of the reads.

@@ -23,6 +23,19 @@ pub const UNAUTHORIZED: &str =
     "no valid token: set QUESTIONS_TOKEN (or QUESTIONS_TOKEN_FILE) to a token this ledger \
      issued and has not revoked, nor let expire";
 
+/// How long a person token works when its maker names no lifetime: its secret is sent
+/// by hand and kept on a phone, so it ends by itself unless it is meant not to.
+const PERSON_TOKEN_LIFETIME: Duration = Duration::from_hours(90 * 24);
+
+/// The lifetime a new token gets when none is named: a person's, 90 days; an agent's,
+/// none (a CI runner's token is the pipeline's to rotate).
+pub fn default_lifetime(grant: &Grant) -> Option<Duration> {
+    match grant {
+        Grant::Person(_) => Some(PERSON_TOKEN_LIFETIME),
+        Grant::Agent { .. } => None,
+    }
+}
+
 /// What a new token may do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
