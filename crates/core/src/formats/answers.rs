@@ -379,10 +379,11 @@ pub fn place(
     format: ImportFormat,
     replies: &[Imported],
 ) -> Result<Vec<Placed>, Unplaced> {
+    let index = Index::new(in_stage);
     replies
         .iter()
         .map(|imported| {
-            let q = find(in_stage, stage, imported)?;
+            let q = find(&index, stage, imported)?;
             let reply = match (&imported.reply, format) {
                 (
                     Reply::Answer {
@@ -410,20 +411,37 @@ pub fn place(
         .collect()
 }
 
+/// A stage's questions by id and by their text, so that placing a reply per question
+/// of a large import is a lookup, not a pass over the stage.
+struct Index<'a> {
+    in_stage: &'a [Question],
+    by_id: std::collections::HashMap<i64, &'a Question>,
+    by_text: std::collections::HashMap<&'a str, Vec<&'a Question>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(in_stage: &'a [Question]) -> Index<'a> {
+        let mut by_text: std::collections::HashMap<&str, Vec<&Question>> =
+            std::collections::HashMap::new();
+        for q in in_stage {
+            by_text.entry(q.question.trim()).or_default().push(q);
+        }
+        Index {
+            in_stage,
+            by_id: in_stage.iter().map(|q| (q.id, q)).collect(),
+            by_text,
+        }
+    }
+}
+
 /// The question of the stage a reply is for. A header of the form `X #N` names question
 /// N only when that is the form `render` wrote for it (question N's header is `X`);
 /// otherwise it is a header like any other.
-fn find<'a>(
-    in_stage: &'a [Question],
-    stage: &str,
-    imported: &Imported,
-) -> Result<&'a Question, Unplaced> {
+fn find<'a>(index: &Index<'a>, stage: &str, imported: &Imported) -> Result<&'a Question, Unplaced> {
+    let in_stage = index.in_stage;
     let matches: Vec<&Question> = match &imported.key {
-        Key::Id(id) => in_stage.iter().filter(|q| q.id == *id).collect(),
-        Key::Text(text) => in_stage
-            .iter()
-            .filter(|q| q.question.trim() == text.trim())
-            .collect(),
+        Key::Id(id) => index.by_id.get(id).into_iter().copied().collect(),
+        Key::Text(text) => index.by_text.get(text.trim()).cloned().unwrap_or_default(),
         Key::Header(header) => {
             let header = header.trim();
             let tagged = header
