@@ -100,14 +100,10 @@ impl Synapse {
             ),
         )
         .unwrap();
-        let keys = Command::new(&python)
-            .args(["-m", "synapse.app.homeserver", "-c"])
-            .arg(dir.path().join("homeserver.yaml"))
-            .arg("--generate-keys")
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(keys.status.success(), "{keys:?}");
+        // The server's signing key, written as `--generate-keys` would (a second start of
+        // Synapse's Python, seconds of a busy machine, for 32 random bytes): the
+        // algorithm, a key id and the unpadded base64 of an Ed25519 seed.
+        std::fs::write(dir.path().join("signing.key"), signing_key()).unwrap();
         let child = Command::new(&python)
             .args(["-m", "synapse.app.homeserver", "-c"])
             .arg(dir.path().join("homeserver.yaml"))
@@ -342,4 +338,39 @@ pub(crate) fn enc(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A new Synapse signing key file's line: `ed25519 a_<id> <seed>`, the seed 32 bytes from
+/// the system's random source in unpadded standard base64.
+fn signing_key() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 36];
+    std::fs::File::open("/dev/urandom")
+        .unwrap()
+        .read_exact(&mut bytes)
+        .unwrap();
+    let (seed, id) = bytes.split_at(32);
+    let id: String = id
+        .iter()
+        .map(|b| {
+            char::from(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[usize::from(b % 52)])
+        })
+        .collect();
+    format!("ed25519 a_{id} {}\n", base64_unpadded(seed))
+}
+
+/// Standard base64 without padding, as Synapse writes its keys.
+fn base64_unpadded(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+        }
+    }
+    out
 }
