@@ -246,6 +246,21 @@ impl<'a> Mail<'a> {
             times: 1,
         }
     }
+
+    /// A new message to the relay's address, signed by its sender's domain.
+    fn to_relay(from: &'a str, body: &'a str) -> Mail<'a> {
+        Mail {
+            from,
+            to: RELAY,
+            body,
+            in_reply_to: None,
+            sign: Some("person.test"),
+            alter: None,
+            headers: &[],
+            message_id: None,
+            times: 1,
+        }
+    }
 }
 
 impl Relay {
@@ -314,17 +329,7 @@ fn reading(l: &Ledger, host: &MailHost) {
     };
     let end = Instant::now() + Duration::from_mins(1);
     loop {
-        host.send(&Mail {
-            from: WARM_UP,
-            to: RELAY,
-            body: "hello",
-            in_reply_to: None,
-            sign: Some("person.test"),
-            alter: None,
-            headers: &[],
-            message_id: None,
-            times: 1,
-        });
+        host.send(&Mail::to_relay(WARM_UP, "hello"));
         let again = Instant::now() + Duration::from_secs(1);
         while Instant::now() < again {
             if refused() {
@@ -710,17 +715,7 @@ fn relay_email_the_guide_s_transcript_is_what_the_relay_does() {
     let relay = Relay::email(&l, &host, &[]);
     out.push_str("$ questions relay --config relay.toml &\n{\"ok\":true,\"procedure\":\"relay\",\"channels\":[\"email\"]}\n");
     let body = format!("{code}\n");
-    host.send(&Mail {
-        to: RELAY,
-        in_reply_to: None,
-        sign: Some("person.test"),
-        alter: None,
-        headers: &[],
-        message_id: None,
-        times: 1,
-        from: ME,
-        body: &body,
-    });
+    host.send(&Mail::to_relay(ME, &body));
     let linked = host.until("me", "linked", |m| {
         m["body"].as_str().unwrap().contains("linked")
     });
@@ -1338,17 +1333,7 @@ impl Email {
     /// A signed message from `from` to the relay's own address, outside any card; its
     /// Message-ID.
     fn write_from(&self, from: &str, text: &str) -> String {
-        self.host.send(&Mail {
-            from,
-            to: RELAY,
-            body: text,
-            in_reply_to: None,
-            sign: Some("person.test"),
-            alter: None,
-            headers: &[],
-            message_id: None,
-            times: 1,
-        })
+        self.host.send(&Mail::to_relay(from, text))
     }
 
     fn send(&self, who: Who, mail: &Mail) -> Sent {
