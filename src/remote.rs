@@ -30,8 +30,13 @@ use questions_core::ops::{CheckRequest, Reply, Request, Wait};
 /// The longest one call waits on the server (its own bound is the same): a wait is sent
 /// again until its `--timeout`.
 const LONGEST_WAIT: Duration = Duration::from_secs(50);
-/// How long a call that does not wait may take, connecting included.
+/// How long a call that does not wait may take, connecting included; a large one more
+/// (see `BYTES_A_SECOND`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// A second more for every this many bytes of a request: an ingest of 40 000 questions
+/// or an import of their answers (a megabyte each) is written as one transaction, which
+/// a loaded server takes longer than 30 s over; the 16 MiB a call may carry, four minutes.
+const BYTES_A_SECOND: usize = 64 * 1024;
 /// Attempts of one call when the connection fails (a reply lost on the way among them).
 const ATTEMPTS: u32 = 4;
 /// The largest reply read: a long `list` or `history`.
@@ -253,6 +258,7 @@ impl Remote {
     fn attempt(&self, req: &Request, within: Duration) -> std::result::Result<Value, Attempt> {
         let body = serde_json::to_string(req)
             .map_err(|e| Attempt::Final(Error::usage(format!("cannot write the request: {e}"))))?;
+        let within = within + Duration::from_secs((body.len() / BYTES_A_SECOND) as u64);
         let url = format!("{}/v1/call", self.base);
         let mut pause = Duration::from_millis(250);
         let mut attempt = 1;
