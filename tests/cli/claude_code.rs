@@ -96,34 +96,43 @@ fn respond(request: &Value, results: &Mutex<Vec<Value>>) -> (&'static str, Strin
         .and_then(|m| m.last())
         .cloned()
         .unwrap_or(Value::Null);
-    let result = last["content"]
-        .as_array()
-        .and_then(|blocks| blocks.iter().find(|b| b["type"] == "tool_result").cloned());
-    let asked_before = request["messages"].as_array().is_some_and(|m| {
-        m.iter().any(|message| {
-            message["content"]
+    // The tool's result, wherever it is: Claude Code may put a notice of its own after it,
+    // as a message of the user (an MCP server that failed to connect, in the build
+    // without `mcp`), which is not what the tool said.
+    let result = request["messages"].as_array().and_then(|messages| {
+        messages.iter().rev().find_map(|m| {
+            m["content"]
                 .as_array()
-                .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+                .and_then(|blocks| blocks.iter().find(|b| b["type"] == "tool_result").cloned())
         })
     });
     let offered = request["tools"]
         .as_array()
         .is_some_and(|tools| tools.iter().any(|t| t["name"] == "AskUserQuestion"));
+    let mut results = results.lock().unwrap();
     let (block, stop) = match result {
-        None if offered && !asked_before => (
-            json!({"type": "tool_use", "id": "toolu_e2e", "name": "AskUserQuestion", "input": ask()}),
+        None if offered => (
+            json!({"type": "tool_use", "id": format!("toolu_e2e_{}", results.len()),
+                "name": "AskUserQuestion", "input": ask()}),
             "tool_use",
         ),
-        None => {
-            // A turn that goes on after the tool: what it was told, as the result.
-            results.lock().unwrap().push(last);
-            (json!({"type": "text", "text": "going on"}), "end_turn")
-        }
-        Some(result) => {
-            results.lock().unwrap().push(result);
+        // Its first request: a later one carries it again (with marks of Claude Code's
+        // own, such as where its cache ends), in a turn that goes on.
+        Some(result)
+            if !results
+                .iter()
+                .any(|seen| seen["tool_use_id"] == result["tool_use_id"]) =>
+        {
+            results.push(result);
             (json!({"type": "text", "text": "thanks"}), "end_turn")
         }
+        _ => {
+            // A turn that goes on after the tool: what it was told, as the result.
+            results.push(last);
+            (json!({"type": "text", "text": "going on"}), "end_turn")
+        }
     };
+    drop(results);
     crate::scripted::messages_reply(request, &block, stop)
 }
 
