@@ -334,6 +334,10 @@
   tick();
   setInterval(tick, 1000);
   // A link to one question (`URL#q-ID`, as `questions mcp` sends people) opens its card.
+  // On a reload of such a link the browser would put back the old scroll offset after
+  // this script has scrolled, measured on a page whose cards were not open yet: the card
+  // is scrolled to here alone.
+  if (window.location.hash && "scrollRestoration" in history) history.scrollRestoration = "manual";
   function opened() {
     const id = decodeURIComponent(window.location.hash.slice(1));
     const q = id ? document.getElementById(id) : null;
@@ -342,6 +346,10 @@
     // Once more after the browser's own jump to the anchor, which puts the card's top
     // under the sticky header.
     requestAnimationFrame(() => go(q, null));
+    // And once the page has loaded, when what loaded last may have moved it.
+    if (document.readyState !== "complete") {
+      window.addEventListener("load", () => go(q, null), { once: true });
+    }
     return true;
   }
   window.addEventListener("hashchange", opened);
