@@ -532,10 +532,33 @@ fn default_person() -> String {
 }
 
 /// A throw-away CA and a certificate it signed for 127.0.0.1, made with openssl in
-/// `dir/name`: (the CA's PEM, the leaf's PEM, its key).
+/// `dir/name`: (the CA's PEM, the leaf's PEM, its key). Its keys are ECDSA P-256, made in
+/// a millisecond: an RSA key takes openssl a tenth of a second or more, and every test
+/// of the HTTPS pass makes a CA (`throwaway_rsa_ca` makes the other kind a server is
+/// given).
 pub(crate) fn throwaway_ca(
     dir: &std::path::Path,
     name: &str,
+) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    throwaway_ca_of(
+        dir,
+        name,
+        &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
+    )
+}
+
+/// `throwaway_ca` with RSA keys of 2048 bits.
+pub(crate) fn throwaway_rsa_ca(
+    dir: &std::path::Path,
+    name: &str,
+) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    throwaway_ca_of(dir, name, &["-newkey", "rsa:2048"])
+}
+
+fn throwaway_ca_of(
+    dir: &std::path::Path,
+    name: &str,
+    key: &[&str],
 ) -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
     let dir = dir.join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -555,36 +578,43 @@ pub(crate) fn throwaway_ca(
     )
     .unwrap();
     let subject = format!("/CN=throw-away CA {name}");
-    let made = openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        &subject,
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign",
-    ]) && openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "leaf.key",
-        "-out",
-        "leaf.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]) && openssl(&[
+    let made = openssl(
+        &[
+            &["req", "-x509"][..],
+            key,
+            &[
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "2",
+                "-subj",
+                &subject,
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign",
+            ],
+        ]
+        .concat(),
+    ) && openssl(
+        &[
+            &["req"][..],
+            key,
+            &[
+                "-nodes",
+                "-keyout",
+                "leaf.key",
+                "-out",
+                "leaf.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    ) && openssl(&[
         "x509",
         "-req",
         "-in",
