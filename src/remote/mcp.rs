@@ -188,7 +188,7 @@ impl Bridge {
             .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
         let body = reply.body_mut().as_reader();
         if streamed {
-            self.stream(body)
+            self.stream(body, message.get("id"))
         } else {
             let mut text = String::new();
             body.take(MESSAGE_LIMIT as u64)
@@ -201,14 +201,27 @@ impl Bridge {
         }
     }
 
-    /// Writes out each event of a stream as it comes (comments keep it alive).
-    fn stream(&self, body: impl Read) -> Result<()> {
+    /// Writes out each event of a stream as it comes (comments keep it alive). A stream
+    /// that breaks once it has carried the reply to `id` has said all the host waits for:
+    /// the host is never answered twice (a server that stops between its reply and the
+    /// stream's end would otherwise give an error for a call already answered).
+    fn stream(&self, body: impl Read, id: Option<&Value>) -> Result<()> {
         let mut data = String::new();
+        let mut answered = false;
         for line in BufReader::new(body).lines() {
-            let line = line.map_err(|e| self.remote.unavailable(&e.to_string()))?;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) if answered => {
+                    crate::output::note(&format!(
+                        "the server's stream broke after its reply, which the client has: {e}"
+                    ));
+                    return Ok(());
+                }
+                Err(e) => return Err(self.remote.unavailable(&e.to_string())),
+            };
             if line.is_empty() {
                 if !data.is_empty() {
-                    self.pass_on(&data);
+                    answered |= self.pass_on(&data).is_some_and(|m| replies(&m, id));
                     data.clear();
                 }
             } else if let Some(more) = line.strip_prefix("data:") {
@@ -231,14 +244,13 @@ impl Bridge {
 
     /// A message from the server, on stdout; the revision an `initialize` settled on is
     /// what later requests name.
-    fn pass_on(&self, text: &str) {
-        let Ok(message) = serde_json::from_str::<Value>(text) else {
-            return;
-        };
+    fn pass_on(&self, text: &str) -> Option<Value> {
+        let message = serde_json::from_str::<Value>(text).ok()?;
         if let Some(version) = message["result"]["protocolVersion"].as_str() {
             self.session().version = Some(version.to_string());
         }
         self.write(&message);
+        Some(message)
     }
 
     /// A new session, begun with the host's own `initialize`, its reply kept from the
@@ -308,6 +320,14 @@ impl Bridge {
 
 /// A value as a routing header carries it: as it is when it is printable ASCII without
 /// spaces at its ends, else in base64 between `=?base64?` and `?=`.
+/// Whether `message` is the reply to the request `id` (not a request or notification of
+/// the server's, which carry a method).
+fn replies(message: &Value, id: Option<&Value>) -> bool {
+    id.is_some_and(|id| message.get("id") == Some(id))
+        && message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
 fn header_value(value: &str) -> String {
     let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
         && value == value.trim()

@@ -1563,6 +1563,143 @@ fn remote_a_watcher_over_https_delivers_its_stages_and_keeps_its_position_there(
     drop(s);
 }
 
+/// A call's stream that breaks once it has carried the call's reply (a server stopped
+/// between its reply and the stream's end, as a crash does) is not answered a second time:
+/// the host has its reply, and the next line it reads is its next call's.
+#[test]
+fn remote_questions_mcp_answers_a_call_once_when_its_stream_breaks_after_the_reply() {
+    use std::io::{BufRead, Read, Write};
+    let l = Ledger::new();
+    // A server of /mcp on loopback, one connection at a time: a call's reply is an event
+    // stream whose last chunk never comes, broken when the test says.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (breaks, broken) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut start = String::new();
+            let mut length = 0;
+            reader.read_line(&mut start).unwrap();
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(n) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = n.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let reply = |v: Value| {
+                let v = v.to_string();
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s1\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{v}",
+                    v.len()
+                )
+            };
+            let id = message["id"].clone();
+            let text = match message["method"].as_str() {
+                Some("initialize") => reply(json!({"jsonrpc": "2.0", "id": id, "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "a server that stops", "version": "1"}}})),
+                Some("tools/call") => {
+                    let event = format!(
+                        "data: {}\n\n",
+                        json!({"jsonrpc": "2.0", "id": id, "result": {
+                            "content": [{"type": "text", "text": "answered: yes"}]}})
+                    );
+                    write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                         Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{event}\r\n",
+                        event.len()
+                    )
+                    .unwrap();
+                    stream.flush().unwrap();
+                    broken.recv().unwrap();
+                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                Some(_) if !id.is_null() => {
+                    reply(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+                }
+                _ => "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_string(),
+            };
+            let _ = stream.write_all(text.as_bytes());
+        }
+    });
+    let mut child = std::process::Command::new(BIN)
+        .current_dir(l.dir.path())
+        .args(["mcp", "--db", &format!("http://127.0.0.1:{port}")])
+        .env("QUESTIONS_TOKEN", "qt_agent_not-checked-by-this-server")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = child.stdin.take().unwrap();
+    let mut from = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (said, notes) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = said.send(line);
+        }
+    });
+    let mut send = |message: Value| writeln!(to, "{message}").unwrap();
+    let mut next = || {
+        let mut line = String::new();
+        from.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}}),
+    );
+    assert_eq!(next()["result"]["protocolVersion"], "2025-11-25");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "list_questions", "arguments": {}}}),
+    );
+    let first = next();
+    assert_eq!(first["id"], 2, "{first}");
+    assert!(first["result"].is_object(), "{first}");
+
+    // The stream breaks; the bridge says so on stderr, and not to the host.
+    breaks.send(()).unwrap();
+    let note = loop {
+        let line = notes
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the bridge says on stderr that the stream broke after its reply");
+        if line.contains("after its reply") {
+            break line;
+        }
+    };
+    assert!(!note.contains("qt_agent"), "{note}");
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    let after = next();
+    assert_eq!(after["id"], 3, "call 2 is answered once: {after}");
+    assert!(after.get("error").is_none(), "{after}");
+    drop(to);
+    assert!(child.wait().unwrap().success());
+}
+
 /// `questions mcp --db https://…` outlives a restart of the server: the session the server
 /// lost is begun again with the host's own `initialize`, and the host's next call is
 /// answered as if nothing happened (its reply to `initialize` is not repeated).
