@@ -61,7 +61,9 @@ impl Synapse {
             .unwrap()
             .port();
         let d = dir.path().display();
-        // Rate limits far above what a test sends, but for `rc_message` when asked.
+        // Rate limits far above what a test sends, but for `rc_message` when asked; a
+        // password hashed with bcrypt's fewest rounds (its default, 12, spends a quarter of
+        // a second of a core on each user registered).
         let high = "{per_second: 10000, burst_count: 10000}";
         let config = format!(
             "server_name: \"localhost\"\n\
@@ -74,6 +76,7 @@ impl Synapse {
              media_store_path: {d}/media\n\
              signing_key_path: {d}/signing.key\n\
              registration_shared_secret: \"{SECRET}\"\n\
+             bcrypt_rounds: 4\n\
              report_stats: false\n\
              suppress_key_server_warning: true\n\
              trusted_key_servers: []\n\
