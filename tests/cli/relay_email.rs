@@ -82,6 +82,8 @@ impl MailHost {
                 format!("stranger:{STRANGER}"),
             ])
             .args(["--domains", "person.test", "evil.test"])
+            .arg("--key-cache")
+            .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("dkim-keys"))
             .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
