@@ -12,7 +12,8 @@
 //! - A session the server no longer knows (it restarted) is begun again with the host's
 //!   own `initialize`, and the message sent again: the ledger has lost nothing.
 //! - A request the server refuses (a token it does not take, a server out of reach) is
-//!   answered with a JSON-RPC error saying why, never by silence.
+//!   answered with a JSON-RPC error saying why, never by silence; and a request is
+//!   answered once: a stream that breaks after it carried the reply ends quietly.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Mutex};
@@ -318,8 +319,6 @@ impl Bridge {
     }
 }
 
-/// A value as a routing header carries it: as it is when it is printable ASCII without
-/// spaces at its ends, else in base64 between `=?base64?` and `?=`.
 /// Whether `message` is the reply to the request `id` (not a request or notification of
 /// the server's, which carry a method).
 fn replies(message: &Value, id: Option<&Value>) -> bool {
@@ -328,6 +327,8 @@ fn replies(message: &Value, id: Option<&Value>) -> bool {
         && (message.get("result").is_some() || message.get("error").is_some())
 }
 
+/// A value as a routing header carries it: as it is when it is printable ASCII without
+/// spaces at its ends, else in base64 between `=?base64?` and `?=`.
 fn header_value(value: &str) -> String {
     let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
         && value == value.trim()
