@@ -547,7 +547,9 @@ pub(crate) fn throwaway_ca(
     )
 }
 
-/// `throwaway_ca` with RSA keys of 2048 bits.
+/// `throwaway_ca` with RSA keys of 2048 bits (the tests of `remote`, in the builds that
+/// have it).
+#[cfg(all(feature = "serve", feature = "remote", feature = "mcp"))]
 pub(crate) fn throwaway_rsa_ca(
     dir: &std::path::Path,
     name: &str,
