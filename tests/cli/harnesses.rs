@@ -1254,20 +1254,40 @@ impl Tui {
         panic!("the screen never showed {text:?}:\n{}", self.screen());
     }
 
-    /// Sends `keys` until the screen shows `text` (a screen that takes keys only once it
-    /// has settled); fails the test if it never does.
+    /// Sends `keys` until the screen, once settled, shows `text` (a screen that takes keys
+    /// only once it has settled); fails the test if it never does. The keys go again only
+    /// when a settled screen does not show it: a slow screen can show the first keys after
+    /// the next are sent, and a key that cycles (Shift+Tab through the modes) would then
+    /// have gone past, so `text` is what the screen says now (a mode's footer), not what
+    /// its history once said.
     fn until(&self, text: &str, keys: &[&str]) {
         for _ in 0..10 {
+            let before = self.settled();
+            if before.contains(text) {
+                return;
+            }
             self.keys(keys);
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while Instant::now() < deadline {
-                if self.screen().contains(text) {
-                    return;
-                }
+            // Taken when the screen changes; sent again after a while when it does not.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && self.screen() == before {
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
         panic!("the screen never showed {text:?}:\n{}", self.screen());
+    }
+
+    /// The screen once two looks a second apart agree (or after 30 s of change).
+    fn settled(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = self.screen();
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = self.screen();
+            if now == last || Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
     }
 
     /// Keys by tmux's names (`Enter`, `Down`, `Tab`, `BTab`), one at a time.
@@ -1392,8 +1412,9 @@ fn sqlite_only_codex_tui_plan_mode_card_note_is_recorded_verbatim() {
     };
     let _daemons = CodexDaemons(home.clone());
     tui.wait_for("Ask Codex to do anything");
-    // Shift+Tab cycles to Plan mode once the composer takes keys.
-    tui.until("Plan mode", &["BTab"]);
+    // Shift+Tab cycles to Plan mode once the composer takes keys: the footer says which
+    // mode it is in (the history keeps every change's line).
+    tui.until("Plan mode (shift+tab to cycle)", &["BTab"]);
     tui.type_text("Set up the project; ask me what you need.");
     tui.keys(&["Enter"]);
     tui.wait_for("None of the above");
