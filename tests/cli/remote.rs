@@ -1563,6 +1563,42 @@ fn remote_a_watcher_over_https_delivers_its_stages_and_keeps_its_position_there(
     drop(s);
 }
 
+/// An MCP host on `questions mcp`'s stdio: one message a line each way, its session begun
+/// (`initialize`, then `notifications/initialized`).
+struct Host {
+    to: std::process::ChildStdin,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Host {
+    fn begin(child: &mut std::process::Child) -> Host {
+        let mut host = Host {
+            to: child.stdin.take().unwrap(),
+            from: std::io::BufReader::new(child.stdout.take().unwrap()),
+        };
+        host.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}}),
+        );
+        assert_eq!(host.next()["result"]["protocolVersion"], "2025-11-25");
+        host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        host
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.to, "{message}").unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.from.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+}
+
 /// A call's stream that breaks once it has carried the call's reply (a server stopped
 /// between its reply and the stream's end, as a crash does) is not answered a second time:
 /// the host has its reply, and the next line it reads is its next call's.
@@ -1648,8 +1684,6 @@ fn remote_questions_mcp_answers_a_call_once_when_its_stream_breaks_after_the_rep
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut to = child.stdin.take().unwrap();
-    let mut from = std::io::BufReader::new(child.stdout.take().unwrap());
     let (said, notes) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().unwrap();
     std::thread::spawn(move || {
@@ -1660,24 +1694,12 @@ fn remote_questions_mcp_answers_a_call_once_when_its_stream_breaks_after_the_rep
             let _ = said.send(line);
         }
     });
-    let mut send = |message: Value| writeln!(to, "{message}").unwrap();
-    let mut next = || {
-        let mut line = String::new();
-        from.read_line(&mut line).unwrap();
-        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"}}}),
-    );
-    assert_eq!(next()["result"]["protocolVersion"], "2025-11-25");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(
+    let mut host = Host::begin(&mut child);
+    host.send(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "list_questions", "arguments": {}}}),
     );
-    let first = next();
+    let first = host.next();
     assert_eq!(first["id"], 2, "{first}");
     assert!(first["result"].is_object(), "{first}");
 
@@ -1692,11 +1714,11 @@ fn remote_questions_mcp_answers_a_call_once_when_its_stream_breaks_after_the_rep
         }
     };
     assert!(!note.contains("qt_agent"), "{note}");
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
-    let after = next();
+    host.send(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    let after = host.next();
     assert_eq!(after["id"], 3, "call 2 is answered once: {after}");
     assert!(after.get("error").is_none(), "{after}");
-    drop(to);
+    drop(host);
     assert!(child.wait().unwrap().success());
 }
 
@@ -1705,7 +1727,6 @@ fn remote_questions_mcp_answers_a_call_once_when_its_stream_breaks_after_the_rep
 /// answered as if nothing happened (its reply to `initialize` is not repeated).
 #[test]
 fn remote_questions_mcp_over_https_begins_its_session_again_after_a_server_restart() {
-    use std::io::{BufRead, Write};
     let l = Ledger::new();
     let Some((ca, leaf, key)) = throwaway_ca(l.dir.path(), "a") else {
         crate::common::skip("openssl cannot make a throw-away CA here");
@@ -1726,27 +1747,13 @@ fn remote_questions_mcp_over_https_begins_its_session_again_after_a_server_resta
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut to = child.stdin.take().unwrap();
-    let mut from = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut send = |message: Value| writeln!(to, "{message}").unwrap();
-    let mut next = || {
-        let mut line = String::new();
-        from.read_line(&mut line).unwrap();
-        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-    };
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"}}}),
-    );
-    assert_eq!(next()["result"]["protocolVersion"], "2025-11-25");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut host = Host::begin(&mut child);
     let list = |n: i64| {
         json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
             "name": "list_questions", "arguments": {"stage": "ci-a"}}})
     };
-    send(list(2));
-    let first = next();
+    host.send(list(2));
+    let first = host.next();
     assert_eq!(first["id"], 2, "{first}");
     assert!(
         first["result"].to_string().contains("Ship build 1?"),
@@ -1764,15 +1771,15 @@ fn remote_questions_mcp_over_https_begins_its_session_again_after_a_server_resta
         "--by",
         "dana",
     ]);
-    send(list(3));
-    let again = next();
+    host.send(list(3));
+    let again = host.next();
     assert_eq!(
         again["id"], 3,
         "the host's next call is answered, not initialize's: {again}"
     );
     let text = again["result"].to_string();
     assert!(text.contains("answered") && text.contains("yes"), "{again}");
-    drop(to);
+    drop(host);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     drop(s);
