@@ -194,7 +194,7 @@ impl OwnServer {
         // local end of one of the pass's own connections): a server that could not listen
         // is started again on another, three times at most, as scripts/with-postgres does.
         // The last `port` in the file is the one it takes.
-        for _ in 0..3 {
+        for attempt in 1..=3 {
             let conf = format!(
                 "port = {}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{}'\n\
                  fsync = off\nmax_connections = {max_connections}\n",
@@ -206,17 +206,19 @@ impl OwnServer {
                 .open(server.data().join("postgresql.conf"))
                 .unwrap();
             std::io::Write::write_all(&mut file, conf.as_bytes()).unwrap();
-            if server.start_once().status.success() {
+            let started = server.start_once();
+            if started.status.success() {
                 break;
             }
             let log = std::fs::read_to_string(server.dir.path().join("log")).unwrap_or_default();
             assert!(
-                log.contains("could not create listen socket") || log.contains("could not bind"),
-                "pg_ctl start: {log}"
+                attempt < 3
+                    && (log.contains("could not create listen socket")
+                        || log.contains("could not bind")),
+                "pg_ctl start: {started:?}\n{log}"
             );
             server.port = crate::common::free_port();
         }
-        server.up();
         if crate::common::pooled() {
             server.bouncer = Some(server.pgbouncer());
         }
@@ -239,11 +241,7 @@ impl OwnServer {
         }
     }
 
-    /// Starts the server (or, when it is running, leaves it be).
     fn up(&self) {
-        if self.running() {
-            return;
-        }
         let started = self.start_once();
         assert!(started.status.success(), "pg_ctl start: {started:?}");
     }
@@ -257,15 +255,6 @@ impl OwnServer {
             .args(["-w", "start"])
             .output()
             .unwrap()
-    }
-
-    fn running(&self) -> bool {
-        self.command("pg_ctl")
-            .arg("-D")
-            .arg(self.data())
-            .arg("status")
-            .output()
-            .is_ok_and(|o| o.status.success())
     }
 
     /// Stops the server (`-m fast`: connections are ended, as at a restart or failover).
